@@ -1,0 +1,97 @@
+"""The admin JSON API under /admin/api (bearer SKILLGATE_ADMIN_TOKEN)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from gateway.admin.auth import Handler, bearer_ok, unauthorized
+from gateway.errors import SkillError
+from gateway.keys import SERVICES
+
+
+def iso(ts: float | None) -> str | None:
+    """Epoch seconds as an ISO 8601 UTC string."""
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def int_param(request: web.Request, name: str, default: int, *, low: int, high: int) -> int:
+    """An integer query parameter within bounds, or 400."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise web.HTTPBadRequest(text=f"{name} must be between {low} and {high}")
+    return value
+
+
+@web.middleware
+async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every admin API call needs the bearer token; without a configured token the API is off."""
+    token = request.config_dict[SERVICES].settings.admin_token
+    if token is None:
+        return unauthorized("admin API disabled: set SKILLGATE_ADMIN_TOKEN")
+    if not bearer_ok(request, token.get_secret_value()):
+        return unauthorized("missing or wrong bearer token")
+    return await handler(request)
+
+
+async def list_feedback(request: web.Request) -> web.Response:
+    """Feedback, newest first: ?limit=&offset=."""
+    store = request.config_dict[SERVICES].store
+    limit = int_param(request, "limit", 100, low=1, high=1000)
+    offset = int_param(request, "offset", 0, low=0, high=10**9)
+    rows = await store.list_feedback(limit=limit, offset=offset)
+    return web.json_response(
+        [
+            {
+                "id": f.id,
+                "channel": f.channel,
+                "chat": f.chat_id,
+                "user": f.user_id,
+                "message_id": f.message_id,
+                "rating": f.rating,
+                "comment": f.comment,
+                "created": iso(f.created_at),
+                "updated": iso(f.updated_at),
+            }
+            for f in rows
+        ]
+    )
+
+
+async def list_skills(request: web.Request) -> web.Response:
+    """Every registered skill with its registry state."""
+    services = request.config_dict[SERVICES]
+    out: list[dict[str, Any]] = []
+    for rec in await services.store.skill_records():
+        try:
+            description: str | None = services.catalog.library.read(rec.slug).description
+        except SkillError:
+            description = None
+        out.append(
+            {
+                "name": rec.slug,
+                "description": description,
+                "source": rec.source,
+                "enabled": rec.enabled,
+                "review_status": rec.review_status,
+                "content_hash": rec.content_hash,
+                "updated": iso(rec.updated_at),
+            }
+        )
+    return web.json_response(out)
+
+
+def admin_api() -> web.Application:
+    """The sub-application mounted at /admin/api."""
+    api = web.Application(middlewares=[require_token])
+    api.router.add_get("/feedback", list_feedback)
+    api.router.add_get("/skills", list_skills)
+    return api

@@ -1,0 +1,143 @@
+"""Builds the aiohttp application and wires every part; the one module that knows them all."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from gateway import __version__
+from gateway.admin.api import admin_api
+from gateway.channels.base import Channel, Services
+from gateway.channels.registry import configured_channels
+from gateway.config import Settings
+from gateway.core.agent import Agent, AgentConfig
+from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
+from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.inbox import InboxWorker
+from gateway.keys import CHANNELS, SERVICES
+from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
+from gateway.skills.library import SkillLibrary
+from gateway.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def make_llm(settings: Settings) -> LLM:
+    """The configured model, or a stand-in that answers 'not configured'."""
+    if not settings.model_configured:
+        return UnconfiguredLLM()
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAIChat(
+        settings.llm_base_url,
+        settings.llm_model,
+        key,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def load_persona(settings: Settings) -> str:
+    """The persona file's text; the default one is written on first start for editing."""
+    path = settings.persona_file or settings.data_dir / "persona.md"
+    if not path.exists() and settings.persona_file is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(DEFAULT_PERSONA, encoding="utf-8")
+    return Path(path).read_text(encoding="utf-8")
+
+
+async def open_services(
+    settings: Settings, *, llm: LLM | None = None, clock: Callable[[], float] = time.time
+) -> Services:
+    """Open the store, sync the skills and build the agent (also used by the CLI)."""
+    store = await Store(settings.db_path).open()
+    try:
+        catalog = SkillCatalog(SkillLibrary(settings.skills_dir), store)
+        await catalog.sync(bundled_skills_dir())
+        config = AgentConfig(
+            persona=load_persona(settings),
+            session_idle_seconds=settings.session_idle_minutes * 60,
+            skill_index_tokens=settings.skill_index_tokens,
+            history_tokens=settings.history_tokens,
+        )
+        agent = Agent(store, llm or make_llm(settings), catalog, config, clock=clock)
+    except BaseException:
+        await store.close()
+        raise
+    return Services(settings, store, agent, catalog, InboxWorker(store))
+
+
+async def close_services(services: Services) -> None:
+    """Close what `open_services` opened."""
+    await services.agent.llm.close()
+    await services.store.close()
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness and configuration at a glance; 503 when the database does not answer."""
+    services = request.app[SERVICES]
+    settings = services.settings
+    db_ok = await services.store.ping()
+    body = {
+        "status": "ok" if db_ok else "error",
+        "version": __version__,
+        "database": "ok" if db_ok else "unreachable",
+        "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
+        "model": {"configured": settings.model_configured, "name": settings.llm_model},
+        "inbox_pending": await services.store.inbox_pending_count() if db_ok else None,
+        "skills_enabled": len(services.catalog.enabled),
+    }
+    return web.json_response(body, status=200 if db_ok else 503)
+
+
+def build_app(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    channels: list[Channel] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> web.Application:
+    """The gateway as one aiohttp application; `llm` and `channels` are for tests."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    chans = configured_channels(settings) if channels is None else channels
+    app[CHANNELS] = chans
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        services = await open_services(settings, llm=llm, clock=clock)
+        app[SERVICES] = services
+        started: list[Channel] = []
+        try:
+            for channel in chans:
+                channel.bind(services)
+                await channel.start()
+                started.append(channel)
+                services.worker.handlers[channel.name] = channel.process
+            await services.worker.start()
+            log.info(
+                "skillgate %s ready: channels=%s model=%s",
+                __version__,
+                ",".join(c.name for c in chans) or "none",
+                settings.llm_model or "not configured",
+            )
+            yield
+        finally:
+            await services.worker.stop()
+            for channel in reversed(started):
+                try:
+                    await channel.stop()
+                except Exception:
+                    log.exception("stopping %s failed", channel.name)
+            await close_services(services)
+
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_get("/healthz", healthz)
+    for channel in chans:
+        app.router.add_routes(channel.routes())
+    app.add_subapp("/admin/api", admin_api())
+    return app

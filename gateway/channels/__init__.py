@@ -1,0 +1,1 @@
+"""Channel adapters: one module per platform, the only importers of its SDK."""

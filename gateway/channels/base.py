@@ -1,0 +1,107 @@
+"""The protocol every channel adapter implements, and the turn they all share.
+
+A channel verifies and stores its platform's webhooks through `Services.accept`
+(so an update is on disk before the platform hears 200), decodes stored
+updates in `process`, and renders replies in `send`. The inbox worker calls
+`process` in order within a chat (the update's `chat_key`) and concurrently
+across chats.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from aiohttp import web
+
+from gateway.core.agent import Agent
+from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.records import InboxItem
+
+if TYPE_CHECKING:
+    from gateway.config import Settings
+    from gateway.inbox import InboxWorker
+    from gateway.skills.catalog import SkillCatalog
+    from gateway.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """What channels may use; built once by the app."""
+
+    settings: Settings
+    store: Store
+    agent: Agent
+    catalog: SkillCatalog
+    worker: InboxWorker
+
+    async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
+        """Store an update durably and queue it; False when it is a redelivery."""
+        item = await self.store.inbox_add(channel, update_id, chat_key, payload)
+        if item is None:
+            return False
+        self.worker.submit(item)
+        return True
+
+
+class Channel(ABC):
+    """A platform adapter."""
+
+    name: ClassVar[str]
+
+    def __init__(self, settings: Settings) -> None:
+        # Routes are fixed when the app is built; services exist once it starts.
+        self.settings = settings
+        self._services: Services | None = None
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            raise RuntimeError(f"{self.name} channel used before the app started")
+        return self._services
+
+    def bind(self, services: Services) -> None:
+        """Give the channel the running services; the app calls this before `start`."""
+        self._services = services
+
+    def routes(self) -> list[web.RouteDef]:
+        """HTTP routes this channel serves (its webhook)."""
+        return []
+
+    async def start(self) -> None:
+        """Open clients; called before the inbox worker resumes stored updates."""
+        return None
+
+    async def stop(self) -> None:
+        """Close clients; called after the inbox worker stopped."""
+        return None
+
+    def health(self) -> dict[str, Any]:
+        """Channel details for /healthz."""
+        return {"configured": True}
+
+    @abstractmethod
+    async def process(self, item: InboxItem) -> None:
+        """Handle one stored update; raise to have it retried."""
+
+    @abstractmethod
+    async def send(self, chat: ChatRef, reply: Reply) -> list[str]:
+        """Deliver a reply (with its buttons); returns the platform message ids."""
+
+    async def answer(self, incoming: IncomingMessage) -> Reply:
+        """The shared turn: ask the agent, deliver once, remember what carried it."""
+        reply = await self.services.agent.respond(incoming)
+        if reply.delivered_ids:
+            log.info(
+                "answer %s was delivered before a restart; not sending again", reply.message_id
+            )
+            return reply
+        ids = await self.send(incoming.chat, reply)
+        if reply.message_id is not None:
+            await self.services.store.set_platform_ids(reply.message_id, ids)
+        reply.delivered_ids = ids
+        return reply

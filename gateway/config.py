@@ -1,0 +1,196 @@
+"""Settings from the environment and `.env` (pydantic-settings); see README for each one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from gateway.errors import ConfigError
+
+_TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+def _split_ids(value: Any) -> Any:
+    """Accept "1, 2,3" (the documented form) as well as a list."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every setting Skillgate reads; names are the environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        case_sensitive=True,
+    )
+
+    data_dir: Path = Field(Path("./data"), validation_alias="SKILLGATE_DATA_DIR")
+    public_url: str | None = Field(None, validation_alias="SKILLGATE_PUBLIC_URL")
+    admin_token: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKEN")
+    session_idle_minutes: float = Field(
+        30.0, ge=0, validation_alias="SKILLGATE_SESSION_IDLE_MINUTES"
+    )
+    synthesis_interval_minutes: float = Field(
+        60.0, ge=0, validation_alias="SKILLGATE_SYNTHESIS_INTERVAL_MINUTES"
+    )
+    require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
+    log_level: str = Field("INFO", validation_alias="SKILLGATE_LOG_LEVEL")
+    skill_index_tokens: int = Field(
+        800, ge=50, le=100_000, validation_alias="SKILLGATE_SKILL_INDEX_TOKENS"
+    )
+    history_tokens: int = Field(
+        3000, ge=100, le=1_000_000, validation_alias="SKILLGATE_HISTORY_TOKENS"
+    )
+    persona_file: Path | None = Field(None, validation_alias="SKILLGATE_PERSONA_FILE")
+
+    telegram_bot_token: SecretStr | None = Field(None, validation_alias="TELEGRAM_BOT_TOKEN")
+    telegram_webhook_secret: SecretStr | None = Field(
+        None, validation_alias="TELEGRAM_WEBHOOK_SECRET"
+    )
+    telegram_api_base_url: str = Field(
+        "https://api.telegram.org/bot", validation_alias="TELEGRAM_API_BASE_URL"
+    )
+    telegram_admin_ids: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, validation_alias="TELEGRAM_ADMIN_IDS"
+    )
+
+    line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
+    line_channel_access_token: SecretStr | None = Field(
+        None, validation_alias="LINE_CHANNEL_ACCESS_TOKEN"
+    )
+    line_api_base_url: str = Field("https://api.line.me", validation_alias="LINE_API_BASE_URL")
+    line_admin_ids: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="LINE_ADMIN_IDS"
+    )
+
+    llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
+    llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")
+    llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
+    llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
+    llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
+
+    _split = field_validator("telegram_admin_ids", "line_admin_ids", mode="before")(_split_ids)
+
+    @field_validator(
+        "public_url",
+        "admin_token",
+        "telegram_bot_token",
+        "telegram_webhook_secret",
+        "line_channel_secret",
+        "line_channel_access_token",
+        "llm_base_url",
+        "llm_api_key",
+        "llm_model",
+        "persona_file",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # `FOO=` in .env means "not set", as operators expect from .env.example.
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("public_url", "llm_base_url", "line_api_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+    @field_validator("telegram_api_base_url")
+    @classmethod
+    def _telegram_base(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        # A bare host (a self-hosted Bot API server) gets PTB's "/bot" path.
+        if re.match(r"^https?://[^/]+/?$", value):
+            value = value.rstrip("/") + "/bot"
+        return value
+
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _telegram_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _TELEGRAM_SECRET.match(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        value = value.upper()
+        if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return value
+
+    @property
+    def telegram_enabled(self) -> bool:
+        return self.telegram_bot_token is not None
+
+    @property
+    def line_enabled(self) -> bool:
+        return self.line_channel_secret is not None and self.line_channel_access_token is not None
+
+    @property
+    def model_configured(self) -> bool:
+        return self.llm_base_url is not None and self.llm_model is not None
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "skillgate.db"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.data_dir / "skills"
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value, for redaction."""
+        fields = (
+            self.admin_token,
+            self.telegram_bot_token,
+            self.telegram_webhook_secret,
+            self.line_channel_secret,
+            self.line_channel_access_token,
+            self.llm_api_key,
+        )
+        return [f.get_secret_value() for f in fields if f is not None]
+
+
+_SECRET_FIELDS = {
+    "SKILLGATE_ADMIN_TOKEN",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "LINE_CHANNEL_SECRET",
+    "LINE_CHANNEL_ACCESS_TOKEN",
+    "LLM_API_KEY",
+}
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, naming the variable; never echoes a secret."""
+    lines = []
+    for err in exc.errors():
+        name = str(err["loc"][0]) if err["loc"] else "settings"
+        msg = err["msg"].removeprefix("Value error, ")
+        if name not in _SECRET_FIELDS and "input" in err and isinstance(err["input"], str):
+            msg += f" (got {err['input']!r})"
+        lines.append(f"{name}: {msg}")
+    return "; ".join(lines)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings, turning validation errors into one readable ConfigError."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid setting: {describe_validation_error(exc)}") from None

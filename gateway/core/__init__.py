@@ -1,0 +1,1 @@
+"""Channel-neutral core: models, the agent, model access and prompt building."""

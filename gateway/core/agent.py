@@ -1,0 +1,162 @@
+"""The agent: one turn from a user's message to a stored, traced answer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.core.llm import LLM
+from gateway.core.models import IncomingMessage, Reply, rating_buttons
+from gateway.core.ports import ConversationStore, SkillProvider
+from gateway.core.prompt import LOAD_SKILL_TOOL, build_messages
+from gateway.core.records import MessageRecord, Trace
+from gateway.errors import ModelError, ModelNotConfigured
+
+log = logging.getLogger(__name__)
+
+APOLOGY = "⚠️ Sorry, I couldn't answer that just now. Please try again in a moment."
+NOT_CONFIGURED = "⚠️ I can't answer yet: no language model is configured on this gateway."
+TOOL_LIMIT = "⚠️ Sorry, I got stuck preparing that answer. Please rephrase and try again."
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The agent's knobs, from Settings."""
+
+    persona: str
+    session_idle_seconds: float
+    skill_index_tokens: int = 800
+    history_tokens: int = 3000
+    history_messages: int = 60
+    max_tool_rounds: int = 4
+
+
+class Agent:
+    """Channel-neutral: finds the session, builds the prompt, calls the model, stores the answer."""
+
+    def __init__(
+        self,
+        store: ConversationStore,
+        llm: LLM,
+        skills: SkillProvider,
+        config: AgentConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.skills = skills
+        self.config = config
+        self.clock = clock
+
+    async def respond(self, incoming: IncomingMessage) -> Reply:
+        """Answer one message; an update answered before a crash gets its stored answer back."""
+        if incoming.inbox_id is not None:
+            done = await self.store.answer_for_inbox(incoming.inbox_id)
+            if done is not None:
+                return _reply(done)
+        chat = incoming.chat
+        session = await self.store.current_session(
+            chat.channel, chat.chat_id, chat.user_id, self.clock(), self.config.session_idle_seconds
+        )
+        user_msg = None
+        if incoming.inbox_id is not None:
+            user_msg = await self.store.message_for_inbox(incoming.inbox_id, "user")
+        if user_msg is None:
+            await self.store.add_message(
+                session.id, "user", incoming.text, inbox_id=incoming.inbox_id, now=self.clock()
+            )
+        history = await self.store.history(
+            session.id, limit=self.config.history_messages, exclude_kinds=("error",)
+        )
+        text, kind, trace = await self._think(incoming.text, history)
+        answer = await self.store.add_message(
+            session.id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
+        )
+        return _reply(answer)
+
+    async def _think(self, query: str, history: list[MessageRecord]) -> tuple[str, Any, Trace]:
+        """Run the model, with load_skill tool rounds; never raises for model failures."""
+        started = time.monotonic()
+        offered, section = self.skills.offer(query, self.config.skill_index_tokens)
+        messages = build_messages(self.config.persona, section, history, self.config.history_tokens)
+        trace = Trace(skills_offered=offered, model=self.llm.model)
+        tools = [LOAD_SKILL_TOOL] if offered else None
+        try:
+            for _ in range(self.config.max_tool_rounds + 1):
+                completion = await self.llm.complete(messages, tools=tools)
+                trace.prompt_tokens += completion.prompt_tokens
+                trace.completion_tokens += completion.completion_tokens
+                trace.model = completion.model or trace.model
+                if not completion.tool_calls:
+                    text = (completion.text or "").strip()
+                    if not text:
+                        raise ModelError("model returned an empty answer")
+                    return text, "normal", _finish(trace, started)
+                messages.append(_assistant_tool_message(completion.text, completion.tool_calls))
+                for call in completion.tool_calls:
+                    trace.tools_used.append(call.name)
+                    messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "content": self._tool(call, trace),
+                        }
+                    )
+            trace.error = "tool rounds exhausted"
+            return TOOL_LIMIT, "error", _finish(trace, started, completed=False)
+        except ModelNotConfigured as exc:
+            trace.error = str(exc)
+            return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
+        except ModelError as exc:
+            log.warning("model failed: %s", exc)
+            trace.error = str(exc)
+            return APOLOGY, "error", _finish(trace, started, completed=False)
+
+    def _tool(self, call: Any, trace: Trace) -> str:
+        """Run one tool call and return its result text for the model."""
+        if call.name != "load_skill":
+            return f"error: unknown tool {call.name!r}"
+        name = str(call.args().get("name", ""))
+        body = self.skills.load(name)
+        if body is None:
+            return f"error: no enabled skill named {name!r}"
+        if name not in trace.skills_loaded:
+            trace.skills_loaded.append(name)
+        return body
+
+
+def _finish(trace: Trace, started: float, *, completed: bool = True) -> Trace:
+    trace.completed = completed
+    trace.latency_ms = int((time.monotonic() - started) * 1000)
+    return trace
+
+
+def _assistant_tool_message(text: str | None, calls: list[Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments or json.dumps({})},
+            }
+            for c in calls
+        ],
+    }
+
+
+def _reply(message: MessageRecord) -> Reply:
+    buttons = rating_buttons(message.id) if message.kind == "normal" else []
+    return Reply(
+        text=message.text,
+        kind=message.kind,
+        message_id=message.id,
+        buttons=buttons,
+        delivered_ids=message.platform_message_ids,
+    )

@@ -1,0 +1,61 @@
+"""What the core needs from the outside, as protocols; the store and skills implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from gateway.core.models import MessageKind, Role
+from gateway.core.records import MessageRecord, SessionRecord, SkillRecord, Trace
+
+
+class ConversationStore(Protocol):
+    """The part of the store the agent uses."""
+
+    async def current_session(
+        self, channel: str, chat_id: str, user_id: str | None, now: float, idle_seconds: float
+    ) -> SessionRecord: ...
+
+    async def add_message(
+        self,
+        session_id: int,
+        role: Role,
+        text: str,
+        *,
+        kind: MessageKind = "normal",
+        inbox_id: int | None = None,
+        trace: Trace | None = None,
+        now: float | None = None,
+    ) -> MessageRecord: ...
+
+    async def history(
+        self, session_id: int, *, limit: int, exclude_kinds: Sequence[MessageKind] = ()
+    ) -> list[MessageRecord]: ...
+
+    async def answer_for_inbox(self, inbox_id: int) -> MessageRecord | None: ...
+
+    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
+
+
+class SkillRegistry(Protocol):
+    """The part of the store that keeps the skill registry and run state."""
+
+    async def skill_records(self) -> list[SkillRecord]: ...
+
+    async def put_skill_records(self, records: list[SkillRecord]) -> None: ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+
+class SkillProvider(Protocol):
+    """Enabled skills as the agent sees them: an index to offer, bodies to load."""
+
+    def offer(self, query: str, budget_tokens: int) -> tuple[list[str], str]:
+        """Names offered for `query` and the prompt section listing them, within budget."""
+        ...
+
+    def load(self, name: str) -> str | None:
+        """The body of an enabled skill, or None."""
+        ...

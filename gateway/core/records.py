@@ -1,0 +1,87 @@
+"""Stored records as pydantic models: what the store returns and accepts."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from gateway.core.models import MessageKind, Role
+
+
+class InboxItem(BaseModel):
+    """One platform update, stored before it was acknowledged."""
+
+    id: int
+    channel: str
+    update_id: str
+    chat_key: str
+    payload: str
+    received_at: float
+    attempts: int = 0
+    processed_at: float | None = None
+    last_error: str | None = None
+
+
+class SessionRecord(BaseModel):
+    """A run of conversation in one chat, finished once idle or on /new."""
+
+    id: int
+    channel: str
+    chat_id: str
+    user_id: str | None = None
+    started_at: float
+    last_activity_at: float
+    finished_at: float | None = None
+    finish_reason: str | None = None
+
+
+class MessageRecord(BaseModel):
+    """A stored user or assistant message."""
+
+    id: int
+    session_id: int
+    role: Role
+    text: str
+    kind: MessageKind = "normal"
+    platform_message_ids: list[str] = Field(default_factory=list)
+    inbox_id: int | None = None
+    created_at: float
+
+
+class Trace(BaseModel):
+    """How one answer was made: skills offered and loaded, tools, outcome, cost."""
+
+    skills_offered: list[str] = Field(default_factory=list)
+    skills_loaded: list[str] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+    completed: bool = True
+    error: str | None = None
+    latency_ms: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str | None = None
+
+
+class FeedbackRecord(BaseModel):
+    """One user's rating of one answer, with an optional comment."""
+
+    id: int
+    message_id: int
+    channel: str
+    chat_id: str
+    user_id: str
+    rating: int
+    comment: str | None = None
+    created_at: float
+    updated_at: float
+
+
+class SkillRecord(BaseModel):
+    """The registry row of a skill: where it came from and whether it is in use."""
+
+    slug: str
+    source: str
+    enabled: bool = True
+    review_status: str = "live"
+    content_hash: str
+    created_at: float
+    updated_at: float

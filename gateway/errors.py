@@ -1,0 +1,77 @@
+"""Every error Skillgate raises on purpose, as one tree.
+
+    SkillgateError
+     ├── ConfigError            a setting is missing or invalid
+     ├── StoreError             the database refused or failed an operation
+     ├── SkillError
+     │    ├── InvalidSlug       a skill name breaks the Agent Skills naming rules
+     │    ├── PathEscape        a composed path would leave the skills root
+     │    ├── SkillNotFound     no such skill on disk
+     │    └── InvalidSkill      a SKILL.md that cannot be parsed
+     ├── ModelError             the LLM call failed
+     │    ├── ModelNotConfigured
+     │    └── ModelUnavailable  transient failures outlasted the retries
+     └── ChannelError           a platform API call failed
+          └── RateLimited       the platform asked us to slow down
+
+Library errors are translated into these at the edge (``raise ... from exc``),
+so callers never catch an SDK's exception type.
+"""
+
+from __future__ import annotations
+
+
+class SkillgateError(Exception):
+    """Base of every error raised on purpose."""
+
+
+class ConfigError(SkillgateError):
+    """A setting is missing or invalid."""
+
+
+class StoreError(SkillgateError):
+    """The database refused or failed an operation."""
+
+
+class SkillError(SkillgateError):
+    """A skill could not be named, found, read or written."""
+
+
+class InvalidSlug(SkillError):
+    """A skill name breaks the Agent Skills naming rules."""
+
+
+class PathEscape(SkillError):
+    """A composed path would leave the skills root."""
+
+
+class SkillNotFound(SkillError):
+    """No skill with that name exists."""
+
+
+class InvalidSkill(SkillError):
+    """A SKILL.md file cannot be parsed or breaks the format."""
+
+
+class ModelError(SkillgateError):
+    """The LLM call failed."""
+
+
+class ModelNotConfigured(ModelError):
+    """No model endpoint is configured."""
+
+
+class ModelUnavailable(ModelError):
+    """The model kept failing after retries (timeouts, 5xx, rate limits)."""
+
+
+class ChannelError(SkillgateError):
+    """A platform API call failed."""
+
+
+class RateLimited(ChannelError):
+    """The platform asked us to wait ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

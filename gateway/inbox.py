@@ -1,0 +1,137 @@
+"""The inbox worker: stored updates processed in order per chat, concurrently across chats.
+
+The database is the queue; the in-memory deques only mirror its unprocessed
+rows, so a restart resumes exactly what was not finished. A failing update is
+retried with backoff (holding back its chat, to keep order) and, after
+`max_attempts`, set aside with its error so the chat is not blocked forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from gateway.core.records import InboxItem
+from gateway.store import Store
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[InboxItem], Awaitable[None]]
+
+
+class InboxWorker:
+    """Drains the inbox through the channels' handlers."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_attempts: int = 5,
+        concurrency: int = 64,
+        backoff: Callable[[int], float] = lambda attempt: min(30.0, 0.5 * 2 ** (attempt - 1)),
+    ) -> None:
+        self.store = store
+        self.handlers: dict[str, Handler] = {}
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self._limit = asyncio.Semaphore(concurrency)
+        self._queues: dict[str, deque[InboxItem]] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._accepting = False
+
+    async def start(self) -> int:
+        """Resume every unprocessed update stored before; returns how many."""
+        self._accepting = True
+        pending = [i for i in await self.store.inbox_pending() if i.channel in self.handlers]
+        for item in pending:
+            self.submit(item)
+        if pending:
+            log.info("resuming %d stored update(s)", len(pending))
+        return len(pending)
+
+    def submit(self, item: InboxItem) -> None:
+        """Queue a stored update behind the others of its chat."""
+        if not self._accepting:
+            return  # it is on disk; the next start resumes it
+        key = f"{item.channel}:{item.chat_key}"
+        self._queues.setdefault(key, deque()).append(item)
+        if key not in self._tasks:
+            self._idle.clear()
+            self._tasks[key] = asyncio.create_task(self._drain(key), name=f"inbox:{key}")
+
+    async def _drain(self, key: str) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                await self._process(queue[0])
+                queue.popleft()
+        finally:
+            self._tasks.pop(key, None)
+            if not queue:
+                self._queues.pop(key, None)
+            if not self._tasks:
+                self._idle.set()
+
+    async def _process(self, item: InboxItem) -> None:
+        handler = self.handlers.get(item.channel)
+        if handler is None:
+            return
+        attempt = item.attempts
+        while True:
+            try:
+                async with self._limit:
+                    await handler(item)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                attempt = await self.store.inbox_failed(item.id, f"{type(exc).__name__}: {exc}")
+                if attempt >= self.max_attempts:
+                    log.error(
+                        "giving up on %s update %s after %d attempts: %s",
+                        item.channel,
+                        item.update_id,
+                        attempt,
+                        exc,
+                    )
+                    await self.store.inbox_done(item.id, error=f"gave up: {exc}")
+                    return
+                log.warning(
+                    "%s update %s failed (attempt %d), retrying: %s",
+                    item.channel,
+                    item.update_id,
+                    attempt,
+                    exc,
+                )
+                await asyncio.sleep(self.backoff(attempt))
+                continue
+            await self.store.inbox_done(item.id)
+            return
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        """Wait until every queued update is processed."""
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking work, let in-flight updates finish within `timeout`, cancel the rest."""
+        self._accepting = False
+        for queue in self._queues.values():
+            while len(queue) > 1:  # keep only the update in flight; the rest stay on disk
+                queue.pop()
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if pending:
+            log.warning(
+                "stopped with %d chat(s) unfinished; they resume at next start", len(pending)
+            )

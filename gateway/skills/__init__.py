@@ -1,0 +1,1 @@
+"""Skills: the library on disk, the prompt index, synthesis and review."""

@@ -1,0 +1,137 @@
+"""The catalog: the registry joined with the files, serving the agent's skill index.
+
+Files and registry rows are the truth; the catalog is an in-memory view of the
+enabled skills, rebuilt at start-up and whenever a review changes the library.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from gateway.core.ports import SkillRegistry
+from gateway.core.records import SkillRecord
+from gateway.errors import SkillError
+from gateway.skills.library import SKILL_FILE, SLUG_RE, SkillLibrary, content_hash, parse_skill
+from gateway.skills.selection import SkillIndex, render_index
+
+log = logging.getLogger(__name__)
+SEEDED_KEY = "bundled_skills_seeded"
+
+
+def bundled_skills_dir() -> Path | None:
+    """Where the skills shipped with the project are: in the wheel, or the repo's `skills/`."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_bundled_skills", here.parent / "skills"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+class SkillCatalog:
+    """Enabled skills for the prompt, loaded from the library and the registry."""
+
+    def __init__(self, library: SkillLibrary, registry: SkillRegistry) -> None:
+        self.library = library
+        self.registry = registry
+        self.index = SkillIndex()
+        self._enabled: set[str] = set()
+
+    async def sync(self, bundled: Path | None = None, now: float | None = None) -> None:
+        """Seed bundled skills once, register dropped-in ones, then rebuild the index."""
+        at = time.time() if now is None else now
+        self.library.root.mkdir(parents=True, exist_ok=True)
+        records = {r.slug: r for r in await self.registry.skill_records()}
+        changed: list[SkillRecord] = []
+        seeded = set(json.loads(await self.registry.get_meta(SEEDED_KEY) or "[]"))
+        for slug in self._seed(bundled, seeded):
+            seeded.add(slug)
+            text = self.library.read_text(slug)
+            records[slug] = SkillRecord(
+                slug=slug,
+                source="bundled",
+                content_hash=content_hash(text),
+                created_at=at,
+                updated_at=at,
+            )
+            changed.append(records[slug])
+        for slug in self.library.slugs():
+            try:
+                text = self.library.read_text(slug)
+                parse_skill(text, expect_name=slug)
+            except SkillError as exc:
+                log.warning("skipping skill %s: %s", slug, exc)
+                continue
+            digest = content_hash(text)
+            rec = records.get(slug)
+            if rec is None:
+                # Nobody but a person puts files here unannounced: it is theirs.
+                rec = SkillRecord(
+                    slug=slug, source="custom", content_hash=digest, created_at=at, updated_at=at
+                )
+                log.info("registered skill %s (custom)", slug)
+            elif rec.content_hash != digest:
+                rec = rec.model_copy(update={"content_hash": digest, "updated_at": at})
+                log.info("skill %s changed on disk", slug)
+            else:
+                continue
+            records[slug] = rec
+            changed.append(rec)
+        if changed:
+            await self.registry.put_skill_records(changed)
+        await self.registry.set_meta(SEEDED_KEY, json.dumps(sorted(seeded)))
+        await self.refresh()
+
+    def _seed(self, bundled: Path | None, seeded: set[str]) -> list[str]:
+        """Copy bundled skills never seeded before; an operator's later edits or deletions stand."""
+        if bundled is None:
+            return []
+        copied = []
+        for folder in sorted(bundled.iterdir()):
+            if folder.name in seeded or not SLUG_RE.match(folder.name):
+                continue
+            if not (folder / SKILL_FILE).is_file():
+                continue
+            target = self.library.path_for(folder.name).parent
+            if target.exists():
+                continue
+            shutil.copytree(folder, target)
+            copied.append(folder.name)
+            log.info("seeded bundled skill %s", folder.name)
+        return copied
+
+    async def refresh(self) -> None:
+        """Rebuild the in-memory index of enabled skills from registry and files."""
+        pairs = []
+        enabled = set()
+        for rec in await self.registry.skill_records():
+            if not rec.enabled:
+                continue
+            try:
+                skill = self.library.read(rec.slug)
+            except SkillError as exc:
+                log.warning("enabled skill %s unreadable: %s", rec.slug, exc)
+                continue
+            pairs.append((skill.name, skill.description))
+            enabled.add(skill.name)
+        self.index.replace(pairs)
+        self._enabled = enabled
+
+    def offer(self, query: str, budget_tokens: int) -> tuple[list[str], str]:
+        entries = self.index.select(query, budget_tokens)
+        return [e.name for e in entries], render_index(entries)
+
+    def load(self, name: str) -> str | None:
+        if name not in self._enabled:
+            return None
+        try:
+            return self.library.read(name).body
+        except SkillError:
+            return None
+
+    @property
+    def enabled(self) -> frozenset[str]:
+        return frozenset(self._enabled)

@@ -1,0 +1,165 @@
+"""Skill files on disk: `<root>/<slug>/SKILL.md`, YAML frontmatter and a markdown body.
+
+The format follows the Agent Skills convention (`name`, `description`, and a
+free-form `metadata` map, where Skillgate keeps `source` and provenance).
+A slug becomes a path segment, so every path composed here is checked to stay
+inside the root after resolving symlinks, reads included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+from gateway.errors import InvalidSkill, InvalidSlug, PathEscape, SkillNotFound
+
+SKILL_FILE = "SKILL.md"
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+SOURCES = ("bundled", "custom", "auto")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
+
+
+class Skill(BaseModel):
+    """A parsed SKILL.md."""
+
+    name: str
+    description: str
+    body: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def source(self) -> str | None:
+        value = self.metadata.get("source")
+        return value if value in SOURCES else None
+
+
+def validate_slug(slug: str) -> str:
+    """Return `slug` if it is a valid Agent Skills name, else raise InvalidSlug."""
+    if not isinstance(slug, str) or not 1 <= len(slug) <= MAX_NAME or not SLUG_RE.match(slug):
+        raise InvalidSlug(
+            f"invalid skill name {slug!r}: 1-{MAX_NAME} characters of a-z, 0-9 and single hyphens"
+        )
+    return slug
+
+
+def validate_description(description: str) -> str:
+    """Return a stripped description of 1-1024 characters, else raise InvalidSkill."""
+    text = (description or "").strip()
+    if not 1 <= len(text) <= MAX_DESCRIPTION:
+        raise InvalidSkill(f"description must be 1-{MAX_DESCRIPTION} characters")
+    return text
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 of a file's text, hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_skill(text: str, *, expect_name: str | None = None) -> Skill:
+    """Parse SKILL.md text; the frontmatter name must match the folder when given."""
+    match = _FRONTMATTER.match(text.lstrip("\ufeff"))
+    if not match:
+        raise InvalidSkill("SKILL.md must start with YAML frontmatter between --- lines")
+    try:
+        front = yaml.load(match.group(1), Loader=_LOADER) or {}
+    except yaml.YAMLError as exc:
+        raise InvalidSkill(f"frontmatter is not valid YAML: {exc}") from exc
+    if not isinstance(front, dict):
+        raise InvalidSkill("frontmatter must be a mapping")
+    name = validate_slug(str(front.get("name", "")))
+    if expect_name is not None and name != expect_name:
+        raise InvalidSkill(f"frontmatter name {name!r} differs from folder {expect_name!r}")
+    metadata = front.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidSkill("metadata must be a mapping")
+    return Skill(
+        name=name,
+        description=validate_description(str(front.get("description", ""))),
+        body=match.group(2).strip("\n"),
+        metadata=metadata,
+    )
+
+
+def render_skill(skill: Skill) -> str:
+    """SKILL.md text for a skill: frontmatter, a blank line, the body."""
+    front: dict[str, Any] = {"name": skill.name, "description": skill.description}
+    if skill.metadata:
+        front["metadata"] = skill.metadata
+    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000).strip()
+    return f"---\n{head}\n---\n\n{skill.body.strip()}\n"
+
+
+class SkillLibrary:
+    """The skills folder of the data dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path_for(self, slug: str, filename: str = SKILL_FILE) -> Path:
+        """The path of a file in a skill folder, checked to stay inside the root."""
+        validate_slug(slug)
+        if filename != Path(filename).name or filename in ("", ".", ".."):
+            raise PathEscape(f"invalid file name {filename!r}")
+        root = self.root.resolve()
+        path = self.root / slug / filename
+        if not path.resolve().is_relative_to(root):
+            raise PathEscape(f"{slug}/{filename} resolves outside the skills folder")
+        return path
+
+    def exists(self, slug: str, filename: str = SKILL_FILE) -> bool:
+        return self.path_for(slug, filename).is_file()
+
+    def read_text(self, slug: str, filename: str = SKILL_FILE) -> str:
+        """Raw text of a skill file."""
+        path = self.path_for(slug, filename)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise SkillNotFound(f"no skill {slug!r}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidSkill(f"cannot read {slug}/{filename}: {exc}") from exc
+
+    def read(self, slug: str) -> Skill:
+        """Parse a live skill."""
+        return parse_skill(self.read_text(slug), expect_name=slug)
+
+    def slugs(self) -> list[str]:
+        """Folder names that hold a SKILL.md and are valid slugs, sorted."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for entry in os.scandir(self.root):
+            if SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME:
+                try:
+                    if self.exists(entry.name):
+                        found.append(entry.name)
+                except PathEscape:
+                    continue
+        return sorted(found)
+
+    def write_text(self, slug: str, text: str, filename: str = SKILL_FILE) -> Path:
+        """Write a skill file atomically (temp file, fsync, os.replace)."""
+        path = self.path_for(slug, filename)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path_for(slug, filename)  # the folder may have been a link created meanwhile
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{filename}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path

@@ -1,0 +1,137 @@
+"""Numbered schema migrations, applied in order and recorded in `schema_migrations`.
+
+A migration is never edited once released; change the schema by appending one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlite_utils import Database
+
+Migration = tuple[int, str, Callable[[Database], None]]
+
+
+def _initial(db: Database) -> None:
+    db.execute(
+        """
+        create table inbox (
+            id integer primary key autoincrement,
+            channel text not null,
+            update_id text not null,
+            chat_key text not null,
+            payload text not null,
+            received_at real not null,
+            processed_at real,
+            attempts integer not null default 0,
+            last_error text,
+            unique (channel, update_id)
+        )
+        """
+    )
+    db.execute("create index inbox_pending on inbox (processed_at, id)")
+    db.execute(
+        """
+        create table sessions (
+            id integer primary key autoincrement,
+            channel text not null,
+            chat_id text not null,
+            user_id text,
+            started_at real not null,
+            last_activity_at real not null,
+            finished_at real,
+            finish_reason text
+        )
+        """
+    )
+    db.execute("create index sessions_chat on sessions (channel, chat_id, finished_at)")
+    db.execute("create index sessions_finished on sessions (finished_at)")
+    db.execute(
+        """
+        create table messages (
+            id integer primary key autoincrement,
+            session_id integer not null references sessions(id),
+            role text not null check (role in ('user', 'assistant')),
+            text text not null,
+            kind text not null default 'normal' check (kind in ('normal', 'error', 'notice')),
+            platform_message_ids text not null default '[]',
+            inbox_id integer,
+            created_at real not null
+        )
+        """
+    )
+    db.execute("create index messages_session on messages (session_id, id)")
+    db.execute("create index messages_inbox on messages (inbox_id, role)")
+    db.execute(
+        """
+        create table traces (
+            message_id integer primary key references messages(id),
+            skills_offered text not null default '[]',
+            skills_loaded text not null default '[]',
+            tools_used text not null default '[]',
+            completed integer not null,
+            error text,
+            latency_ms integer not null default 0,
+            prompt_tokens integer not null default 0,
+            completion_tokens integer not null default 0,
+            model text
+        )
+        """
+    )
+    db.execute(
+        """
+        create table feedback (
+            id integer primary key autoincrement,
+            message_id integer not null references messages(id),
+            channel text not null,
+            chat_id text not null,
+            user_id text not null,
+            rating integer not null check (rating in (-1, 1)),
+            comment text,
+            created_at real not null,
+            updated_at real not null,
+            unique (message_id, user_id)
+        )
+        """
+    )
+    db.execute(
+        """
+        create table skills (
+            slug text primary key,
+            source text not null check (source in ('bundled', 'custom', 'auto')),
+            enabled integer not null default 1,
+            review_status text not null default 'live',
+            content_hash text not null,
+            created_at real not null,
+            updated_at real not null
+        )
+        """
+    )
+    db.execute("create table meta (key text primary key, value text not null)")
+
+
+MIGRATIONS: list[Migration] = [
+    (1, "initial schema", _initial),
+]
+
+
+def migrate(db: Database, migrations: list[Migration] | None = None) -> list[int]:
+    """Apply every migration not yet recorded; returns the versions applied now."""
+    steps = MIGRATIONS if migrations is None else migrations
+    db.execute(
+        "create table if not exists schema_migrations ("
+        "version integer primary key, name text not null, applied_at real not null)"
+    )
+    done = {row["version"] for row in db.query("select version from schema_migrations")}
+    applied = []
+    for version, name, step in sorted(steps, key=lambda m: m[0]):
+        if version in done:
+            continue
+        with db.atomic():
+            step(db)
+            db.table("schema_migrations").insert(
+                {"version": version, "name": name, "applied_at": time.time()}
+            )
+        applied.append(version)
+    return applied

@@ -1,0 +1,62 @@
+"""Shared fixtures: settings in a temp data dir, the fake model, the app with a FakeChannel."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import Settings
+from tests.fakes.openai_server import FakeOpenAI
+
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+os.environ["no_proxy"] = "127.0.0.1,localhost"
+os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+_OUR_VARS = (
+    "SKILLGATE_",
+    "TELEGRAM_",
+    "LINE_",
+    "LLM_",
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's own settings or .env."""
+    for name in list(os.environ):
+        if name.startswith(_OUR_VARS):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """Settings for a test: a temp data dir, fast model retries, overrides by field name."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "data_dir": tmp_path / "data",
+            "llm_timeout_seconds": 5,
+            "llm_max_retries": 2,
+        }
+        values.update(overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    return make
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings], fake_llm: FakeOpenAI) -> Settings:
+    return make_settings(
+        llm_base_url=fake_llm.base_url, llm_model="fake-model", admin_token="admin-secret-token"
+    )

@@ -1,0 +1,158 @@
+"""A recording fake of an OpenAI-compatible server (chat completions and models) on loopback.
+
+The real `openai` client is pointed at `fake.base_url`. Answers are scripted
+in order with `reply`, `tool_call`, `error` and `stall`; when the script is
+empty, `default` (a function of the request body) answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Scripted:
+    """One scripted answer."""
+
+    text: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    delay: float = 0.0
+
+
+Responder = Callable[[dict[str, Any]], "Scripted | str"]
+
+
+class FakeOpenAI:
+    """Serves /v1/chat/completions and /v1/models; records every request body."""
+
+    def __init__(self, models: tuple[str, ...] = ("fake-model",)) -> None:
+        self.models = list(models)
+        self.requests: list[dict[str, Any]] = []
+        self.script: deque[Scripted] = deque()
+        self.default: Responder = lambda body: "Hello from the fake model."
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self._cond = asyncio.Condition()
+        self.base_url = ""
+
+    async def start(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAI:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def reply(self, text: str) -> None:
+        """Next answer: plain text."""
+        self.script.append(Scripted(text=text))
+
+    def tool_call(self, tool: str, /, **arguments: Any) -> None:
+        """Next answer: a single tool call."""
+        self.script.append(Scripted(tool_calls=[(tool, arguments)]))
+
+    def error(self, status: int, times: int = 1) -> None:
+        """Next `times` answers: HTTP errors."""
+        for _ in range(times):
+            self.script.append(Scripted(status=status))
+
+    def stall(self, seconds: float, times: int = 1) -> None:
+        """Next `times` answers arrive only after `seconds` (to trigger client timeouts)."""
+        for _ in range(times):
+            self.script.append(Scripted(text="too late", delay=seconds))
+
+    async def wait_for_requests(self, count: int, timeout: float = 5.0) -> None:
+        """Wait until `count` completion requests arrived."""
+        async with self._cond:
+            await asyncio.wait_for(
+                self._cond.wait_for(lambda: len(self.requests) >= count), timeout
+            )
+
+    async def _completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        async with self._cond:
+            self.requests.append(body)
+            self._cond.notify_all()
+        step = self.script.popleft() if self.script else self.default(body)
+        if isinstance(step, str):
+            step = Scripted(text=step)
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        if step.status != 200:
+            return web.json_response(
+                {"error": {"message": f"scripted {step.status}", "type": "server_error"}},
+                status=step.status,
+                headers={"retry-after-ms": "1"},
+            )
+        message: dict[str, Any] = {"role": "assistant", "content": step.text}
+        if step.tool_calls:
+            message["content"] = None
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in step.tool_calls
+            ]
+        prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{next(self._ids)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake-model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if step.tool_calls else "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_chars // 4,
+                    "completion_tokens": len(step.text or "") // 4,
+                    "total_tokens": prompt_chars // 4 + len(step.text or "") // 4,
+                },
+            }
+        )
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                    for m in self.models
+                ],
+            }
+        )
+
+    def system_prompt(self, index: int = -1) -> str:
+        """The system message of a recorded request."""
+        return str(self.requests[index]["messages"][0]["content"])

@@ -1,0 +1,140 @@
+"""The `skillgate` command, run as a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from gateway.cli import build_parser
+from tests.fakes.openai_server import FakeOpenAI
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+async def skillgate(
+    *args: str, env: dict[str, str], stdin: str | None = None, timeout: float = 30
+) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    out, err = await asyncio.wait_for(
+        proc.communicate(stdin.encode() if stdin is not None else None), timeout
+    )
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_version_and_help_for_every_command() -> None:
+    code, out, _ = await skillgate("--version", env={})
+    assert code == 0 and out.startswith("skillgate ")
+    for command in ("serve", "chat", "doctor"):
+        code, out, _ = await skillgate(command, "--help", env={})
+        assert code == 0 and "usage: skillgate" in out
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    readme = README.read_text()
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in sub.choices:  # type: ignore[union-attr]
+        assert f"skillgate {name}" in readme, f"README does not document `skillgate {name}`"
+
+
+async def test_an_invalid_setting_stops_start_up_with_one_clear_line(tmp_path: Path) -> None:
+    env = {
+        "SKILLGATE_DATA_DIR": str(tmp_path),
+        "SKILLGATE_SESSION_IDLE_MINUTES": "soon",
+        "TELEGRAM_WEBHOOK_SECRET": "not valid!",
+    }
+    code, _out, err = await skillgate("serve", "--port", "1", env=env)
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert "SKILLGATE_SESSION_IDLE_MINUTES" in lines[0] and "'soon'" in lines[0]
+    assert "TELEGRAM_WEBHOOK_SECRET" in lines[0] and "not valid!" not in lines[0]
+
+
+async def test_doctor_passes_with_a_reachable_model_and_fails_without_one(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    env = {
+        "SKILLGATE_DATA_DIR": str(tmp_path / "data"),
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_MODEL": "fake-model",
+        "LLM_API_KEY": "sk-test-do-not-print",
+    }
+    code, out, _ = await skillgate("doctor", env=env)
+    assert code == 0, out
+    assert "OK   model: fake-model" in out
+    assert "sk-test-do-not-print" not in out
+
+    code, out, _ = await skillgate("doctor", env={**env, "LLM_MODEL": "missing-model"})
+    assert code == 1
+    assert "FAIL model" in out and "fix:" in out
+
+    code, out, _ = await skillgate("doctor", env={"SKILLGATE_DATA_DIR": str(tmp_path / "d2")})
+    assert code == 1
+    assert "LLM_BASE_URL" in out
+
+
+async def test_chat_talks_to_the_model_through_the_core(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.reply("Hi, I am the fake model.")
+    env = {
+        "SKILLGATE_DATA_DIR": str(tmp_path / "data"),
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_MODEL": "fake-model",
+    }
+    code, out, err = await skillgate("chat", env=env, stdin="hello there\n/bad too short\n/quit\n")
+    assert code == 0, err
+    assert "bot> Hi, I am the fake model." in out
+    assert "rating stored" in out
+    assert fake_llm.requests[0]["messages"][-1]["content"] == "hello there"
+
+
+async def test_serve_answers_healthz(tmp_path: Path) -> None:
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "serve",
+        "--port",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "SKILLGATE_DATA_DIR": str(tmp_path / "data")},
+    )
+    try:
+        body = None
+        async with aiohttp.ClientSession() as http:
+            for _ in range(200):  # readiness poll, bounded to ~20 s
+                try:
+                    async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                        body = await resp.json()
+                        break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.1)
+        assert body is not None and body["status"] == "ok"
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 20)
+    assert proc.returncode == 0

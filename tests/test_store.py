@@ -1,0 +1,95 @@
+"""The store: migrations, WAL, one worker thread, dedupe, sessions and feedback."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from gateway.errors import StoreError
+from gateway.store import Store
+from gateway.store.migrations import MIGRATIONS, migrate
+
+
+async def test_a_fresh_database_gets_every_migration_once(tmp_path: Path) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        assert await store.schema_versions() == [v for v, _, _ in MIGRATIONS]
+        tables = await store.run(lambda db: set(db.table_names()))
+        assert {"inbox", "sessions", "messages", "traces", "feedback", "skills", "meta"} <= tables
+        assert await store.run(lambda db: db.journal_mode) == "wal"
+    async with Store(tmp_path / "db.sqlite") as store:  # reopening applies nothing new
+        assert await store.schema_versions() == [v for v, _, _ in MIGRATIONS]
+
+
+def test_a_failing_migration_leaves_no_trace(tmp_path: Path) -> None:
+    from sqlite_utils import Database
+
+    db = Database(tmp_path / "db.sqlite")
+
+    def broken(db: Database) -> None:
+        db.execute("create table half (x integer)")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        migrate(db, [(1, "broken", broken)])
+    assert "half" not in db.table_names()
+    assert list(db.query("select * from schema_migrations")) == []
+
+
+async def test_every_call_runs_on_the_one_store_thread(tmp_path: Path) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        names = {await store.run(lambda db: threading.current_thread().name) for _ in range(5)}
+        assert len(names) == 1 and next(iter(names)).startswith("store")
+        assert threading.current_thread().name not in names
+
+
+async def test_sql_errors_become_store_errors(tmp_path: Path) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        with pytest.raises(StoreError):
+            await store.run(lambda db: db.execute("select * from no_such_table"))
+
+
+async def test_an_update_is_stored_once_per_platform_id(tmp_path: Path) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        first = await store.inbox_add("telegram", "42", "chat", "{}")
+        again = await store.inbox_add("telegram", "42", "chat", "{}")
+        other = await store.inbox_add("line", "42", "chat", "{}")
+        assert first is not None and again is None and other is not None
+        assert [i.id for i in await store.inbox_pending()] == [first.id, other.id]
+        await store.inbox_done(first.id)
+        assert [i.id for i in await store.inbox_pending()] == [other.id]
+
+
+async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path: Path) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        session = await store.current_session("telegram", "c", "u", 1000.0, 60)
+        answer = await store.add_message(session.id, "assistant", "hi")
+        await store.set_feedback(answer.id, "u", 1)
+        await store.set_feedback(answer.id, "u", -1)
+        assert await store.set_feedback_comment(answer.id, "u", "too vague")
+        (row,) = await store.list_feedback()
+        assert (row.rating, row.comment, row.channel, row.chat_id) == (
+            -1,
+            "too vague",
+            "telegram",
+            "c",
+        )
+        assert await store.set_feedback(999, "u", 1) is None  # no such answer
+        user_msg = await store.add_message(session.id, "user", "q")
+        assert await store.set_feedback(user_msg.id, "u", 1) is None  # only answers are rated
+
+
+async def test_a_locked_database_is_reported_not_hung(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    async with Store(path, busy_timeout=0.2) as store:
+        other = sqlite3.connect(path)
+        other.execute("begin exclusive")
+        try:
+            with pytest.raises(StoreError, match="locked"):
+                await store.inbox_add("telegram", "1", "c", "{}")
+        finally:
+            other.rollback()
+            other.close()
+        assert await store.inbox_add("telegram", "1", "c", "{}") is not None
