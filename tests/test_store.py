@@ -93,3 +93,25 @@ async def test_a_locked_database_is_reported_not_hung(tmp_path: Path) -> None:
             other.rollback()
             other.close()
         assert await store.inbox_add("telegram", "1", "c", "{}") is not None
+
+
+async def test_an_awaited_answer_is_taken_once_and_expires(tmp_path: Path) -> None:
+    from gateway.core.records import Awaiting
+
+    async with Store(tmp_path / "db.sqlite") as store:
+        q = Awaiting(
+            channel="telegram",
+            chat_id="c",
+            user_id="u",
+            purpose="feedback_comment",
+            ref="7",
+            expires_at=1100.0,
+            created_at=1000.0,
+        )
+        await store.set_awaiting(q)
+        assert await store.peek_awaiting("telegram", "c", "u", now=1050) == q
+        assert await store.take_awaiting("telegram", "c", "u", now=1050) == q
+        assert await store.take_awaiting("telegram", "c", "u", now=1050) is None
+        await store.set_awaiting(q)
+        assert await store.take_awaiting("telegram", "c", "u", now=1200) is None  # expired
+        assert await store.peek_awaiting("telegram", "c", "u", now=1050) is None  # and gone

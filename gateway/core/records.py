@@ -85,3 +85,16 @@ class SkillRecord(BaseModel):
     content_hash: str
     created_at: float
     updated_at: float
+
+
+class Awaiting(BaseModel):
+    """A question the bot asked a user, whose answer is not a normal turn."""
+
+    channel: str
+    chat_id: str
+    user_id: str
+    purpose: str
+    ref: str
+    prompt_message_id: str | None = None
+    expires_at: float
+    created_at: float

@@ -111,8 +111,29 @@ def _initial(db: Database) -> None:
     db.execute("create table meta (key text primary key, value text not null)")
 
 
+def _awaiting(db: Database) -> None:
+    # A question the bot asked and whose answer must not be treated as a normal turn
+    # (what went wrong after 👎, a rejection's reason). One open question per user and chat.
+    db.execute(
+        """
+        create table awaiting (
+            channel text not null,
+            chat_id text not null,
+            user_id text not null,
+            purpose text not null,
+            ref text not null,
+            prompt_message_id text,
+            expires_at real not null,
+            created_at real not null,
+            primary key (channel, chat_id, user_id)
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _initial),
+    (2, "questions awaiting an answer", _awaiting),
 ]
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from sqlite_utils import Database
 
-from gateway.core.records import SkillRecord
+from gateway.core.records import Awaiting, SkillRecord
 from gateway.store.base import QueriesBase, one
 
 
@@ -49,3 +51,49 @@ class RegistryQueries(QueriesBase):
                 [key, value],
             )
         )
+
+    async def set_awaiting(self, question: Awaiting) -> None:
+        """Remember a question asked of a user (replacing any earlier one in that chat)."""
+        await self.run(
+            lambda db: db.table("awaiting").upsert(
+                question.model_dump(), pk=("channel", "chat_id", "user_id")
+            )
+        )
+
+    async def take_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None:
+        """Remove and return the user's open question, if it has not expired."""
+        at = time.time() if now is None else now
+
+        def take(db: Database) -> Awaiting | None:
+            with db.atomic():
+                row = one(
+                    db,
+                    "select * from awaiting where channel = ? and chat_id = ? and user_id = ?",
+                    [channel, chat_id, user_id],
+                )
+                if row is None:
+                    return None
+                db.execute(
+                    "delete from awaiting where channel = ? and chat_id = ? and user_id = ?",
+                    [channel, chat_id, user_id],
+                )
+            return Awaiting.model_validate(row) if row["expires_at"] >= at else None
+
+        return await self.run(take)
+
+    async def peek_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None:
+        """The user's open, unexpired question, left in place."""
+        at = time.time() if now is None else now
+        row = await self.run(
+            lambda db: one(
+                db,
+                "select * from awaiting where channel = ? and chat_id = ? and user_id = ?"
+                " and expires_at >= ?",
+                [channel, chat_id, user_id, at],
+            )
+        )
+        return None if row is None else Awaiting.model_validate(row)
