@@ -15,6 +15,8 @@ def test_parts_respect_the_limit_and_prefer_paragraphs_then_lines_then_words() -
     assert split_text("one two three four", 9) == ["one two", "three", "four"]
     assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
     assert split_text("  \n ", 10) == []
+    assert split_text("a   b", 1) == ["a", "b"]
+    assert split_text("ab  \n  cd", 2) == ["ab", "cd"]
 
 
 def test_utf16_length_counts_an_emoji_as_two_and_never_splits_a_cluster() -> None:

@@ -113,6 +113,8 @@ async def test_unknown_and_incomplete_events_are_skipped_while_good_ones_are_ans
     future_message = text_event("")
     future_message["message"] = {"type": "hologram", "id": "2"}
     bare_common = {"type": "message", "webhookEventId": new_event_id()}  # no mode, timestamp...
+    no_token = text_event("no reply token")  # optional: answered by push instead
+    del no_token["replyToken"]
     good = text_event("still here", reply_token=line.token())
     resp = await line.post(
         unknown_event(),
@@ -124,12 +126,15 @@ async def test_unknown_and_incomplete_events_are_skipped_while_good_ones_are_ans
         future_message,
         bare_common,
         "not an event",  # type: ignore[arg-type]
+        no_token,
         good,
     )
     assert resp.status == 200
     await line.idle()
-    assert [r["messages"][-1]["content"] for r in line.llm.requests] == ["still here"]
-    assert line.fake.delivered_texts() == ["Hello from the fake model."]
+    prompts = [r["messages"][-1]["content"] for r in line.llm.requests]
+    assert prompts == ["no reply token", "still here"]
+    assert line.fake.delivered_texts() == ["Hello from the fake model."] * 2
+    assert [c.path for c in line.fake.calls] == [LOADING, PUSH, LOADING, REPLY]
     assert await line.store.inbox_pending_count() == 0
     assert await line.inbox_errors() == []
 

@@ -64,7 +64,7 @@ CURRENT_EVENT: ContextVar[EventContext | None] = ContextVar("line_event", defaul
 
 
 class LineOutbox:
-    """Delivers message batches in order, each at most once, and remembers an empty push quota."""
+    """Delivers message batches in order, skipping those LINE accepted, and tracks the quota."""
 
     def __init__(
         self,

@@ -28,8 +28,9 @@ def split_text(text: str, limit: int, length: Length = len) -> list[str]:
             break
         fit = _fitting_prefix(rest, limit, length)
         cut, skip = _boundary(rest, fit)
-        parts.append(rest[:cut].rstrip())
-        rest = rest[cut + skip :].lstrip("\n")
+        if part := rest[:cut].rstrip():
+            parts.append(part)
+        rest = rest[cut + skip :].lstrip()
     return parts
 
 
