@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     line_admin_ids: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="LINE_ADMIN_IDS"
     )
+    line_allowed_user_ids: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="LINE_ALLOWED_USER_IDS"
+    )
 
     llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")
@@ -77,7 +80,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
 
-    _split = field_validator("telegram_admin_ids", "line_admin_ids", mode="before")(_split_ids)
+    _split = field_validator(
+        "telegram_admin_ids", "line_admin_ids", "line_allowed_user_ids", mode="before"
+    )(_split_ids)
 
     @field_validator(
         "public_url",

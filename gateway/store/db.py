@@ -18,6 +18,7 @@ from sqlite_utils import Database
 
 from gateway.errors import StoreError
 from gateway.store.conversations import ConversationQueries
+from gateway.store.deliveries import DeliveryQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.registry import RegistryQueries
@@ -25,7 +26,7 @@ from gateway.store.registry import RegistryQueries
 T = TypeVar("T")
 
 
-class Store(InboxQueries, ConversationQueries, RegistryQueries):
+class Store(InboxQueries, ConversationQueries, RegistryQueries, DeliveryQueries):
     """SQLite (WAL) in the data dir, migrated on open."""
 
     def __init__(self, path: Path | str, *, busy_timeout: float = 10.0) -> None:

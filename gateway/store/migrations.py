@@ -131,9 +131,30 @@ def _awaiting(db: Database) -> None:
     )
 
 
+def _deliveries(db: Database) -> None:
+    # One row per batch of messages sent for one answer or notice. The push retry key is
+    # stored before the call, so a retry after a crash reuses it (the platform answers 409
+    # instead of sending twice), and a batch marked sent is never sent again.
+    db.execute(
+        """
+        create table deliveries (
+            channel text not null,
+            ref text not null,
+            batch integer not null,
+            retry_key text not null,
+            sent_at real,
+            platform_ids text not null default '[]',
+            created_at real not null,
+            primary key (channel, ref, batch)
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _initial),
     (2, "questions awaiting an answer", _awaiting),
+    (10, "outgoing message batches and their retry keys", _deliveries),
 ]
 
 

@@ -1,0 +1,191 @@
+"""The LINE Messaging API through line-bot-sdk's async client, with errors translated here.
+
+Only reply, push and the loading animation are used. A 429 is retried a few
+times with backoff, except the monthly push limit, which no retry can fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import aiohttp
+from linebot.v3.messaging import (
+    ApiException,
+    AsyncApiClient,
+    AsyncMessagingApi,
+    Configuration,
+    PostbackAction,
+    PushMessageRequest,
+    QuickReply,
+    QuickReplyItem,
+    ReplyMessageRequest,
+    ShowLoadingAnimationRequest,
+    TextMessage,
+)
+
+from gateway.core.models import Button
+from gateway.errors import ChannelError, RateLimited
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_MESSAGES_PER_CALL = 5
+MAX_POSTBACK_DATA = 300
+MAX_QUICK_REPLY_ITEMS = 13
+MONTHLY_LIMIT = "monthly limit"
+
+
+class ReplyTokenRejected(ChannelError):
+    """The reply token was invalid, used or expired (400): push instead."""
+
+
+class PushQuotaExhausted(ChannelError):
+    """The LINE Official Account has used up this month's push messages."""
+
+
+def text_messages(texts: Sequence[str], buttons: Sequence[Button] = ()) -> list[TextMessage]:
+    """Text messages; the buttons become postback quick replies on the last one."""
+    items = []
+    for b in buttons:
+        data = f"{b.action}:{b.value}"
+        if len(data) > MAX_POSTBACK_DATA:
+            log.warning(
+                "button %r dropped: postback data over %d chars", b.label, MAX_POSTBACK_DATA
+            )
+            continue
+        action = PostbackAction(label=b.label[:20], data=data, display_text=b.label)
+        items.append(QuickReplyItem(action=action))
+    quick = QuickReply(items=items[:MAX_QUICK_REPLY_ITEMS]) if items else None
+    last = len(texts) - 1
+    return [
+        TextMessage(text=t, quick_reply=quick if i == last else None) for i, t in enumerate(texts)
+    ]
+
+
+class LineClient:
+    """Reply, push and loading calls; ApiException never leaves this class."""
+
+    def __init__(
+        self,
+        access_token: str,
+        host: str,
+        *,
+        timeout: float = 20.0,
+        rate_limit_retries: int = 3,
+        backoff: Callable[[int], float] = lambda attempt: min(8.0, 2.0 ** (attempt - 1)),
+    ) -> None:
+        self._config = Configuration(access_token=access_token, host=host)
+        self.timeout = timeout
+        self.rate_limit_retries = rate_limit_retries
+        self.backoff = backoff
+        self._client: AsyncApiClient | None = None
+        self._api: AsyncMessagingApi | None = None
+
+    async def open(self) -> None:
+        """Create the HTTP session; it must be made inside the running loop."""
+        self._client = AsyncApiClient(self._config)
+        self._api = AsyncMessagingApi(self._client)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = self._api = None
+
+    @property
+    def api(self) -> AsyncMessagingApi:
+        if self._api is None:
+            raise ChannelError("LINE client used before start")
+        return self._api
+
+    async def reply(self, token: str, messages: list[TextMessage]) -> list[str]:
+        """Answer with a reply token (free of quota); returns the sent message ids."""
+        request = ReplyMessageRequest(reply_token=token, messages=messages)
+        response = await self._call(
+            "reply", lambda: self.api.reply_message(request, _request_timeout=self.timeout)
+        )
+        return [m.id for m in response.sent_messages]
+
+    async def push(self, to: str, messages: list[TextMessage], retry_key: str) -> list[str]:
+        """Push with a retry key; a 409 means LINE already accepted this key, which is success."""
+        request = PushMessageRequest(to=to, messages=messages)
+        try:
+            response = await self._call(
+                "push",
+                lambda: self.api.push_message(
+                    request, x_line_retry_key=retry_key, _request_timeout=self.timeout
+                ),
+            )
+        except _AlreadyAccepted as accepted:
+            log.info("LINE push %s was already accepted (request %s)", retry_key, accepted)
+            return []
+        return [m.id for m in response.sent_messages]
+
+    async def show_loading(self, user_id: str, seconds: int) -> None:
+        """Show the typing animation in a 1:1 chat for up to `seconds` (5-60, a multiple of 5)."""
+        request = ShowLoadingAnimationRequest(chat_id=user_id, loading_seconds=seconds)
+        # Cosmetic: never worth waiting for, so no rate-limit retries.
+        await self._call(
+            "loading",
+            lambda: self.api.show_loading_animation(request, _request_timeout=10),
+            retries=0,
+        )
+
+    async def _call(
+        self, op: str, fn: Callable[[], Awaitable[T]], *, retries: int | None = None
+    ) -> T:
+        limit = self.rate_limit_retries if retries is None else retries
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await fn()
+            except ApiException as exc:
+                error = _translate(op, exc)
+                if not isinstance(error, RateLimited) or attempt > limit:
+                    raise error from exc
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise ChannelError(f"LINE {op} failed: {type(exc).__name__}: {exc}") from exc
+            delay = max(error.retry_after, self.backoff(attempt))
+            log.warning("LINE %s rate limited, retry %d in %.1fs", op, attempt, delay)
+            await asyncio.sleep(delay)
+
+
+class _AlreadyAccepted(ChannelError):
+    """409 on push: the retry key was accepted earlier."""
+
+
+def _translate(op: str, exc: ApiException) -> ChannelError:
+    status = int(exc.status or 0)
+    message = _message(exc.body)
+    request_id = (exc.headers or {}).get("x-line-request-id", "-")
+    text = f"LINE {op} failed: {status} {message} (request {request_id})"
+    if status == 409 and op == "push":
+        return _AlreadyAccepted((exc.headers or {}).get("x-line-accepted-request-id", "-"))
+    if status == 400 and op == "reply" and "reply token" in message.lower():
+        return ReplyTokenRejected(text)
+    if status == 429 and MONTHLY_LIMIT in message.lower():
+        return PushQuotaExhausted(text)
+    if status == 429:
+        return RateLimited(text, _retry_after(exc.headers))
+    return ChannelError(text)
+
+
+def _message(body: Any) -> str:
+    if not body:
+        return ""
+    try:
+        return str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError, TypeError):
+        return str(body)[:200]
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        return float((headers or {}).get("Retry-After", 0))
+    except (TypeError, ValueError):
+        return 0.0
