@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from gateway.config import Settings
+from gateway.doctor import check_channels
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
 from tests.telegram_harness import SECRET
@@ -66,12 +68,21 @@ def environment(tmp_path: Path, fake: FakeTelegramAPI, llm: FakeOpenAI) -> dict[
     }
 
 
-async def test_serve_answers_a_telegram_webhook(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+async def test_serve_answers_telegram_by_webhook_and_by_polling(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
     fake_llm.reply("Hello through the real server.")
     async with FakeTelegramAPI() as fake:
         env = environment(tmp_path, fake, fake_llm)
-        async with serving(env=env) as (url, health), aiohttp.ClientSession() as http:
-            assert health["channels"]["telegram"]["bot"] == fake.bot_username
+        async with (
+            serving("--polling", env=env) as (url, health),
+            aiohttp.ClientSession() as http,
+        ):
+            assert health["channels"]["telegram"] == {
+                "configured": True,
+                "mode": "polling",
+                "bot": fake.bot_username,
+            }
             hook = f"{url}/webhook/telegram"
             async with http.post(hook, json=make_text_update(1, "hi")) as resp:
                 assert resp.status == 401
@@ -82,14 +93,16 @@ async def test_serve_answers_a_telegram_webhook(tmp_path: Path, fake_llm: FakeOp
             assert sent.params["text"] == "Hello through the real server."
             assert sent.params["reply_markup"]["inline_keyboard"][0][0]["text"] == "👍"
 
-
-async def test_serve_with_polling_answers_without_a_webhook(
-    tmp_path: Path, fake_llm: FakeOpenAI
-) -> None:
-    async with FakeTelegramAPI() as fake:
-        env = environment(tmp_path, fake, fake_llm)
-        async with serving("--polling", env=env) as (_url, health):
-            assert health["channels"]["telegram"]["mode"] == "polling"
-            fake.push_update(make_text_update(1, "are you polling?"))
-            (sent,) = await fake.wait_for("sendMessage", timeout=10)
+            fake.push_update(make_text_update(3, "are you polling?"))
+            sent = (await fake.wait_for("sendMessage", 2, timeout=10))[1]
             assert sent.params["text"] == "Hello from the fake model."
+            assert fake.calls_of("deleteWebhook")
+
+
+def test_doctor_needs_the_webhook_secret_only_without_polling(
+    make_settings: Callable[..., Settings],
+) -> None:
+    webhook = check_channels(make_settings(telegram_bot_token="1:A"))
+    assert [(c.name, c.status) for c in webhook if c.name == "telegram"] == [("telegram", "fail")]
+    polling = check_channels(make_settings(telegram_bot_token="1:A", telegram_polling=True))
+    assert [(c.name, c.status) for c in polling if c.name == "telegram"] == [("telegram", "ok")]

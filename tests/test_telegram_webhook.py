@@ -150,6 +150,19 @@ async def test_start_help_and_new_commands(
     assert last_prompt == ["what is my name?"]
 
 
+async def test_unknown_commands_are_answered_only_when_meant_for_this_bot(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        await gw.deliver(group_update(1, "/weather tomorrow"))  # perhaps another bot's
+        assert gw.fake.calls_of("sendMessage") == []
+        await gw.deliver(group_update(2, f"/weather@{gw.fake.bot_username}"))
+        await gw.deliver(make_text_update(3, "/weather"))
+        assert gw.fake.sent_texts(GROUP) == gw.fake.sent_texts(1001)
+        assert gw.fake.sent_texts(1001) == ["I don't know /weather. /help lists what I understand."]
+    assert fake_llm.requests == []
+
+
 async def test_only_allowed_users_are_answered_and_others_are_told_politely(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
@@ -243,3 +256,17 @@ async def test_polling_answers_through_the_same_path_and_confirms_what_it_stored
         assert 12 in polls
     assert [r["messages"][-1]["content"] for r in fake_llm.requests] == ["first", "second", "third"]
     assert len(gw.fake.sent_texts()) == 3
+
+
+async def test_an_update_that_cannot_be_stored_is_not_acknowledged(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        store = gw.services.store
+        await store.close()
+        resp = await gw.post(make_text_update(1, "hello"))
+        assert resp.status == 503  # not 200: Telegram delivers it again later
+        await store.open()
+        assert (await gw.post(make_text_update(1, "hello"))).status == 200
+        await gw.idle()
+        assert gw.fake.sent_texts() == ["Hello from the fake model."]

@@ -6,8 +6,8 @@ through the durable inbox: `accept` stores them, the inbox worker calls `process
 are dispatched here rather than by PTB's `process_update`, which would swallow a handler's
 failure instead of letting the worker retry it.
 
-Ordering: messages are keyed by chat, so one chat is answered in order; a button press
-gets a key of its own and never waits behind an answer being written.
+Ordering: messages are keyed by chat, so one chat is answered in order; button presses are
+keyed by the message they belong to, so they never wait behind an answer being written.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import contextlib
 import hmac
 import json
 import logging
-import re
 from typing import Any, ClassVar
 
 from aiohttp import web
-from telegram import Bot, MessageEntity, Update, User
+from telegram import Bot, Update, User
 from telegram import Message as TgMessage
 from telegram.constants import ChatType, UpdateType
 from telegram.error import TelegramError
@@ -30,8 +29,15 @@ from telegram.ext import Application
 from gateway.channels.base import Channel
 from gateway.channels.telegram_feedback import FeedbackHandler, keyboard
 from gateway.channels.telegram_format import Part, render_parts
-from gateway.channels.telegram_send import Sender, Target, Undeliverable
-from gateway.channels.telegram_updates import WEBHOOK_PATH, chat_key, read_update
+from gateway.channels.telegram_send import Sender, SendPolicy, Target, Undeliverable
+from gateway.channels.telegram_updates import (
+    WEBHOOK_PATH,
+    addressed,
+    chat_key,
+    command_of,
+    read_update,
+    without_mention,
+)
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
@@ -45,6 +51,7 @@ COMMANDS = [
     ("help", "How to use this bot"),
     ("start", "Say hello"),
 ]
+KNOWN = {name for name, _ in COMMANDS}
 START = (
     "Hi {name}! I'm an AI assistant: ask me anything.\n"
     "Rate my answers with 👍 or 👎, that is how I get better. /help tells more."
@@ -83,23 +90,24 @@ class TelegramChannel(Channel):
         poll_timeout: float = 30.0,
     ) -> None:
         super().__init__(settings)
-        self._pacing = {
-            "private_interval": private_interval,
-            "group_per_minute": group_per_minute,
-            "max_retries": max_retries,
-            "typing_interval": typing_interval,
-        }
+        self.policy = SendPolicy(
+            private_interval=private_interval,
+            group_per_minute=group_per_minute,
+            max_retries=max_retries,
+            typing_interval=typing_interval,
+        )
         self.poll_timeout = poll_timeout
         self.feedback = FeedbackHandler(self)
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._bot: Bot | None = None
         self._sender: Sender | None = None
         self._poller: asyncio.Task[None] | None = None
 
     @property
     def bot(self) -> Bot:
-        if self._app is None:
+        if self._bot is None:
             raise RuntimeError("telegram channel used before it started")
-        return self._app.bot  # type: ignore[no-any-return]
+        return self._bot
 
     @property
     def sender(self) -> Sender:
@@ -131,8 +139,8 @@ class TelegramChannel(Channel):
         except TelegramError as exc:
             text = exc.message.replace(token, "[redacted]")
             raise ChannelError(f"Telegram bot could not start: {text}") from exc
-        self._app = app
-        self._sender = Sender(app.bot, **self._pacing)  # type: ignore[arg-type]
+        self._app, self._bot = app, app.bot
+        self._sender = Sender(app.bot, self.policy)
         await self._best_effort("setMyCommands", lambda: self.bot.set_my_commands(COMMANDS))
         if self.settings.telegram_polling:
             # getUpdates is refused while a webhook is set.
@@ -161,7 +169,7 @@ class TelegramChannel(Channel):
             self._app = None
 
     def health(self) -> dict[str, Any]:
-        bot = self._app.bot.username if self._app is not None else None
+        bot = self._bot.username if self._bot is not None else None
         return {"configured": True, "mode": self.mode, "bot": bot}
 
     def allowed(self, user_id: int) -> bool:
@@ -239,7 +247,7 @@ class TelegramChannel(Channel):
         if user is None or user.is_bot or chat.type == ChatType.CHANNEL:
             return
         is_group = chat.type != ChatType.PRIVATE
-        if is_group and not self._addressed(message):
+        if is_group and not addressed(message, self.bot.id, self.bot.username):
             return
         topic = message.message_thread_id if message.is_topic_message else None
         ref = ChatRef(
@@ -260,58 +268,20 @@ class TelegramChannel(Channel):
             return
         if await self.feedback.take_comment(message, ref, text):
             return
-        command = self._command(message)
+        command = command_of(message, self.bot.username)
+        if command is not None and command not in KNOWN and is_group and "@" not in text.split()[0]:
+            return  # a bare command in a group may be another bot's
         if command is not None:
             await self._on_command(command, ref, user, reply_to)
             return
         incoming = IncomingMessage(
             chat=ref,
-            text=self._without_mention(text),
+            text=without_mention(text, self.bot.username),
             user_name=user.first_name,
             platform_message_id=str(message.message_id),
             inbox_id=item.id,
         )
         await self.answer(incoming)
-
-    def _addressed(self, message: TgMessage) -> bool:
-        """In a group: the bot is mentioned, replied to, or given a command."""
-        username = (self.bot.username or "").lower()
-        kinds: list[str | None] = [
-            MessageEntity.MENTION,
-            MessageEntity.TEXT_MENTION,
-            MessageEntity.BOT_COMMAND,
-        ]
-        for entity, value in message.parse_entities(kinds).items():
-            if entity.type == MessageEntity.MENTION and value[1:].lower() == username:
-                return True
-            mentioned = entity.user.id if entity.user is not None else None
-            if entity.type == MessageEntity.TEXT_MENTION and mentioned == self.bot.id:
-                return True
-            if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
-                target = value.partition("@")[2]
-                if not target or target.lower() == username:
-                    return True
-        replied = message.reply_to_message
-        if replied is None or replied.from_user is None or replied.from_user.id != self.bot.id:
-            return False
-        # In a forum every message replies to its topic's first message; that is no reply to us.
-        return not (message.is_topic_message and replied.message_id == message.message_thread_id)
-
-    def _command(self, message: TgMessage) -> str | None:
-        """The command at the start of the message, if it is meant for this bot."""
-        for entity, value in message.parse_entities([MessageEntity.BOT_COMMAND]).items():
-            if entity.offset != 0:
-                continue
-            name, _, target = value[1:].partition("@")
-            if target and target.lower() != (self.bot.username or "").lower():
-                return None
-            return name.lower()
-        return None
-
-    def _without_mention(self, text: str) -> str:
-        username = re.escape(self.bot.username or "")
-        stripped = re.sub(rf"(?i)@{username}\b", "", text).strip() if username else text
-        return stripped or text
 
     async def _on_command(
         self, command: str, chat: ChatRef, user: User, reply_to: int | None

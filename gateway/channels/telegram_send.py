@@ -72,28 +72,26 @@ def retry_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
+@dataclass(frozen=True)
+class SendPolicy:
+    """How fast and how patiently to send (Telegram: about one message a second in a chat,
+    20 a minute in a group, 30 a second overall)."""
+
+    private_interval: float = 1.0
+    group_per_minute: float = 20
+    max_retries: int = 3
+    max_retry_wait: float = 600.0
+    typing_interval: float = 4.0
+
+
 class Sender:
     """Sends, edits and acknowledges through one PTB bot."""
 
-    def __init__(
-        self,
-        bot: Bot,
-        *,
-        private_interval: float = 1.0,
-        group_per_minute: float = 20,
-        max_retries: int = 3,
-        max_retry_wait: float = 120.0,
-        typing_interval: float = 4.0,
-    ) -> None:
-        # Telegram: about one message a second in a chat, 20 a minute in a group, 30 a second
-        # overall. The group limiter lets short bursts through, as Telegram does.
+    def __init__(self, bot: Bot, policy: SendPolicy | None = None) -> None:
         self.bot = bot
-        self.private_interval = private_interval
-        self.group_per_minute = group_per_minute
-        self.max_retries = max_retries
-        self.max_retry_wait = max_retry_wait
-        self.typing_interval = typing_interval
+        self.policy = policy or SendPolicy()
         self._overall = AsyncLimiter(30, 1)
+        # Per chat; the group bucket lets short bursts through, as Telegram does.
         self._chats: dict[int, AsyncLimiter] = {}
 
     async def call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
@@ -104,7 +102,7 @@ class Sender:
                 return await fn()
             except RetryAfter as exc:
                 wait = retry_seconds(exc)
-                if attempt >= self.max_retries or wait > self.max_retry_wait:
+                if attempt >= self.policy.max_retries or wait > self.policy.max_retry_wait:
                     raise RateLimited(f"Telegram flood control on {what}", wait) from exc
                 attempt += 1
                 log.info("Telegram asked to wait %.0f s before %s (retry %d)", wait, what, attempt)
@@ -174,8 +172,9 @@ class Sender:
         await self._overall.acquire()
 
     def _limiter(self, target: Target) -> AsyncLimiter | None:
+        policy = self.policy
         rate, period = (
-            (self.group_per_minute, 60.0) if target.is_group else (1.0, self.private_interval)
+            (policy.group_per_minute, 60.0) if target.is_group else (1.0, policy.private_interval)
         )
         if not rate or not period:
             return None
@@ -190,7 +189,7 @@ class Sender:
 
     @contextlib.asynccontextmanager
     async def typing(self, target: Target) -> AsyncIterator[None]:
-        """Show "typing…" in the chat, renewed every `typing_interval` seconds, while inside."""
+        """Show "typing…" in the chat, renewed every `policy.typing_interval` s, while inside."""
         task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
         try:
             yield
@@ -211,4 +210,4 @@ class Sender:
             except TelegramError as exc:
                 # Only a courtesy: the answer itself reports real delivery problems.
                 log.debug("typing indicator failed: %s", exc)
-            await asyncio.sleep(self.typing_interval)
+            await asyncio.sleep(self.policy.typing_interval)
