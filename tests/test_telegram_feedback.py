@@ -208,3 +208,15 @@ async def test_quick_presses_on_one_answer_count_in_the_order_they_were_made(
         await gw.idle()
         assert [f["rating"] for f in await gw.feedback()] == [-1]
         assert labels(gw.fake.message(1001, answer["message_id"])) == ["👍", "✓ 👎"]
+
+
+async def test_a_rating_counts_even_when_its_keyboard_cannot_be_updated(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        await gw.deliver(make_text_update(1, "hello"))
+        answer = last_answer(gw.fake)
+        gw.fake.fail_next("editMessageReplyMarkup", 400, "Bad Request: message to edit not found")
+        await gw.deliver(press(2, answer, 0))
+        assert [f["rating"] for f in await gw.feedback()] == [1]
+        assert len(gw.fake.calls_of("answerCallbackQuery")) == 1  # handled once, not retried

@@ -211,7 +211,9 @@ class TelegramChannel(Channel):
         while True:
             try:
                 updates = await self.bot.get_updates(
-                    offset=offset, timeout=int(self.poll_timeout), allowed_updates=ALLOWED_UPDATES
+                    offset=offset,
+                    timeout=max(1, int(self.poll_timeout)),
+                    allowed_updates=ALLOWED_UPDATES,
                 )
                 for update in updates:
                     await self.accept(update.to_dict())

@@ -10,7 +10,6 @@ ignores it and asks something new simply gets an answer.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import time
@@ -90,11 +89,15 @@ class FeedbackHandler:
         store = self.channel.services.store
         await store.set_feedback(answer_id, str(user.id), value)
         chosen = f"{answer_id}:{value:+d}"
-        with contextlib.suppress(NotModified):  # a second tap on the same button
+        try:
             await self.channel.sender.call(
                 "editMessageReplyMarkup",
                 lambda: message.edit_reply_markup(keyboard(rating_buttons(answer_id), chosen)),
             )
+        except NotModified:
+            pass  # a second tap on the same button
+        except ChannelError as exc:  # the rating is stored; the check mark is a courtesy
+            log.warning("could not show the rating on the keyboard: %s", exc)
         if value < 0:
             await self._ask_comment(answer_id, message, user)
 
