@@ -74,9 +74,10 @@ def retry_seconds(exc: RetryAfter) -> float:
 
 @dataclass(frozen=True)
 class SendPolicy:
-    """How fast and how patiently to send (Telegram: about one message a second in a chat,
-    20 a minute in a group, 30 a second overall)."""
+    """How fast and how patiently to send."""
 
+    # Telegram: about one message a second in a chat, 20 a minute in a group, 30 a second
+    # overall; a 429 says how long to wait.
     private_interval: float = 1.0
     group_per_minute: float = 20
     max_retries: int = 3

@@ -1,5 +1,4 @@
-"""Reading Telegram updates: a bounded, strict parse of the webhook body, the inbox key, and
-whether a message is meant for this bot."""
+"""Reading Telegram updates: a bounded, strict webhook parse, the inbox key, who is addressed."""
 
 from __future__ import annotations
 
