@@ -29,6 +29,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.logs import setup_logging
 
     settings = _settings()
+    if args.polling:
+        settings = settings.model_copy(update={"telegram_polling": True})
     setup_logging(settings.log_level, settings.secrets())
     print(f"skillgate {__version__} listening on http://{args.host}:{args.port}", file=sys.stderr)
     web.run_app(
@@ -75,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help=cmd_serve.__doc__, description=cmd_serve.__doc__)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
+    serve.add_argument(
+        "--polling",
+        action="store_true",
+        help="receive Telegram updates by polling instead of the webhook (development)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     chat = sub.add_parser("chat", help=cmd_chat.__doc__, description=cmd_chat.__doc__)

@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     telegram_admin_ids: Annotated[list[int], NoDecode] = Field(
         default_factory=list, validation_alias="TELEGRAM_ADMIN_IDS"
     )
+    telegram_allowed_user_ids: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
+    )
+    telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
 
     line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
     line_channel_access_token: SecretStr | None = Field(
@@ -81,7 +85,11 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
 
     _split = field_validator(
-        "telegram_admin_ids", "line_admin_ids", "line_allowed_user_ids", mode="before"
+        "telegram_admin_ids",
+        "telegram_allowed_user_ids",
+        "line_admin_ids",
+        "line_allowed_user_ids",
+        mode="before",
     )(_split_ids)
 
     @field_validator(

@@ -92,7 +92,9 @@ def check_channels(settings: Settings) -> list[Check]:
             )
         )
     if settings.telegram_enabled:
-        if settings.telegram_webhook_secret is None:
+        if settings.telegram_polling:
+            checks.append(Check("telegram", "ok", "bot token set; updates by polling"))
+        elif settings.telegram_webhook_secret is None:
             checks.append(
                 Check(
                     "telegram",

@@ -59,7 +59,10 @@ class InboxWorker:
         if not self._accepting:
             return  # it is on disk; the next start resumes it
         key = f"{item.channel}:{item.chat_key}"
-        self._queues.setdefault(key, deque()).append(item)
+        queue = self._queues.setdefault(key, deque())
+        if any(queued.id == item.id for queued in queue):
+            return  # accepted live while `start` was reading it back from the inbox
+        queue.append(item)
         if key not in self._tasks:
             self._idle.clear()
             self._tasks[key] = asyncio.create_task(self._drain(key), name=f"inbox:{key}")

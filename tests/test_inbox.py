@@ -10,6 +10,7 @@ from aiohttp import web
 
 from gateway.app import build_app
 from gateway.config import Settings
+from gateway.core.records import InboxItem
 from gateway.keys import SERVICES
 from gateway.store import Store
 from tests.fakes.channel import FakeChannel
@@ -138,3 +139,28 @@ async def test_an_update_that_keeps_failing_is_set_aside_without_blocking_its_ch
         )
         assert row["attempts"] == worker.max_attempts
         assert "gave up" in row["last_error"]
+
+
+async def test_an_update_queued_twice_at_start_up_is_processed_once(settings: Settings) -> None:
+    # Polling can store and queue an update while `start` reads the same row back.
+    channel = FakeChannel(settings)
+    runner = await running(settings, channel)
+    try:
+        services = runner.app[SERVICES]
+        handled: list[int] = []
+
+        async def counting(item: InboxItem) -> None:
+            handled.append(item.id)
+            await channel.process(item)
+
+        services.worker.handlers["fake"] = counting
+        payload = json.dumps({"chat": "c1", "user": "u", "text": "once"})
+        item = await services.store.inbox_add("fake", "1", "c1", payload)
+        assert item is not None
+        services.worker.submit(item)
+        services.worker.submit(item)
+        await services.worker.wait_idle(5)
+    finally:
+        await runner.cleanup()
+    assert handled == [item.id]
+    assert len(channel.sent) == 1

@@ -208,8 +208,12 @@ def _chat_json(chat_id: int | str, chat_type: str | None = None) -> dict[str, An
 
 
 def _markup_or_none(markup: Any) -> Any:
-    """Normalise an absent or empty inline keyboard to None, as Telegram stores it."""
-    if not markup or (isinstance(markup, dict) and markup.get("inline_keyboard") == []):
+    """The inline keyboard a message keeps, or None.
+
+    Telegram stores only inline keyboards on a message: an empty one, and the markups aimed
+    at the user's client (ForceReply, reply keyboards), never show up in a returned Message.
+    """
+    if not isinstance(markup, dict) or not markup.get("inline_keyboard"):
         return None
     return markup
 
@@ -254,7 +258,8 @@ class FakeTelegramAPI:
         self.long_poll_cap = 1.0
         self._updates: list[dict[str, Any]] = []
         self._last_message_id: dict[int | str, int] = defaultdict(int)
-        self._failures: dict[str, deque[ApiError]] = defaultdict(deque)
+        # Scripted failures per method, in order; None lets one call through.
+        self._failures: dict[str, deque[ApiError | None]] = defaultdict(deque)
         self._delays: dict[str, float] = {}
         self._recorded = asyncio.Condition()
         self._update_pushed = asyncio.Event()
@@ -349,9 +354,11 @@ class FakeTelegramAPI:
         *,
         retry_after: int | None = None,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Answer the next `times` calls of `method` with an error instead of handling them."""
+        """Answer `times` calls of `method` with an error, after letting `after` calls through."""
         parameters = {"retry_after": retry_after} if retry_after is not None else None
+        self._failures[method].extend(None for _ in range(after))
         self._failures[method].extend(
             ApiError(status, description, parameters) for _ in range(times)
         )
@@ -410,8 +417,9 @@ class FakeTelegramAPI:
         if delay:
             await self._sleep(delay)
         try:
-            if self._failures[method]:
-                raise self._failures[method].popleft()
+            failure = self._failures[method].popleft() if self._failures[method] else None
+            if failure is not None:
+                raise failure
             handler = self._handlers.get(method)
             if handler is None:
                 self.unknown_calls.append(call)

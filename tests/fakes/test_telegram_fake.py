@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import BadRequest, EndPointNotFound, RetryAfter
 from telegram.ext import Application, CommandHandler, ContextTypes
 
@@ -233,3 +233,21 @@ async def test_application_polling_round_trip(fake: FakeTelegramAPI) -> None:
     assert call.params["chat_id"] == 77
     assert fake.sent_texts(77) == ["welcome Alice"]
     assert "deleteWebhook" in [c.method for c in fake.calls]
+
+
+@pytest.mark.asyncio
+async def test_failures_can_wait_for_earlier_calls(fake: FakeTelegramAPI, bot: Bot) -> None:
+    fake.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1, after=1)
+    await bot.send_message(1, "first")
+    with pytest.raises(RetryAfter):
+        await bot.send_message(1, "second")
+    await bot.send_message(1, "third")
+    assert fake.sent_texts() == ["first", "third"]
+
+
+@pytest.mark.asyncio
+async def test_a_message_keeps_only_an_inline_keyboard(fake: FakeTelegramAPI, bot: Bot) -> None:
+    prompt = await bot.send_message(1, "why?", reply_markup=ForceReply(selective=True))
+    assert prompt.reply_markup is None
+    assert "reply_markup" not in fake.message(1, prompt.message_id)
+    assert fake.calls_of("sendMessage")[0].params["reply_markup"]["force_reply"] is True

@@ -1,0 +1,214 @@
+"""Talking to the Bot API: pacing per chat, flood-control retries, the plain-text fallback.
+
+Every call goes through `Sender.call`, which waits out Telegram's 429 (`retry_after`) a
+bounded number of times and translates PTB's errors into the gateway's tree, so nothing
+above this module catches a `telegram.error` type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TypeVar
+
+from aiolimiter import AsyncLimiter
+from telegram import Bot, ForceReply, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.warnings import PTBDeprecationWarning
+
+from gateway.channels.telegram_format import Part
+from gateway.core.models import ChatRef
+from gateway.errors import ChannelError, RateLimited
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Markup = InlineKeyboardMarkup | ForceReply
+
+
+class FormattingRejected(ChannelError):
+    """Telegram could not parse the HTML of a message ("can't parse entities")."""
+
+
+class NotModified(ChannelError):
+    """An edit asked for what the message already shows."""
+
+
+class Undeliverable(ChannelError):
+    """The chat cannot be written to (the bot was blocked, removed, or the chat moved)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a message goes: the chat, its forum topic, and whether it is a group."""
+
+    chat_id: int
+    thread_id: int | None = None
+    is_group: bool = False
+
+    @classmethod
+    def of(cls, chat: ChatRef) -> Target:
+        thread = int(chat.thread_id) if chat.thread_id else None
+        return cls(int(chat.chat_id), thread, chat.is_group)
+
+
+def retry_seconds(exc: RetryAfter) -> float:
+    """`retry_after` in seconds, whether PTB gives an int or (PTB_TIMEDELTA=1) a timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+@dataclass(frozen=True)
+class SendPolicy:
+    """How fast and how patiently to send."""
+
+    # Telegram: about one message a second in a chat, 20 a minute in a group, 30 a second
+    # overall; a 429 says how long to wait.
+    private_interval: float = 1.0
+    group_per_minute: float = 20
+    max_retries: int = 3
+    max_retry_wait: float = 600.0
+    typing_interval: float = 4.0
+
+
+class Sender:
+    """Sends, edits and acknowledges through one PTB bot."""
+
+    def __init__(self, bot: Bot, policy: SendPolicy | None = None) -> None:
+        self.bot = bot
+        self.policy = policy or SendPolicy()
+        self._overall = AsyncLimiter(30, 1)
+        # Per chat; the group bucket lets short bursts through, as Telegram does.
+        self._chats: dict[int, AsyncLimiter] = {}
+
+    async def call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run one API call, waiting out flood control up to `max_retries` times."""
+        attempt = 0
+        while True:
+            try:
+                return await fn()
+            except RetryAfter as exc:
+                wait = retry_seconds(exc)
+                if attempt >= self.policy.max_retries or wait > self.policy.max_retry_wait:
+                    raise RateLimited(f"Telegram flood control on {what}", wait) from exc
+                attempt += 1
+                log.info("Telegram asked to wait %.0f s before %s (retry %d)", wait, what, attempt)
+                await asyncio.sleep(wait)
+            except TelegramError as exc:
+                raise self.translate(what, exc) from exc
+
+    def translate(self, what: str, exc: TelegramError) -> ChannelError:
+        """The gateway's error for a PTB error; the token never survives into the text."""
+        text = f"Telegram refused {what}: {exc.message}".replace(self.bot.token, "[redacted]")
+        lowered = exc.message.lower()
+        if isinstance(exc, BadRequest) and "can't parse entities" in lowered:
+            return FormattingRejected(text)
+        if isinstance(exc, BadRequest) and "message is not modified" in lowered:
+            return NotModified(text)
+        if isinstance(exc, Forbidden | ChatMigrated) or (
+            isinstance(exc, BadRequest) and "chat not found" in lowered
+        ):
+            return Undeliverable(text)
+        return ChannelError(text)
+
+    async def send(
+        self,
+        target: Target,
+        part: Part,
+        *,
+        markup: Markup | None = None,
+        reply_to: int | None = None,
+    ) -> Message:
+        """Send one part as HTML; resent as plain text if Telegram cannot parse it."""
+        await self._pace(target)
+        try:
+            return await self._send(target, part.html, ParseMode.HTML, markup, reply_to)
+        except FormattingRejected as exc:
+            log.warning("%s; sending that part as plain text", exc)
+            return await self._send(target, part.plain, None, markup, reply_to)
+
+    async def _send(
+        self,
+        target: Target,
+        text: str,
+        parse_mode: str | None,
+        markup: Markup | None,
+        reply_to: int | None,
+    ) -> Message:
+        reply = (
+            ReplyParameters(reply_to, allow_sending_without_reply=True)
+            if reply_to is not None
+            else None
+        )
+        return await self.call(
+            "sendMessage",
+            lambda: self.bot.send_message(
+                target.chat_id,
+                text,
+                parse_mode=parse_mode,
+                reply_markup=markup,
+                message_thread_id=target.thread_id,
+                reply_parameters=reply,
+            ),
+        )
+
+    async def _pace(self, target: Target) -> None:
+        limiter = self._limiter(target)
+        if limiter is not None:
+            await limiter.acquire()
+        await self._overall.acquire()
+
+    def _limiter(self, target: Target) -> AsyncLimiter | None:
+        policy = self.policy
+        rate, period = (
+            (policy.group_per_minute, 60.0) if target.is_group else (1.0, policy.private_interval)
+        )
+        if not rate or not period:
+            return None
+        limiter = self._chats.get(target.chat_id)
+        if limiter is None:
+            if len(self._chats) > 1024:  # forget chats whose bucket has drained
+                for chat_id, old in list(self._chats.items()):
+                    if old.has_capacity(old.max_rate):
+                        del self._chats[chat_id]
+            limiter = self._chats[target.chat_id] = AsyncLimiter(rate, period)
+        return limiter
+
+    @contextlib.asynccontextmanager
+    async def typing(self, target: Target) -> AsyncIterator[None]:
+        """Show "typing…" in the chat, renewed every `policy.typing_interval` s, while inside."""
+        task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep_typing(self, target: Target) -> None:
+        while True:
+            try:
+                await self.bot.send_chat_action(
+                    target.chat_id, ChatAction.TYPING, message_thread_id=target.thread_id
+                )
+            except RetryAfter as exc:
+                await asyncio.sleep(retry_seconds(exc))
+                continue
+            except TelegramError as exc:
+                # Only a courtesy: the answer itself reports real delivery problems.
+                log.debug("typing indicator failed: %s", exc)
+            await asyncio.sleep(self.policy.typing_interval)

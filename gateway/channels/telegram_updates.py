@@ -1,0 +1,111 @@
+"""Reading Telegram updates: a bounded, strict webhook parse, the inbox key, who is addressed."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from aiohttp import web
+from telegram import Message, MessageEntity
+
+WEBHOOK_PATH = "/webhook/telegram"
+MAX_UPDATE_BYTES = 1024 * 1024
+"""Telegram's updates are a few KB; anything near this is not from Telegram."""
+
+_MESSAGE_KEYS = ("message", "edited_message", "channel_post", "edited_channel_post")
+
+
+async def read_bounded(request: web.Request, limit: int) -> bytes | None:
+    """The request body, or None as soon as it is longer than `limit` bytes."""
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int, str]:
+    """(update, 200, "") for a well-formed body, else (None, status, what is wrong)."""
+    body = await read_bounded(request, MAX_UPDATE_BYTES)
+    if body is None:
+        return None, 413, f"update larger than {MAX_UPDATE_BYTES} bytes"
+    try:
+        update = json.loads(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
+        return None, 400, "body is not JSON"
+    if not isinstance(update, dict) or not _is_int(update.get("update_id")):
+        return None, 400, "not a Telegram update: no integer update_id"
+    return update, 200, ""
+
+
+def chat_key(update: dict[str, Any]) -> str:
+    """The inbox key: a chat's messages share one (answered in order); presses get their own.
+
+    Presses on one message share a key, so a quick 👍 then 👎 is stored in that order, but
+    never the chat's key: a press must not wait behind an answer being written.
+    """
+    update_id = update["update_id"]
+    query = update.get("callback_query")
+    if query is not None:
+        message = query.get("message") if isinstance(query, dict) else None
+        if isinstance(message, dict) and isinstance(message.get("chat"), dict):
+            return f"cb:{message['chat'].get('id')}:{message.get('message_id')}"
+        return f"cb:{update_id}"
+    for key in _MESSAGE_KEYS:
+        message = update.get(key)
+        chat = message.get("chat") if isinstance(message, dict) else None
+        if isinstance(chat, dict) and _is_int(chat.get("id")):
+            return str(chat["id"])
+    return f"u:{update_id}"
+
+
+def addressed(message: Message, bot_id: int, username: str) -> bool:
+    """Whether a group message is for the bot: it is mentioned, replied to or given a command."""
+    username = username.lower()
+    kinds: list[str | None] = [
+        MessageEntity.MENTION,
+        MessageEntity.TEXT_MENTION,
+        MessageEntity.BOT_COMMAND,
+    ]
+    for entity, value in message.parse_entities(kinds).items():
+        # Usernames are case-insensitive on Telegram.
+        if entity.type == MessageEntity.MENTION and value[1:].lower() == username:
+            return True
+        mentioned = entity.user.id if entity.user is not None else None
+        if entity.type == MessageEntity.TEXT_MENTION and mentioned == bot_id:
+            return True
+        if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
+            target = value.partition("@")[2]
+            if not target or target.lower() == username:
+                return True
+    replied = message.reply_to_message
+    if replied is None or replied.from_user is None or replied.from_user.id != bot_id:
+        return False
+    # In a forum every message replies to its topic's first message; that is no reply to us.
+    return not (message.is_topic_message and replied.message_id == message.message_thread_id)
+
+
+def command_of(message: Message, username: str) -> str | None:
+    """The command starting the message ("/new", "/help@this_bot"), unless meant for another bot."""
+    for entity, value in message.parse_entities([MessageEntity.BOT_COMMAND]).items():
+        if entity.offset != 0:
+            continue
+        name, _, target = value[1:].partition("@")
+        if target and target.lower() != username.lower():
+            return None
+        return name.lower()
+    return None
+
+
+def without_mention(text: str, username: str) -> str:
+    """The text with "@bot" taken out, as the model needs no reminder of its own name."""
+    stripped = re.sub(rf"(?i)@{re.escape(username)}\b", "", text).strip() if username else text
+    return stripped or text
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,96 @@
+"""The gateway with its real Telegram channel, served on loopback against FakeTelegramAPI."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import ClientResponse, web
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import build_app
+from gateway.channels.base import Services
+from gateway.channels.telegram import TelegramChannel
+from gateway.config import Settings
+from gateway.keys import SERVICES
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegramAPI
+
+SECRET = "tg-webhook-secret_123"
+ADMIN = {"Authorization": "Bearer admin-secret-token"}
+# Pacing would only slow the tests down; the tests that check it set their own.
+FAST = {"private_interval": 0.0, "group_per_minute": 0.0, "poll_timeout": 1.0}
+
+
+@dataclass
+class Gateway:
+    """What a test drives: the fake Bot API, the HTTP client, the channel and its services."""
+
+    fake: FakeTelegramAPI
+    llm: FakeOpenAI
+    client: TestClient
+    channel: TelegramChannel
+    app: web.Application
+
+    @property
+    def services(self) -> Services:
+        return self.app[SERVICES]
+
+    async def post(self, update: Any, *, secret: str | None = SECRET) -> ClientResponse:
+        """POST a webhook as Telegram would (a dict is sent as JSON, bytes as they are)."""
+        headers = {} if secret is None else {"X-Telegram-Bot-Api-Secret-Token": secret}
+        if isinstance(update, bytes):
+            headers["Content-Type"] = "application/json"
+            return await self.client.post("/webhook/telegram", data=update, headers=headers)
+        return await self.client.post("/webhook/telegram", json=update, headers=headers)
+
+    async def deliver(self, update: dict[str, Any]) -> None:
+        """Post an update, expect 200, and wait until it was processed."""
+        resp = await self.post(update)
+        assert resp.status == 200, await resp.text()
+        await self.idle()
+
+    async def idle(self, timeout: float = 10.0) -> None:
+        await self.services.worker.wait_idle(timeout)
+
+    async def feedback(self) -> list[dict[str, Any]]:
+        resp = await self.client.get("/admin/api/feedback", headers=ADMIN)
+        assert resp.status == 200
+        rows: list[dict[str, Any]] = await resp.json()
+        return rows
+
+
+@asynccontextmanager
+async def telegram_gateway(
+    make_settings: Callable[..., Settings],
+    llm: FakeOpenAI,
+    *,
+    channel_options: dict[str, Any] | None = None,
+    **settings: Any,
+) -> AsyncIterator[Gateway]:
+    """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise)."""
+    async with FakeTelegramAPI() as fake:
+        values: dict[str, Any] = {
+            "telegram_bot_token": fake.token,
+            "telegram_webhook_secret": SECRET,
+            "telegram_api_base_url": fake.base_url,
+            "llm_base_url": llm.base_url,
+            "llm_model": "fake-model",
+            "admin_token": "admin-secret-token",
+        }
+        channel = TelegramChannel(
+            make_settings(**{**values, **settings}), **{**FAST, **(channel_options or {})}
+        )
+        app = build_app(channel.settings, channels=[channel])
+        async with TestClient(TestServer(app)) as client:
+            app[SERVICES].worker.backoff = lambda attempt: 0.01
+            yield Gateway(fake, llm, client, channel, app)
+
+
+def answer_markup(fake: FakeTelegramAPI, index: int = -1) -> dict[str, Any] | None:
+    """The reply_markup of a successful sendMessage (the last one by default)."""
+    sent = [c for c in fake.calls_of("sendMessage") if c.status == 200]
+    markup: dict[str, Any] | None = sent[index].params.get("reply_markup")
+    return markup
