@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
     )
     telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
+    telegram_max_messages_per_second: float = Field(
+        30.0, ge=0, validation_alias="TELEGRAM_MAX_MESSAGES_PER_SECOND"
+    )
 
     line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
     line_channel_access_token: SecretStr | None = Field(

@@ -132,3 +132,19 @@ async def test_private_chats_are_paced_between_parts(
         gaps = [b.at - a.at for a, b in itertools.pairwise(sends)]
         assert all(gap >= 0.25 for gap in gaps), gaps
         assert time.monotonic() - started < 5
+
+
+async def test_answers_across_chats_keep_to_the_configured_messages_per_second(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(
+        make_settings, fake_llm, telegram_max_messages_per_second=4
+    ) as gw:
+        for chat in range(1, 7):
+            resp = await gw.post(make_text_update(chat, "hi", chat_id=chat, user_id=chat))
+            assert resp.status == 200
+        await gw.idle()
+        sends = sorted(c.at for c in gw.fake.calls_of("sendMessage"))
+        assert len(sends) == 6
+        # Four go at once, then one every quarter second.
+        assert sends[-1] - sends[0] >= 0.4, sends

@@ -93,6 +93,7 @@ class TelegramChannel(Channel):
         self.policy = SendPolicy(
             private_interval=private_interval,
             group_per_minute=group_per_minute,
+            overall_per_second=settings.telegram_max_messages_per_second,
             max_retries=max_retries,
             typing_interval=typing_interval,
         )

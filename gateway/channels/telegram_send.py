@@ -80,6 +80,8 @@ class SendPolicy:
     # overall; a 429 says how long to wait.
     private_interval: float = 1.0
     group_per_minute: float = 20
+    # 0 leaves the overall pace to Telegram's 429s, which `call` honours.
+    overall_per_second: float = 30
     max_retries: int = 3
     max_retry_wait: float = 600.0
     typing_interval: float = 4.0
@@ -91,7 +93,8 @@ class Sender:
     def __init__(self, bot: Bot, policy: SendPolicy | None = None) -> None:
         self.bot = bot
         self.policy = policy or SendPolicy()
-        self._overall = AsyncLimiter(30, 1)
+        rate = self.policy.overall_per_second
+        self._overall = AsyncLimiter(rate, 1) if rate else None
         # Per chat; the group bucket lets short bursts through, as Telegram does.
         self._chats: dict[int, AsyncLimiter] = {}
 
@@ -170,7 +173,8 @@ class Sender:
         limiter = self._limiter(target)
         if limiter is not None:
             await limiter.acquire()
-        await self._overall.acquire()
+        if self._overall is not None:
+            await self._overall.acquire()
 
     def _limiter(self, target: Target) -> AsyncLimiter | None:
         policy = self.policy
