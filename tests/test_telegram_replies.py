@@ -109,6 +109,16 @@ async def test_typing_is_shown_and_renewed_while_the_model_works(
         assert all(c.at < answer.at for c in typing)  # it stops once the answer is sent
 
 
+async def test_a_quick_answer_is_sent_without_a_typing_indicator(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    options = {"typing_delay": 10.0}
+    async with telegram_gateway(make_settings, fake_llm, channel_options=options) as gw:
+        await gw.deliver(make_text_update(1, "quick one"))
+        assert len(gw.fake.calls_of("sendMessage")) == 1
+        assert gw.fake.calls_of("sendChatAction") == []
+
+
 async def test_a_model_failure_reaches_the_user_as_an_apology_without_buttons(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:

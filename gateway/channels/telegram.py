@@ -87,6 +87,7 @@ class TelegramChannel(Channel):
         group_per_minute: float = 20,
         max_retries: int = 3,
         typing_interval: float = 4.0,
+        typing_delay: float = 1.0,
         poll_timeout: float = 30.0,
     ) -> None:
         super().__init__(settings)
@@ -96,6 +97,7 @@ class TelegramChannel(Channel):
             overall_per_second=settings.telegram_max_messages_per_second,
             max_retries=max_retries,
             typing_interval=typing_interval,
+            typing_delay=typing_delay,
         )
         self.poll_timeout = poll_timeout
         self.feedback = FeedbackHandler(self)

@@ -85,6 +85,9 @@ class SendPolicy:
     max_retries: int = 3
     max_retry_wait: float = 600.0
     typing_interval: float = 4.0
+    # Telegram advises a chat action only when the answer takes noticeable time; a quick
+    # answer arrives before "typing…" would show, and saves one Bot API call.
+    typing_delay: float = 1.0
 
 
 class Sender:
@@ -194,7 +197,7 @@ class Sender:
 
     @contextlib.asynccontextmanager
     async def typing(self, target: Target) -> AsyncIterator[None]:
-        """Show "typing…" in the chat, renewed every `policy.typing_interval` s, while inside."""
+        """Show "typing…" after `policy.typing_delay` s, renewed every `typing_interval` s."""
         task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
         try:
             yield
@@ -204,6 +207,7 @@ class Sender:
                 await task
 
     async def _keep_typing(self, target: Target) -> None:
+        await asyncio.sleep(self.policy.typing_delay)
         while True:
             try:
                 await self.bot.send_chat_action(
