@@ -29,7 +29,13 @@ from telegram.ext import Application
 from gateway.channels.base import Channel
 from gateway.channels.telegram_feedback import FeedbackHandler, keyboard
 from gateway.channels.telegram_format import Part, render_parts
-from gateway.channels.telegram_send import Sender, SendPolicy, Target, Undeliverable
+from gateway.channels.telegram_send import (
+    Sender,
+    SendPolicy,
+    Target,
+    Undeliverable,
+    bot_request,
+)
 from gateway.channels.telegram_updates import (
     WEBHOOK_PATH,
     addressed,
@@ -133,6 +139,7 @@ class TelegramChannel(Channel):
             Application.builder()
             .token(token)
             .base_url(self.settings.telegram_api_base_url)
+            .request(bot_request())
             .updater(None)
             .job_queue(None)
             .build()
