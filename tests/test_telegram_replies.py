@@ -147,9 +147,7 @@ async def test_private_chats_are_paced_between_parts(
 async def test_answers_across_chats_keep_to_the_configured_messages_per_second(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    async with telegram_gateway(
-        make_settings, fake_llm, telegram_max_messages_per_second=4
-    ) as gw:
+    async with telegram_gateway(make_settings, fake_llm, telegram_max_messages_per_second=4) as gw:
         for chat in range(1, 7):
             resp = await gw.post(make_text_update(chat, "hi", chat_id=chat, user_id=chat))
             assert resp.status == 200
