@@ -126,14 +126,21 @@ class OpenAIChat:
         json_mode: bool = False,
     ) -> Completion:
         import openai
+        from openai.types.chat import ChatCompletion
 
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
         if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
+            body["response_format"] = {"type": "json_object"}
         try:
-            response = await self._get_client().chat.completions.create(**kwargs)
+            # `chat.completions.create` first walks every message through the SDK's typed
+            # transform: 0.5 ms of CPU with a short history, 9 ms with 60 messages. Ours are
+            # plain JSON already, so they go through the client's documented custom-request
+            # path as they are: same retries, timeouts, errors and response model.
+            response = await self._get_client().post(
+                "/chat/completions", body=body, cast_to=ChatCompletion
+            )
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise ModelUnavailable(f"model unreachable: {type(exc).__name__}") from exc
         except openai.APIStatusError as exc:
@@ -146,11 +153,13 @@ class OpenAIChat:
         if not response.choices:
             raise ModelError("model returned no choices")
         message = response.choices[0].message
-        calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-            for c in (message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)  # custom tool calls have none
+            if function is not None:
+                calls.append(
+                    ToolCall(id=call.id, name=function.name, arguments=function.arguments or "{}")
+                )
         usage = response.usage
         return Completion(
             text=message.content,
