@@ -1,11 +1,13 @@
 """The fake Bot API and the fake model as child processes, each with a small control port.
 
     python -m bench.fakes telegram [--lean]   # fake Bot API; records when each answer arrives
+    python -m bench.fakes line                # fake LINE Messaging API
     python -m bench.fakes openai              # zero-latency model that echoes the last message
 
 Each prints one JSON line (its base URL and control URL) once it listens and runs until
 its stdin closes. The control port answers GET /count (answers received so far) and
-POST /drain (hands over the arrival records and forgets them).
+POST /drain (hands over the arrival records and forgets them); LINE's also hands out
+reply tokens (POST /tokens?n=N).
 
 `telegram` is the project's recording fake (tests/fakes/telegram_api.py); `--lean` is a
 minimal handler that answers the same calls, to check the recording fake is not the
@@ -25,10 +27,12 @@ from typing import Any
 from aiohttp import web
 
 from bench.procs import announce, until_told_to_stop
+from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
 
 TOKEN = "123456:BENCH-TOKEN"
+LINE_TOKEN = "bench-line-access-token"
 KEY = re.compile(r"q\d+-\d+")
 """Every benchmark update's text carries a unique key, which the echoing model repeats."""
 
@@ -139,6 +143,31 @@ async def serve_telegram(lean: bool) -> None:
     await runner.cleanup()
 
 
+async def serve_line() -> None:
+    fake = FakeLineAPI(access_token=LINE_TOKEN)
+    fake.quota_limit = 10**9  # pushes are not what is measured
+    await fake.start()
+
+    async def count(_request: web.Request) -> web.Response:
+        return web.json_response({"sent": len(fake.delivered_messages())})
+
+    async def tokens(request: web.Request) -> web.Response:
+        n = int(request.query.get("n", "1"))
+        return web.json_response([fake.issue_reply_token(300) for _ in range(n)])
+
+    async def drain(_request: web.Request) -> web.Response:
+        count = len(fake.calls)
+        fake.calls.clear()
+        return web.json_response({"calls": count})
+
+    routes = [web.get("/count", count), web.post("/tokens", tokens), web.post("/drain", drain)]
+    runner, url = await control(routes)
+    announce(base_url=fake.base_url, control=url, token=LINE_TOKEN)
+    await until_told_to_stop()
+    await runner.cleanup()
+    await fake.close()
+
+
 async def serve_openai() -> None:
     fake = FakeOpenAI()
     fake.default = echo
@@ -157,10 +186,15 @@ async def serve_openai() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["telegram", "openai"])
+    parser.add_argument("which", choices=["telegram", "line", "openai"])
     parser.add_argument("--lean", action="store_true", help="minimal Bot API handler")
     args = parser.parse_args()
-    asyncio.run(serve_openai() if args.which == "openai" else serve_telegram(args.lean))
+    if args.which == "openai":
+        asyncio.run(serve_openai())
+    elif args.which == "line":
+        asyncio.run(serve_line())
+    else:
+        asyncio.run(serve_telegram(args.lean))
 
 
 if __name__ == "__main__":

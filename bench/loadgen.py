@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -107,18 +108,42 @@ class Poster:
         return sent
 
 
+async def post_all(
+    url: str, bodies: list[bytes], headers: Callable[[bytes], dict[str, str]], connections: int
+) -> Counter[int | str]:
+    """POST every body as fast as `connections` allow; how many got each status."""
+    statuses: Counter[int | str] = Counter()
+    connector = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def post(body: bytes) -> None:
+            try:
+                async with session.post(url, data=body, headers=headers(body)) as resp:
+                    await resp.read()
+                    statuses[resp.status] += 1
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                statuses[type(exc).__name__] += 1
+
+        await asyncio.gather(*(post(b) for b in bodies))
+    return statuses
+
+
 class Answers:
     """Reads, through the fake Bot API's control port, which answers arrived and when."""
 
     def __init__(self, control: str) -> None:
         self.control = control
 
+    async def count(self, session: aiohttp.ClientSession) -> int:
+        """Answers received so far."""
+        async with session.get(f"{self.control}/count") as resp:
+            return int((await resp.json())["sent"])
+
     async def wait(self, session: aiohttp.ClientSession, expected: int, stall: float) -> int:
         """Wait until `expected` answers arrived, or none arrived for `stall` seconds."""
         last, last_change = -1, time.monotonic()
         while True:
-            async with session.get(f"{self.control}/count") as resp:
-                count = int((await resp.json())["sent"])
+            count = await self.count(session)
             if count >= expected:
                 return count
             if count != last:

@@ -154,3 +154,17 @@ async def until_told_to_stop() -> None:
 def announce(**info: Any) -> None:
     """Tell the parent we are ready, as one JSON line on stdout."""
     print(json.dumps(info), flush=True)
+
+
+def skillgate_serve(name: str, port: int, settings: dict[str, str], workdir: Path) -> Child:
+    """`skillgate serve` on 127.0.0.1:port with exactly these settings (none inherited)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
+    env.update(settings)
+    script = Path(sys.executable).with_name("skillgate")
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "gateway.cli"]
+    argv += ["serve", "--host", "127.0.0.1", "--port", str(port)]
+    # Its own working directory, so no .env of the checkout is read.
+    return Child(name, argv, workdir, env=env, cwd=workdir)
+
+
+_SETTING_PREFIXES = ("SKILLGATE_", "TELEGRAM_", "LINE_", "LLM_")

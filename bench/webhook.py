@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import resource
 import shutil
 import signal
@@ -27,7 +26,7 @@ from pathlib import Path
 import aiohttp
 
 from bench.loadgen import Answers, Batch, Poster, make_batch
-from bench.procs import Child, free_port, machine_busy_seconds, wait_healthy
+from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
 from bench.report import machine, median, percentile, spread, table, verdict, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,22 +111,17 @@ class Rig:
                 child.ready_line()
 
     def _skillgate(self, port: int) -> Child:
-        data = self.tmp / "skillgate-data"
-        env = {k: v for k, v in os.environ.items() if not _gateway_setting(k)}
-        env.update(
-            SKILLGATE_DATA_DIR=str(data),
-            TELEGRAM_BOT_TOKEN=self.token,
-            TELEGRAM_WEBHOOK_SECRET=SECRET,
-            TELEGRAM_API_BASE_URL=self.api_url,
-            TELEGRAM_MAX_MESSAGES_PER_SECOND="0",
-            LLM_BASE_URL=self.llm_url,
-            LLM_MODEL="fake-model",
-        )
-        script = Path(sys.executable).with_name("skillgate")
-        argv = [str(script)] if script.exists() else [sys.executable, "-m", "gateway.cli"]
-        argv += ["serve", "--host", "127.0.0.1", "--port", str(port)]
-        # Its own working directory, so no .env of the checkout is read.
-        child = Child("skillgate", argv, self.tmp, env=env, cwd=self.tmp)
+        settings = {
+            "SKILLGATE_DATA_DIR": str(self.tmp / "skillgate-data"),
+            "TELEGRAM_BOT_TOKEN": self.token,
+            "TELEGRAM_WEBHOOK_SECRET": SECRET,
+            "TELEGRAM_API_BASE_URL": self.api_url,
+            # The fake Bot API has no flood control; Telegram's ~30/s would cap the run.
+            "TELEGRAM_MAX_MESSAGES_PER_SECOND": "0",
+            "LLM_BASE_URL": self.llm_url,
+            "LLM_MODEL": "fake-model",
+        }
+        child = skillgate_serve("skillgate", port, settings, self.tmp)
         self.children["skillgate"] = child
         return child
 
@@ -141,10 +135,6 @@ class Rig:
     def stop(self) -> None:
         for child in reversed(self.children.values()):
             child.stop()
-
-
-def _gateway_setting(name: str) -> bool:
-    return name.startswith(("SKILLGATE_", "TELEGRAM_", "LINE_", "LLM_"))
 
 
 async def run_phase(
