@@ -26,7 +26,7 @@ from gateway.skills.staging import Staging, render_proposal
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["pending", "approved", "applied", "rejected", "stale", "rolled_back", "decided"]
+Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "decided"]
 STALE_REASON = "the live skill changed after this proposal was made"
 
 
@@ -102,7 +102,9 @@ class Reviewer:
         """Promote the staged file over the live one, if the live one is what it was based on."""
         return await self._approve(await self.get(proposal_id), decider, "approved")
 
-    async def _approve(self, p: Proposal, decider: str, status: Outcome) -> Decision:
+    async def _approve(
+        self, p: Proposal, decider: str, status: Literal["approved", "applied"]
+    ) -> Decision:
         if p.status != "pending":
             return Decision("decided", p)
         now = self.clock()

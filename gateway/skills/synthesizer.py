@@ -150,12 +150,15 @@ class Synthesizer:
                     break  # what is left stays unconsumed for the next pass
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 if batch.sessions:
-                    await self._batch(batch, run, summary)
                     summary.batches += 1
+                    await self._batch(batch, run, summary)
                 await self.store.consume_sessions(batch.consumed_ids, run.id, self.clock())
                 summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
-                await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), cfg.lease_seconds)
+                if not await self.store.acquire_lock(
+                    LOCK_NAME, holder, self.clock(), cfg.lease_seconds
+                ):
+                    raise SynthesisError("the run lock's lease ran out and another pass took it")
                 if progress is not None and batch.sessions:
                     progress(_report(summary, before, len(batch.sessions), len(batch.skipped)))
         except (SynthesisError, ModelError) as exc:
