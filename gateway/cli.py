@@ -1,4 +1,4 @@
-"""The `skillgate` command: serve, chat, doctor."""
+"""The `skillgate` command: serve, chat, synthesize, doctor."""
 
 from __future__ import annotations
 
@@ -54,6 +54,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
 
 
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    """Run one synthesis pass now and list the proposals it made and suppressed."""
+    from gateway.cli_synthesize import run_synthesize
+    from gateway.logs import setup_logging
+
+    settings = _settings()
+    setup_logging("WARNING", settings.secrets())
+    return asyncio.run(run_synthesize(settings))
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check settings, data dir, database, model and channels; say how to fix what is wrong."""
     from gateway.doctor import run_doctor
@@ -87,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help=cmd_chat.__doc__, description=cmd_chat.__doc__)
     chat.add_argument("--user", help="who you are in the stored conversation (default: login name)")
     chat.set_defaults(func=cmd_chat)
+
+    synthesize = sub.add_parser(
+        "synthesize", help=cmd_synthesize.__doc__, description=cmd_synthesize.__doc__
+    )
+    synthesize.set_defaults(func=cmd_synthesize)
 
     doctor = sub.add_parser("doctor", help=cmd_doctor.__doc__, description=cmd_doctor.__doc__)
     doctor.set_defaults(func=cmd_doctor)

@@ -84,6 +84,23 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
 
+    # Synthesis and review.
+    max_proposals_per_run: int = Field(
+        3, ge=1, le=50, validation_alias="SKILLGATE_MAX_PROPOSALS_PER_RUN"
+    )
+    similarity_threshold: float = Field(
+        0.85, gt=0, le=1, validation_alias="SKILLGATE_SIMILARITY_THRESHOLD"
+    )
+    synthesis_batch_sessions: int = Field(
+        20, ge=1, le=500, validation_alias="SKILLGATE_SYNTHESIS_BATCH_SESSIONS"
+    )
+    synthesis_batch_tokens: int = Field(
+        6000, ge=500, le=1_000_000, validation_alias="SKILLGATE_SYNTHESIS_BATCH_TOKENS"
+    )
+    max_skill_bytes: int = Field(
+        16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
+    )
+
     _split = field_validator(
         "telegram_admin_ids",
         "telegram_allowed_user_ids",

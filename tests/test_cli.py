@@ -44,7 +44,7 @@ def free_port() -> int:
 async def test_version_and_help_for_every_command() -> None:
     code, out, _ = await skillgate("--version", env={})
     assert code == 0 and out.startswith("skillgate ")
-    for command in ("serve", "chat", "doctor"):
+    for command in ("serve", "chat", "synthesize", "doctor"):
         code, out, _ = await skillgate(command, "--help", env={})
         assert code == 0 and "usage: skillgate" in out
 

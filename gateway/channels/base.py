@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.inbox import InboxWorker
     from gateway.skills.catalog import SkillCatalog
+    from gateway.skills.review import Reviewer
+    from gateway.skills.synthesizer import Synthesizer
     from gateway.store import Store
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,8 @@ class Services:
     agent: Agent
     catalog: SkillCatalog
     worker: InboxWorker
+    review: Reviewer
+    synthesizer: Synthesizer
 
     async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
         """Store an update durably and queue it; False when it is a redelivery."""

@@ -21,12 +21,21 @@ from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
+from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.synthesis import SynthesisQueries
 
 T = TypeVar("T")
 
 
-class Store(InboxQueries, ConversationQueries, RegistryQueries, DeliveryQueries):
+class Store(
+    InboxQueries,
+    ConversationQueries,
+    RegistryQueries,
+    DeliveryQueries,
+    ProposalQueries,
+    SynthesisQueries,
+):
     """SQLite (WAL) in the data dir, migrated on open."""
 
     def __init__(self, path: Path | str, *, busy_timeout: float = 10.0) -> None:

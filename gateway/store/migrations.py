@@ -151,10 +151,114 @@ def _deliveries(db: Database) -> None:
     )
 
 
+def _synthesis(db: Database) -> None:
+    # Review state must outlive restarts: proposals and their decisions, tombstones
+    # (never deleted), replaced skill texts for rollback, consumed sessions, runs and
+    # a leased lock so that two processes never synthesize at once.
+    db.execute(
+        """
+        create table synthesis_runs (
+            id integer primary key autoincrement,
+            trigger text not null,
+            status text not null default 'running'
+                check (status in ('running', 'ok', 'failed')),
+            started_at real not null,
+            finished_at real,
+            sessions integer not null default 0,
+            skipped integer not null default 0,
+            batches integer not null default 0,
+            proposed integer not null default 0,
+            suppressed integer not null default 0,
+            refused integer not null default 0,
+            model text,
+            prompt_tokens integer not null default 0,
+            completion_tokens integer not null default 0,
+            error text
+        )
+        """
+    )
+    db.execute(
+        """
+        create table proposals (
+            id integer primary key autoincrement,
+            run_id integer references synthesis_runs(id),
+            kind text not null check (kind in ('create', 'update')),
+            target text,
+            name text not null,
+            description text not null,
+            content text not null,
+            content_hash text not null,
+            change_text text not null default '',
+            base_hash text,
+            based_on text not null default '[]',
+            rationale text not null default '',
+            model text,
+            generated_at real not null,
+            status text not null default 'pending' check (status in
+                ('pending', 'approved', 'applied', 'rejected', 'stale', 'rolled_back')),
+            decided_by text,
+            decided_at real,
+            reason text,
+            promoted_at real
+        )
+        """
+    )
+    db.execute("create index proposals_status on proposals (status, id)")
+    db.execute("create index proposals_name on proposals (name, status)")
+    db.execute(
+        """
+        create table rejections (
+            id integer primary key autoincrement,
+            proposal_id integer references proposals(id),
+            kind text not null,
+            target text,
+            name text not null,
+            description text not null,
+            content_hash text not null,
+            change_text text not null default '',
+            reason text,
+            decided_by text,
+            rejected_at real not null
+        )
+        """
+    )
+    db.execute("create index rejections_hash on rejections (content_hash)")
+    db.execute(
+        """
+        create table skill_versions (
+            id integer primary key autoincrement,
+            slug text not null,
+            content text not null,
+            content_hash text not null,
+            replaced_at real not null,
+            proposal_id integer references proposals(id)
+        )
+        """
+    )
+    db.execute("create index skill_versions_proposal on skill_versions (proposal_id, id)")
+    db.execute(
+        """
+        create table consumed_sessions (
+            session_id integer primary key references sessions(id),
+            run_id integer references synthesis_runs(id),
+            consumed_at real not null
+        )
+        """
+    )
+    db.execute(
+        "create table locks (name text primary key, holder text not null, expires_at real not null)"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _initial),
     (2, "questions awaiting an answer", _awaiting),
-    (10, "outgoing message batches and their retry keys", _deliveries),
+    (
+        3,
+        "proposals, rejections, synthesis runs, skill versions, consumed sessions, run lock",
+        _synthesis,
+    ),
+    (4, "outgoing message batches and their retry keys", _deliveries),
 ]
 
 
