@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
+
+    # Operations: log format and how long a shutdown waits for answers in flight.
+    log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
+    shutdown_timeout_seconds: float = Field(
+        20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
+    )
 
     _split = field_validator("telegram_admin_ids", "line_admin_ids", mode="before")(_split_ids)
 

@@ -21,11 +21,12 @@ from gateway.store.conversations import ConversationQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.registry import RegistryQueries
+from gateway.store.stats import StatsQueries
 
 T = TypeVar("T")
 
 
-class Store(InboxQueries, ConversationQueries, RegistryQueries):
+class Store(InboxQueries, ConversationQueries, RegistryQueries, StatsQueries):
     """SQLite (WAL) in the data dir, migrated on open."""
 
     def __init__(self, path: Path | str, *, busy_timeout: float = 10.0) -> None:
