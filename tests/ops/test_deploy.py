@@ -73,6 +73,17 @@ def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
         assert f"\n{hardening}\n" in unit
 
 
+def test_the_operator_command_uses_the_service_settings_user_and_install() -> None:
+    wrapper = (DEPLOY / "skillgate.sh").read_text()
+    for name in ("skillgate.service", "skillgate-backup.service"):
+        unit = (DEPLOY / name).read_text()
+        env_file = unit.split("EnvironmentFile=")[1].split()[0]
+        command = unit.split("ExecStart=")[1].split()[0]
+        assert f"--env-file {env_file}" in wrapper
+        assert f"sudo -u {unit.split('User=')[1].split()[0]} {command} " in wrapper
+    assert wrapper.rstrip().endswith('"$@"')
+
+
 def dockerfile_instructions() -> list[str]:
     """The Dockerfile's instructions, continuation lines joined, comments dropped."""
     text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
@@ -219,8 +230,8 @@ async def test_nginx_exposes_only_webhooks_health_and_admin_over_tls(
             "listen 80;": f"listen 127.0.0.1:{http};",
             "listen [::]:443 ssl;": "",
             "listen [::]:80;": "",
-            "/etc/letsencrypt/live/bot.example.com/fullchain.pem": str(cert),
-            "/etc/letsencrypt/live/bot.example.com/privkey.pem": str(key),
+            "/etc/letsencrypt/live/SKILLGATE_DOMAIN/fullchain.pem": str(cert),
+            "/etc/letsencrypt/live/SKILLGATE_DOMAIN/privkey.pem": str(key),
         },
     )
     (tmp_path / "site.conf").write_text(site)
