@@ -128,6 +128,7 @@ def build_app(
             )
             yield
         finally:
+            log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
             await services.worker.stop(settings.shutdown_timeout_seconds)
             for channel in reversed(started):
                 try:

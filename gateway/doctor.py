@@ -47,12 +47,13 @@ def check_data_dir(settings: Settings) -> Check:
             f"chmod 750 {path.resolve()}",
         )
     db = settings.db_path
-    if db.exists() and db.stat().st_mode & stat.S_IROTH:
+    others_enter = mode & stat.S_IXOTH
+    if others_enter and db.exists() and db.stat().st_mode & stat.S_IROTH:
         return Check(
             "data dir",
             "warn",
             f"{db.resolve()} is readable by every user on the machine (conversations)",
-            f"chmod 640 {db.resolve()}* and run the service with UMask=0027",
+            f"chmod 750 {path.resolve()}",
         )
     return Check("data dir", "ok", f"{path.resolve()} writable, not world-writable")
 

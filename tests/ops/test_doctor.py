@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.config import Settings
-from gateway.doctor import Check, collect, run_doctor
+from gateway.doctor import Check, check_data_dir, collect, run_doctor
 from gateway.ops.webhooks import run_set_webhook
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -108,6 +108,17 @@ async def test_a_world_writable_data_dir_fails(bot_settings: Settings) -> None:
     check = by_name(await collect(bot_settings))["data dir"]
     assert check.status == "fail" and "world-writable" in check.detail
     assert check.fix == f"chmod 750 {bot_settings.data_dir.resolve()}"
+
+
+async def test_conversations_readable_by_other_users_are_a_warning(bot_settings: Settings) -> None:
+    bot_settings.data_dir.mkdir(parents=True)
+    bot_settings.db_path.write_bytes(b"")
+    bot_settings.db_path.chmod(0o644)
+    bot_settings.data_dir.chmod(0o755)
+    check = check_data_dir(bot_settings)
+    assert check.status == "warn" and "readable by every user" in check.detail
+    bot_settings.data_dir.chmod(0o750)  # others cannot enter: the file mode no longer matters
+    assert check_data_dir(bot_settings).status == "ok"
 
 
 async def test_doctor_json_lists_the_checks_and_keeps_the_exit_status(
