@@ -8,6 +8,7 @@ feedback, proposals and the inbox backlog are read from the store at scrape time
 from __future__ import annotations
 
 import ipaddress
+import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -15,10 +16,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.admin.auth import bearer_ok, unauthorized
+from gateway.errors import StoreError
 from gateway.keys import SERVICES
 
 if TYPE_CHECKING:
     from gateway.store import Store
+
+log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 # Headers a reverse proxy adds: a request carrying one is not trusted as local.
@@ -111,7 +115,11 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
     )
     if not allowed:
         return unauthorized("metrics need the admin bearer token or a local connection")
-    await services.metrics.refresh(services.store)
+    try:
+        await services.metrics.refresh(services.store)
+    except StoreError as exc:
+        # The counters are still worth scraping; /healthz reports the database.
+        log.warning("metrics: cannot read the store: %s", exc)
     return web.Response(
         body=services.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
     )

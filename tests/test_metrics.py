@@ -111,3 +111,18 @@ async def test_each_app_counts_on_its_own(
     await first.wait_sent(1)
     assert (await scrape(client_a))[key("skillgate_updates_received_total", channel="fake")] == 1
     assert key("skillgate_updates_received_total", channel="fake") not in await scrape(client_b)
+
+
+async def test_counters_are_still_served_when_the_database_is_gone(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    app = build_app(settings, channels=[])
+    client = await aiohttp_client(app)
+    store = app[SERVICES].store
+    await store.close()
+    try:
+        resp = await client.get("/metrics")
+        assert resp.status == 200
+        assert "skillgate_answers_total" in await resp.text()
+    finally:
+        await store.open()  # so the app's own shutdown can close it
