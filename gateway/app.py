@@ -19,6 +19,7 @@ from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.inbox import InboxWorker
 from gateway.keys import CHANNELS, SERVICES
+from gateway.metrics import metrics_endpoint
 from gateway.scheduler import SynthesisSchedule
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.library import SkillLibrary
@@ -175,7 +176,8 @@ def build_app(
         finally:
             if schedule is not None:
                 await schedule.stop()
-            await services.worker.stop()
+            log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
+            await services.worker.stop(settings.shutdown_timeout_seconds)
             for channel in reversed(started):
                 try:
                     await channel.stop()
@@ -185,6 +187,7 @@ def build_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_endpoint)
     for channel in chans:
         app.router.add_routes(channel.routes())
     app.add_subapp("/admin/api", admin_api())

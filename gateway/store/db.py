@@ -23,6 +23,7 @@ from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
 
 T = TypeVar("T")
@@ -35,6 +36,7 @@ class Store(
     DeliveryQueries,
     ProposalQueries,
     SynthesisQueries,
+    StatsQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
