@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
 
@@ -25,7 +21,7 @@ from tests.fakes.channel import FakeChannel
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.test_cli import free_port
+from tests.serve_process import serving
 
 BOT_TOKEN = "7300012345:AAHx9Zk2-secret_bot_token_value_0123456"
 LINE_SECRET = "line-channel-secret-4c1f"
@@ -146,34 +142,11 @@ def test_a_bot_token_shape_is_masked_even_when_not_configured(
 
 
 async def test_serve_logs_json_lines_and_stops_gracefully(tmp_path: Path) -> None:
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--log-format",
-        "json",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "SKILLGATE_DATA_DIR": str(tmp_path / "data")},
-    )
-    try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(200):  # readiness poll, bounded to ~20 s
-                try:
-                    async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                        assert resp.status == 200
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.1)
-    finally:
-        proc.terminate()
-        _out, err = await asyncio.wait_for(proc.communicate(), 20)
-    assert proc.returncode == 0
-    entries = [json.loads(line) for line in err.decode().splitlines()]
+    env = {"SKILLGATE_DATA_DIR": str(tmp_path / "data")}
+    async with serving("--log-format", "json", env=env) as served:
+        assert served.health["status"] == "ok"
+    assert served.returncode == 0
+    entries = [json.loads(line) for line in served.stderr.splitlines()]
     messages = [e["message"] for e in entries]
     assert any(m.startswith("skillgate ") and "ready" in m for m in messages)
     assert any(m.startswith("stopping: answers in flight get 20 s") for m in messages)
