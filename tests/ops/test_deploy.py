@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -21,15 +20,10 @@ from aiohttp import web
 from gateway.app import build_app
 from gateway.config import Settings
 from tests.fakes.channel import FakeChannel
+from tests.serve_process import free_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 AUTH = {"Authorization": "Bearer admin-secret-token"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def substitute(text: str, replacements: dict[str, str]) -> str:
