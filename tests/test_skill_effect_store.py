@@ -144,3 +144,24 @@ def test_the_upgrade_keeps_every_proposal_its_id_and_its_references(tmp_path: Pa
     ):
         with pytest.raises(sqlite3.IntegrityError):
             db.execute(bad)
+
+
+def test_the_upgrade_refuses_rather_than_cascade_deletes_rows_that_reference_proposals(
+    tmp_path: Path,
+) -> None:
+    db = Database(sqlite3.connect(tmp_path / "db.sqlite"))
+    db.execute("pragma foreign_keys = on")
+    migrate(db, [m for m in MIGRATIONS if m[0] < 6])
+    db.execute(
+        "insert into proposals (kind, name, description, content, content_hash, generated_at)"
+        " values ('create', 'a', 'd', 'c', 'h', 1)"
+    )
+    db.execute(
+        "create table notes (id integer primary key,"
+        " proposal_id integer references proposals(id) on delete cascade)"
+    )
+    db.execute("insert into notes (proposal_id) values (1)")
+    with pytest.raises(sqlite3.DatabaseError, match="notes references proposals"):
+        migrate(db)
+    assert db.execute("select count(*) from notes").fetchone() == (1,)
+    assert 6 not in {r["version"] for r in db.query("select version from schema_migrations")}

@@ -302,6 +302,11 @@ def _allow_retire(db: Database) -> None:
             " and type in ('index', 'trigger') and sql is not null"
         ).fetchall()
     ]
+    for (table,) in db.execute("select name from sqlite_master where type = 'table'").fetchall():
+        for fk in db.execute(f"pragma foreign_key_list('{table}')").fetchall():
+            # Dropping the table would fire such actions on rows that must stay.
+            if fk[2] == "proposals" and fk[6].upper() not in ("NO ACTION", "RESTRICT"):
+                raise sqlite3.DatabaseError(f"{table} references proposals with on delete {fk[6]}")
     seq = db.execute("select seq from sqlite_sequence where name = 'proposals'").fetchone()
     db.execute("pragma defer_foreign_keys = on")
     db.execute("create temp table proposals_rows as select * from proposals")
