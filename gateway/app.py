@@ -22,6 +22,7 @@ from gateway.keys import CHANNELS, SERVICES
 from gateway.metrics import metrics_endpoint
 from gateway.scheduler import SynthesisSchedule
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
+from gateway.skills.effect import EffectThresholds, settled
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
@@ -80,12 +81,14 @@ async def open_services(
             session_idle_seconds=settings.session_idle_minutes * 60,
             skill_index_tokens=settings.skill_index_tokens,
             history_tokens=settings.history_tokens,
+            skill_holdout=settings.skill_holdout,
         )
         model = llm or make_llm(settings)
         agent = Agent(store, model, catalog, config, clock=clock)
         synthesizer = Synthesizer(
             store, model, catalog, review, synthesis_config(settings), clock=clock
         )
+        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
     except BaseException:
         await store.close()
         raise
@@ -102,6 +105,9 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         max_skill_bytes=settings.max_skill_bytes,
         session_idle_seconds=settings.session_idle_minutes * 60,
         secrets=tuple(settings.secrets()),
+        effect=EffectThresholds(
+            min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
+        ),
     )
 
 

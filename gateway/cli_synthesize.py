@@ -21,7 +21,9 @@ def _progress(report: BatchReport) -> None:
 def print_summary(summary: RunSummary) -> None:
     """The proposals made, then what was suppressed or refused, then one result line."""
     for p in summary.proposed:
-        what = f"update of {p.target}" if p.kind == "update" else "new skill"
+        what = {"update": f"update of {p.target}", "retire": f"retirement of {p.target}"}.get(
+            p.kind, "new skill"
+        )
         state = "applied" if p.status == "applied" else "waiting for review"
         print(f"proposed #{p.id} {p.name} ({what}, {state}): {p.description}")
     for d in summary.suppressed:

@@ -101,6 +101,13 @@ class Settings(BaseSettings):
         16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
     )
 
+    # Skill effects: holdout, and when a skill is proposed for retirement.
+    skill_holdout: float = Field(0.1, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT")
+    retire_min_evidence: int = Field(
+        20, ge=5, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
+    )
+    retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
     shutdown_timeout_seconds: float = Field(

@@ -67,13 +67,16 @@ async def list_feedback(request: web.Request) -> web.Response:
 
 
 async def list_skills(request: web.Request) -> web.Response:
-    """Every registered skill: registry state, a pending proposal, the last approval."""
+    """Every registered skill: registry state, a pending proposal, the last approval, its effect."""
     services = request.config_dict[SERVICES]
     promoted = await services.store.last_promotions()
     pending = {p.slug: p.id for p in await services.store.pending_proposals()}
+    effects = await services.synthesizer.effects()
+    evaluating = services.catalog.evaluating
     out: list[dict[str, Any]] = []
     for rec in await services.store.skill_records():
         last = promoted.get(rec.slug)
+        effect = effects.get(rec.slug)
         try:
             description: str | None = services.catalog.library.read(rec.slug).description
         except SkillError:
@@ -96,6 +99,13 @@ async def list_skills(request: web.Request) -> web.Response:
                     "at": iso(last.decided_at),
                     "based_on": last.based_on,
                     "model": last.model,
+                },
+                "effect": None
+                if effect is None
+                else {
+                    **effect.summary(),
+                    "measured_since": iso(effect.since),
+                    "under_evaluation": rec.slug in evaluating,
                 },
             }
         )

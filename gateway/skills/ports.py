@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gateway.core.records import SkillRecord
+from gateway.skills.effect import EffectStore
 from gateway.skills.evidence import EvidenceSource
 from gateway.skills.proposals import Candidate, Proposal, Rejection, RunRecord, SkillVersion
 
@@ -45,7 +46,19 @@ class ReviewStore(Protocol):
     async def get_skill_record(self, slug: str) -> SkillRecord | None: ...
 
 
-class SynthesisStore(EvidenceSource, Protocol):
+class RetireStore(EffectStore, Protocol):
+    """What proposing retirements reads: tallies, exposures, open and refused proposals."""
+
+    async def exposure_sessions(self, name: str, limit: int = 50) -> list[int]: ...
+
+    async def pending_proposals(self) -> list[Proposal]: ...
+
+    async def rejections(self, limit: int | None = None) -> list[Rejection]: ...
+
+    async def skill_records(self) -> list[SkillRecord]: ...
+
+
+class SynthesisStore(EvidenceSource, RetireStore, Protocol):
     """Evidence, consumed sessions, runs, the run lock, and what proposals are compared with."""
 
     async def finish_idle_sessions(self, now: float, idle_seconds: float) -> int: ...
@@ -61,9 +74,3 @@ class SynthesisStore(EvidenceSource, Protocol):
     async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
 
     async def release_lock(self, name: str, holder: str) -> None: ...
-
-    async def pending_proposals(self) -> list[Proposal]: ...
-
-    async def rejections(self, limit: int | None = None) -> list[Rejection]: ...
-
-    async def skill_records(self) -> list[SkillRecord]: ...

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.errors import SynthesisError
 
-Kind = Literal["create", "update"]
+DraftKind = Literal["create", "update"]
+# `retire` is never asked of the model: the effect measurement proposes it (see retire.py).
+Kind = Literal["create", "update", "retire"]
 Status = Literal["pending", "approved", "applied", "rejected", "stale", "rolled_back"]
 STATUSES: tuple[str, ...] = ("pending", "approved", "applied", "rejected", "stale", "rolled_back")
 PROPOSED_FILE = "SKILL.md.proposed"
@@ -27,7 +29,7 @@ class ProposalDraft(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    kind: Kind
+    kind: DraftKind
     target: str | None = None
     name: str
     description: str

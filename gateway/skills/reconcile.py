@@ -6,8 +6,9 @@ finishes what was decided and removes what nobody wants:
 
 - a live file carrying a proposal that is still pending (renamed, row not
   updated) makes that proposal approved;
-- an approved proposal not yet promoted is promoted, or marked stale when the
-  live skill changed meanwhile; one whose file is live gets its registry row;
+- an approved proposal not yet promoted is promoted (a retirement disables its
+  skill), or marked stale when the live skill changed meanwhile; one whose file
+  is live gets its registry row;
 - a live file carrying a rolled-back proposal gets its previous text back;
 - a pending proposal without its staged file is staged again from its row;
 - a staged file that no pending proposal owns is removed.
@@ -38,10 +39,12 @@ async def reconcile(reviewer: Reviewer) -> list[str]:
             await _finish_promotion(reviewer, p, fixes)
     pending = await reviewer.store.pending_proposals()
     for p in pending:
+        if p.kind == "retire":
+            continue  # a retirement stages no file
         if live_proposal(reviewer.staging.staged_text(p.slug)) != p.id:
             await reviewer.restage(p)
             fixes.append(f"proposal #{p.id}: staged file written again")
-    owned = {p.slug for p in pending}
+    owned = {p.slug for p in pending if p.kind != "retire"}
     for slug in reviewer.staging.staged_slugs():
         if slug not in owned:
             reviewer.staging.discard(slug)
@@ -93,7 +96,8 @@ async def _finish_promotion(reviewer: Reviewer, p: Proposal, fixes: list[str]) -
             at=reviewer.clock(),
             reason=STALE_REASON,
         )
-        reviewer.staging.discard(p.slug)
+        if p.kind != "retire":
+            reviewer.staging.discard(p.slug)
         fixes.append(f"proposal #{p.id}: live skill changed before promotion, marked stale")
         return
     await reviewer.promote(p, await reviewer.live(p.slug))

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "decided"]
 STALE_REASON = "the live skill changed after this proposal was made"
+RETIRED = "retired"
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,15 @@ class Reviewer:
         return load_live(self.library, slug, record.source if record else None)
 
     def needs_review(self, proposal: Proposal, live: LiveSkill | None) -> bool:
-        """Approval off lets automation change only what automation wrote."""
+        """Approval off lets automation change (or retire) only what automation wrote."""
         if self.require_approval:
             return True
-        return proposal.kind == "update" and (live is None or live.source != "auto")
+        return proposal.kind != "create" and (live is None or live.source != "auto")
 
     async def submit(self, candidate: Candidate, run_id: int | None = None) -> Proposal:
         """Store and stage a proposal; apply it at once when the policy allows."""
         p = await self.store.add_proposal(candidate, run_id)
-        live = await self.live(p.slug) if p.kind == "update" else None
+        live = await self.live(p.slug) if p.kind != "create" else None
         await self.restage(p, live)
         if not self.needs_review(p, live):
             return (await self._approve(p, "auto", "applied")).proposal
@@ -119,7 +120,7 @@ class Reviewer:
                 reason=STALE_REASON,
             ):
                 return Decision("decided", await self.get(p.id))
-            self.staging.discard(p.slug)
+            self._discard(p)
             return await self._decided("stale", await self.get(p.id))
         if not await self.store.transition(
             p.id, from_status="pending", to_status=status, by=decider, at=now
@@ -137,7 +138,9 @@ class Reviewer:
         return await self._decided(status, p)
 
     async def restage(self, p: Proposal, live: LiveSkill | None = None) -> None:
-        """Write the staged file of a pending proposal from its row."""
+        """Write the staged file of a pending proposal from its row (a retirement has none)."""
+        if p.kind == "retire":
+            return
         if live is None and p.kind == "update":
             live = await self.live(p.slug)
         self.staging.stage(
@@ -147,6 +150,9 @@ class Reviewer:
     async def promote(self, p: Proposal, live: LiveSkill | None) -> None:
         """Keep the replaced text, rename the staged file over the live one, update the registry."""
         now = self.clock()
+        if p.kind == "retire":
+            await self._retire(p, live, now)
+            return
         source = _source(p, live)
         text = render_proposal(p, live.skill if live else None, source)
         if live is not None:
@@ -174,6 +180,23 @@ class Reviewer:
             ),
         )
 
+    async def _retire(self, p: Proposal, live: LiveSkill | None, now: float) -> None:
+        """Disable the skill and keep its files: it is no longer offered or loadable."""
+        record = await self.store.get_skill_record(p.slug)
+        if record is None:
+            text = live.text if live else ""
+            record = SkillRecord(
+                slug=p.slug,
+                source=live.source if live else "custom",
+                content_hash=content_hash(text),
+                created_at=now,
+                updated_at=now,
+            )
+        update = {"enabled": False, "review_status": RETIRED, "updated_at": now}
+        await self.store.mark_promoted(p.id, now, record.model_copy(update=update))
+        if self.on_change is not None:
+            await self.on_change()
+
     async def reject(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
         """Refuse a proposal for good: a tombstone, and the staged file gone."""
         p = await self.get(proposal_id)
@@ -191,14 +214,25 @@ class Reviewer:
             tombstone=_tombstone(p, decider, now, reason),
         ):
             return Decision("decided", await self.get(p.id))
-        self.staging.discard(p.slug)
+        self._discard(p)
         return await self._decided("rejected", await self.get(p.id))
 
+    def _discard(self, p: Proposal) -> None:
+        if p.kind != "retire":  # a retirement owns no staged file
+            self.staging.discard(p.slug)
+
     async def rollback(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
-        """Restore the text an approved update replaced; the update is remembered as refused."""
+        """Undo an approved update (its old text back) or retirement (enabled again).
+
+        The undone proposal is remembered as refused, so it is not proposed again.
+        """
         p = await self.get(proposal_id)
+        if p.kind == "retire" and p.status in ("approved", "applied"):
+            return await self._reinstate(p, decider, reason)
         if p.kind != "update" or p.status not in ("approved", "applied"):
-            raise RollbackRefused(f"proposal #{p.id} is not an approved update ({p.status})")
+            raise RollbackRefused(
+                f"proposal #{p.id} is not an approved update or retirement ({p.status})"
+            )
         version = await self.store.replaced_version(p.id)
         if version is None or live_proposal(self.staging.live_text(p.slug)) != p.id:
             raise RollbackRefused(f"{p.slug} changed after proposal #{p.id} was approved")
@@ -236,8 +270,36 @@ class Reviewer:
         if self.on_change is not None:
             await self.on_change()
 
+    async def _reinstate(self, p: Proposal, decider: str, reason: str | None) -> Decision:
+        """Enable a retired skill again, in the same transaction as the rollback."""
+        record = await self.store.get_skill_record(p.slug)
+        if record is None or record.enabled or record.review_status != RETIRED:
+            raise RollbackRefused(f"{p.slug} is not retired any more")
+        now = self.clock()
+        reason = (reason or "").strip() or "rolled back"
+        update = {"enabled": True, "review_status": "rolled_back", "updated_at": now}
+        if not await self.store.transition(
+            p.id,
+            from_status=p.status,
+            to_status="rolled_back",
+            by=decider,
+            at=now,
+            reason=reason,
+            tombstone=_tombstone(p, decider, now, reason),
+            record=record.model_copy(update=update),
+        ):
+            return Decision("decided", await self.get(p.id))
+        if self.on_change is not None:
+            await self.on_change()
+        return await self._decided("rolled_back", await self.get(p.id))
+
     async def diff(self, p: Proposal) -> str:
-        """Unified diff from the live SKILL.md to the proposed one."""
+        """Unified diff from the live SKILL.md to the proposed one, or what a retirement does."""
+        if p.kind == "retire":
+            return (
+                f"retire {p.slug}: the skill is disabled, so it is no longer offered or loaded;"
+                f" its files stay in {p.slug}/ and a rollback enables it again.\n"
+            )
         proposed = self.staging.staged_text(p.slug) if p.status == "pending" else None
         if proposed is None:
             live = await self.live(p.slug) if p.kind == "update" else None

@@ -65,6 +65,8 @@ def same_claim(a: Claim, b: Claim, threshold: float) -> bool:
     """True when `a` and `b` propose the same thing."""
     if a.content_hash == b.content_hash:
         return True
+    if "retire" in (a.kind, b.kind):
+        return False  # a retirement is the same claim only for the same live text (its hash)
     if not similar(claim_key(a), claim_key(b), threshold):
         return False
     if a.kind == "update" and b.kind == "update":

@@ -110,7 +110,11 @@ def user_message(
 
 
 def _line(kind: str, target: str | None, name: str, description: str) -> str:
-    what = f"update of {target}" if kind == "update" and target else "new skill"
+    what = "new skill"
+    if kind == "update" and target:
+        what = f"update of {target}"
+    elif kind == "retire":
+        what = f"retirement of {target or name}: to be disabled"
     return f"- {name} ({what}): {' '.join(description.split())[:300]}"
 
 

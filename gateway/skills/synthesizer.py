@@ -5,7 +5,9 @@ several, and a crashed holder blocks nobody for longer than the lease. Each
 batch is one JSON-mode model call; its sessions are consumed once the answer
 was used, so a restart neither repeats nor loses them. A batch whose answer is
 not the agreed JSON ends the run as failed, stages nothing and leaves its
-sessions for the next pass.
+sessions for the next pass. Each pass first measures every skill's effect on
+ratings and proposes retiring the harmful ones (see `effect` and `retire`);
+retirements do not count against the per-pass proposal limit.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -25,9 +27,11 @@ from pydantic import BaseModel, Field
 from gateway.core.llm import LLM
 from gateway.errors import ModelError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
+from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
 from gateway.skills.ports import SynthesisStore
 from gateway.skills.proposals import Proposal, RunRecord, parse_answer
+from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
 from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
 from gateway.skills.synthesis_prompt import build_messages
@@ -48,6 +52,7 @@ class SynthesisConfig:
     session_idle_seconds: float = 1800.0
     secrets: Sequence[str] = ()
     lease_seconds: float = 900.0
+    effect: EffectThresholds = field(default_factory=EffectThresholds)
 
 
 class ProposalBrief(BaseModel):
@@ -143,10 +148,11 @@ class Synthesizer:
         )
         summary = RunSummary(run_id=run.id, status="ok", trigger=trigger, model=self.llm.model)
         try:
+            await self._retirements(run, summary)
             async for batch in batches(
                 self.store, max_sessions=cfg.batch_sessions, max_tokens=cfg.batch_tokens
             ):
-                if len(summary.proposed) >= cfg.max_proposals:
+                if _drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 if batch.sessions:
@@ -202,6 +208,26 @@ class Synthesizer:
             f" ({summary.error})" if summary.error else "",
         )
 
+    async def effects(self) -> dict[str, SkillEffect]:
+        """Every registered skill's effect on ratings, judged with this synthesizer's thresholds."""
+        return await skill_effects(self.store, self.config.effect)
+
+    async def _retirements(self, run: RunRecord, summary: RunSummary) -> None:
+        """Measure every skill; propose retiring the harmful ones; end holdout for settled ones."""
+        effects = await self.effects()
+        done = await propose_retirements(
+            self.store,
+            self.catalog.library,
+            self.reviewer,
+            effects,
+            self.config.effect,
+            run_id=run.id,
+            now=self.clock(),
+        )
+        summary.proposed.extend(_brief(p) for p in done.proposed)
+        summary.suppressed.extend(DroppedBrief(name=d.name, reason=d.reason) for d in done.dropped)
+        self.catalog.settle(settled(effects))
+
     async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> None:
         """Ask the model about one batch, then screen and submit what it proposed."""
         cfg = self.config
@@ -212,7 +238,7 @@ class Synthesizer:
             self.catalog,
             pending,
             rejections,
-            max_proposals=cfg.max_proposals - len(summary.proposed),
+            max_proposals=cfg.max_proposals - _drafted(summary),
             max_bytes=cfg.max_skill_bytes,
         )
         completion = await self.llm.complete(messages, json_mode=True)
@@ -233,7 +259,7 @@ class Synthesizer:
             now=self.clock(),
         )
         for draft in drafts:
-            if len(summary.proposed) >= cfg.max_proposals:
+            if _drafted(summary) >= cfg.max_proposals:
                 reason = f"over the limit of {cfg.max_proposals} proposals per run"
                 summary.refused.append(DroppedBrief(name=draft.name[:80], reason=reason))
                 continue
@@ -246,6 +272,11 @@ class Synthesizer:
             summary.proposed.append(_brief(proposal))
             if proposal.status == "pending":
                 ctx.pending.append(proposal)
+
+
+def _drafted(summary: RunSummary) -> int:
+    """Proposals the model made this pass (retirements come from measurement, not the model)."""
+    return sum(1 for p in summary.proposed if p.kind != "retire")
 
 
 def _brief(p: Proposal) -> ProposalBrief:

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from gateway.errors import StoreError
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
+from gateway.store.effect import EffectQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
@@ -37,6 +38,7 @@ class Store(
     ProposalQueries,
     SynthesisQueries,
     StatsQueries,
+    EffectQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
