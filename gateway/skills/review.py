@@ -236,12 +236,17 @@ class Reviewer:
         if self.on_change is not None:
             await self.on_change()
 
-    async def diff(self, p: Proposal) -> str:
-        """Unified diff from the live SKILL.md to the proposed one."""
+    async def proposed_text(self, p: Proposal) -> str:
+        """The SKILL.md text the proposal makes: the staged file while it is pending."""
         proposed = self.staging.staged_text(p.slug) if p.status == "pending" else None
         if proposed is None:
             live = await self.live(p.slug) if p.kind == "update" else None
             proposed = render_proposal(p, live.skill if live else None, _source(p, live))
+        return proposed
+
+    async def diff(self, p: Proposal) -> str:
+        """Unified diff from the live SKILL.md to the proposed one."""
+        proposed = await self.proposed_text(p)
         return "".join(
             difflib.unified_diff(
                 (self.staging.live_text(p.slug) or "").splitlines(keepends=True),

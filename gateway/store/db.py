@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlite_utils import Database
 
 from gateway.errors import StoreError
+from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.inbox import InboxQueries
@@ -37,6 +38,7 @@ class Store(
     ProposalQueries,
     SynthesisQueries,
     StatsQueries,
+    ConsoleQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
