@@ -105,7 +105,7 @@ async def test_a_post_without_the_cookie_or_with_a_bad_form_token_changes_nothin
         ):
             resp = await gw.client.post(url, data=form, headers=headers)
             assert resp.status == 403, (form, headers)
-        status, detail = await gw.call("GET", f"/proposals/{ids['create']}")
+        _, detail = await gw.call("GET", f"/proposals/{ids['create']}")
         assert detail["status"] == "pending"
         assert not (gw.skills_dir / "chat-brevity" / "SKILL.md").exists()
 

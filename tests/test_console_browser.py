@@ -197,6 +197,6 @@ async def test_a_request_without_the_cookie_or_with_a_bad_csrf_token_is_refused(
         assert resp.status == 403
     finally:
         await stranger.close()
-    status, detail = await gw.call("GET", f"/proposals/{ids['create']}")
+    _, detail = await gw.call("GET", f"/proposals/{ids['create']}")
     assert detail["status"] == "pending"
     assert not (gw.skills_dir / "chat-brevity" / "SKILL.md").exists()

@@ -88,7 +88,7 @@ async def test_the_feedback_page_charts_each_day_and_lists_the_latest_downvotes(
         page = await (await gw.client.get("/admin/feedback")).text()
         days = [datetime.fromtimestamp(day_at(n), UTC).date().isoformat() for n in (6, 3, 1, 0)]
         assert points(page) == days
-        assert 'data-day="{}" data-rate="0.667"'.format(days[2]) in page
+        assert f'data-day="{days[2]}" data-rate="0.667"' in page
         assert '<div class="stat-value" id="total-ratings">7</div>' in page
         assert "wrong timezone in the answer" in page
         assert f'href="/admin/conversations/{sid}#m{answer_id}"' in page

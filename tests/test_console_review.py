@@ -71,7 +71,9 @@ async def test_approving_in_the_console_enables_the_skill_and_tells_the_listener
         gw.services.review.listeners.append(decisions)
         csrf = await sign_in(gw.client)
 
-        resp = await gw.client.post(f"/admin/proposals/{ids['create']}/approve", data={"csrf": csrf})
+        resp = await gw.client.post(
+            f"/admin/proposals/{ids['create']}/approve", data={"csrf": csrf}
+        )
         assert resp.status == 200
         assert resp.url.query["outcome"] == "approved"
         assert "is live and enabled" in await resp.text()
@@ -85,7 +87,9 @@ async def test_approving_in_the_console_enables_the_skill_and_tells_the_listener
         assert "enabled" in row and "status-approved" in row
 
         # A second decision changes nothing and says who decided first.
-        again = await gw.client.post(f"/admin/proposals/{ids['create']}/reject", data={"csrf": csrf})
+        again = await gw.client.post(
+            f"/admin/proposals/{ids['create']}/reject", data={"csrf": csrf}
+        )
         assert again.url.query["outcome"] == "decided"
         assert "Someone decided first" in await again.text()
         assert len(decisions.events) == 1
@@ -144,7 +148,7 @@ async def test_an_approved_update_rolls_back_from_the_skill_page(
         page = await resp.text()
         assert "is live again" in page
         assert live.read_text() == before
-        assert "status-rolled_back" in page and "rollback\"" not in page
+        assert "status-rolled_back" in page and 'rollback"' not in page
 
         refused = await gw.client.post(
             f"/admin/proposals/{ids['update']}/rollback", data={"csrf": csrf}

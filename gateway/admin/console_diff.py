@@ -78,9 +78,7 @@ def side_by_side(old: str, new: str) -> SideBySide:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                out.rows.append(
-                    DiffRow("equal", _whole(i + 1, a[i]), _whole(j + 1, b[j]))
-                )
+                out.rows.append(DiffRow("equal", _whole(i + 1, a[i]), _whole(j + 1, b[j])))
             continue
         out.removed += i2 - i1
         out.added += j2 - j1
