@@ -81,8 +81,16 @@ async def test_tampered_expired_and_foreign_cookies_are_refused(
         )
         assert resp.status == 303, value
         assert resp.headers["Location"].startswith("/admin/login")
+    resp = await client.get("/admin/login", cookies={console_auth.COOKIE: expired})
+    assert resp.status == 200 and "Sign out" not in await resp.text()
     resp = await client.get("/admin/feedback", cookies={console_auth.COOKIE: good})
     assert resp.status == 200
+    resp = await client.get(
+        "/admin/login?next=/admin/runs",
+        cookies={console_auth.COOKIE: good},
+        allow_redirects=False,
+    )
+    assert (resp.status, resp.headers["Location"]) == (303, "/admin/runs")
 
 
 async def test_a_post_without_the_cookie_or_with_a_bad_form_token_changes_nothing(

@@ -138,6 +138,10 @@ async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: 
     gw.services.review.listeners.append(decisions)
     await sign_in(page, gw, f"/admin/proposals/{ids['update']}")
     await expect(page.locator("table.diff tr.replace").first).to_be_visible()
+    unchanged = page.locator("table.diff tr.equal").first
+    await expect(unchanged).to_be_visible()
+    await page.check("text=Only changed lines")
+    await expect(unchanged).to_be_hidden()
     await page.fill("#reason", "Numbered lists help here; keep them.")
     await page.click("#reject")
     await expect(page.locator(".banner.ok")).to_contain_text("Rejected.")

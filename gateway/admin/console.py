@@ -66,9 +66,12 @@ def admin_key(request: web.Request) -> bytes | None:
 
 
 def csrf_for(request: web.Request) -> str:
+    """The form token of the request's session; empty when it has no valid session."""
     key = admin_key(request)
     session = request.cookies.get(auth.COOKIE)
-    return auth.csrf_token(key, session) if key and session else ""
+    if key is None or session is None or not auth.session_valid(key, session):
+        return ""
+    return auth.csrf_token(key, session)
 
 
 async def page(
@@ -147,11 +150,15 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
 
 
 async def login_form(request: web.Request) -> web.Response:
-    """The sign-in page."""
+    """The sign-in page; straight on for a browser that is signed in already."""
+    target = auth.safe_next(request.query.get("next"))
+    key = admin_key(request)
+    if key is not None and auth.session_valid(key, request.cookies.get(auth.COOKIE)):
+        raise web.HTTPSeeOther(target)
     return await page(
         request,
         "login.html",
-        next=auth.safe_next(request.query.get("next")),
+        next=target,
         error=None,
         signed_out="signed_out" in request.query,
     )
