@@ -14,7 +14,7 @@ from tests.synthesis_support import gateway, seed_session, synth_settings
 
 
 def points(html: str) -> list[str]:
-    return re.findall(r'<circle class="point"[^>]* data-day="([0-9-]+)"', html)
+    return re.findall(r'<circle class="point[^"]*"[^>]* data-day="([0-9-]+)"', html)
 
 
 async def test_a_transcript_shows_traces_ratings_and_marks_placeholders(

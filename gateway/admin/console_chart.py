@@ -22,10 +22,19 @@ class ChartPoint:
     day: str
     x: float
     y: float
-    r: float
+    size: int
     rate: float
     ups: int
     total: int
+
+    @property
+    def r(self) -> float:
+        return 3.0 + self.size
+
+
+def _size(total: int) -> int:
+    """1 to 4: how many ratings a point stands for, on a log scale."""
+    return min(4, 1 + int(math.log2(total) / 1.5)) if total > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,7 @@ def rate_chart(days: Sequence[DayRating], start: date, end: date) -> Chart:
                 day=row.day,
                 x=x_of(d),
                 y=chart.top + (1 - row.rate) * plot_h,
-                r=3.5 + min(3.5, math.log2(row.total)),
+                size=_size(row.total),
                 rate=row.rate,
                 ups=row.ups,
                 total=row.total,
