@@ -204,6 +204,7 @@ async def logout(request: web.Request) -> web.StreamResponse:
 
 
 async def home(request: web.Request) -> web.StreamResponse:
+    """The console opens on the review queue."""
     raise web.HTTPSeeOther("/admin/proposals")
 
 
