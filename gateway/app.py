@@ -11,6 +11,7 @@ from aiohttp import web
 
 from gateway import __version__
 from gateway.admin.api import admin_api
+from gateway.admin.console import add_console
 from gateway.channels.base import Channel, Services
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
@@ -197,4 +198,5 @@ def build_app(
     for channel in chans:
         app.router.add_routes(channel.routes())
     app.add_subapp("/admin/api", admin_api())
+    add_console(app)
     return app

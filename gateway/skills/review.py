@@ -293,6 +293,16 @@ class Reviewer:
             await self.on_change()
         return await self._decided("rolled_back", await self.get(p.id))
 
+    async def proposed_text(self, p: Proposal) -> str:
+        """The SKILL.md text the proposal makes: the staged file while it is pending."""
+        if p.kind == "retire":
+            return self.staging.live_text(p.slug) or ""  # a retirement changes no text
+        proposed = self.staging.staged_text(p.slug) if p.status == "pending" else None
+        if proposed is None:
+            live = await self.live(p.slug) if p.kind == "update" else None
+            proposed = render_proposal(p, live.skill if live else None, _source(p, live))
+        return proposed
+
     async def diff(self, p: Proposal) -> str:
         """Unified diff from the live SKILL.md to the proposed one, or what a retirement does."""
         if p.kind == "retire":
@@ -300,10 +310,7 @@ class Reviewer:
                 f"retire {p.slug}: the skill is disabled, so it is no longer offered or loaded;"
                 f" its files stay in {p.slug}/ and a rollback enables it again.\n"
             )
-        proposed = self.staging.staged_text(p.slug) if p.status == "pending" else None
-        if proposed is None:
-            live = await self.live(p.slug) if p.kind == "update" else None
-            proposed = render_proposal(p, live.skill if live else None, _source(p, live))
+        proposed = await self.proposed_text(p)
         return "".join(
             difflib.unified_diff(
                 (self.staging.live_text(p.slug) or "").splitlines(keepends=True),

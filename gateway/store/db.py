@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlite_utils import Database
 
 from gateway.errors import StoreError
+from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
@@ -39,6 +40,7 @@ class Store(
     SynthesisQueries,
     StatsQueries,
     EffectQueries,
+    ConsoleQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
