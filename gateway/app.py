@@ -11,6 +11,7 @@ from aiohttp import web
 
 from gateway import __version__
 from gateway.admin.api import admin_api
+from gateway.admin.console import add_console
 from gateway.channels.base import Channel, Services
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
@@ -19,8 +20,14 @@ from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.inbox import InboxWorker
 from gateway.keys import CHANNELS, SERVICES
+from gateway.metrics import metrics_endpoint
+from gateway.scheduler import SynthesisSchedule
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
+from gateway.skills.effect import EffectThresholds, settled
 from gateway.skills.library import SkillLibrary
+from gateway.skills.reconcile import reconcile
+from gateway.skills.review import Reviewer, ReviewEvent
+from gateway.skills.synthesizer import SynthesisConfig, Synthesizer
 from gateway.store import Store
 
 log = logging.getLogger(__name__)
@@ -58,19 +65,59 @@ async def open_services(
     """Open the store, sync the skills and build the agent (also used by the CLI)."""
     store = await Store(settings.db_path).open()
     try:
-        catalog = SkillCatalog(SkillLibrary(settings.skills_dir), store)
+        library = SkillLibrary(settings.skills_dir)
+        catalog = SkillCatalog(library, store)
+        review = Reviewer(
+            library,
+            store,
+            require_approval=settings.require_approval,
+            on_change=catalog.refresh,
+            clock=clock,
+        )
+        review.listeners.append(log_review_event)
+        await reconcile(review)  # before sync, which would take a half-promoted skill for custom
         await catalog.sync(bundled_skills_dir())
         config = AgentConfig(
             persona=load_persona(settings),
             session_idle_seconds=settings.session_idle_minutes * 60,
             skill_index_tokens=settings.skill_index_tokens,
             history_tokens=settings.history_tokens,
+            skill_holdout=settings.skill_holdout,
         )
-        agent = Agent(store, llm or make_llm(settings), catalog, config, clock=clock)
+        model = llm or make_llm(settings)
+        agent = Agent(store, model, catalog, config, clock=clock)
+        synthesizer = Synthesizer(
+            store, model, catalog, review, synthesis_config(settings), clock=clock
+        )
+        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
     except BaseException:
         await store.close()
         raise
-    return Services(settings, store, agent, catalog, InboxWorker(store))
+    return Services(settings, store, agent, catalog, InboxWorker(store), review, synthesizer)
+
+
+def synthesis_config(settings: Settings) -> SynthesisConfig:
+    """The synthesizer's knobs from the settings."""
+    return SynthesisConfig(
+        max_proposals=settings.max_proposals_per_run,
+        similarity_threshold=settings.similarity_threshold,
+        batch_sessions=settings.synthesis_batch_sessions,
+        batch_tokens=settings.synthesis_batch_tokens,
+        max_skill_bytes=settings.max_skill_bytes,
+        session_idle_seconds=settings.session_idle_minutes * 60,
+        secrets=tuple(settings.secrets()),
+        effect=EffectThresholds(
+            min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
+        ),
+    )
+
+
+async def log_review_event(event: ReviewEvent) -> None:
+    """Every staged proposal and every decision reaches the log."""
+    p = event.proposal
+    what = "staged for review" if event.kind == "staged" else p.status
+    by = f" by {p.decided_by}" if p.decided_by and event.kind == "decided" else ""
+    log.info("proposal #%d (%s %s) %s%s", p.id, p.kind, p.slug, what, by)
 
 
 async def close_services(services: Services) -> None:
@@ -112,6 +159,7 @@ def build_app(
         services = await open_services(settings, llm=llm, clock=clock)
         app[SERVICES] = services
         started: list[Channel] = []
+        schedule: SynthesisSchedule | None = None
         try:
             for channel in chans:
                 channel.bind(services)
@@ -119,6 +167,12 @@ def build_app(
                 started.append(channel)
                 services.worker.handlers[channel.name] = channel.process
             await services.worker.start()
+            if settings.synthesis_interval_minutes > 0:
+                schedule = SynthesisSchedule(
+                    services.synthesizer, settings.synthesis_interval_minutes
+                )
+                last = await services.store.list_runs(1)
+                schedule.start(last[0].started_at if last else None)
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,
@@ -127,7 +181,10 @@ def build_app(
             )
             yield
         finally:
-            await services.worker.stop()
+            if schedule is not None:
+                await schedule.stop()
+            log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
+            await services.worker.stop(settings.shutdown_timeout_seconds)
             for channel in reversed(started):
                 try:
                     await channel.stop()
@@ -137,7 +194,9 @@ def build_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_endpoint)
     for channel in chans:
         app.router.add_routes(channel.routes())
     app.add_subapp("/admin/api", admin_api())
+    add_console(app)
     return app

@@ -1,45 +1,62 @@
-"""The `skillgate` command: serve, chat, doctor."""
+"""The `skillgate` command: serve, chat, synthesize, doctor, set-webhook, backup, restore."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import getpass
+import json
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
 
 from gateway import __version__
 from gateway.config import Settings, load_settings
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, SkillgateError
 
 
-def _settings() -> Settings:
-    try:
+def _load(args: argparse.Namespace) -> Settings:
+    """Settings from the environment and the env file (default `.env`); ConfigError if invalid."""
+    env_file: Path | None = args.env_file
+    if env_file is None:
         return load_settings()
+    if not env_file.is_file():
+        raise ConfigError(f"env file {env_file} not found")
+    return load_settings(_env_file=env_file)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        return _load(args)
     except ConfigError as exc:
         print(f"skillgate: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the HTTP server (webhooks, health, admin)."""
+    """Run the HTTP server (webhooks, health, metrics, admin)."""
     from aiohttp import web
 
     from gateway.app import build_app
     from gateway.logs import setup_logging
 
-    settings = _settings()
+    settings = _settings(args)
     if args.polling:
         settings = settings.model_copy(update={"telegram_polling": True})
-    setup_logging(settings.log_level, settings.secrets())
-    print(f"skillgate {__version__} listening on http://{args.host}:{args.port}", file=sys.stderr)
+    log_format = args.log_format or settings.log_format
+    setup_logging(settings.log_level, settings.secrets(), log_format)
+    logging.getLogger("gateway").info(
+        "skillgate %s listening on http://%s:%s", __version__, args.host, args.port
+    )
     web.run_app(
         build_app(settings),
         host=args.host,
         port=args.port,
         print=None,
         access_log=None,
-        shutdown_timeout=15,
+        shutdown_timeout=settings.shutdown_timeout_seconds,
     )
     return 0
 
@@ -49,21 +66,91 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from gateway.cli_chat import run_chat
     from gateway.logs import setup_logging
 
-    settings = _settings()
+    settings = _settings(args)
     setup_logging("WARNING", settings.secrets())
     return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
 
 
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    """Run one synthesis pass now and list the proposals it made and suppressed."""
+    from gateway.cli_synthesize import run_synthesize
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return asyncio.run(run_synthesize(settings))
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check settings, data dir, database, model and channels; say how to fix what is wrong."""
-    from gateway.doctor import run_doctor
+    """Check settings, data dir, disk, database, model and the bots' webhooks; say how to fix."""
+    from gateway.doctor import Check, run_doctor
 
     try:
-        settings = load_settings()
+        settings = _load(args)
     except ConfigError as exc:
-        print(f"FAIL settings: {exc}\n     fix: correct the variable in the environment or .env")
+        check = Check(
+            "settings", "fail", str(exc), "correct the variable in the environment or .env"
+        )
+        if args.json:
+            print(json.dumps([asdict(check)], indent=2))
+        else:
+            print(f"FAIL settings: {exc}\n     fix: {check.fix}")
         return 1
-    return asyncio.run(run_doctor(settings))
+    return asyncio.run(run_doctor(settings, as_json=args.json))
+
+
+def cmd_set_webhook(args: argparse.Namespace) -> int:
+    """Register the Telegram and LINE webhooks at SKILLGATE_PUBLIC_URL (only what differs)."""
+    from gateway.ops.webhooks import run_set_webhook
+
+    settings = _settings(args)
+    return asyncio.run(
+        run_set_webhook(
+            settings,
+            delete=args.delete,
+            max_connections=args.max_connections,
+            force=args.force,
+        )
+    )
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """Write the database (online copy), skills and persona to one .tar.gz archive."""
+    from gateway.ops.backup import create_backup
+
+    settings = _settings(args)
+    try:
+        summary = create_backup(settings, args.path)
+    except SkillgateError as exc:
+        print(f"skillgate backup: {exc}", file=sys.stderr)
+        return 1
+    size = summary.path.stat().st_size
+    print(f"wrote {summary.path} ({size // 1024 + 1} KB): {summary.describe()}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Unpack a backup archive into SKILLGATE_DATA_DIR (stop the gateway first)."""
+    from gateway.ops.backup import restore_backup
+
+    settings = _settings(args)
+    try:
+        summary, aside = restore_backup(settings, args.archive, force=args.force)
+    except SkillgateError as exc:
+        print(f"skillgate restore: {exc}", file=sys.stderr)
+        return 1
+    made = f" (made {summary.created})" if summary.created else ""
+    print(f"restored {summary.path}{made} into {settings.data_dir}: {summary.describe()}")
+    if aside is not None:
+        print(f"the previous data is in {aside}")
+    return 0
+
+
+def _connections(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 100:
+        raise argparse.ArgumentTypeError("must be between 1 and 100")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,9 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Telegram and LINE chat-bot gateway that learns skills under human review.",
     )
     parser.add_argument("--version", action="version", version=f"skillgate {__version__}")
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="PATH",
+        help="read settings from this file instead of .env (e.g. /etc/skillgate/skillgate.env)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    serve = sub.add_parser("serve", help=cmd_serve.__doc__, description=cmd_serve.__doc__)
+    def command(name: str, func: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
+        cmd.set_defaults(func=func)
+        return cmd
+
+    serve = command("serve", cmd_serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
     serve.add_argument(
@@ -82,14 +180,38 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="receive Telegram updates by polling instead of the webhook (development)",
     )
-    serve.set_defaults(func=cmd_serve)
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="log lines as readable text or one JSON object each (default SKILLGATE_LOG_FORMAT)",
+    )
 
-    chat = sub.add_parser("chat", help=cmd_chat.__doc__, description=cmd_chat.__doc__)
+    chat = command("chat", cmd_chat)
     chat.add_argument("--user", help="who you are in the stored conversation (default: login name)")
-    chat.set_defaults(func=cmd_chat)
 
-    doctor = sub.add_parser("doctor", help=cmd_doctor.__doc__, description=cmd_doctor.__doc__)
-    doctor.set_defaults(func=cmd_doctor)
+    command("synthesize", cmd_synthesize)
+
+    doctor = command("doctor", cmd_doctor)
+    doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+
+    hook = command("set-webhook", cmd_set_webhook)
+    hook.add_argument("--delete", action="store_true", help="remove the webhooks instead")
+    hook.add_argument(
+        "--max-connections",
+        type=_connections,
+        default=40,
+        help="Telegram's simultaneous webhook connections, 1-100 (default 40)",
+    )
+    hook.add_argument("--force", action="store_true", help="set everything even if unchanged")
+
+    backup = command("backup", cmd_backup)
+    backup.add_argument("path", type=Path, help="archive to write, or a folder for a dated one")
+
+    restore = command("restore", cmd_restore)
+    restore.add_argument("archive", type=Path, help="archive written by `skillgate backup`")
+    restore.add_argument(
+        "--force", action="store_true", help="move existing data aside instead of refusing"
+    )
     return parser
 
 

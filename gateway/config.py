@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -86,6 +86,36 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
+
+    # Synthesis and review.
+    max_proposals_per_run: int = Field(
+        3, ge=1, le=50, validation_alias="SKILLGATE_MAX_PROPOSALS_PER_RUN"
+    )
+    similarity_threshold: float = Field(
+        0.85, gt=0, le=1, validation_alias="SKILLGATE_SIMILARITY_THRESHOLD"
+    )
+    synthesis_batch_sessions: int = Field(
+        20, ge=1, le=500, validation_alias="SKILLGATE_SYNTHESIS_BATCH_SESSIONS"
+    )
+    synthesis_batch_tokens: int = Field(
+        6000, ge=500, le=1_000_000, validation_alias="SKILLGATE_SYNTHESIS_BATCH_TOKENS"
+    )
+    max_skill_bytes: int = Field(
+        16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
+    )
+
+    # Skill effects: holdout, and when a skill is proposed for retirement.
+    skill_holdout: float = Field(0.1, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT")
+    retire_min_evidence: int = Field(
+        20, ge=5, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
+    )
+    retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+
+    # Operations: log format and how long a shutdown waits for answers in flight.
+    log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
+    shutdown_timeout_seconds: float = Field(
+        20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
+    )
 
     _split = field_validator(
         "telegram_admin_ids",

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
 from gateway.store import Store
+
+DISK_FAIL_MB = 50
+DISK_WARN_MB = 500
 
 
 @dataclass
@@ -21,26 +26,47 @@ class Check:
 
 
 def check_data_dir(settings: Settings) -> Check:
+    path = settings.data_dir
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=settings.data_dir, prefix=".doctor-"):
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-"):
             pass
     except OSError as exc:
         return Check(
             "data dir",
             "fail",
-            f"{settings.data_dir} is not writable: {exc.strerror}",
+            f"{path} is not writable: {exc.strerror}",
             "create it and give the gateway's user write access, or set SKILLGATE_DATA_DIR",
         )
+    mode = path.stat().st_mode
+    if mode & stat.S_IWOTH:
+        return Check(
+            "data dir",
+            "fail",
+            f"{path.resolve()} is world-writable: anyone on the machine can change skills",
+            f"chmod 750 {path.resolve()}",
+        )
+    db = settings.db_path
+    others_enter = mode & stat.S_IXOTH
+    if others_enter and db.exists() and db.stat().st_mode & stat.S_IROTH:
+        return Check(
+            "data dir",
+            "warn",
+            f"{db.resolve()} is readable by every user on the machine (conversations)",
+            f"chmod 750 {path.resolve()}",
+        )
+    return Check("data dir", "ok", f"{path.resolve()} writable, not world-writable")
+
+
+def check_disk(settings: Settings) -> Check:
     free = os.statvfs(settings.data_dir)
     mb = free.f_bavail * free.f_frsize // (1024 * 1024)
-    status = "ok" if mb >= 100 else "warn"
-    return Check(
-        "data dir",
-        status,
-        f"{settings.data_dir.resolve()} writable, {mb} MB free",
-        "" if status == "ok" else "free some disk space",
-    )
+    detail = f"{mb} MB free for {settings.data_dir.resolve()}"
+    if mb < DISK_FAIL_MB:
+        return Check("disk", "fail", detail, "free disk space: SQLite stops writing when full")
+    if mb < DISK_WARN_MB:
+        return Check("disk", "warn", detail, "free some disk space soon")
+    return Check("disk", "ok", detail)
 
 
 async def check_database(settings: Settings) -> Check:
@@ -119,20 +145,42 @@ def check_channels(settings: Settings) -> list[Check]:
     return checks
 
 
+async def registered_secret(settings: Settings) -> str | None:
+    """The webhook secret fingerprint `set-webhook` stored, if any."""
+    from gateway.ops.webhooks import SECRET_META
+
+    try:
+        async with Store(settings.db_path) as store:
+            return await store.get_meta(SECRET_META)
+    except SkillgateError:
+        return None
+
+
 async def collect(settings: Settings) -> list[Check]:
+    from gateway.ops.doctor_checks import line_checks, telegram_checks
+
     checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
-    if checks[-1].status != "fail":
+    if settings.data_dir.is_dir():
+        checks.append(check_disk(settings))
         checks.append(await check_database(settings))
     checks.append(await check_model(settings))
     checks.extend(check_channels(settings))
+    if settings.telegram_enabled:
+        stored = await registered_secret(settings) if settings.db_path.exists() else None
+        checks.extend(await telegram_checks(settings, stored))
+    if settings.line_enabled:
+        checks.extend(await line_checks(settings))
     return checks
 
 
-async def run_doctor(settings: Settings) -> int:
-    """Print the checks; exit status 1 when any failed."""
+async def run_doctor(settings: Settings, *, as_json: bool = False) -> int:
+    """Print the checks (text or a JSON list); exit status 1 when any failed."""
     checks = await collect(settings)
-    for check in checks:
-        print(f"{check.status.upper():4} {check.name}: {check.detail}")
-        if check.fix and check.status != "ok":
-            print(f"     fix: {check.fix}")
+    if as_json:
+        print(json.dumps([asdict(c) for c in checks], indent=2, ensure_ascii=False))
+    else:
+        for check in checks:
+            print(f"{check.status.upper():4} {check.name}: {check.detail}")
+            if check.fix and check.status != "ok":
+                print(f"     fix: {check.fix}")
     return 1 if any(c.status == "fail" for c in checks) else 0

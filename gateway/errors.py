@@ -7,7 +7,10 @@
      │    ├── InvalidSlug       a skill name breaks the Agent Skills naming rules
      │    ├── PathEscape        a composed path would leave the skills root
      │    ├── SkillNotFound     no such skill on disk
-     │    └── InvalidSkill      a SKILL.md that cannot be parsed
+     │    ├── InvalidSkill      a SKILL.md that cannot be parsed
+     │    ├── ProposalNotFound  no proposal with that id
+     │    └── RollbackRefused   the proposal cannot be rolled back (now)
+     ├── SynthesisError         a synthesis pass could not use the model's answer
      ├── ModelError             the LLM call failed
      │    ├── ModelNotConfigured
      │    └── ModelUnavailable  transient failures outlasted the retries
@@ -51,6 +54,18 @@ class SkillNotFound(SkillError):
 
 class InvalidSkill(SkillError):
     """A SKILL.md file cannot be parsed or breaks the format."""
+
+
+class ProposalNotFound(SkillError):
+    """No proposal with that id exists."""
+
+
+class RollbackRefused(SkillError):
+    """The proposal is not an approved update, or its skill changed since."""
+
+
+class SynthesisError(SkillgateError):
+    """The model's answer to a synthesis batch was not valid JSON of the agreed shape."""
 
 
 class ModelError(SkillgateError):

@@ -1,49 +1,93 @@
-"""Logging set-up: readable lines, and no configured secret ever printed."""
+"""Logging set-up: readable lines or JSON, and no secret ever printed."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import sys
 from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import IO, Any
 
 REDACTED = "[redacted]"
 
+# A Telegram bot token ("<bot id>:<35 characters>") anywhere, e.g. inside a Bot API URL,
+# is masked even when it is not the configured one.
+_BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
+# Loggers that log every request; httpx's lines carry Telegram URLs with the token in them.
+NOISY = ("httpx", "httpcore", "openai", "telegram.ext", "apscheduler", "aiohttp.access")
+
 
 class RedactSecrets(logging.Filter):
-    """Replace every configured secret in a record's final message."""
+    """Replace every configured secret (and anything shaped like a bot token) in a record."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
         # Longest first, so a secret containing another is masked whole.
         self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
-        message = record.getMessage()
-        text = message
+    def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        exc_text = record.exc_text
-        if exc_text:
-            for secret in self.secrets:
-                exc_text = exc_text.replace(secret, REDACTED)
-            record.exc_text = exc_text
+        return _BOT_TOKEN.sub(REDACTED, text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        text = self.redact(message)
         if text != message:
             record.msg, record.args = text, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redact(record.stack_info)
         return True
 
 
-def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> None:
-    """Log to stderr with secrets masked; quiet the chatty HTTP libraries."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and, if any, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def make_handler(
+    secrets: Iterable[str] = (), log_format: str = "text", stream: IO[str] | None = None
+) -> logging.Handler:
+    """A stream handler in the chosen format, masking secrets."""
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(RedactSecrets(secrets))
+    return handler
+
+
+def setup_logging(
+    level: str = "INFO",
+    secrets: Iterable[str] = (),
+    log_format: str = "text",
+    stream: IO[str] | None = None,
+) -> None:
+    """Log to stderr (text or JSON) with secrets masked; quiet the chatty HTTP libraries."""
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [make_handler(secrets, log_format, stream)]
     root.setLevel(level)
-    # httpx logs every request URL, and Telegram's URLs contain the bot token.
-    for noisy in ("httpx", "httpcore", "openai", "telegram.ext", "apscheduler", "aiohttp.access"):
+    # Request-per-line loggers stay at WARNING even in DEBUG; what they do print is masked.
+    for noisy in NOISY:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

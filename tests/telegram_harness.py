@@ -69,10 +69,13 @@ async def telegram_gateway(
     llm: FakeOpenAI,
     *,
     channel_options: dict[str, Any] | None = None,
+    before_start: Callable[[FakeTelegramAPI], None] | None = None,
     **settings: Any,
 ) -> AsyncIterator[Gateway]:
     """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise)."""
     async with FakeTelegramAPI() as fake:
+        if before_start is not None:
+            before_start(fake)
         values: dict[str, Any] = {
             "telegram_bot_token": fake.token,
             "telegram_webhook_secret": SECRET,

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from pathlib import Path
 
-import aiohttp
-
 from gateway.cli import build_parser
 from tests.fakes.openai_server import FakeOpenAI
+from tests.serve_process import serving
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -35,16 +33,10 @@ async def skillgate(
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_version_and_help_for_every_command() -> None:
     code, out, _ = await skillgate("--version", env={})
     assert code == 0 and out.startswith("skillgate ")
-    for command in ("serve", "chat", "doctor"):
+    for command in ("serve", "chat", "synthesize", "doctor"):
         code, out, _ = await skillgate(command, "--help", env={})
         assert code == 0 and "usage: skillgate" in out
 
@@ -111,30 +103,6 @@ async def test_chat_talks_to_the_model_through_the_core(
 
 
 async def test_serve_answers_healthz(tmp_path: Path) -> None:
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "serve",
-        "--port",
-        str(port),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "SKILLGATE_DATA_DIR": str(tmp_path / "data")},
-    )
-    try:
-        body = None
-        async with aiohttp.ClientSession() as http:
-            for _ in range(200):  # readiness poll, bounded to ~20 s
-                try:
-                    async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                        body = await resp.json()
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.1)
-        assert body is not None and body["status"] == "ok"
-    finally:
-        proc.terminate()
-        await asyncio.wait_for(proc.wait(), 20)
-    assert proc.returncode == 0
+    async with serving(env={"SKILLGATE_DATA_DIR": str(tmp_path / "data")}) as served:
+        assert served.health["status"] == "ok"
+    assert served.returncode == 0, served.stderr

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
@@ -16,44 +11,8 @@ from gateway.config import Settings
 from gateway.doctor import check_channels
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
+from tests.serve_process import serving
 from tests.telegram_harness import SECRET
-from tests.test_cli import free_port
-
-
-@asynccontextmanager
-async def serving(*args: str, env: dict[str, str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """Run `skillgate serve ARGS` until it answers /healthz; yields its URL and that health."""
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "serve",
-        "--port",
-        str(port),
-        *args,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        health = None
-        async with aiohttp.ClientSession() as http:
-            for _ in range(200):  # readiness poll, bounded to ~20 s
-                try:
-                    async with http.get(f"{url}/healthz") as resp:
-                        health = await resp.json()
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.1)
-        assert health is not None, "skillgate serve did not come up"
-        yield url, health
-    finally:
-        proc.terminate()
-        _, err = await asyncio.wait_for(proc.communicate(), 20)
-    assert proc.returncode == 0, err.decode()
-    assert env["TELEGRAM_BOT_TOKEN"] not in err.decode()
 
 
 def environment(tmp_path: Path, fake: FakeTelegramAPI, llm: FakeOpenAI) -> dict[str, str]:
@@ -75,15 +34,15 @@ async def test_serve_answers_telegram_by_webhook_and_by_polling(
     async with FakeTelegramAPI() as fake:
         env = environment(tmp_path, fake, fake_llm)
         async with (
-            serving("--polling", env=env) as (url, health),
+            serving("--polling", env=env) as served,
             aiohttp.ClientSession() as http,
         ):
-            assert health["channels"]["telegram"] == {
+            assert served.health["channels"]["telegram"] == {
                 "configured": True,
                 "mode": "polling",
                 "bot": fake.bot_username,
             }
-            hook = f"{url}/webhook/telegram"
+            hook = f"{served.url}/webhook/telegram"
             async with http.post(hook, json=make_text_update(1, "hi")) as resp:
                 assert resp.status == 401
             headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
@@ -96,7 +55,8 @@ async def test_serve_answers_telegram_by_webhook_and_by_polling(
             fake.push_update(make_text_update(3, "are you polling?"))
             sent = (await fake.wait_for("sendMessage", 2, timeout=10))[1]
             assert sent.params["text"] == "Hello from the fake model."
-            assert fake.calls_of("deleteWebhook")
+    assert served.returncode == 0, served.stderr
+    assert fake.token not in served.stderr
 
 
 def test_doctor_needs_the_webhook_secret_only_without_polling(

@@ -8,7 +8,7 @@ from typing import Any
 
 from gateway.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import make_text_update, mention_entity
+from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update, mention_entity
 from tests.telegram_harness import SECRET, answer_markup, telegram_gateway
 
 GROUP = -1001234567890
@@ -225,24 +225,30 @@ async def test_healthz_names_the_bot_and_the_mode(
         }
 
 
-async def test_with_a_public_url_the_webhook_is_registered_with_its_secret(
+async def test_start_up_registers_nothing_with_telegram(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
+    # `skillgate set-webhook` registers the webhook once; a restart must not repeat it.
     async with telegram_gateway(
         make_settings, fake_llm, public_url="https://bot.example.org"
     ) as gw:
-        assert gw.fake.webhook_url == "https://bot.example.org/webhook/telegram"
-        assert gw.fake.webhook_secret_token == SECRET
-        assert gw.fake.webhook_allowed_updates == ["message", "callback_query"]
-        commands = [c["command"] for c in gw.fake.calls_of("setMyCommands")[0].params["commands"]]
-        assert sorted(commands) == ["help", "new", "start"]
+        assert gw.fake.webhook_url == ""
+        for method in ("setWebhook", "setMyCommands", "deleteWebhook"):
+            assert gw.fake.calls_of(method) == []
 
 
 async def test_polling_answers_through_the_same_path_and_confirms_what_it_stored(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    async with telegram_gateway(make_settings, fake_llm, telegram_polling=True) as gw:
-        assert gw.fake.calls_of("deleteWebhook")
+    def old_webhook(fake: FakeTelegramAPI) -> None:
+        fake.webhook_url = "https://old.example.org/webhook/telegram"
+
+    async with telegram_gateway(
+        make_settings, fake_llm, telegram_polling=True, before_start=old_webhook
+    ) as gw:
+        # getUpdates is refused while a webhook is set, so polling removes it first.
+        assert len(gw.fake.calls_of("deleteWebhook")) == 1
+        assert gw.fake.webhook_url == ""
         gw.fake.push_update(make_text_update(10, "first"))
         gw.fake.push_update(make_text_update(11, "second"))
         await gw.fake.wait_for("sendMessage", 2)

@@ -67,10 +67,16 @@ async def list_feedback(request: web.Request) -> web.Response:
 
 
 async def list_skills(request: web.Request) -> web.Response:
-    """Every registered skill with its registry state."""
+    """Every registered skill: registry state, a pending proposal, the last approval, its effect."""
     services = request.config_dict[SERVICES]
+    promoted = await services.store.last_promotions()
+    pending = {p.slug: p.id for p in await services.store.pending_proposals()}
+    effects = await services.synthesizer.effects()
+    evaluating = services.catalog.evaluating
     out: list[dict[str, Any]] = []
     for rec in await services.store.skill_records():
+        last = promoted.get(rec.slug)
+        effect = effects.get(rec.slug)
         try:
             description: str | None = services.catalog.library.read(rec.slug).description
         except SkillError:
@@ -84,6 +90,23 @@ async def list_skills(request: web.Request) -> web.Response:
                 "review_status": rec.review_status,
                 "content_hash": rec.content_hash,
                 "updated": iso(rec.updated_at),
+                "pending_proposal": pending.get(rec.slug),
+                "last_approved": None
+                if last is None
+                else {
+                    "proposal": last.id,
+                    "by": last.decided_by,
+                    "at": iso(last.decided_at),
+                    "based_on": last.based_on,
+                    "model": last.model,
+                },
+                "effect": None
+                if effect is None
+                else {
+                    **effect.summary(),
+                    "measured_since": iso(effect.since),
+                    "under_evaluation": rec.slug in evaluating,
+                },
             }
         )
     return web.json_response(out)
@@ -91,7 +114,10 @@ async def list_skills(request: web.Request) -> web.Response:
 
 def admin_api() -> web.Application:
     """The sub-application mounted at /admin/api."""
+    from gateway.admin import proposals_api  # it uses this module's helpers
+
     api = web.Application(middlewares=[require_token])
     api.router.add_get("/feedback", list_feedback)
     api.router.add_get("/skills", list_skills)
+    proposals_api.add_routes(api)
     return api

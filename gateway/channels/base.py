@@ -10,8 +10,9 @@ across chats.
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiohttp import web
@@ -19,11 +20,14 @@ from aiohttp import web
 from gateway.core.agent import Agent
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
+from gateway.metrics import Metrics
 
 if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.inbox import InboxWorker
     from gateway.skills.catalog import SkillCatalog
+    from gateway.skills.review import Reviewer
+    from gateway.skills.synthesizer import Synthesizer
     from gateway.store import Store
 
 log = logging.getLogger(__name__)
@@ -38,12 +42,16 @@ class Services:
     agent: Agent
     catalog: SkillCatalog
     worker: InboxWorker
+    review: Reviewer
+    synthesizer: Synthesizer
+    metrics: Metrics = field(default_factory=Metrics)
 
     async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
         """Store an update durably and queue it; False when it is a redelivery."""
         item = await self.store.inbox_add(channel, update_id, chat_key, payload)
         if item is None:
             return False
+        self.metrics.updates_received.labels(channel).inc()
         self.worker.submit(item)
         return True
 
@@ -94,6 +102,7 @@ class Channel(ABC):
 
     async def answer(self, incoming: IncomingMessage) -> Reply:
         """The shared turn: ask the agent, deliver once, remember what carried it."""
+        started = time.monotonic()
         reply = await self.services.agent.respond(incoming)
         if reply.delivered_ids:
             log.info(
@@ -104,4 +113,13 @@ class Channel(ABC):
         if reply.message_id is not None:
             await self.services.store.set_platform_ids(reply.message_id, ids)
         reply.delivered_ids = ids
+        await self._count(reply, time.monotonic() - started)
         return reply
+
+    async def _count(self, reply: Reply, seconds: float) -> None:
+        """Metrics for a delivered answer; its trace says whether the model failed."""
+        trace = None
+        if reply.message_id is not None:
+            trace = await self.services.store.get_trace(reply.message_id)
+        failed = trace is not None and not trace.completed
+        self.services.metrics.answered(self.name, reply.kind, seconds, model_failed=failed)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 from telegram import Bot, Update, User
 from telegram import Message as TgMessage
-from telegram.constants import ChatType, UpdateType
+from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
 
@@ -37,6 +37,8 @@ from gateway.channels.telegram_send import (
     bot_request,
 )
 from gateway.channels.telegram_updates import (
+    ALLOWED_UPDATES,
+    COMMANDS,
     WEBHOOK_PATH,
     addressed,
     chat_key,
@@ -51,12 +53,6 @@ from gateway.errors import ChannelError, StoreError
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = [UpdateType.MESSAGE, UpdateType.CALLBACK_QUERY]
-COMMANDS = [
-    ("new", "Finish this conversation and start a fresh one"),
-    ("help", "How to use this bot"),
-    ("start", "Say hello"),
-]
 KNOWN = {name for name, _ in COMMANDS}
 START = (
     "Hi {name}! I'm an AI assistant: ask me anything.\n"
@@ -132,7 +128,7 @@ class TelegramChannel(Channel):
         return [web.post(WEBHOOK_PATH, self.webhook)]
 
     async def start(self) -> None:
-        """Build the PTB application (getMe), then register the webhook or start polling."""
+        """Build the PTB application (getMe); in polling mode, start polling."""
         assert self.settings.telegram_bot_token is not None
         token = self.settings.telegram_bot_token.get_secret_value()
         app = (
@@ -151,21 +147,17 @@ class TelegramChannel(Channel):
             raise ChannelError(f"Telegram bot could not start: {text}") from exc
         self._app, self._bot = app, app.bot
         self._sender = Sender(app.bot, self.policy)
-        await self._best_effort("setMyCommands", lambda: self.bot.set_my_commands(COMMANDS))
+        # The webhook and the command menu are registered by `skillgate set-webhook`, once:
+        # Telegram rate-limits setWebhook, so a restart must not repeat it.
         if self.settings.telegram_polling:
-            # getUpdates is refused while a webhook is set.
-            await self._best_effort("deleteWebhook", lambda: self.bot.delete_webhook())
+            await self._best_effort("deleteWebhook", self._drop_webhook)
             self._poller = asyncio.create_task(self._poll(), name="telegram:polling")
-        elif self.settings.public_url and self.settings.telegram_webhook_secret:
-            url = self.settings.public_url + WEBHOOK_PATH
-            secret = self.settings.telegram_webhook_secret.get_secret_value()
-            await self._best_effort(
-                "setWebhook",
-                lambda: self.bot.set_webhook(
-                    url, secret_token=secret, allowed_updates=ALLOWED_UPDATES
-                ),
-            )
         log.info("telegram: @%s ready (%s)", self.bot.username, self.mode)
+
+    async def _drop_webhook(self) -> None:
+        """getUpdates is refused while a webhook is set; remove one only if there is one."""
+        if (await self.bot.get_webhook_info()).url:
+            await self.bot.delete_webhook()
 
     async def stop(self) -> None:
         """Stop polling and close the HTTP clients."""
@@ -223,7 +215,7 @@ class TelegramChannel(Channel):
                 updates = await self.bot.get_updates(
                     offset=offset,
                     timeout=max(1, int(self.poll_timeout)),
-                    allowed_updates=ALLOWED_UPDATES,
+                    allowed_updates=list(ALLOWED_UPDATES),
                 )
                 for update in updates:
                     await self.accept(update.to_dict())

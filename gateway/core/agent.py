@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class AgentConfig:
     history_tokens: int = 3000
     history_messages: int = 60
     max_tool_rounds: int = 4
+    skill_holdout: float = 0.0
 
 
 class Agent:
@@ -46,12 +48,14 @@ class Agent:
         config: AgentConfig,
         *,
         clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
         self.skills = skills
         self.config = config
         self.clock = clock
+        self.rng = rng or random.Random()
 
     async def respond(self, incoming: IncomingMessage) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back."""
@@ -79,9 +83,13 @@ class Agent:
     async def _think(self, query: str, history: list[MessageRecord]) -> tuple[str, Any, Trace]:
         """Run the model, with load_skill tool rounds; never raises for model failures."""
         started = time.monotonic()
-        offered, section = self.skills.offer(query, self.config.skill_index_tokens)
+        budget = self.config.skill_index_tokens
+        offered, section = self.skills.offer(query, budget)
+        withheld = self._hold_out(offered)
+        if withheld:
+            offered, section = self.skills.offer(query, budget, exclude=withheld)
         messages = build_messages(self.config.persona, section, history, self.config.history_tokens)
-        trace = Trace(skills_offered=offered, model=self.llm.model)
+        trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
         tools = [LOAD_SKILL_TOOL] if offered else None
         try:
             for _ in range(self.config.max_tool_rounds + 1):
@@ -114,12 +122,21 @@ class Agent:
             trace.error = str(exc)
             return APOLOGY, "error", _finish(trace, started, completed=False)
 
+    def _hold_out(self, offered: list[str]) -> list[str]:
+        """Skills under evaluation that this turn goes without, each with the holdout chance."""
+        rate = self.config.skill_holdout
+        if rate <= 0 or not offered:
+            return []
+        evaluating = self.skills.evaluating
+        return [name for name in offered if name in evaluating and self.rng.random() < rate]
+
     def _tool(self, call: Any, trace: Trace) -> str:
         """Run one tool call and return its result text for the model."""
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"
         name = str(call.args().get("name", ""))
-        body = self.skills.load(name)
+        # A withheld skill does not exist for this turn, or the comparison would be muddied.
+        body = None if name in trace.skills_withheld else self.skills.load(name)
         if body is None:
             return f"error: no enabled skill named {name!r}"
         if name not in trace.skills_loaded:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from gateway.core.models import MessageKind, Role
@@ -54,8 +54,15 @@ class SkillRegistry(Protocol):
 class SkillProvider(Protocol):
     """Enabled skills as the agent sees them: an index to offer, bodies to load."""
 
-    def offer(self, query: str, budget_tokens: int) -> tuple[list[str], str]:
-        """Names offered for `query` and the prompt section listing them, within budget."""
+    def offer(
+        self, query: str, budget_tokens: int, exclude: Collection[str] = ()
+    ) -> tuple[list[str], str]:
+        """Names offered for `query` (none of `exclude`) and the section listing them."""
+        ...
+
+    @property
+    def evaluating(self) -> frozenset[str]:
+        """Enabled skills whose current text is still under evaluation (see holdout)."""
         ...
 
     def load(self, name: str) -> str | None:

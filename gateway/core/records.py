@@ -56,10 +56,11 @@ class OpenedTurn(BaseModel):
 
 
 class Trace(BaseModel):
-    """How one answer was made: skills offered and loaded, tools, outcome, cost."""
+    """How one answer was made: skills offered, loaded and withheld, tools, outcome, cost."""
 
     skills_offered: list[str] = Field(default_factory=list)
     skills_loaded: list[str] = Field(default_factory=list)
+    skills_withheld: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
     completed: bool = True
     error: str | None = None

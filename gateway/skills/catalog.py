@@ -10,6 +10,7 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from gateway.core.ports import SkillRegistry
@@ -39,6 +40,8 @@ class SkillCatalog:
         self.registry = registry
         self.index = SkillIndex()
         self._enabled: set[str] = set()
+        self._hashes: dict[str, str] = {}
+        self._settled: dict[str, str] = {}
 
     async def sync(self, bundled: Path | None = None, now: float | None = None) -> None:
         """Seed bundled skills once, register dropped-in ones, then rebuild the index."""
@@ -107,6 +110,7 @@ class SkillCatalog:
         """Rebuild the in-memory index of enabled skills from registry and files."""
         pairs = []
         enabled = set()
+        hashes = {}
         for rec in await self.registry.skill_records():
             if not rec.enabled:
                 continue
@@ -117,12 +121,25 @@ class SkillCatalog:
                 continue
             pairs.append((skill.name, skill.description))
             enabled.add(skill.name)
+            hashes[skill.name] = rec.content_hash
         self.index.replace(pairs)
         self._enabled = enabled
+        self._hashes = hashes
 
-    def offer(self, query: str, budget_tokens: int) -> tuple[list[str], str]:
-        entries = self.index.select(query, budget_tokens)
+    def offer(
+        self, query: str, budget_tokens: int, exclude: Collection[str] = ()
+    ) -> tuple[list[str], str]:
+        entries = self.index.select(query, budget_tokens, exclude)
         return [e.name for e in entries], render_index(entries)
+
+    def settle(self, settled: Mapping[str, str]) -> None:
+        """Record which skill texts (name -> content hash) have the minimum evidence."""
+        self._settled = dict(settled)
+
+    @property
+    def evaluating(self) -> frozenset[str]:
+        """Enabled skills whose current text has not reached the minimum evidence."""
+        return frozenset(n for n in self._enabled if self._settled.get(n) != self._hashes.get(n))
 
     def load(self, name: str) -> str | None:
         if name not in self._enabled:

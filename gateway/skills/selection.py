@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from gateway.core.tokens import estimate_tokens
@@ -78,7 +78,9 @@ class SkillIndex:
     def names(self) -> list[str]:
         return [e.name for e in self._entries]
 
-    def select(self, query: str, budget_tokens: int) -> list[IndexEntry]:
+    def select(
+        self, query: str, budget_tokens: int, exclude: Collection[str] = ()
+    ) -> list[IndexEntry]:
         """Entries that fit the budget (header included), most relevant to `query` first."""
         room = budget_tokens - estimate_tokens(INDEX_HEADER) - 1
         if room <= 0 or not self._entries:
@@ -92,6 +94,8 @@ class SkillIndex:
         seen = set(ranked)
         for i in [*ranked, *(i for i in range(len(self._entries)) if i not in seen)]:
             entry = self._entries[i]
+            if entry.name in exclude:
+                continue
             if entry.cost <= room:
                 chosen.append(entry)
                 room -= entry.cost

@@ -19,6 +19,8 @@ from gateway.core.records import (
 )
 from gateway.store.base import QueriesBase, decode_json_fields, one
 
+_TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used")
+
 
 def _message(row: dict[str, Any]) -> MessageRecord:
     return MessageRecord.model_validate(decode_json_fields(row, "platform_message_ids"))
@@ -159,9 +161,7 @@ class ConversationQueries(QueriesBase):
         if row is None:
             return None
         row.pop("message_id")
-        return Trace.model_validate(
-            decode_json_fields(row, "skills_offered", "skills_loaded", "tools_used")
-        )
+        return Trace.model_validate(decode_json_fields(row, *_TRACE_LISTS))
 
     async def set_feedback(
         self, message_id: int, user_id: str, rating: int, now: float | None = None
@@ -278,7 +278,7 @@ def _add_message(
         message_id = int(cur.lastrowid or 0)
         if trace is not None:
             row = trace.model_dump()
-            for key in ("skills_offered", "skills_loaded", "tools_used"):
+            for key in _TRACE_LISTS:
                 row[key] = json.dumps(row[key])
             db.table("traces").insert({"message_id": message_id, **row})
     return MessageRecord(

@@ -17,16 +17,31 @@ from typing import TypeVar
 from sqlite_utils import Database
 
 from gateway.errors import StoreError
+from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
+from gateway.store.effect import EffectQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
+from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.stats import StatsQueries
+from gateway.store.synthesis import SynthesisQueries
 
 T = TypeVar("T")
 
 
-class Store(InboxQueries, ConversationQueries, RegistryQueries, DeliveryQueries):
+class Store(
+    InboxQueries,
+    ConversationQueries,
+    RegistryQueries,
+    DeliveryQueries,
+    ProposalQueries,
+    SynthesisQueries,
+    StatsQueries,
+    EffectQueries,
+    ConsoleQueries,
+):
     """SQLite (WAL) in the data dir, migrated on open."""
 
     def __init__(self, path: Path | str, *, busy_timeout: float = 10.0) -> None:

@@ -220,6 +220,9 @@ class FakeLineAPI:
         self.quota_limit = 200
         self.webhook_endpoint = ""
         self.webhook_active = False
+        # What LINE's webhook test reports about our server (0: no response at all).
+        self.webhook_test_status = 200
+        self.webhook_test_reason = "OK"
         self.profiles: dict[str, dict[str, Any]] = {}
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
@@ -493,14 +496,15 @@ class FakeLineAPI:
         return _Response(200, {})
 
     async def _test_webhook(self, request: web.Request, body: Any) -> _Response:
+        status = self.webhook_test_status
         result = {
-            "success": True,
+            "success": status == 200,
             "timestamp": datetime.now(UTC)
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
-            "statusCode": 200,
-            "reason": "OK",
-            "detail": "200",
+            "statusCode": status,
+            "reason": self.webhook_test_reason,
+            "detail": str(status),
         }
         return _Response(200, result)
 

@@ -2,7 +2,8 @@
 
 The real `openai` client is pointed at `fake.base_url`. Answers are scripted
 in order with `reply`, `tool_call`, `error` and `stall`; when the script is
-empty, `default` (a function of the request body) answers.
+empty, `default` (a function of the request body) answers. `pause()` holds
+every answer until `resume()`, to keep a call in flight.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class FakeOpenAI:
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._cond = asyncio.Condition()
+        self._open = asyncio.Event()
+        self._open.set()
         self.base_url = ""
 
     async def start(self) -> FakeOpenAI:
@@ -86,6 +89,13 @@ class FakeOpenAI:
         for _ in range(times):
             self.script.append(Scripted(text="too late", delay=seconds))
 
+    def pause(self) -> None:
+        """Hold every answer (requests are still recorded) until `resume()`."""
+        self._open.clear()
+
+    def resume(self) -> None:
+        self._open.set()
+
     async def wait_for_requests(self, count: int, timeout: float = 5.0) -> None:
         """Wait until `count` completion requests arrived."""
         async with self._cond:
@@ -98,6 +108,7 @@ class FakeOpenAI:
         async with self._cond:
             self.requests.append(body)
             self._cond.notify_all()
+        await self._open.wait()
         step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):
             step = Scripted(text=step)

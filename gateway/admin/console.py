@@ -1,0 +1,229 @@
+"""The web console under /admin/: server-rendered pages behind a login with the admin token."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from aiohttp import web
+from yarl import URL
+
+from gateway import __version__
+from gateway.admin import console_auth as auth
+from gateway.admin.auth import Handler
+from gateway.admin.console_format import FILTERS
+from gateway.keys import SERVICES
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+PUBLIC_ROUTES = {"console.login", "console.login_form", "console.static"}
+MAX_TOKEN_CHARS = 1024
+# Headers for every console response: nothing from elsewhere, no framing, no caching of pages.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+        " form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+@dataclass
+class ConsoleState:
+    """The template environment and the queue that paces failed logins."""
+
+    env: jinja2.Environment
+    failure_delay: float = 1.0
+    failures: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+CONSOLE: web.AppKey[ConsoleState] = web.AppKey("console", ConsoleState)
+
+
+def make_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("gateway.admin", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def admin_key(request: web.Request) -> bytes | None:
+    """The console's signing key, or None when no admin token is configured."""
+    token = request.config_dict[SERVICES].settings.admin_token
+    return None if token is None else auth.console_key(token.get_secret_value())
+
+
+def csrf_for(request: web.Request) -> str:
+    """The form token of the request's session; empty when it has no valid session."""
+    key = admin_key(request)
+    session = request.cookies.get(auth.COOKIE)
+    if key is None or session is None or not auth.session_valid(key, session):
+        return ""
+    return auth.csrf_token(key, session)
+
+
+async def page(
+    request: web.Request, template: str, *, status: int = 200, **context: Any
+) -> web.Response:
+    """Render a console page with the navigation's context."""
+    env = request.config_dict[CONSOLE].env
+    csrf = csrf_for(request)
+    pending = 0
+    if csrf:
+        pending = (await request.config_dict[SERVICES].store.proposal_counts()).get("pending", 0)
+    static = request.app.router["console.static"]
+    assert isinstance(static, web.StaticResource)
+    body = env.get_template(template).render(
+        csrf=csrf,
+        csrf_field=auth.CSRF_FIELD,
+        logged_in=bool(csrf),
+        pending_count=pending,
+        version=__version__,
+        static=lambda name: static.url_for(filename=name, append_version=True),
+        **context,
+    )
+    return web.Response(text=body, status=status, content_type="text/html")
+
+
+async def refuse(request: web.Request, status: int, title: str, message: str) -> web.Response:
+    return await page(request, "error.html", status=status, title=title, message=message)
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Login, session and CSRF checks in front of every console route."""
+    if request.path == "/admin":  # the sub-application also receives its bare prefix
+        raise web.HTTPPermanentRedirect("/admin/")
+    route = request.match_info.route.name
+    if route == "console.static":
+        return await handler(request)
+    response = await _guarded(request, handler, route)
+    response.headers.update(SECURITY_HEADERS)
+    if response.content_type == "text/html":
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler, route: str | None) -> web.StreamResponse:
+    key = admin_key(request)
+    if key is None:
+        return await page(request, "disabled.html", status=503)
+    public_url = request.config_dict[SERVICES].settings.public_url
+    posting = request.method not in ("GET", "HEAD")
+    if posting and not auth.same_origin(request, public_url):
+        return await refuse(request, 403, "Refused", "This form was sent from another site.")
+    if route in PUBLIC_ROUTES:
+        return await handler(request)
+    session = request.cookies.get(auth.COOKIE)
+    if not auth.session_valid(key, session):
+        if not posting:
+            raise web.HTTPSeeOther(URL("/admin/login").with_query(next=request.path_qs))
+        return await refuse(
+            request, 403, "Not signed in", "Your session has ended. Sign in and try again."
+        )
+    assert session is not None
+    if posting:
+        try:
+            given = (await request.post()).get(auth.CSRF_FIELD)
+        except ValueError:
+            given = None
+        if not isinstance(given, str) or not auth.csrf_ok(key, session, given):
+            return await refuse(
+                request, 403, "Refused", "The form's security token did not match. Reload the page."
+            )
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        return await refuse(request, 404, "Not found", "There is nothing at this address.")
+
+
+async def login_form(request: web.Request) -> web.Response:
+    """The sign-in page; straight on for a browser that is signed in already."""
+    target = auth.safe_next(request.query.get("next"))
+    key = admin_key(request)
+    if key is not None and auth.session_valid(key, request.cookies.get(auth.COOKIE)):
+        raise web.HTTPSeeOther(target)
+    return await page(
+        request,
+        "login.html",
+        next=target,
+        error=None,
+        signed_out="signed_out" in request.query,
+    )
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    """Check the token; a session cookie on success, a paced refusal otherwise."""
+    settings = request.config_dict[SERVICES].settings
+    assert settings.admin_token is not None  # the guard answered already otherwise
+    try:
+        form = await request.post()
+    except ValueError:
+        raise web.HTTPBadRequest(text="not a valid form") from None
+    given = form.get("token")
+    target = auth.safe_next(str(form.get("next") or ""))
+    token = settings.admin_token.get_secret_value()
+    if isinstance(given, str) and len(given) <= MAX_TOKEN_CHARS and auth.token_ok(given, token):
+        response = web.HTTPSeeOther(target)
+        key = auth.console_key(token)
+        auth.set_session_cookie(response, request, auth.issue_session(key), settings.public_url)
+        log.info("console sign-in from %s", request.remote)
+        raise response
+    state = request.config_dict[CONSOLE]
+    # Failed attempts wait their turn, one at a time: guessing is slow, the right token is not.
+    async with state.failures:
+        await asyncio.sleep(state.failure_delay)
+    log.warning("console sign-in refused from %s", request.remote)
+    return await page(
+        request,
+        "login.html",
+        status=401,
+        next=target,
+        error="That is not the admin token.",
+        signed_out=False,
+    )
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Forget the session cookie in this browser."""
+    response = web.HTTPSeeOther("/admin/login?signed_out")
+    auth.clear_session_cookie(response)
+    raise response
+
+
+async def home(request: web.Request) -> web.StreamResponse:
+    """The console opens on the review queue."""
+    raise web.HTTPSeeOther("/admin/proposals")
+
+
+def console_app() -> web.Application:
+    """The sub-application mounted at /admin (the JSON API lives beside it at /admin/api)."""
+    from gateway.admin import console_pages, console_views
+
+    app = web.Application(middlewares=[guard])
+    app[CONSOLE] = ConsoleState(make_env())
+    app.router.add_get("/", home, name="console.home")
+    app.router.add_get("/login", login_form, name="console.login_form")
+    app.router.add_post("/login", login, name="console.login")
+    app.router.add_post("/logout", logout, name="console.logout")
+    app.router.add_static("/static", HERE / "static", name="console.static")
+    console_views.add_routes(app)
+    console_pages.add_routes(app)
+    return app
+
+
+def add_console(app: web.Application) -> None:
+    """Mount the console on the main application."""
+    app.add_subapp("/admin", console_app())

@@ -1,0 +1,134 @@
+"""Console sessions and CSRF: stateless signed cookies, derived from SKILLGATE_ADMIN_TOKEN.
+
+A session cookie is `v1.<expiry>.<nonce>.<hmac>`, signed with a key derived from
+the admin token, so changing the token ends every session and nothing needs to
+be stored. The CSRF token of a session is another HMAC of the cookie, sent in a
+hidden field of every form and checked on every POST, together with Origin or
+Referer when the browser sends them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+COOKIE = "skillgate_console"
+COOKIE_PATH = "/admin"
+SESSION_SECONDS = 12 * 3600
+CSRF_FIELD = "csrf"
+_VERSION = "v1"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def console_key(admin_token: str) -> bytes:
+    """The signing key: never the token itself, and different from any other use of it."""
+    return hmac.new(admin_token.encode(), b"skillgate-console", hashlib.sha256).digest()
+
+
+def _sign(key: bytes, payload: str) -> str:
+    return _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
+
+
+def issue_session(key: bytes, now: float | None = None, lifetime: float = SESSION_SECONDS) -> str:
+    """A new session cookie value, valid for `lifetime` seconds."""
+    expires = int((time.time() if now is None else now) + lifetime)
+    payload = f"{_VERSION}.{expires}.{secrets.token_urlsafe(16)}"
+    return f"{payload}.{_sign(key, payload)}"
+
+
+def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
+    """True for an untampered, unexpired cookie signed with this key."""
+    if not value or len(value) > 200:
+        return False
+    payload, _, signature = value.rpartition(".")
+    version, _, rest = payload.partition(".")
+    expires, _, nonce = rest.partition(".")
+    if version != _VERSION or not expires.isdigit() or not nonce:
+        return False
+    if not hmac.compare_digest(signature.encode(), _sign(key, payload).encode()):
+        return False
+    return int(expires) > (time.time() if now is None else now)
+
+
+def csrf_token(key: bytes, session: str) -> str:
+    """The form token that belongs to one session cookie."""
+    return _sign(key, f"csrf:{session}")
+
+
+def csrf_ok(key: bytes, session: str, given: str) -> bool:
+    """Constant-time check of a submitted form token."""
+    return hmac.compare_digest(given.encode(), csrf_token(key, session).encode())
+
+
+def token_ok(given: str, admin_token: str) -> bool:
+    """Constant-time comparison of a typed token with the configured one."""
+    return hmac.compare_digest(given.encode(), admin_token.encode())
+
+
+def same_origin(request: web.Request, public_url: str | None) -> bool:
+    """False when Origin (or, without it, Referer) names another site than this one."""
+    allowed = {request.host.lower()}
+    if public_url:
+        allowed.add(urlsplit(public_url).netloc.lower())
+    for header in ("Origin", "Referer"):
+        value = request.headers.get(header)
+        if value is None:
+            continue
+        if value == "null":
+            return False
+        return urlsplit(value).netloc.lower() in allowed
+    return True  # neither header: SameSite=Strict and the form token still protect
+
+
+def cookie_secure(request: web.Request, public_url: str | None) -> bool:
+    """Secure over https, and when reached at the https public URL through a TLS proxy.
+
+    X-Forwarded-Proto is not trusted; a console reached directly over plain http
+    (an SSH tunnel to 127.0.0.1) gets a cookie the browser will send back.
+    """
+    if request.secure:
+        return True
+    if public_url and public_url.lower().startswith("https://"):
+        return urlsplit(public_url).netloc.lower() == request.host.lower()
+    return False
+
+
+def set_session_cookie(
+    response: web.StreamResponse, request: web.Request, value: str, public_url: str | None
+) -> None:
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=SESSION_SECONDS,
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="Strict",
+        secure=cookie_secure(request, public_url),
+    )
+
+
+def clear_session_cookie(response: web.StreamResponse) -> None:
+    response.del_cookie(COOKIE, path=COOKIE_PATH)
+
+
+def safe_next(value: str | None) -> str:
+    """Where to go after login: a console path only, never another site."""
+    if (
+        not value
+        or not value.startswith("/admin/")
+        or value.startswith("/admin/login")
+        or "//" in value
+        or "\\" in value
+        or any(ord(c) < 0x20 for c in value)
+    ):
+        return "/admin/"
+    return value

@@ -1,0 +1,55 @@
+"""Template filters: times, rates, durations and excerpts as the console shows them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from markupsafe import Markup
+
+_SPACE = re.compile(r"\s+")
+
+
+def when(ts: float | None) -> Markup:
+    """A UTC timestamp as a <time> element; the script shows it in the viewer's zone."""
+    if ts is None:
+        return Markup("—")
+    moment = datetime.fromtimestamp(ts, UTC)
+    iso = moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    text = moment.strftime("%Y-%m-%d %H:%M UTC")
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(iso, text, text)
+
+
+def pct(rate: float | None) -> str:
+    """A rate as a whole percentage, or a dash when there is nothing to rate."""
+    return "—" if rate is None else f"{round(rate * 100)}%"
+
+
+def duration(start: float | None, end: float | None) -> str:
+    """How long something took, in the largest sensible unit."""
+    if start is None or end is None:
+        return "—"
+    seconds = max(0.0, end - start)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def excerpt(text: str | None, limit: int = 160) -> str:
+    """One line of at most `limit` characters."""
+    flat = _SPACE.sub(" ", text or "").strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "when": when,
+    "pct": pct,
+    "duration": duration,
+    "excerpt": excerpt,
+}

@@ -1,0 +1,214 @@
+"""Console pages for review: proposals with their diff and provenance, decisions, skills."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from gateway.admin.console import page, refuse
+from gateway.admin.console_diff import side_by_side
+from gateway.channels.base import Services
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
+from gateway.keys import SERVICES
+from gateway.skills.library import SLUG_RE
+from gateway.skills.proposals import Proposal
+from gateway.skills.review import live_proposal
+
+log = logging.getLogger(__name__)
+
+DECIDER = "web"
+MAX_REASON = 2000
+PER_PAGE = 50
+DONE = ("approved", "applied", "rolled_back")
+OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "decided")
+_MAX_ID = 2**63 - 1
+
+
+def page_number(request: web.Request) -> int:
+    """The `page` query parameter, 1 when absent or not a sensible number."""
+    raw = request.query.get("page", "1")
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 10**6 else 1
+
+
+def proposal_id(request: web.Request) -> int:
+    raw = request.match_info["id"]
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= _MAX_ID:
+        raise web.HTTPNotFound()
+    return int(raw)
+
+
+async def get_proposal(services: Services, pid: int) -> Proposal:
+    try:
+        return await services.review.get(pid)
+    except ProposalNotFound:
+        raise web.HTTPNotFound() from None
+
+
+async def text_before(services: Services, p: Proposal) -> str:
+    """What the proposal changes: the live text, or what its approval replaced."""
+    if p.status in DONE:
+        version = await services.store.replaced_version(p.id)
+        return version.content if version else ""  # an approved create replaced nothing
+    return services.review.staging.live_text(p.slug) or ""
+
+
+async def can_roll_back(services: Services, p: Proposal) -> bool:
+    """True for an approved update that is still the live text and kept what it replaced."""
+    if p.kind != "update" or p.status not in ("approved", "applied"):
+        return False
+    if live_proposal(services.review.staging.live_text(p.slug)) != p.id:
+        return False
+    return await services.store.replaced_version(p.id) is not None
+
+
+async def proposals(request: web.Request) -> web.Response:
+    """Pending proposals first, then the decided ones, newest first."""
+    store = request.config_dict[SERVICES].store
+    number = page_number(request)
+    rows = await store.review_queue(limit=PER_PAGE + 1, offset=(number - 1) * PER_PAGE)
+    shown = rows[:PER_PAGE]
+    return await page(
+        request,
+        "proposals.html",
+        active="proposals",
+        pending=[p for p in shown if p.status == "pending"],
+        decided=[p for p in shown if p.status != "pending"],
+        page_no=number,
+        more=len(rows) > PER_PAGE,
+    )
+
+
+async def proposal(request: web.Request) -> web.Response:
+    """One proposal: rationale, provenance, the side-by-side diff and the decision forms."""
+    services = request.config_dict[SERVICES]
+    p = await get_proposal(services, proposal_id(request))
+    diff = side_by_side(await text_before(services, p), await services.review.proposed_text(p))
+    outcome = request.query.get("outcome")
+    return await page(
+        request,
+        "proposal.html",
+        active="proposals",
+        p=p,
+        diff=diff,
+        sessions=await services.store.sessions_by_id(p.based_on),
+        ratings=await services.store.feedback_by_session(p.based_on),
+        can_roll_back=await can_roll_back(services, p),
+        outcome=outcome if outcome in OUTCOMES else None,
+        max_reason=MAX_REASON,
+    )
+
+
+async def form_reason(request: web.Request) -> str | None:
+    value = (await request.post()).get("reason")
+    if value is not None and (not isinstance(value, str) or len(value) > MAX_REASON):
+        raise web.HTTPBadRequest(text=f"a reason is text of at most {MAX_REASON} characters")
+    return value
+
+
+async def approve(request: web.Request) -> web.StreamResponse:
+    """Approve: the same review operation as a tap in chat."""
+    services = request.config_dict[SERVICES]
+    pid = proposal_id(request)
+    try:
+        result = await services.review.approve(pid, DECIDER)
+    except ProposalNotFound:
+        raise web.HTTPNotFound() from None
+    except (OSError, SkillError) as exc:
+        log.exception("approving proposal #%d failed", pid)
+        return await refuse(
+            request, 500, "Not approved", f"The skill files could not be changed: {exc}"
+        )
+    raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
+
+
+async def reject(request: web.Request) -> web.StreamResponse:
+    """Reject with an optional reason; the tombstone keeps it out of later passes."""
+    services = request.config_dict[SERVICES]
+    pid = proposal_id(request)
+    reason = await form_reason(request)
+    try:
+        result = await services.review.reject(pid, DECIDER, reason)
+    except ProposalNotFound:
+        raise web.HTTPNotFound() from None
+    raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
+
+
+async def rollback(request: web.Request) -> web.StreamResponse:
+    """Put back the text an approved update replaced."""
+    services = request.config_dict[SERVICES]
+    pid = proposal_id(request)
+    reason = await form_reason(request)
+    try:
+        result = await services.review.rollback(pid, DECIDER, reason)
+    except ProposalNotFound:
+        raise web.HTTPNotFound() from None
+    except RollbackRefused as exc:
+        return await refuse(request, 409, "Not rolled back", str(exc))
+    raise web.HTTPSeeOther(f"/admin/skills/{result.proposal.slug}?outcome={result.outcome}")
+
+
+async def skills(request: web.Request) -> web.Response:
+    """Every registered skill with its state, use and 👍 rate."""
+    services = request.config_dict[SERVICES]
+    store = services.store
+    descriptions: dict[str, str | None] = {}
+    records = await store.skill_records()
+    for rec in records:
+        try:
+            descriptions[rec.slug] = services.catalog.library.read(rec.slug).description
+        except SkillError:
+            descriptions[rec.slug] = None
+    return await page(
+        request,
+        "skills.html",
+        active="skills",
+        records=records,
+        descriptions=descriptions,
+        uses=await store.skill_uses(),
+        pending={p.slug: p.id for p in await store.pending_proposals()},
+    )
+
+
+async def skill(request: web.Request) -> web.Response:
+    """One skill: its live text, use, proposals and replaced versions, with rollback."""
+    services = request.config_dict[SERVICES]
+    slug = request.match_info["slug"]
+    if not SLUG_RE.match(slug):
+        raise web.HTTPNotFound()
+    store = services.store
+    record = await store.get_skill_record(slug)
+    text = services.review.staging.live_text(slug)
+    history = await store.skill_proposals(slug)
+    if record is None and text is None and not history:
+        raise web.HTTPNotFound()
+    rollback_id = None
+    for p in history:
+        if await can_roll_back(services, p):
+            rollback_id = p.id
+            break
+    outcome = request.query.get("outcome")
+    return await page(
+        request,
+        "skill.html",
+        active="skills",
+        slug=slug,
+        record=record,
+        text=text,
+        history=history,
+        versions=await store.skill_versions(slug),
+        use=(await store.skill_uses()).get(slug),
+        rollback_id=rollback_id,
+        outcome=outcome if outcome in OUTCOMES else None,
+        max_reason=MAX_REASON,
+    )
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/proposals", proposals)
+    app.router.add_get("/proposals/{id}", proposal)
+    app.router.add_post("/proposals/{id}/approve", approve)
+    app.router.add_post("/proposals/{id}/reject", reject)
+    app.router.add_post("/proposals/{id}/rollback", rollback)
+    app.router.add_get("/skills", skills)
+    app.router.add_get("/skills/{slug}", skill)

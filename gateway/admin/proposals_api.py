@@ -1,0 +1,193 @@
+"""Admin API routes for proposals, decisions and synthesis runs (under /admin/api)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from gateway.admin.api import int_param
+from gateway.errors import ProposalNotFound, RollbackRefused
+from gateway.keys import SERVICES
+from gateway.skills.proposals import STATUSES, Proposal
+from gateway.skills.review import Decision
+from gateway.skills.staging import iso
+
+WEB_DECIDER = "web"
+MAX_REASON = 2000
+_MAX_ID = 2**63 - 1
+
+
+def error(status: int, message: str, **extra: Any) -> web.Response:
+    return web.json_response({"error": message, **extra}, status=status)
+
+
+def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
+    """A proposal for the API; `full` adds the body."""
+    out: dict[str, Any] = {
+        "id": p.id,
+        "kind": p.kind,
+        "target": p.target,
+        "name": p.name,
+        "description": p.description,
+        "status": p.status,
+        "based_on": p.based_on,
+        "rationale": p.rationale,
+        "model": p.model,
+        "generated": iso(p.generated_at),
+        "decided_by": p.decided_by,
+        "decided": iso(p.decided_at),
+        "reason": p.reason,
+        "run": p.run_id,
+    }
+    if full:
+        out["content"] = p.content
+        out["content_hash"] = p.content_hash
+        out["base_hash"] = p.base_hash
+    return out
+
+
+def _id(request: web.Request) -> int | None:
+    raw = request.match_info["id"]
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= _MAX_ID:
+        return None
+    return int(raw)
+
+
+def _decision(result: Decision) -> web.Response:
+    """200 for a decision made here; 409 when it was stale or someone else decided first."""
+    p = result.proposal
+    body = {"outcome": result.outcome, "proposal": proposal_json(p)}
+    if result.outcome == "decided":
+        message = (
+            f"proposal #{p.id} was already {p.status} by {p.decided_by} at {iso(p.decided_at)}"
+        )
+        return error(409, message, **body, decided_by=p.decided_by, decided=iso(p.decided_at))
+    if result.outcome == "stale":
+        return error(409, f"{p.slug} changed after proposal #{p.id} was made; it is stale", **body)
+    return web.json_response(body)
+
+
+async def _reason(request: web.Request) -> str | None:
+    """The optional reason from a JSON or form body; 400 when the body is malformed."""
+    if not request.can_read_body:
+        return None
+    if request.content_type == "application/json":
+        try:
+            data = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise web.HTTPBadRequest(text="body is not valid JSON") from None
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise web.HTTPBadRequest(text='body must be a JSON object like {"reason": "..."}')
+        value = data.get("reason")
+    else:
+        try:
+            value = (await request.post()).get("reason")
+        except ValueError:
+            raise web.HTTPBadRequest(text="body is not a valid form") from None
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_REASON:
+        raise web.HTTPBadRequest(text=f"reason must be text of at most {MAX_REASON} characters")
+    return value
+
+
+async def list_proposals(request: web.Request) -> web.Response:
+    """Proposals newest first: ?status=pending|approved|...&limit=&offset=."""
+    status = request.query.get("status") or None
+    if status is not None and status not in STATUSES:
+        return error(400, f"status must be one of {', '.join(STATUSES)}")
+    limit = int_param(request, "limit", 100, low=1, high=1000)
+    offset = int_param(request, "offset", 0, low=0, high=10**9)
+    store = request.config_dict[SERVICES].store
+    rows = await store.list_proposals(status, limit=limit, offset=offset)
+    return web.json_response([proposal_json(p) for p in rows])
+
+
+async def get_proposal(request: web.Request) -> web.Response:
+    """One proposal with its body and the unified diff against the live skill."""
+    pid = _id(request)
+    if pid is None:
+        return error(400, "a proposal id is a positive integer")
+    review = request.config_dict[SERVICES].review
+    try:
+        p = await review.get(pid)
+    except ProposalNotFound as exc:
+        return error(404, str(exc))
+    return web.json_response({**proposal_json(p, full=True), "diff": await review.diff(p)})
+
+
+async def approve(request: web.Request) -> web.Response:
+    """Promote a pending proposal."""
+    pid = _id(request)
+    if pid is None:
+        return error(400, "a proposal id is a positive integer")
+    try:
+        result = await request.config_dict[SERVICES].review.approve(pid, WEB_DECIDER)
+    except ProposalNotFound as exc:
+        return error(404, str(exc))
+    return _decision(result)
+
+
+async def reject(request: web.Request) -> web.Response:
+    """Reject a pending proposal, with an optional reason (JSON or form field `reason`)."""
+    pid = _id(request)
+    if pid is None:
+        return error(400, "a proposal id is a positive integer")
+    reason = await _reason(request)
+    try:
+        result = await request.config_dict[SERVICES].review.reject(pid, WEB_DECIDER, reason)
+    except ProposalNotFound as exc:
+        return error(404, str(exc))
+    return _decision(result)
+
+
+async def rollback(request: web.Request) -> web.Response:
+    """Restore the text an approved update replaced."""
+    pid = _id(request)
+    if pid is None:
+        return error(400, "a proposal id is a positive integer")
+    reason = await _reason(request)
+    try:
+        result = await request.config_dict[SERVICES].review.rollback(pid, WEB_DECIDER, reason)
+    except ProposalNotFound as exc:
+        return error(404, str(exc))
+    except RollbackRefused as exc:
+        return error(409, str(exc))
+    return _decision(result)
+
+
+async def synthesize(request: web.Request) -> web.Response:
+    """Run one synthesis pass now; 409 while another pass runs."""
+    summary = await request.config_dict[SERVICES].synthesizer.run("api")
+    return web.json_response(summary.model_dump(), status=409 if summary.status == "busy" else 200)
+
+
+async def list_runs(request: web.Request) -> web.Response:
+    """Recent synthesis runs, newest first: ?limit=."""
+    limit = int_param(request, "limit", 20, low=1, high=500)
+    runs = await request.config_dict[SERVICES].store.list_runs(limit)
+    return web.json_response(
+        [
+            {
+                **r.model_dump(exclude={"started_at", "finished_at"}),
+                "started": iso(r.started_at),
+                "finished": iso(r.finished_at),
+            }
+            for r in runs
+        ]
+    )
+
+
+def add_routes(api: web.Application) -> None:
+    """Register these routes on the admin sub-application."""
+    api.router.add_get("/proposals", list_proposals)
+    api.router.add_get("/proposals/{id}", get_proposal)
+    api.router.add_post("/proposals/{id}/approve", approve)
+    api.router.add_post("/proposals/{id}/reject", reject)
+    api.router.add_post("/proposals/{id}/rollback", rollback)
+    api.router.add_post("/synthesize", synthesize)
+    api.router.add_get("/runs", list_runs)

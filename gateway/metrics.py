@@ -1,0 +1,125 @@
+"""Prometheus metrics: what the gateway counts, and `GET /metrics` in the text format.
+
+Each app owns its registry (never the process-global one), so several apps in
+one process keep separate counts. Counters are bumped where things happen;
+feedback, proposals and the inbox backlog are read from the store at scrape time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from gateway.admin.auth import bearer_ok, unauthorized
+from gateway.errors import StoreError
+from gateway.keys import SERVICES
+
+if TYPE_CHECKING:
+    from gateway.store import Store
+
+log = logging.getLogger(__name__)
+
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+# Headers a reverse proxy adds: a request carrying one is not trusted as local.
+PROXY_HEADERS = ("X-Forwarded-For", "X-Real-IP", "Forwarded")
+
+
+class Metrics:
+    """The gateway's collectors, in a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.updates_received = Counter(
+            "skillgate_updates_received",
+            "Platform updates stored for answering (redeliveries not counted)",
+            ["channel"],
+            registry=r,
+        )
+        self.answers = Counter(
+            "skillgate_answers",
+            "Answers delivered, by kind (normal, error, notice)",
+            ["channel", "kind"],
+            registry=r,
+        )
+        self.answer_latency = Histogram(
+            "skillgate_answer_latency_seconds",
+            "Time from starting a turn to its answer being delivered",
+            ["channel"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.model_errors = Counter(
+            "skillgate_model_errors",
+            "Turns whose answer the model failed to produce",
+            ["channel"],
+            registry=r,
+        )
+        self.feedback = Gauge(
+            "skillgate_feedback", "Ratings stored, by rating (up, down)", ["rating"], registry=r
+        )
+        self.proposals = Gauge(
+            "skillgate_proposals", "Skill proposals, by review status", ["status"], registry=r
+        )
+        self.inbox_pending = Gauge(
+            "skillgate_inbox_pending", "Stored updates not processed yet", registry=r
+        )
+
+    def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None:
+        """Count one delivered answer."""
+        self.answers.labels(channel, kind).inc()
+        self.answer_latency.labels(channel).observe(seconds)
+        if model_failed:
+            self.model_errors.labels(channel).inc()
+
+    async def refresh(self, store: Store) -> None:
+        """Read the stored totals that the gauges show."""
+        ratings = await store.feedback_counts()
+        self.feedback.labels("up").set(ratings.get(1, 0))
+        self.feedback.labels("down").set(ratings.get(-1, 0))
+        proposals = await store.proposal_counts()
+        self.proposals.clear()
+        for status, count in proposals.items():
+            self.proposals.labels(status).set(count)
+        self.inbox_pending.set(await store.inbox_pending_count())
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+def is_local(request: web.Request) -> bool:
+    """True for a direct connection from the loopback interface (not through a proxy)."""
+    if any(name in request.headers for name in PROXY_HEADERS):
+        return False
+    try:
+        ip = ipaddress.ip_address(request.remote or "")
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """GET /metrics: from localhost, or anywhere with the admin bearer token."""
+    services = request.app[SERVICES]
+    token = services.settings.admin_token
+    allowed = is_local(request) or bearer_ok(
+        request, token.get_secret_value() if token is not None else None
+    )
+    if not allowed:
+        return unauthorized("metrics need the admin bearer token or a local connection")
+    try:
+        await services.metrics.refresh(services.store)
+    except StoreError as exc:
+        # The counters are still worth scraping; /healthz reports the database.
+        log.warning("metrics: cannot read the store: %s", exc)
+    return web.Response(
+        body=services.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+    )

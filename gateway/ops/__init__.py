@@ -1,0 +1,1 @@
+"""Operator tooling: webhook registration, platform checks for doctor, backups."""

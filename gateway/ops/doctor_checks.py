@@ -1,0 +1,146 @@
+"""Doctor's platform checks: is the bot known, and does its webhook reach us?"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from gateway.channels.telegram_updates import WEBHOOK_PATH as TELEGRAM_PATH
+from gateway.config import Settings
+from gateway.doctor import Check
+from gateway.errors import ChannelError, ConfigError
+from gateway.ops.platforms import line_api, line_errors, telegram_bot, telegram_errors
+from gateway.ops.webhooks import (
+    LINE_PATH,
+    LINE_TIMEOUT,
+    public_endpoint,
+    secret_fingerprint,
+)
+
+SET_WEBHOOK = "run `skillgate set-webhook`"
+BACKLOG_WARN = 100
+RECENT_ERROR_SECONDS = 3600
+
+
+def delivery_fix(error: str) -> str:
+    """What to do about Telegram's last_error_message."""
+    text = error.lower()
+    if "401" in text or "403" in text:
+        return f"the secret Telegram sends is not TELEGRAM_WEBHOOK_SECRET: {SET_WEBHOOK}"
+    if "ssl" in text or "certificate" in text:
+        return "the reverse proxy's TLS certificate is not trusted: check its certificate chain"
+    if "404" in text:
+        return "the reverse proxy does not forward /webhook/telegram to the gateway: check it"
+    return (
+        "check that the service and the reverse proxy are running"
+        " (systemctl status skillgate caddy) and that DNS points to this server"
+    )
+
+
+async def telegram_checks(settings: Settings, registered_secret: str | None) -> list[Check]:
+    """getMe and getWebhookInfo; `registered_secret` is the fingerprint set-webhook stored."""
+    try:
+        async with telegram_errors(settings), telegram_bot(settings) as bot:
+            me = f"@{bot.username} (id {bot.id})"
+            info = await bot.get_webhook_info()
+    except ChannelError as exc:
+        fix = (
+            "copy the token again from @BotFather (/mybots, your bot, API Token)"
+            if "TELEGRAM_BOT_TOKEN" in str(exc)
+            else "check the server's outbound HTTPS and TELEGRAM_API_BASE_URL"
+        )
+        return [Check("telegram bot", "fail", str(exc), fix)]
+    checks = [Check("telegram bot", "ok", me)]
+    try:
+        expected = public_endpoint(settings, TELEGRAM_PATH)
+    except ConfigError as exc:
+        checks.append(Check("telegram webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
+        return checks
+    pending = info.pending_update_count
+    if not info.url:
+        checks.append(
+            Check(
+                "telegram webhook",
+                "fail",
+                "no webhook registered: updates wait at Telegram",
+                SET_WEBHOOK,
+            )
+        )
+    elif info.url != expected:
+        checks.append(
+            Check("telegram webhook", "fail", f"points to {info.url}, not {expected}", SET_WEBHOOK)
+        )
+    elif registered_secret and registered_secret != secret_fingerprint(settings):
+        checks.append(
+            Check(
+                "telegram webhook",
+                "fail",
+                "TELEGRAM_WEBHOOK_SECRET changed since the webhook was registered: posts get 401",
+                SET_WEBHOOK,
+            )
+        )
+    elif info.last_error_message and (pending or _recent(info.last_error_date)):
+        checks.append(
+            Check(
+                "telegram webhook",
+                "fail",
+                f"delivery failing: {info.last_error_message} ({pending} update(s) pending)",
+                delivery_fix(info.last_error_message),
+            )
+        )
+    elif pending >= BACKLOG_WARN:
+        checks.append(
+            Check(
+                "telegram webhook",
+                "warn",
+                f"{info.url}: {pending} updates pending",
+                "check that the gateway answers (GET /healthz) and keeps up",
+            )
+        )
+    else:
+        checks.append(Check("telegram webhook", "ok", f"{info.url}, {pending} pending"))
+    return checks
+
+
+def _recent(when: datetime | None) -> bool:
+    return when is not None and time.time() - when.timestamp() < RECENT_ERROR_SECONDS
+
+
+async def line_checks(settings: Settings) -> list[Check]:
+    """The bot's info and the webhook endpoint LINE posts to."""
+    try:
+        async with line_errors(settings), line_api(settings) as api:
+            bot = await api.get_bot_info(_request_timeout=LINE_TIMEOUT)
+            endpoint = await api.get_webhook_endpoint(_request_timeout=LINE_TIMEOUT)
+    except ChannelError as exc:
+        fix = (
+            "issue a long-lived channel access token in the LINE Developers console"
+            " (your channel, Messaging API tab) and set LINE_CHANNEL_ACCESS_TOKEN"
+            if "401" in str(exc)
+            else "check the server's outbound HTTPS and LINE_API_BASE_URL"
+        )
+        return [Check("line bot", "fail", str(exc), fix)]
+    checks = [Check("line bot", "ok", f"{bot.display_name} ({bot.basic_id}, {bot.user_id})")]
+    try:
+        expected = public_endpoint(settings, LINE_PATH)
+    except ConfigError as exc:
+        checks.append(Check("line webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
+        return checks
+    if endpoint.endpoint != expected:
+        shown = endpoint.endpoint or "nothing"
+        checks.append(
+            Check("line webhook", "fail", f"points to {shown}, not {expected}", SET_WEBHOOK)
+        )
+    elif not endpoint.active:
+        checks.append(
+            Check(
+                "line webhook",
+                "fail",
+                f"{expected} is set but 'Use webhook' is off: LINE sends nothing",
+                "turn on 'Use webhook' in the LINE Developers console"
+                " (your channel, Messaging API tab, Webhook settings)",
+            )
+        )
+    else:
+        checks.append(Check("line webhook", "ok", f"{expected}, active"))
+    return checks

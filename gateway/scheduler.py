@@ -1,0 +1,76 @@
+"""The synthesis schedule: APScheduler 3's AsyncIOScheduler, started inside the running loop.
+
+APScheduler keeps one instance of the job at a time in this process; the lock
+row the synthesizer takes keeps other processes out as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from gateway.skills.synthesizer import Synthesizer
+
+log = logging.getLogger(__name__)
+JOB_ID = "synthesis"
+
+
+class SynthesisSchedule:
+    """Runs a synthesis pass every `interval_minutes`."""
+
+    def __init__(self, synthesizer: Synthesizer, interval_minutes: float) -> None:
+        self.synthesizer = synthesizer
+        self.interval_minutes = interval_minutes
+        self._scheduler: AsyncIOScheduler | None = None
+        self._current: asyncio.Task[object] | None = None
+
+    def start(self, last_run_at: float | None = None, now: float | None = None) -> None:
+        """Start the scheduler inside the running loop; the cadence continues from the last run.
+
+        Counting from the stored last run, not from start-up, keeps a gateway that
+        restarts more often than the interval from never synthesizing at all.
+        """
+        at = time.time() if now is None else now
+        interval = self.interval_minutes * 60
+        first = at + interval if last_run_at is None else max(at, last_run_at + interval)
+        scheduler = AsyncIOScheduler(
+            timezone="UTC",
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 300},
+        )
+        scheduler.add_job(
+            self._tick,
+            "interval",
+            seconds=interval,
+            id=JOB_ID,
+            replace_existing=True,
+            next_run_time=datetime.fromtimestamp(first, UTC),
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+        log.info("synthesis scheduled every %g minute(s)", self.interval_minutes)
+
+    async def _tick(self) -> None:
+        self._current = asyncio.current_task()
+        try:
+            summary = await self.synthesizer.run("schedule")
+        finally:
+            self._current = None
+        if summary.status == "busy":
+            log.info("scheduled synthesis skipped: another pass is running")
+
+    async def stop(self) -> None:
+        """Stop scheduling and interrupt a pass in progress (it records itself as interrupted)."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+            await asyncio.sleep(0)  # shutdown is scheduled with call_soon_threadsafe
+        task = self._current
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

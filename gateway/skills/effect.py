@@ -1,0 +1,225 @@
+"""Each skill's effect on ratings: tallies, Wilson intervals and a verdict.
+
+Attribution, for the skill's current text (answers made since its content last
+changed), counting each rated answer once:
+
+- *loaded*: answers whose trace loaded the skill (its uses);
+- *offered only*: answers that had it in the skill index but did not load it;
+- *withheld*: answers from whose turn the holdout removed it (it would have been offered);
+- *without it*: the comparable answers, offered only plus withheld, i.e. rated answers
+  for which the skill was eligible but not loaded.
+
+An answer's rating is the majority of its raters (one rater in a private chat);
+an answer with as many 👍 as 👎 counts as unrated. A thumbs-up rate comes with a
+Wilson score interval, the difference of two rates with Newcombe's interval built
+from them. A skill is *harmful* when both samples hold at least the minimum
+evidence, its rate is below the without-it rate by at least the margin, and the
+95% interval of the difference lies wholly below zero: worse by an amount that
+matters and by more than chance explains. *Helpful* is the mirror image.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+Z95 = 1.959963984540054
+Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
+VERDICT_TEXT: dict[str, str] = {
+    "collecting": "collecting evidence",
+    "harmful": "harmful: rated worse than answers without it",
+    "helpful": "helpful: rated better than answers without it",
+    "unclear": "no clear effect",
+}
+
+
+def wilson(up: int, rated: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a thumbs-up rate; (0, 1) when nothing was rated."""
+    if rated <= 0:
+        return 0.0, 1.0
+    p = up / rated
+    z2 = z * z
+    centre = (p + z2 / (2 * rated)) / (1 + z2 / rated)
+    half = z * math.sqrt(p * (1 - p) / rated + z2 / (4 * rated * rated)) / (1 + z2 / rated)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class Tally(BaseModel):
+    """Answers in one arm, and how many of them were rated 👍 and 👎.
+
+    `answers` counts every answer for the loaded arm (the skill's uses), and the answers
+    someone rated for the comparison arms.
+    """
+
+    answers: int = 0
+    up: int = 0
+    down: int = 0
+
+    @property
+    def rated(self) -> int:
+        return self.up + self.down
+
+    @property
+    def rate(self) -> float | None:
+        return self.up / self.rated if self.rated else None
+
+    def interval(self, z: float = Z95) -> tuple[float, float]:
+        return wilson(self.up, self.rated, z)
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            answers=self.answers + other.answers, up=self.up + other.up, down=self.down + other.down
+        )
+
+
+def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, float] | None:
+    """Newcombe's hybrid score interval of rate(a) - rate(b); None unless both were rated."""
+    if a.rate is None or b.rate is None:
+        return None
+    (la, ua), (lb, ub) = a.interval(z), b.interval(z)
+    d = a.rate - b.rate
+    return (
+        d - math.sqrt((a.rate - la) ** 2 + (ub - b.rate) ** 2),
+        d + math.sqrt((ua - a.rate) ** 2 + (b.rate - lb) ** 2),
+    )
+
+
+@dataclass(frozen=True)
+class EffectThresholds:
+    """When a skill's figures are enough to judge it, and by how much it must differ."""
+
+    min_evidence: int = 20
+    margin: float = 0.15
+    z: float = Z95
+
+
+class SkillTallies(BaseModel):
+    """The raw counts of one skill's current text, as the store gathers them."""
+
+    name: str
+    content_hash: str
+    since: float | None = None
+    loaded: Tally = Tally()
+    offered: Tally = Tally()
+    withheld: Tally = Tally()
+
+
+class SkillEffect(SkillTallies):
+    """A skill's tallies with the comparison, the difference and the verdict."""
+
+    difference: float | None = None
+    difference_low: float | None = None
+    difference_high: float | None = None
+    verdict: Verdict = "collecting"
+    z: float = Z95
+
+    @property
+    def without(self) -> Tally:
+        """Comparable answers without the skill: offered but not loaded, or withheld."""
+        return self.offered + self.withheld
+
+    def summary(self) -> dict[str, Any]:
+        """The figures as plain JSON values (rates and bounds rounded to 4 places)."""
+        return {
+            "uses": self.loaded.answers,
+            "up": self.loaded.up,
+            "down": self.loaded.down,
+            **_rate_fields(self.loaded, self.z),
+            "offered_only": _arm(self.offered, self.z),
+            "withheld": _arm(self.withheld, self.z),
+            "without": _arm(self.without, self.z),
+            "difference": _round(self.difference),
+            "difference_low": _round(self.difference_low),
+            "difference_high": _round(self.difference_high),
+            "verdict": self.verdict,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _rate_fields(t: Tally, z: float) -> dict[str, Any]:
+    low, high = t.interval(z)
+    return {
+        "rated": t.rated,
+        "rate": _round(t.rate),
+        "low": _round(low) if t.rated else None,
+        "high": _round(high) if t.rated else None,
+    }
+
+
+def _arm(t: Tally, z: float) -> dict[str, Any]:
+    return {"answers": t.answers, "up": t.up, "down": t.down, **_rate_fields(t, z)}
+
+
+def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
+    """The verdict on a skill from its loaded and without-it tallies."""
+    if min(loaded.rated, without.rated) < thresholds.min_evidence:
+        return "collecting"
+    interval = difference_interval(loaded, without, thresholds.z)
+    assert interval is not None and loaded.rate is not None and without.rate is not None
+    low, high = interval
+    d = loaded.rate - without.rate
+    if d <= -thresholds.margin and high < 0:
+        return "harmful"
+    if d >= thresholds.margin and low > 0:
+        return "helpful"
+    return "unclear"
+
+
+def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
+    """The effect of one skill: its tallies judged against the thresholds."""
+    without = tallies.offered + tallies.withheld
+    interval = difference_interval(tallies.loaded, without, thresholds.z)
+    difference = None
+    if tallies.loaded.rate is not None and without.rate is not None:
+        difference = tallies.loaded.rate - without.rate
+    return SkillEffect(
+        **tallies.model_dump(),
+        difference=difference,
+        difference_low=interval[0] if interval else None,
+        difference_high=interval[1] if interval else None,
+        verdict=judge(tallies.loaded, without, thresholds),
+        z=thresholds.z,
+    )
+
+
+def harmful(effect: SkillEffect) -> bool:
+    """True when the skill is reliably rated worse than comparable answers without it."""
+    return effect.verdict == "harmful"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{round(value * 100)}%"
+
+
+def describe(effect: SkillEffect) -> str:
+    """One line for chat or a terminal: uses, 👍/👎, rate with interval, without-it, verdict."""
+    t, w = effect.loaded, effect.without
+    low, high = t.interval(effect.z)
+    rate = f"{_percent(t.rate)} ({round(low * 100)}-{_percent(high)})" if t.rated else "-"
+    return (
+        f"{t.answers} uses, 👍 {t.up} 👎 {t.down}, rate {rate};"
+        f" without it {_percent(w.rate)} of {w.rated}; {VERDICT_TEXT[effect.verdict]}"
+    )
+
+
+class EffectStore(Protocol):
+    """The part of the store that counts rated answers per skill."""
+
+    async def skill_tallies(self) -> dict[str, SkillTallies]: ...
+
+
+async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dict[str, SkillEffect]:
+    """Every registered skill's effect on ratings, by name."""
+    return {name: measure(t, thresholds) for name, t in (await store.skill_tallies()).items()}
+
+
+def settled(effects: Mapping[str, SkillEffect]) -> dict[str, str]:
+    """Skills whose current text has the minimum evidence: name -> content hash."""
+    return {n: e.content_hash for n, e in effects.items() if e.verdict != "collecting"}

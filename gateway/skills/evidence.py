@@ -1,0 +1,166 @@
+"""Evidence for the synthesizer: finished sessions with their ratings and traces, in batches.
+
+A session teaches something only when someone rated an answer or an answer
+failed, and only when it holds at least one question and one answer; the rest
+is consumed unread. Batches are bounded in sessions and in estimated tokens,
+so the number of model calls grows with batches, not with sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from gateway.core.tokens import estimate_tokens
+from gateway.skills.fence import fence
+
+MAX_TURN_CHARS = 1200
+MAX_COMMENT_CHARS = 500
+
+
+class Rating(BaseModel):
+    """One user's rating of an answer."""
+
+    rating: int
+    comment: str | None = None
+
+
+class Turn(BaseModel):
+    """A message of a session, with the answer's trace and ratings."""
+
+    message_id: int
+    role: str
+    text: str
+    kind: str = "normal"
+    skills_loaded: list[str] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+    completed: bool = True
+    error: str | None = None
+    ratings: list[Rating] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.role == "assistant" and (
+            self.kind == "error" or not self.completed or self.error is not None
+        )
+
+    @property
+    def notable(self) -> bool:
+        return bool(self.ratings) or self.failed
+
+
+class SessionEvidence(BaseModel):
+    """One finished session as the synthesizer reads it."""
+
+    session_id: int
+    channel: str
+    turns: list[Turn] = Field(default_factory=list)
+
+    def has_signal(self) -> bool:
+        """Rated or failed, and at least one question with an answer."""
+        roles = {t.role for t in self.turns}
+        return {"user", "assistant"} <= roles and any(t.notable for t in self.turns)
+
+    def skills_loaded(self) -> list[str]:
+        return [s for t in self.turns for s in t.skills_loaded]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render_turn(turn: Turn) -> str:
+    """One message, then its trace and ratings on indented lines."""
+    if turn.role == "user":
+        return f"[user] {_clip(turn.text, MAX_TURN_CHARS)}"
+    label = "[assistant, error placeholder shown]" if turn.kind == "error" else "[assistant]"
+    lines = [f"{label} {_clip(turn.text, MAX_TURN_CHARS)}"]
+    trace = []
+    if turn.skills_loaded:
+        trace.append("skills loaded: " + ", ".join(turn.skills_loaded))
+    if turn.tools_used:
+        trace.append("tools used: " + ", ".join(turn.tools_used))
+    if turn.failed:
+        trace.append("FAILED" + (f": {_clip(turn.error, 200)}" if turn.error else ""))
+    if trace:
+        lines.append("  trace: " + "; ".join(trace))
+    for r in turn.ratings:
+        note = "👍" if r.rating > 0 else "👎"
+        if r.comment:
+            note += f' comment: "{_clip(r.comment, MAX_COMMENT_CHARS)}"'
+        lines.append(f"  rating: {note}")
+    return "\n".join(lines)
+
+
+def render_session(evidence: SessionEvidence, budget_tokens: int) -> str:
+    """The session, fenced, within `budget_tokens`: unrated turns go first, oldest first."""
+    rendered = [(t.notable, render_turn(t)) for t in evidence.turns]
+
+    def text(parts: list[tuple[bool, str]], omitted: int) -> str:
+        body = "\n".join(p for _, p in parts)
+        if omitted:
+            body = f"[{omitted} earlier message(s) omitted]\n{body}"
+        return fence(body, session=evidence.session_id, channel=evidence.channel)
+
+    omitted = 0
+    while len(rendered) > 1 and estimate_tokens(text(rendered, omitted)) > budget_tokens:
+        drop = next((i for i, (notable, _) in enumerate(rendered) if not notable), 0)
+        rendered.pop(drop)
+        omitted += 1
+    return text(rendered, omitted)
+
+
+class EvidenceSource(Protocol):
+    """The part of the store that hands out finished, unconsumed sessions."""
+
+    async def unconsumed_sessions(self, *, after_id: int, limit: int) -> list[int]: ...
+
+    async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
+
+
+@dataclass
+class Batch:
+    """Sessions shown to the model in one call, and the signal-less ones consumed with them."""
+
+    sessions: list[SessionEvidence] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def shown_ids(self) -> list[int]:
+        return [s.session_id for s in self.sessions]
+
+    @property
+    def consumed_ids(self) -> list[int]:
+        return [*self.shown_ids, *self.skipped]
+
+
+async def batches(
+    source: EvidenceSource, *, max_sessions: int, max_tokens: int
+) -> AsyncIterator[Batch]:
+    """Batches over every unconsumed finished session, read a chunk at a time."""
+    current = Batch()
+    after = 0
+    while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions):
+        after = ids[-1]
+        for evidence in await source.session_evidence(ids):
+            if not evidence.has_signal():
+                current.skipped.append(evidence.session_id)
+                continue
+            text = render_session(evidence, max_tokens)
+            cost = estimate_tokens(text) + 1
+            if current.sessions and (
+                len(current.sessions) >= max_sessions or current.tokens + cost > max_tokens
+            ):
+                yield current
+                current = Batch()
+            current.sessions.append(evidence)
+            current.rendered.append(text)
+            current.tokens += cost
+    if current.sessions or current.skipped:
+        yield current

@@ -1,0 +1,162 @@
+"""Every rule a proposal must pass, in code, before anything is staged.
+
+A proposal that breaks a rule (name, description, size, secrets) is refused; one
+that repeats a rejection, a pending proposal or the live text is suppressed.
+Neither reaches the disk. Sources are reduced to sessions the model was shown,
+and a `create` of an existing name becomes an `update` of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gateway.errors import SkillError
+from gateway.skills.library import (
+    Skill,
+    SkillLibrary,
+    content_hash,
+    parse_skill,
+    validate_description,
+    validate_slug,
+)
+from gateway.skills.proposals import Candidate, Proposal, ProposalDraft, Rejection
+from gateway.skills.secrets import find_secret
+from gateway.skills.similarity import body_hash, change_text, same_claim
+
+_FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class LiveSkill:
+    """A skill on disk as an update would change it."""
+
+    text: str
+    skill: Skill
+    source: str
+
+
+def load_live(library: SkillLibrary, slug: str, registry_source: str | None) -> LiveSkill | None:
+    """The live skill `slug` with its source (registry, then frontmatter, else custom)."""
+    try:
+        text = library.read_text(slug)
+        skill = parse_skill(text, expect_name=slug)
+    except SkillError:
+        return None
+    return LiveSkill(text=text, skill=skill, source=registry_source or skill.source or "custom")
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A proposal that was not staged, and why; `suppressed` marks a repeat, not a broken rule."""
+
+    name: str
+    reason: str
+    suppressed: bool
+
+
+@dataclass
+class ScreenContext:
+    """What screening compares a proposal with."""
+
+    shown: Sequence[int]
+    live: Callable[[str], LiveSkill | None]
+    pending: list[Proposal]
+    rejections: Sequence[Rejection]
+    threshold: float
+    max_bytes: int
+    secrets: Sequence[str]
+    model: str | None
+    now: float
+
+
+def _sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
+    """Shown session ids among `based_on`; all shown ones when none is valid."""
+    valid = set(shown)
+    kept: list[int] = []
+    for item in based_on:
+        text = str(item).strip().lstrip("#")
+        if text.isdigit() and int(text) in valid and int(text) not in kept:
+            kept.append(int(text))
+    return kept or list(shown)
+
+
+def _body(content: str) -> str:
+    """The markdown body, without a frontmatter block the model added anyway."""
+    return _FRONTMATTER.sub("", content, count=1).strip()
+
+
+def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
+    """A candidate ready to stage, or the reason it was dropped."""
+    label = draft.name.strip()[:80] or "(unnamed)"
+    try:
+        name = validate_slug(draft.name.strip())
+        target = validate_slug(draft.target.strip()) if draft.target else None
+        description = validate_description(draft.description)
+    except SkillError as exc:
+        return Dropped(label, str(exc), suppressed=False)
+    body = _body(draft.content)
+    if not body:
+        return Dropped(name, "the skill body is empty", suppressed=False)
+    size = len(body.encode("utf-8"))
+    if size > ctx.max_bytes:
+        return Dropped(name, f"body is {size} bytes, over the {ctx.max_bytes}-byte limit", False)
+    found = find_secret((name, description, body, draft.rationale), ctx.secrets)
+    if found:
+        return Dropped(name, f"refused: it contains {found}", suppressed=False)
+
+    kind = draft.kind
+    live: LiveSkill | None = None
+    if kind == "update":
+        target = target or name
+        live = ctx.live(target)
+        if live is None and (live := ctx.live(name)) is not None:
+            target = name
+        if live is None:
+            kind, target = "create", None  # nothing to update: the model meant a new skill
+        else:
+            name = target  # a folder is its name; renaming is not a proposal
+    if kind == "create":
+        live = ctx.live(name)
+        if live is not None:
+            kind, target = "update", name
+    if kind == "create":
+        target = None
+
+    candidate = Candidate(
+        kind=kind,
+        target=target,
+        name=name,
+        description=description,
+        content=body,
+        content_hash=body_hash(body),
+        change_text=change_text(live.skill.body if live else None, body),
+        base_hash=content_hash(live.text) if live else None,
+        based_on=_sources(draft.based_on, ctx.shown),
+        rationale=draft.rationale.strip(),
+        model=ctx.model,
+        generated_at=ctx.now,
+    )
+    return _repeat(candidate, live, ctx) or candidate
+
+
+def _repeat(c: Candidate, live: LiveSkill | None, ctx: ScreenContext) -> Dropped | None:
+    """Why `c` repeats something known, or None."""
+    if (
+        live is not None
+        and body_hash(live.skill.body) == c.content_hash
+        and live.skill.description == c.description
+    ):
+        return Dropped(c.name, "no change to the live skill", suppressed=True)
+    for rejection in ctx.rejections:
+        if same_claim(c, rejection, ctx.threshold):
+            ref = f" #{rejection.proposal_id}" if rejection.proposal_id else ""
+            why = f": {rejection.reason}" if rejection.reason else ""
+            return Dropped(c.name, f"matches rejected proposal{ref}{why}", suppressed=True)
+    for pending in ctx.pending:
+        if pending.slug == c.slug or same_claim(c, pending, ctx.threshold):
+            return Dropped(
+                c.name, f"proposal #{pending.id} for {pending.slug} awaits review", suppressed=True
+            )
+    return None

@@ -1,0 +1,74 @@
+"""Recognising a claim again: normalised content hashes and text similarity (difflib).
+
+Two proposals make the same claim when their normalised bodies are equal, or
+when target, name and description closely match. An update usually keeps its
+skill's description, so for two updates the change itself (the lines added or
+removed) must match as well; otherwise one rejected update would block every
+later, different improvement of that skill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from difflib import SequenceMatcher
+
+from gateway.skills.proposals import Claim
+
+MAX_CHANGE_CHARS = 4000
+_PUNCTUATION = re.compile(r"[^\w\s]+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation dropped, whitespace collapsed."""
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+def body_hash(content: str) -> str:
+    """SHA-256 of a body stripped, whitespace-collapsed and lower-cased."""
+    return hashlib.sha256(" ".join(content.split()).lower().encode("utf-8")).hexdigest()
+
+
+def change_text(old_body: str | None, new_body: str) -> str:
+    """The normalised lines an update adds (+) or removes (-); a create's whole body."""
+    new = [normalise(line) for line in new_body.splitlines() if normalise(line)]
+    if old_body is None:
+        return "\n".join(new)[:MAX_CHANGE_CHARS]
+    old = [normalise(line) for line in old_body.splitlines() if normalise(line)]
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag in ("delete", "replace"):
+            out.extend(f"- {line}" for line in old[i1:i2])
+        if tag in ("insert", "replace"):
+            out.extend(f"+ {line}" for line in new[j1:j2])
+    return "\n".join(out)[:MAX_CHANGE_CHARS]
+
+
+def claim_key(claim: Claim) -> str:
+    """`target|name|description`, each part normalised."""
+    return "|".join(normalise(part) for part in (claim.target or "", claim.name, claim.description))
+
+
+def similar(a: str, b: str, threshold: float) -> bool:
+    """SequenceMatcher ratio at least `threshold`, with difflib's cheap upper bounds first."""
+    if a == b:
+        return True
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return (
+        matcher.real_quick_ratio() >= threshold
+        and matcher.quick_ratio() >= threshold
+        and matcher.ratio() >= threshold
+    )
+
+
+def same_claim(a: Claim, b: Claim, threshold: float) -> bool:
+    """True when `a` and `b` propose the same thing."""
+    if a.content_hash == b.content_hash:
+        return True
+    if "retire" in (a.kind, b.kind):
+        return False  # a retirement is the same claim only for the same live text (its hash)
+    if not similar(claim_key(a), claim_key(b), threshold):
+        return False
+    if a.kind == "update" and b.kind == "update":
+        return similar(a.change_text, b.change_text, threshold)
+    return True

@@ -1,0 +1,303 @@
+"""The synthesizer: one pass from unconsumed finished sessions to screened, staged proposals.
+
+A pass holds a leased lock row, so two passes never overlap, in one process or
+several, and a crashed holder blocks nobody for longer than the lease. Each
+batch is one JSON-mode model call; its sessions are consumed once the answer
+was used, so a restart neither repeats nor loses them. A batch whose answer is
+not the agreed JSON ends the run as failed, stages nothing and leaves its
+sessions for the next pass. Each pass first measures every skill's effect on
+ratings and proposes retiring the harmful ones (see `effect` and `retire`);
+retirements do not count against the per-pass proposal limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gateway.core.llm import LLM
+from gateway.errors import ModelError, SynthesisError
+from gateway.skills.catalog import SkillCatalog
+from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
+from gateway.skills.evidence import Batch, batches
+from gateway.skills.ports import SynthesisStore
+from gateway.skills.proposals import Proposal, RunRecord, parse_answer
+from gateway.skills.retire import propose_retirements
+from gateway.skills.review import Reviewer
+from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
+from gateway.skills.synthesis_prompt import build_messages
+
+log = logging.getLogger(__name__)
+LOCK_NAME = "synthesis"
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    """The synthesizer's knobs, from Settings."""
+
+    max_proposals: int = 3
+    similarity_threshold: float = 0.85
+    batch_sessions: int = 20
+    batch_tokens: int = 6000
+    max_skill_bytes: int = 16_384
+    session_idle_seconds: float = 1800.0
+    secrets: Sequence[str] = ()
+    lease_seconds: float = 900.0
+    effect: EffectThresholds = field(default_factory=EffectThresholds)
+
+
+class ProposalBrief(BaseModel):
+    """A proposal made by a run."""
+
+    id: int
+    kind: str
+    name: str
+    target: str | None
+    description: str
+    status: str
+
+
+class DroppedBrief(BaseModel):
+    """A proposal a run did not stage, and why."""
+
+    name: str
+    reason: str
+
+
+class BatchReport(BaseModel):
+    """Progress after one batch."""
+
+    index: int
+    sessions: int
+    skipped: int
+    proposed: int
+    suppressed: int
+    refused: int
+
+
+class RunSummary(BaseModel):
+    """What a pass did: proposals made, suppressed and refused, its counts and its error."""
+
+    run_id: int | None = None
+    status: Literal["ok", "failed", "busy"]
+    trigger: str
+    sessions: int = 0
+    skipped: int = 0
+    batches: int = 0
+    proposed: list[ProposalBrief] = Field(default_factory=list)
+    suppressed: list[DroppedBrief] = Field(default_factory=list)
+    refused: list[DroppedBrief] = Field(default_factory=list)
+    model: str | None = None
+    prompt_tokens: int = 0
+    error: str | None = None
+
+
+Progress = Callable[[BatchReport], None]
+
+
+class Synthesizer:
+    """Reads evidence, asks the model, screens and hands survivors to review."""
+
+    def __init__(
+        self,
+        store: SynthesisStore,
+        llm: LLM,
+        catalog: SkillCatalog,
+        reviewer: Reviewer,
+        config: SynthesisConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.catalog = catalog
+        self.reviewer = reviewer
+        self.config = config
+        self.clock = clock
+
+    async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
+        """One pass now; `busy` when another pass holds the lock."""
+        # One holder per pass, so a second pass in this process is kept out too.
+        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        lease = self.config.lease_seconds
+        if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
+            return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+        try:
+            return await self._run(trigger, progress, holder)
+        finally:
+            await self.store.release_lock(LOCK_NAME, holder)
+
+    async def _run(self, trigger: str, progress: Progress | None, holder: str) -> RunSummary:
+        cfg = self.config
+        now = self.clock()
+        await self.store.finish_idle_sessions(now, cfg.session_idle_seconds)
+        run = RunRecord(
+            id=await self.store.start_run(trigger, self.llm.model, now),
+            trigger=trigger,
+            started_at=now,
+            model=self.llm.model,
+        )
+        summary = RunSummary(run_id=run.id, status="ok", trigger=trigger, model=self.llm.model)
+        try:
+            await self._retirements(run, summary)
+            async for batch in batches(
+                self.store, max_sessions=cfg.batch_sessions, max_tokens=cfg.batch_tokens
+            ):
+                if _drafted(summary) >= cfg.max_proposals:
+                    break  # what is left stays unconsumed for the next pass
+                before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
+                if batch.sessions:
+                    summary.batches += 1
+                    await self._batch(batch, run, summary)
+                await self.store.consume_sessions(batch.consumed_ids, run.id, self.clock())
+                summary.sessions += len(batch.sessions)
+                summary.skipped += len(batch.skipped)
+                if not await self.store.acquire_lock(
+                    LOCK_NAME, holder, self.clock(), cfg.lease_seconds
+                ):
+                    raise SynthesisError("the run lock's lease ran out and another pass took it")
+                if progress is not None and batch.sessions:
+                    progress(_report(summary, before, len(batch.sessions), len(batch.skipped)))
+        except (SynthesisError, ModelError) as exc:
+            summary.status, summary.error = "failed", str(exc)
+        except asyncio.CancelledError:
+            summary.status, summary.error = "failed", "interrupted by shutdown"
+            await self._finish(run, summary)
+            raise
+        except Exception as exc:
+            # A bug must not take the scheduler down; the run record says what happened.
+            log.exception("synthesis run %s failed", run.id)
+            summary.status, summary.error = "failed", f"internal error: {type(exc).__name__}"
+        await self._finish(run, summary)
+        return summary
+
+    async def _finish(self, run: RunRecord, summary: RunSummary) -> None:
+        summary.prompt_tokens = run.prompt_tokens
+        await self.store.finish_run(
+            run.model_copy(
+                update={
+                    "status": summary.status,
+                    "finished_at": self.clock(),
+                    "sessions": summary.sessions,
+                    "skipped": summary.skipped,
+                    "batches": summary.batches,
+                    "proposed": len(summary.proposed),
+                    "suppressed": len(summary.suppressed),
+                    "refused": len(summary.refused),
+                    "error": summary.error,
+                }
+            )
+        )
+        log.info(
+            "synthesis run %s %s: %d session(s), %d proposed, %d suppressed, %d refused%s",
+            run.id,
+            summary.status,
+            summary.sessions,
+            len(summary.proposed),
+            len(summary.suppressed),
+            len(summary.refused),
+            f" ({summary.error})" if summary.error else "",
+        )
+
+    async def effects(self) -> dict[str, SkillEffect]:
+        """Every registered skill's effect on ratings, judged with this synthesizer's thresholds."""
+        return await skill_effects(self.store, self.config.effect)
+
+    async def _retirements(self, run: RunRecord, summary: RunSummary) -> None:
+        """Measure every skill; propose retiring the harmful ones; end holdout for settled ones."""
+        effects = await self.effects()
+        done = await propose_retirements(
+            self.store,
+            self.catalog.library,
+            self.reviewer,
+            effects,
+            self.config.effect,
+            run_id=run.id,
+            now=self.clock(),
+        )
+        summary.proposed.extend(_brief(p) for p in done.proposed)
+        summary.suppressed.extend(DroppedBrief(name=d.name, reason=d.reason) for d in done.dropped)
+        self.catalog.settle(settled(effects))
+
+    async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> None:
+        """Ask the model about one batch, then screen and submit what it proposed."""
+        cfg = self.config
+        pending = await self.store.pending_proposals()
+        rejections = await self.store.rejections()
+        messages = build_messages(
+            batch,
+            self.catalog,
+            pending,
+            rejections,
+            max_proposals=cfg.max_proposals - _drafted(summary),
+            max_bytes=cfg.max_skill_bytes,
+        )
+        completion = await self.llm.complete(messages, json_mode=True)
+        run.prompt_tokens += completion.prompt_tokens
+        run.completion_tokens += completion.completion_tokens
+        drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
+        sources = {r.slug: r.source for r in await self.store.skill_records()}
+        library = self.catalog.library
+        ctx = ScreenContext(
+            shown=batch.shown_ids,
+            live=lambda slug: load_live(library, slug, sources.get(slug)),
+            pending=pending,
+            rejections=rejections,
+            threshold=cfg.similarity_threshold,
+            max_bytes=cfg.max_skill_bytes,
+            secrets=cfg.secrets,
+            model=completion.model or self.llm.model,
+            now=self.clock(),
+        )
+        for draft in drafts:
+            if _drafted(summary) >= cfg.max_proposals:
+                reason = f"over the limit of {cfg.max_proposals} proposals per run"
+                summary.refused.append(DroppedBrief(name=draft.name[:80], reason=reason))
+                continue
+            result = screen(draft, ctx)
+            if isinstance(result, Dropped):
+                brief = DroppedBrief(name=result.name, reason=result.reason)
+                (summary.suppressed if result.suppressed else summary.refused).append(brief)
+                continue
+            proposal = await self.reviewer.submit(result, run.id)
+            summary.proposed.append(_brief(proposal))
+            if proposal.status == "pending":
+                ctx.pending.append(proposal)
+
+
+def _drafted(summary: RunSummary) -> int:
+    """Proposals the model made this pass (retirements come from measurement, not the model)."""
+    return sum(1 for p in summary.proposed if p.kind != "retire")
+
+
+def _brief(p: Proposal) -> ProposalBrief:
+    return ProposalBrief(
+        id=p.id,
+        kind=p.kind,
+        name=p.name,
+        target=p.target,
+        description=p.description,
+        status=p.status,
+    )
+
+
+def _report(
+    summary: RunSummary, before: tuple[int, int, int], shown: int, skipped: int
+) -> BatchReport:
+    return BatchReport(
+        index=summary.batches,
+        sessions=shown,
+        skipped=skipped,
+        proposed=len(summary.proposed) - before[0],
+        suppressed=len(summary.suppressed) - before[1],
+        refused=len(summary.refused) - before[2],
+    )

@@ -1,0 +1,1 @@
+"""Tests of the operator tooling: webhooks, doctor, backups, deploy files."""

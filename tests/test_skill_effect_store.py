@@ -1,0 +1,167 @@
+"""Attribution in the store: which rated answers count for a skill, and from when."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from gateway.core.records import SkillRecord
+from gateway.store import Store
+from gateway.store.migrations import MIGRATIONS, migrate
+from tests.effect_support import seed_answer
+
+
+def record(slug: str, digest: str = "h1", at: float = 0.0, enabled: bool = True) -> SkillRecord:
+    return SkillRecord(
+        slug=slug,
+        source="custom",
+        enabled=enabled,
+        content_hash=digest,
+        created_at=0.0,
+        updated_at=at,
+    )
+
+
+async def test_each_rated_answer_counts_toward_loaded_offered_or_withheld_skills(
+    tmp_path: Path,
+) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        await store.put_skill_records([record("soup"), record("bikes"), record("idle")])
+        await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(1,))
+        await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(-1,))
+        # A group answer counts once, by majority; a tie counts as unrated.
+        await seed_answer(store, loaded=["soup"], ratings=(1, 1, -1))
+        await seed_answer(store, loaded=["soup"], ratings=(1, -1))
+        await seed_answer(store, loaded=["soup"], ratings=())
+        await seed_answer(store, offered=["soup", "bikes"], ratings=(1,))
+        await seed_answer(store, offered=["bikes"], withheld=["soup"], ratings=(-1,))
+        # Error placeholders carry no rating buttons; skills no longer registered are ignored.
+        await seed_answer(store, loaded=["soup"], kind="error", ratings=())
+        await seed_answer(store, loaded=["gone"], ratings=(1,))
+
+        tallies = await store.skill_tallies()
+        assert sorted(tallies) == ["bikes", "idle", "soup"]
+        soup = tallies["soup"]
+        assert (soup.loaded.answers, soup.loaded.up, soup.loaded.down) == (5, 2, 1)
+        assert (soup.offered.answers, soup.offered.up, soup.offered.down) == (1, 1, 0)
+        assert (soup.withheld.answers, soup.withheld.up, soup.withheld.down) == (1, 0, 1)
+        bikes = tallies["bikes"]
+        assert bikes.loaded.answers == 0
+        assert (bikes.offered.answers, bikes.offered.up, bikes.offered.down) == (4, 2, 2)
+        assert tallies["idle"].loaded.answers == tallies["idle"].offered.answers == 0
+
+
+async def test_a_skill_is_measured_from_when_its_current_text_took_effect(
+    tmp_path: Path,
+) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        await store.put_skill_records([record("soup")])
+        for _ in range(3):
+            await seed_answer(store, loaded=["soup"], ratings=(-1,))
+        # Disabling and enabling it again keeps its figures: the text is the same.
+        await store.put_skill_records([record("soup", at=time.time(), enabled=False)])
+        await store.put_skill_records([record("soup", at=time.time())])
+        assert (await store.skill_tallies())["soup"].loaded.down == 3
+
+        changed = time.time()
+        await store.put_skill_records([record("soup", digest="h2", at=changed)])
+        await seed_answer(store, loaded=["soup"], ratings=(1,))
+        soup = (await store.skill_tallies())["soup"]
+        assert (soup.loaded.up, soup.loaded.down) == (1, 0)
+        assert soup.since == changed and soup.content_hash == "h2"
+
+
+async def test_exposure_sessions_are_those_with_rated_loaded_answers_newest_first(
+    tmp_path: Path,
+) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        await store.put_skill_records([record("soup")])
+        first, _ = await seed_answer(store, loaded=["soup"], ratings=(-1,))
+        await seed_answer(store, loaded=["soup"], ratings=())
+        await seed_answer(store, offered=["soup"], ratings=(1,))
+        last, _ = await seed_answer(store, loaded=["soup"], ratings=(1,))
+        assert await store.exposure_sessions("soup") == [last, first]
+        assert await store.exposure_sessions("soup", limit=1) == [last]
+        assert await store.exposure_sessions("other") == []
+
+
+def test_the_upgrade_keeps_every_proposal_its_id_and_its_references(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "db.sqlite")
+    db = Database(conn)
+    db.execute("pragma foreign_keys = on")
+    migrate(db, [m for m in MIGRATIONS if m[0] < 6])
+    db.execute("insert into synthesis_runs (trigger, started_at) values ('cli', 1)")
+    for name in ("a", "b", "c"):
+        db.execute(
+            "insert into proposals (run_id, kind, name, description, content, content_hash,"
+            " generated_at, status) values (1, 'update', ?, 'd', 'c', 'h', 1, 'rejected')",
+            [name],
+        )
+    db.execute("delete from proposals where name = 'c'")  # ids are never reused
+    db.execute(
+        "insert into rejections (proposal_id, kind, name, description, content_hash,"
+        " rejected_at) values (2, 'update', 'b', 'd', 'h', 1)"
+    )
+    db.execute(
+        "insert into skill_versions (slug, content, content_hash, replaced_at, proposal_id)"
+        " values ('a', 'old', 'h0', 1, 1)"
+    )
+    db.execute(
+        "insert into skills (slug, source, content_hash, created_at, updated_at)"
+        " values ('a', 'auto', 'h', 1, 5)"
+    )
+
+    assert migrate(db) == [6]
+    assert [(r["id"], r["name"]) for r in db.query("select id, name from proposals")] == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    assert db.execute("pragma foreign_key_check").fetchall() == []
+    assert {
+        r["name"]
+        for r in db.query(
+            "select name from sqlite_master where type = 'index' and tbl_name = 'proposals'"
+        )
+    } == {
+        "proposals_status",
+        "proposals_name",
+    }
+    assert [r["content_since"] for r in db.query("select content_since from skills")] == [5]
+    cur = db.execute(
+        "insert into proposals (kind, name, description, content, content_hash, generated_at)"
+        " values ('retire', 'a', 'd', 'c', 'h', 1)"
+    )
+    assert cur.lastrowid == 4
+    for bad in (
+        "insert into proposals (kind, name, description, content, content_hash, generated_at)"
+        " values ('delete', 'a', 'd', 'c', 'h', 1)",
+        "insert into rejections (proposal_id, kind, name, description, content_hash,"
+        " rejected_at) values (99, 'retire', 'a', 'd', 'h', 1)",
+    ):
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute(bad)
+
+
+def test_the_upgrade_refuses_rather_than_cascade_deletes_rows_that_reference_proposals(
+    tmp_path: Path,
+) -> None:
+    db = Database(sqlite3.connect(tmp_path / "db.sqlite"))
+    db.execute("pragma foreign_keys = on")
+    migrate(db, [m for m in MIGRATIONS if m[0] < 6])
+    db.execute(
+        "insert into proposals (kind, name, description, content, content_hash, generated_at)"
+        " values ('create', 'a', 'd', 'c', 'h', 1)"
+    )
+    db.execute(
+        "create table notes (id integer primary key,"
+        " proposal_id integer references proposals(id) on delete cascade)"
+    )
+    db.execute("insert into notes (proposal_id) values (1)")
+    with pytest.raises(sqlite3.DatabaseError, match="notes references proposals"):
+        migrate(db)
+    assert db.execute("select count(*) from notes").fetchone() == (1,)
+    assert 6 not in {r["version"] for r in db.query("select version from schema_migrations")}

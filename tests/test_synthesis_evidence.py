@@ -1,0 +1,126 @@
+"""What a pass reads: finished sessions with a signal, each once, in bounded batches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gateway.config import Settings
+from gateway.core.tokens import estimate_tokens
+from tests.fakes.openai_server import FakeOpenAI
+from tests.synthesis_support import (
+    answer,
+    evidence_prompt,
+    gateway,
+    proposal,
+    synth_settings,
+)
+
+
+def shown_sessions(body: dict[str, Any]) -> list[int]:
+    """Session ids fenced in a recorded synthesis request."""
+    text = evidence_prompt(body)
+    return [int(part.split('"', 1)[0]) for part in text.split('<untrusted-chat session="')[1:]]
+
+
+def record_prompts(fake_llm: FakeOpenAI) -> None:
+    fake_llm.default = lambda body: answer()
+
+
+async def test_sessions_without_a_signal_are_consumed_without_being_shown(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        rated_down = await gw.seed(rating=-1)
+        failed = await gw.seed(rating=None, failed=True)
+        rated_up = await gw.seed(rating=1, comment=None)
+        await gw.seed(rating=None)  # answered fine, nobody rated it
+        store = gw.services.store
+        lonely = await store.current_session("telegram", "alone", "u1", 1000.0, 60)
+        await store.add_message(lonely.id, "user", "hello?")  # no answer: too short
+        await store.finish_chat_session("telegram", "alone")
+
+        run = await gw.synthesize()
+        assert (run["sessions"], run["skipped"], run["batches"]) == (3, 2, 1)
+        (body,) = fake_llm.requests
+        assert shown_sessions(body) == [rated_down, failed, rated_up]
+        prompt = evidence_prompt(body)
+        assert 'rating: 👎 comment: "far too long for a chat"' in prompt
+        assert "FAILED: ModelUnavailable" in prompt and "rating: 👍" in prompt
+
+        again = await gw.synthesize()
+        assert (again["sessions"], again["skipped"]) == (0, 0)
+        assert len(fake_llm.requests) == 1
+
+
+async def test_only_finished_sessions_are_read(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, session_idle_minutes=30)
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        ended = await gw.seed()  # finished with /new
+        idle = await gw.seed(finished=False, at=time.time() - 3600)  # idle past the timeout
+        active = await gw.seed(finished=False, at=time.time(), chat="active")  # still going on
+        await gw.synthesize()
+        assert shown_sessions(fake_llm.requests[-1]) == [ended, idle]
+
+        assert await gw.services.store.finish_chat_session("telegram", "active", "new")
+        await gw.synthesize()
+        assert shown_sessions(fake_llm.requests[-1]) == [active]
+
+
+async def test_batches_are_bounded_in_sessions_so_calls_grow_with_batches(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, synthesis_batch_sessions=2)
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        ids = [await gw.seed() for _ in range(5)]
+        run = await gw.synthesize()
+        assert (run["sessions"], run["batches"]) == (5, 3)
+        assert [shown_sessions(b) for b in fake_llm.requests] == [ids[:2], ids[2:4], ids[4:]]
+
+
+async def test_batches_are_bounded_in_tokens(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, synthesis_batch_tokens=600)
+    record_prompts(fake_llm)
+    long_answer = "A detailed paragraph about reminders. " * 30  # about 300 tokens
+    async with gateway(settings) as gw:
+        ids = [await gw.seed(answer=long_answer) for _ in range(3)]
+        run = await gw.synthesize()
+        assert run["batches"] == 3
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[i] for i in ids]
+        for body in fake_llm.requests:
+            evidence = evidence_prompt(body).split("finished session(s)", 1)[1]
+            assert estimate_tokens(evidence) <= 600
+
+
+async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(
+        make_settings, fake_llm, max_proposals_per_run=1, synthesis_batch_sessions=1
+    )
+    async with gateway(settings) as gw:
+        first, second = await gw.seed(), await gw.seed()
+        fake_llm.reply(
+            answer(proposal("chat-brevity"), proposal("unit-conversions", description="Units."))
+        )
+        run = await gw.synthesize()
+        assert [p["name"] for p in run["proposed"]] == ["chat-brevity"]
+        assert run["refused"] == [
+            {"name": "unit-conversions", "reason": "over the limit of 1 proposals per run"}
+        ]
+        assert len(fake_llm.requests) == 1  # the cap was reached: no second batch
+        assert "At most 1 proposals." in fake_llm.system_prompt()
+        assert shown_sessions(fake_llm.requests[0]) == [first]
+
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        assert shown_sessions(fake_llm.requests[1]) == [second]

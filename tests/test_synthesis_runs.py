@@ -1,0 +1,205 @@
+"""Synthesis runs: failures recorded without staging, one pass at a time, the schedule, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gateway.config import Settings
+from gateway.skills.review import ReviewEvent
+from gateway.store import Store
+from tests.fakes.openai_server import FakeOpenAI
+from tests.synthesis_support import (
+    answer,
+    evidence_prompt,
+    gateway,
+    proposal,
+    seed_offline,
+    synth_settings,
+)
+from tests.test_cli import skillgate
+
+
+def staged_files(settings: Settings) -> list[Path]:
+    return sorted(settings.skills_dir.rglob("SKILL.md.proposed"))
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Sure! Here are my proposals: make answers shorter.", "not valid proposal JSON"),
+        (json.dumps({"proposals": [{"kind": "create", "name": "x"}]}), "description"),
+        (json.dumps({"proposals": [{**proposal(), "kind": "rewrite"}]}), "kind"),
+        ("", "answered nothing"),
+    ],
+    ids=["prose", "missing-fields", "unknown-kind", "empty"],
+)
+async def test_an_answer_that_is_not_the_agreed_json_fails_the_run_and_stages_nothing(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, reply: str, expected: str
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        sid = await gw.seed()
+        fake_llm.reply(reply)
+        run = await gw.synthesize()
+        assert run["status"] == "failed" and expected in run["error"]
+        assert run["proposed"] == []
+        assert staged_files(settings) == []
+        assert (await gw.call("GET", "/proposals"))[1] == []
+        _, runs = await gw.call("GET", "/runs")
+        assert runs[0]["status"] == "failed" and expected in runs[0]["error"]
+        assert runs[0]["model"] == "fake-model" and runs[0]["finished"]
+
+        # The sessions were not consumed: the next pass reads them again.
+        fake_llm.reply(answer(proposal()))
+        again = await gw.synthesize()
+        assert again["status"] == "ok" and len(again["proposed"]) == 1
+        assert f'session="{sid}"' in evidence_prompt(fake_llm.requests[-1])
+
+
+async def test_an_unreachable_model_fails_the_run_without_a_crash(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.error(503)
+        run = await gw.synthesize()
+        assert run["status"] == "failed" and "503" in run["error"]
+
+
+async def test_a_proposal_carrying_a_key_is_refused_and_never_written(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    key = "sk-proj-" + "Ab3" * 12
+    async with gateway(settings) as gw:
+        await gw.seed(comment=f"my key is {key}, please remember it")
+        fake_llm.reply(
+            answer(proposal("api-helper", content=f"# API\n\nCall the API with `{key}`."))
+        )
+        run = await gw.synthesize()
+        assert run["proposed"] == []
+        assert run["refused"] == [
+            {"name": "api-helper", "reason": "refused: it contains an OpenAI-style API key"}
+        ]
+        assert staged_files(settings) == []
+        assert key not in json.dumps(run)
+
+
+async def test_two_passes_never_overlap_across_processes_and_a_dead_holder_expires(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        # Another process holds the lock row.
+        async with Store(settings.db_path) as other:
+            assert await other.acquire_lock("synthesis", "other-host:42", time.time(), 600)
+        status, body = await gw.call("POST", "/synthesize")
+        assert status == 409 and body["status"] == "busy"
+        assert fake_llm.requests == []
+
+        # That process died long ago: its lease ran out, so the lock is free again.
+        async with Store(settings.db_path) as other:
+            assert await other.acquire_lock("synthesis", "other-host:42", time.time() - 2000, 600)
+        fake_llm.reply(answer(proposal()))
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and len(run["proposed"]) == 1
+        async with Store(settings.db_path) as other:
+            assert await other.lock_holder("synthesis", time.time()) is None  # released
+
+
+async def test_passes_in_one_process_do_not_overlap_either(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.default = lambda body: answer()
+        fake_llm.pause()
+        first = asyncio.create_task(gw.call("POST", "/synthesize"))
+        try:
+            await fake_llm.wait_for_requests(1)  # the first pass is waiting for the model
+            status, body = await gw.call("POST", "/synthesize")
+            assert status == 409 and body["status"] == "busy"
+        finally:
+            fake_llm.resume()
+        status, body = await first
+        assert status == 200 and body["status"] == "ok"
+
+
+async def test_the_schedule_runs_a_pass_on_its_interval(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, synthesis_interval_minutes=0.002)
+    await seed_offline(settings)
+    fake_llm.reply(answer(proposal()))
+    async with gateway(settings) as gw:
+        staged = asyncio.Event()
+
+        async def on_event(event: ReviewEvent) -> None:
+            if event.kind == "staged":
+                staged.set()
+
+        gw.services.review.listeners.append(on_event)
+        await asyncio.wait_for(staged.wait(), 10)
+        _, (made,) = await gw.call("GET", "/proposals")
+        _, runs = await gw.call("GET", "/runs")
+        assert {r["id"]: r["trigger"] for r in runs}[made["run"]] == "schedule"
+
+
+async def test_an_overdue_pass_runs_soon_after_a_restart(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, synthesis_interval_minutes=60)
+    await seed_offline(settings)
+    async with Store(settings.db_path) as store:  # the last pass ran 61 minutes ago
+        await store.start_run("schedule", "fake-model", time.time() - 61 * 60)
+    fake_llm.reply(answer(proposal()))
+    async with gateway(settings) as gw:
+        staged = asyncio.Event()
+
+        async def on_event(event: ReviewEvent) -> None:
+            staged.set()
+
+        gw.services.review.listeners.append(on_event)
+        await asyncio.wait_for(staged.wait(), 10)
+        _, runs = await gw.call("GET", "/runs")
+        assert [r["trigger"] for r in runs][:2] == ["schedule", "schedule"]
+
+
+async def test_the_synthesize_command_reports_progress_proposals_and_failure(
+    tmp_path: Path, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, synthesis_batch_sessions=1)
+    for _ in range(2):
+        await seed_offline(settings)
+    fake_llm.reply(answer(proposal()))
+    fake_llm.reply(answer(proposal("chat-brevity", description="Say less in chat answers.")))
+    env = {
+        "SKILLGATE_DATA_DIR": str(settings.data_dir),
+        "SKILLGATE_SESSION_IDLE_MINUTES": "0",
+        "SKILLGATE_SYNTHESIS_BATCH_SESSIONS": "1",
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_MODEL": "fake-model",
+        "LLM_MAX_RETRIES": "0",
+    }
+    code, out, err = await skillgate("synthesize", env=env)
+    assert code == 0, err
+    assert "batch 1: 1 session(s) -> 1 proposed" in err
+    assert "batch 2: 1 session(s) -> 0 proposed, 1 suppressed" in err
+    assert "proposed #1 chat-brevity (new skill, waiting for review)" in out
+    assert "suppressed chat-brevity: proposal #1 for chat-brevity awaits review" in out
+    assert "1 proposed, 1 suppressed, 0 refused from 2 session(s) in 2 batch(es)" in out
+
+    await seed_offline(settings)
+    fake_llm.reply("no JSON today")
+    code, out, err = await skillgate("synthesize", env=env)
+    assert code == 1
+    assert "failed: the model's answer is not valid proposal JSON" in err
