@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,7 +154,44 @@ async def one_run(config: str, fakes: Fakes, tmp: Path, count: int) -> Run:
         child.stop()
 
 
-def render(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
+LAYERS = (
+    ("Python, asyncio", "asyncio"),
+    ("aiohttp server and client", "aiohttp.web"),
+    ("pydantic, pydantic-settings", "pydantic_settings"),
+    ("sqlite-utils, PyYAML, markdown-it", "sqlite_utils, yaml, markdown_it"),
+    ("the gateway's own code (no channel)", "gateway.app"),
+    ("python-telegram-bot + Telegram channel", "gateway.channels.telegram"),
+    ("openai (model client)", "openai"),
+    ("line-bot-sdk + LINE channel", "gateway.channels.line"),
+)
+_LAYER_SCRIPT = """
+import importlib, json, sys
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+out = []
+for modules in json.loads(sys.argv[1]):
+    for name in modules.split(", "):
+        importlib.import_module(name)
+    out.append(rss())
+print(json.dumps(out))
+"""
+
+
+def import_layers() -> list[tuple[str, float]]:
+    """RSS added by importing each layer, in order, in a fresh interpreter."""
+    argv = [sys.executable, "-c", _LAYER_SCRIPT, json.dumps([m for _, m in LAYERS])]
+    totals = json.loads(subprocess.run(argv, capture_output=True, check=True, cwd=ROOT).stdout)
+    return [
+        (label, total - (totals[i - 1] if i else 0.0))
+        for i, ((label, _), total) in enumerate(zip(LAYERS, totals, strict=True))
+    ]
+
+
+def render(
+    runs: dict[str, list[Run]], layers: list[tuple[str, float]], args: argparse.Namespace
+) -> str:
     rows = []
     for config, rs in runs.items():
         peaks = [r.peak_mb for r in rs if r.peak_mb is not None]
@@ -205,8 +246,28 @@ def render(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
             ),
             "",
             table(["channels", "idle RSS <= 80 MB", "healthy <= 2 s"], verdicts),
+            "",
+            "Where the memory goes: VmRSS added by importing each layer in turn into a fresh "
+            "interpreter (MiB; the first row includes the interpreter itself).",
+            "",
+            table(
+                ["layer", "adds MiB", "running total"],
+                [
+                    [label, f"{added:.1f}", f"{total:.1f}"]
+                    for (label, added), total in zip(
+                        layers, _running(a for _, a in layers), strict=True
+                    )
+                ],
+            ),
         ]
     )
+
+
+def _running(values: Iterable[float]) -> list[float]:
+    out: list[float] = []
+    for v in values:
+        out.append((out[-1] if out else 0.0) + v)
+    return out
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, list[Run]]:
@@ -245,7 +306,7 @@ def main() -> None:
         results = asyncio.run(run(args, tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = render(results, args)
+    text = render(results, import_layers(), args)
     print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
     if args.write:
         write_section("memory", text)
