@@ -212,14 +212,14 @@ def render(
         )
     verdicts = []
     for config, rs in runs.items():
-        after = [r.after_mb for r in rs if r.after_mb is not None]
-        idle_mb = max(median([r.idle_mb for r in rs]), median(after) if after else 0.0)
-        healthy = median([r.healthy_s for r in rs])
+        later = [r.after_mb for r in rs if r.after_mb is not None]
+        idle_mb = max(median([r.idle_mb for r in rs]), median(later) if later else 0.0)
+        up = median([r.healthy_s for r in rs])
         verdicts.append(
             [
                 config,
                 f"{idle_mb:.0f} MB: {verdict(idle_mb, RSS_TARGET_MB, at_most=True)}",
-                f"{healthy:.2f} s: {verdict(healthy, HEALTHY_TARGET_S, at_most=True)}",
+                f"{up:.2f} s: {verdict(up, HEALTHY_TARGET_S, at_most=True)}",
             ]
         )
     return "\n".join(

@@ -100,7 +100,7 @@ def proposals(body: dict[str, Any], first: list[bool]) -> str:
     if not first[0]:
         return json.dumps({"proposals": []})
     first[0] = False
-    skill = {
+    skill: dict[str, Any] = {
         "kind": "create",
         "target": None,
         "name": "printer-offline",
@@ -118,7 +118,7 @@ async def one_pass(size: int, tmp: Path, seed_value: int) -> Pass:
         first = [True]
         fake.default = lambda body: proposals(body, first)
         settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
+            _env_file=None,
             data_dir=data,
             llm_base_url=fake.base_url,
             llm_model="fake-model",
