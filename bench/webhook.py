@@ -186,7 +186,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> Results:
         await rig.start(names)
         async with aiohttp.ClientSession() as session:
             for name in names:  # warm-up: connection pools, lazy imports, first sessions
-                await run_phase(rig, session, name, batch(int(args.rate)), args.rate / 2, args.conns)
+                warm = batch(int(args.rate))
+                await run_phase(rig, session, name, warm, args.rate / 2, args.conns)
             if args.profile:
                 profilers = [profile(rig.children[n], args.profile) for n in names]
             for round_no in range(1, args.rounds + 1):

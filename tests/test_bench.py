@@ -28,7 +28,7 @@ def test_every_benchmark_command_has_help(
 
 def test_writing_results_replaces_only_that_benchmarks_section(tmp_path: Path) -> None:
     doc = tmp_path / "BENCHMARKS.md"
-    doc.write_text("# Benchmarks\n\nMethod.\n\n<!-- bench:memory -->\nold\n<!-- /bench:memory -->\n")
+    doc.write_text("# Benchmarks\n\nMethod.\n<!-- bench:memory -->\nold\n<!-- /bench:memory -->\n")
     write_section("memory", table(["a", "b"], [[1, 2]]), doc)
     write_section("webhook", "first run", doc)
     write_section("webhook", "second run", doc)
