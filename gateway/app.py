@@ -95,7 +95,8 @@ async def open_services(
     except BaseException:
         await store.close()
         raise
-    return Services(settings, store, agent, catalog, InboxWorker(store), review, synthesizer)
+    worker = InboxWorker(store, concurrency=settings.max_concurrent_answers)
+    return Services(settings, store, agent, catalog, worker, review, synthesizer)
 
 
 def synthesis_config(settings: Settings) -> SynthesisConfig:

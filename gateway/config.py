@@ -117,6 +117,11 @@ class Settings(BaseSettings):
         20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
     )
 
+    # Throughput: chats answered at once (each waits on the model most of its turn).
+    max_concurrent_answers: int = Field(
+        256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
+    )
+
     _split = field_validator(
         "telegram_admin_ids",
         "telegram_allowed_user_ids",
