@@ -2,7 +2,7 @@
 
     python -m bench.fakes telegram [--lean]   # fake Bot API; records when each answer arrives
     python -m bench.fakes line                # fake LINE Messaging API
-    python -m bench.fakes openai              # zero-latency model that echoes the last message
+    python -m bench.fakes openai [--delay S]  # model that echoes the last message (after S s)
 
 Each prints one JSON line (its base URL and control URL) once it listens and runs until
 its stdin closes. The control port answers GET /count (answers received so far) and
@@ -28,7 +28,7 @@ from aiohttp import web
 
 from bench.procs import announce, until_told_to_stop
 from tests.fakes.line_api import FakeLineAPI
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Scripted
 from tests.fakes.telegram_api import FakeTelegramAPI
 
 TOKEN = "123456:BENCH-TOKEN"
@@ -168,9 +168,9 @@ async def serve_line() -> None:
     await fake.close()
 
 
-async def serve_openai() -> None:
+async def serve_openai(delay: float) -> None:
     fake = FakeOpenAI()
-    fake.default = echo
+    fake.default = (lambda body: Scripted(text=echo(body), delay=delay)) if delay else echo
     await fake.start()
 
     async def drain(_request: web.Request) -> web.Response:
@@ -188,9 +188,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", choices=["telegram", "line", "openai"])
     parser.add_argument("--lean", action="store_true", help="minimal Bot API handler")
+    parser.add_argument("--delay", type=float, default=0.0, help="model latency, seconds")
     args = parser.parse_args()
     if args.which == "openai":
-        asyncio.run(serve_openai())
+        asyncio.run(serve_openai(args.delay))
     elif args.which == "line":
         asyncio.run(serve_line())
     else:

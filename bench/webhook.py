@@ -1,11 +1,11 @@
 """Benchmark (a): webhook to answer, Skillgate against the bare limit and a plain PTB bot.
 
 Three contenders run as separate processes and get the same stream of Telegram webhook
-POSTs; a zero-latency fake model and a fake Bot API run as two more processes, all on
-loopback. Latency is from the POST being sent to the answer's sendMessage arriving at
-the fake Bot API (matched by a key in the text the model echoes). Every round runs each
-contender in turn (bare, ptb, skillgate, bare, ...), first at a fixed rate, then flat
-out; the tables give per-round medians with their range and the ratios. Run:
+POSTs; a fake model (zero latency unless --model-latency) and a fake Bot API run as two
+more processes, all on loopback. Latency is from the POST being sent to the answer's
+sendMessage arriving at the fake Bot API (matched by a key in the text the model echoes).
+Every round runs each contender in turn (bare, ptb, skillgate, bare, ...), first at a
+fixed rate, then flat out; the tables give per-round medians with their range and the ratios. Run:
 
     python -m bench.webhook [--rounds 3] [--rate 200] [--write]
 """
@@ -82,13 +82,13 @@ class Results:
 class Rig:
     """The fakes and the contenders, as child processes."""
 
-    def __init__(self, tmp: Path, lean: bool) -> None:
+    def __init__(self, tmp: Path, lean: bool, delay: float = 0.0) -> None:
         self.tmp = tmp
         self.children: dict[str, Child] = {}
         self.urls: dict[str, str] = {}
         api_args = ["telegram", "--lean"] if lean else ["telegram"]
         self.api = self._spawn("fake-bot-api", "bench.fakes", *api_args)
-        self.llm = self._spawn("fake-model", "bench.fakes", "openai")
+        self.llm = self._spawn("fake-model", "bench.fakes", "openai", "--delay", str(delay))
         api, llm = self.api.ready_line(), self.llm.ready_line()
         self.api_url, self.token, self.llm_url = api["base_url"], api["token"], llm["base_url"]
         self.answers = Answers(api["control"])
@@ -171,7 +171,7 @@ async def run_phase(
 
 async def run(args: argparse.Namespace, tmp: Path) -> Results:
     names = [n for n in CONTENDERS if n in args.only.split(",")]
-    rig = Rig(tmp, args.fake_api == "lean")
+    rig = Rig(tmp, args.fake_api == "lean", args.model_latency)
     results = Results({n: [] for n in names}, {n: [] for n in names})
     phase_no, update_id = 0, 1
 
@@ -275,7 +275,8 @@ def render(results: Results, args: argparse.Namespace) -> str:
         "",
         f"Fixed rate: {args.rate:.0f} updates/s for {args.seconds:.0f} s per round, "
         f"{args.rounds} rounds, {args.chats} chats round-robin, fake Bot API "
-        f"`{args.fake_api}`. Latency is from the webhook POST to the answer's sendMessage "
+        f"`{args.fake_api}`, model latency {args.model_latency:g} s. "
+        "Latency is from the webhook POST to the answer's sendMessage "
         "arriving at the fake Bot API; median of the per-round values (range in brackets). "
         "CPU is the contender's own CPU time; other load is what processes outside the "
         "benchmark (other users of the machine) kept busy, in cores, from /proc/stat.",
@@ -357,6 +358,9 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=1000, help="distinct chats per phase")
     parser.add_argument("--only", default=",".join(CONTENDERS), help="contenders to run")
     parser.add_argument("--fake-api", choices=["recording", "lean"], default="recording")
+    parser.add_argument(
+        "--model-latency", type=float, default=0.0, help="seconds the fake model takes per answer"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
     parser.add_argument("--profile", type=Path, help="py-spy every contender into this folder")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
