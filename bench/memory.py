@@ -229,7 +229,7 @@ def render(
             f"{args.runs} fresh starts per configuration; a burst of {args.burst} webhooks per "
             "configured channel over 40 connections. RSS is VmRSS in MiB; medians with the "
             "range in brackets. The RSS ratio takes the larger of idle at start and idle "
-            "after load (the first answer imports the model client).",
+            "after load (a burst leaves the allocator's high-water mark behind).",
             "",
             table(
                 [
