@@ -204,7 +204,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> Results:
                         f"{flat.throughput:.0f}/s ({flat.answered}/{flat.sent} answered)",
                         flush=True,
                     )
-        results.steps = await floor.measure(rig.llm_url, rig.api_url, rig.token)
+        if not args.model_latency:  # a waiting model would only add its sleep to every call
+            results.steps = await floor.measure(rig.llm_url, rig.api_url, rig.token)
     finally:
         for profiler in profilers:
             profiler.proc.send_signal(signal.SIGINT)
