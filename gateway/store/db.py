@@ -17,12 +17,14 @@ from typing import TypeVar
 from sqlite_utils import Database
 
 from gateway.errors import StoreError
+from gateway.store.cards import CardQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.skill_stats import SkillStatsQueries
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
 
@@ -37,6 +39,8 @@ class Store(
     ProposalQueries,
     SynthesisQueries,
     StatsQueries,
+    CardQueries,
+    SkillStatsQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
