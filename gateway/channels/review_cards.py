@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -86,9 +87,6 @@ class ReviewCards:
         self._worker: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
 
-    def transport(self, channel: str) -> CardTransport | None:
-        return self.transports.get(channel)
-
     async def card(self, p: Proposal) -> Card:
         """The card of a proposal as it stands now."""
         return await build_card(p, self.review, self.store)
@@ -107,7 +105,11 @@ class ReviewCards:
         """Queue work for the background task (run in submission order)."""
         self._jobs.put_nowait(job)
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._work(), name="review-cards")
+            # A fresh context: the task must not inherit the context of whatever event queued
+            # the first job (a LINE event's reply token belongs to that event's chat only).
+            self._worker = asyncio.create_task(
+                self._work(), name="review-cards", context=contextvars.Context()
+            )
 
     async def _work(self) -> None:
         while True:
@@ -245,6 +247,9 @@ async def chat_cards(services: Services, *, timeout: float = 30.0) -> AsyncItera
     settings = services.settings.model_copy(update={"telegram_polling": False})
     started: list[Channel] = []
     for channel in configured_channels(settings):
+        transport = channel.card_transport()
+        if transport is None or not transport.admins():
+            continue  # no admin to show cards to: not worth starting its client
         channel.bind(services)
         try:
             await channel.start()
