@@ -92,7 +92,11 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
     if args.action == "show":
         return asyncio.run(cli_review.show_proposal(settings, args.id))
-    decider = f"cli:{getpass.getuser()}"
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name in this environment (a bare container)
+        login = "unknown"
+    decider = f"cli:{login}"
     reason = getattr(args, "reason", None)
     return asyncio.run(
         cli_review.decide(settings, args.id, decider, reject=args.action == "reject", reason=reason)
