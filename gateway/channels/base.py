@@ -23,6 +23,7 @@ from gateway.core.records import InboxItem
 from gateway.metrics import Metrics
 
 if TYPE_CHECKING:
+    from gateway.channels.review_cards import CardTransport, ReviewCards
     from gateway.config import Settings
     from gateway.inbox import InboxWorker
     from gateway.skills.catalog import SkillCatalog
@@ -45,6 +46,8 @@ class Services:
     review: Reviewer
     synthesizer: Synthesizer
     metrics: Metrics = field(default_factory=Metrics)
+    cards: ReviewCards | None = None
+    """Proposal cards for chat admins, once the channels have started (None without admins)."""
 
     async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
         """Store an update durably and queue it; False when it is a redelivery."""
@@ -91,6 +94,10 @@ class Channel(ABC):
     def health(self) -> dict[str, Any]:
         """Channel details for /healthz."""
         return {"configured": True}
+
+    def card_transport(self) -> CardTransport | None:
+        """How this channel shows proposal cards to its admins, if it can; after `start`."""
+        return None
 
     @abstractmethod
     async def process(self, item: InboxItem) -> None:

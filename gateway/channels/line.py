@@ -13,10 +13,12 @@ import json
 import logging
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from aiohttp import web
+from linebot.v3.messaging import Message
 from linebot.v3.webhook import SignatureValidator
 from linebot.v3.webhooks import (
     Event,
@@ -28,6 +30,7 @@ from linebot.v3.webhooks import (
 )
 
 from gateway.channels.base import Channel
+from gateway.channels.line_cards import LineCards
 from gateway.channels.line_client import LineClient, PushQuotaExhausted
 from gateway.channels.line_delivery import CURRENT_EVENT, EventContext, LineOutbox
 from gateway.channels.line_events import (
@@ -45,10 +48,13 @@ from gateway.channels.line_feedback import (
     parse_rating,
 )
 from gateway.channels.line_format import line_parts
+from gateway.channels.line_review import LineReview
+from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.config import Settings
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError
+from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +92,8 @@ class LineChannel(Channel):
         self.loading_seconds = min(60, max(5, 5 * math.ceil(settings.llm_timeout_seconds / 5)))
         self._outbox: LineOutbox | None = None
         self._feedback: LineFeedback | None = None
+        self.cards = LineCards(self)
+        self.review = LineReview(self, self.cards)
 
     @property
     def outbox(self) -> LineOutbox:
@@ -101,6 +109,9 @@ class LineChannel(Channel):
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(WEBHOOK_PATH, self.webhook)]
+
+    def card_transport(self) -> LineCards:
+        return self.cards
 
     async def start(self) -> None:
         await self.client.open()  # the SDK's HTTP session must be made inside the loop
@@ -199,6 +210,8 @@ class LineChannel(Channel):
             spans = self_mentions(message)
             mentioned, text = bool(spans), without_spans(text, spans)
         command = command_of(text)
+        if command is None and await self.review.take_reason(chat, text.strip()):
+            return
         if command is None and chat.user_id is not None:
             question = await self.feedback.pending_comment(chat, chat.user_id)
             if question is not None:
@@ -211,11 +224,14 @@ class LineChannel(Channel):
         if not self._allowed(chat.user_id):
             await self._notice(chat, REFUSAL)
             return
-        if command == "/new":
+        if command is not None and command[1:] in ADMIN_COMMAND_NAMES:
+            await self.review.on_command(command, chat)
+        elif command == "/new":
             await self.services.store.finish_chat_session(self.name, chat.chat_id, "new")
             await self._notice(chat, NEW_SESSION)
         elif command == "/help" or not text.strip():
-            await self._notice(chat, HELP)
+            admin = self.cards.is_admin(chat.user_id) and not chat.is_group
+            await self._notice(chat, HELP + ADMIN_HELP if admin else HELP)
         else:
             if not chat.is_group and chat.user_id is not None:
                 await self._loading(chat.user_id)
@@ -225,6 +241,9 @@ class LineChannel(Channel):
             await self.answer(incoming)
 
     async def _on_postback(self, data: str, chat: ChatRef) -> None:
+        if is_card_data(data):
+            await self.review.on_postback(data, chat)
+            return
         rating = parse_rating(data)
         if rating is None:
             log.info("ignoring LINE postback %r", data[:50])
@@ -258,6 +277,16 @@ class LineChannel(Channel):
 
     async def _notice(self, chat: ChatRef, text: str) -> None:
         await self.send(chat, Reply(text=text, kind="notice"))
+
+    async def say(self, chat: ChatRef, text: str, *, buttons: Sequence[Button] = ()) -> None:
+        """A notice (not an answer of the model), with quick-reply buttons if given."""
+        await self.send(chat, Reply(text=text, kind="notice", buttons=list(buttons)))
+
+    async def deliver(self, chat: ChatRef, messages: Sequence[Message]) -> list[str]:
+        """Send any LINE messages to the chat, by the event's reply token first."""
+        event = CURRENT_EVENT.get()
+        ref = event.next_ref() if event is not None else f"push:{uuid.uuid4()}"
+        return await self.outbox.deliver_messages(chat.chat_id, messages, ref)
 
     async def send(self, chat: ChatRef, reply: Reply) -> list[str]:
         """Plain-text parts of at most 5000 UTF-16 units; 👍/👎 as quick replies on the last."""

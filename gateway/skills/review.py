@@ -221,6 +221,22 @@ class Reviewer:
         if p.kind != "retire":  # a retirement owns no staged file
             self.staging.discard(p.slug)
 
+    async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal:
+        """Set (or clear) the reason of a rejection after the fact; the tombstone keeps it too.
+
+        Chat admins reject with one tap and are asked for the reason afterwards; the
+        rejection itself, and so the first decision, was already recorded.
+        """
+        p = await self.get(proposal_id)
+        reason = (reason or "").strip() or None
+        if p.status != "rejected" or p.reason == reason:
+            return p
+        if not await self.store.set_rejection_reason(p.id, reason):
+            return await self.get(p.id)
+        p = await self.get(p.id)
+        await self._emit("decided", p)
+        return p
+
     async def rollback(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
         """Undo an approved update (its old text back) or retirement (enabled again).
 

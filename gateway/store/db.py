@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlite_utils import Database
 
 from gateway.errors import StoreError
+from gateway.store.cards import CardQueries
 from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
@@ -25,6 +26,7 @@ from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.skill_stats import SkillStatsQueries
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
 
@@ -41,6 +43,8 @@ class Store(
     StatsQueries,
     EffectQueries,
     ConsoleQueries,
+    CardQueries,
+    SkillStatsQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
