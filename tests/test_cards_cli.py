@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import time
 from collections.abc import Callable
 
 import pytest
@@ -77,7 +78,9 @@ async def test_list_show_and_skills_in_the_terminal(
         async with running(settings, telegram, line, fake_llm) as rig:
             pid = await rig.propose()
             for rating in (1, -1):
-                await seed_session(rig.services.store, loaded=["writing-for-chat"], rating=rating)
+                await seed_session(
+                    rig.services.store, loaded=["writing-for-chat"], rating=rating, at=time.time()
+                )
     capsys.readouterr()
 
     def run(coro: object) -> int:
@@ -98,7 +101,7 @@ async def test_list_show_and_skills_in_the_terminal(
 
     assert await asyncio.to_thread(run, cli_review.list_skills(settings)) == 0
     assert (
-        "• writing-for-chat — bundled, enabled, live; 👍 50% of 2 ratings"
+        "• writing-for-chat — bundled, enabled, live; 2 uses, 👍 1 👎 1, rate 50% ("
         in capsys.readouterr().out
     )
 

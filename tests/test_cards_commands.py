@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -102,13 +103,16 @@ async def test_proposals_shows_each_pending_card_with_buttons_and_that_copy_foll
 async def test_skills_lists_source_status_and_thumbs_up_rate(rig: Rig) -> None:
     store = rig.services.store
     for rating in (1, 1, -1):
-        await seed_session(store, loaded=["writing-for-chat"], rating=rating, comment=None)
+        # Skills are measured from when their current text took effect: seed answers after it.
+        await seed_session(
+            store, loaded=["writing-for-chat"], rating=rating, comment=None, at=time.time()
+        )
     (said,) = await tell(rig, ALICE, "/skills")
     assert said.startswith("Skills (3):")
-    assert "• writing-for-chat — bundled, enabled, live; 👍 67% of 3 ratings" in said
-    assert "• summarize-text — bundled, enabled, live; no ratings yet" in said
+    assert "• writing-for-chat — bundled, enabled, live; 3 uses, 👍 2 👎 1, rate 67% (" in said
+    assert "• summarize-text — bundled, enabled, live; 0 uses, 👍 0 👎 0, rate -" in said
     (sent,) = await say_line(rig, LINE_ADMIN, "/skills")
-    assert "👍 67% of 3 ratings" in str(sent["text"])
+    assert "3 uses, 👍 2 👎 1, rate 67% (" in str(sent["text"])
 
 
 async def test_synthesize_runs_a_pass_now_and_its_cards_follow(rig: Rig) -> None:

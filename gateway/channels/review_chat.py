@@ -141,10 +141,11 @@ async def store_reason(services: Services, question: Awaiting, text: str | None)
 
 
 async def skills_text(services: Services) -> str:
-    """Every registered skill: source, status, and the 👍 rate of answers that used it."""
+    """Every registered skill: source, status, and its measured effect on ratings."""
     store = services.store
     pending = {p.slug: p.id for p in await store.pending_proposals()}
-    return skills_overview(await store.skill_records(), await store.skill_ratings(), pending)
+    effects = await services.synthesizer.effects()
+    return skills_overview(await store.skill_records(), effects, pending)
 
 
 async def synthesize_text(services: Services) -> str:

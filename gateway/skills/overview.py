@@ -1,38 +1,18 @@
-"""The skills list admins read in chat and in the terminal: source, status, ratings."""
+"""The skills list admins read in chat and in the terminal: source, status, measured effect."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
 
 from gateway.core.records import SkillRecord
+from gateway.skills.effect import SkillEffect, describe
 
 
-class Rated(Protocol):
-    """👍 and 👎 given to answers that loaded a skill."""
-
-    @property
-    def up(self) -> int: ...
-
-    @property
-    def down(self) -> int: ...
-
-
-def rating_text(rated: Rated | None) -> str:
-    """E.g. "👍 80% of 5 ratings", or "no ratings yet"."""
-    total = 0 if rated is None else rated.up + rated.down
-    if rated is None or not total:
-        return "no ratings yet"
-    share = round(100 * rated.up / total)
-    return f"👍 {share}% of {total} rating{'' if total == 1 else 's'}"
-
-
-def skill_line(record: SkillRecord, rated: Rated | None, pending: int | None = None) -> str:
-    """One skill: name, source, status and rating."""
+def skill_line(record: SkillRecord, effect: SkillEffect | None, pending: int | None = None) -> str:
+    """One skill: name, source, status, and its figures (uses, 👍/👎, rate, verdict)."""
     state = "enabled" if record.enabled else "disabled"
-    line = (
-        f"• {record.slug} — {record.source}, {state}, {record.review_status}; {rating_text(rated)}"
-    )
+    figures = describe(effect) if effect is not None else "not measured yet"
+    line = f"• {record.slug} — {record.source}, {state}, {record.review_status}; {figures}"
     if pending is not None:
         line += f"; proposal #{pending} waiting"
     return line
@@ -40,7 +20,7 @@ def skill_line(record: SkillRecord, rated: Rated | None, pending: int | None = N
 
 def skills_overview(
     records: Sequence[SkillRecord],
-    ratings: Mapping[str, Rated],
+    effects: Mapping[str, SkillEffect],
     pending: Mapping[str, int] | None = None,
 ) -> str:
     """Every registered skill on its own line, with a heading."""
@@ -48,5 +28,5 @@ def skills_overview(
         return "No skills are registered yet."
     waiting = pending or {}
     lines = [f"Skills ({len(records)}):"]
-    lines.extend(skill_line(r, ratings.get(r.slug), waiting.get(r.slug)) for r in records)
+    lines.extend(skill_line(r, effects.get(r.slug), waiting.get(r.slug)) for r in records)
     return "\n".join(lines)

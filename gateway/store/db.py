@@ -26,7 +26,6 @@ from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
-from gateway.store.skill_stats import SkillStatsQueries
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
 
@@ -44,7 +43,6 @@ class Store(
     EffectQueries,
     ConsoleQueries,
     CardQueries,
-    SkillStatsQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
