@@ -149,7 +149,8 @@ class LineChannel(Channel):
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             return web.json_response({"error": "body is not UTF-8"}, status=400)
-        if not self._signature.validate(body, signature):
+        # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
+        if not signature.isascii() or not self._signature.validate(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
             return web.json_response({"error": "invalid signature"}, status=401)
         try:
@@ -157,7 +158,7 @@ class LineChannel(Channel):
             events = payload["events"]
             if not isinstance(events, list):
                 raise TypeError("events is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return web.json_response({"error": f"malformed webhook body: {exc}"}, status=400)
         destination = payload.get("destination")
         for event in events:
