@@ -29,7 +29,7 @@ from linebot.v3.webhooks import (
     TextMessageContent,
 )
 
-from gateway.channels.base import Channel
+from gateway.channels.base import Channel, storable
 from gateway.channels.line_cards import LineCards
 from gateway.channels.line_client import LineClient, PushQuotaExhausted
 from gateway.channels.line_delivery import CURRENT_EVENT, EventContext, LineOutbox
@@ -160,6 +160,8 @@ class LineChannel(Channel):
                 raise TypeError("events is not a list")
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return web.json_response({"error": f"malformed webhook body: {exc}"}, status=400)
+        if not storable(payload):
+            return web.json_response({"error": "body holds a lone surrogate"}, status=400)
         destination = payload.get("destination")
         for event in events:
             event_id = event.get("webhookEventId") if isinstance(event, dict) else None

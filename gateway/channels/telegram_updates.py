@@ -9,6 +9,8 @@ from typing import Any
 from aiohttp import web
 from telegram import Message, MessageEntity
 
+from gateway.channels.base import storable
+
 WEBHOOK_PATH = "/webhook/telegram"
 ALLOWED_UPDATES = ("message", "callback_query")
 """The update types the channel handles; `skillgate set-webhook` asks Telegram for these only."""
@@ -46,6 +48,8 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
         return None, 400, "body is not JSON"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
+    if not storable(update):
+        return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
     return update, 200, ""
 
 
