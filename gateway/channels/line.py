@@ -59,6 +59,7 @@ from gateway.skills.card_buttons import is_card_data
 log = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/webhook/line"
+JSON = "application/json"
 MAX_WEBHOOK_BYTES = 1024 * 1024
 
 HELP = (
@@ -153,6 +154,8 @@ class LineChannel(Channel):
         if not signature.isascii() or not self._signature.validate(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
             return web.json_response({"error": "invalid signature"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         try:
             payload = json.loads(body)
             events = payload["events"]

@@ -12,6 +12,8 @@ from telegram import Message, MessageEntity
 from gateway.channels.base import storable
 
 WEBHOOK_PATH = "/webhook/telegram"
+JSON = "application/json"
+"""The only content type a webhook accepts: Telegram and LINE send nothing else."""
 ALLOWED_UPDATES = ("message", "callback_query")
 """The update types the channel handles; `skillgate set-webhook` asks Telegram for these only."""
 COMMANDS = (
