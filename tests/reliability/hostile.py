@@ -203,7 +203,9 @@ def build(case: dict[str, Any], rig: Rig, seeded: Seeded) -> Request:
         body = body_of(case, lambda: json.dumps(telegram_update(case["update"], seeded)).encode())
         secret = case.get("secret", "valid")
         if "secret_bytes" in case:
-            raw_headers = {"X-Telegram-Bot-Api-Secret-Token": case["secret_bytes"].encode("latin-1")}
+            raw_headers = {
+                "X-Telegram-Bot-Api-Secret-Token": case["secret_bytes"].encode("latin-1")
+            }
         elif secret != "missing":
             headers["X-Telegram-Bot-Api-Secret-Token"] = TG_SECRET if secret == "valid" else secret
         return Request("POST", "/webhook/telegram", headers, _sendable(body), raw_headers)

@@ -15,10 +15,10 @@ import pytest_asyncio
 from aiohttp import ClientResponse
 
 from gateway.admin import console_auth
-from gateway.config import Settings
 from gateway.channels.line_format import MAX_TEXT_UTF16
 from gateway.channels.telegram_format import MAX_TEXT
 from gateway.channels.text import utf16_len
+from gateway.config import Settings
 from tests.cards_support import ALICE, LINE_OTHER, Rig, fakes, rig_settings, running
 from tests.fakes.line_api import text_event
 from tests.fakes.openai_server import FakeOpenAI
