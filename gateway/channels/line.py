@@ -53,7 +53,7 @@ from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.config import Settings
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
-from gateway.errors import ChannelError
+from gateway.errors import ChannelError, StoreError
 from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,13 @@ class LineChannel(Channel):
                 log.warning("skipping a LINE event without webhookEventId")
                 continue
             stored = json.dumps({**event, "destination": destination}, ensure_ascii=False)
-            await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            try:
+                await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            except StoreError:
+                # LINE redelivers the whole body (if redelivery is on); the events stored
+                # already are recognised by their ids then.
+                log.exception("could not store LINE event %s", event_id)
+                return web.json_response({"error": "not stored, try again"}, status=503)
         return web.json_response({})
 
     async def process(self, item: InboxItem) -> None:
