@@ -13,13 +13,17 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
 
 from gateway.core.records import InboxItem
+from gateway.errors import StoreBusy, StoreError
 from gateway.store import Store
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[InboxItem], Awaitable[None]]
+T = TypeVar("T")
 
 
 class InboxWorker:
@@ -91,8 +95,17 @@ class InboxWorker:
                     await handler(item)
             except asyncio.CancelledError:
                 raise
+            except StoreBusy as exc:
+                # The database is locked by someone else: not this update's fault, so it
+                # costs no attempt; it waits as long as the lock lasts.
+                log.warning(
+                    "%s update %s waits for the database: %s", item.channel, item.update_id, exc
+                )
+                await asyncio.sleep(self.backoff(1))
+                continue
             except Exception as exc:
-                attempt = await self.store.inbox_failed(item.id, f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                attempt = await self._persist(partial(self.store.inbox_failed, item.id, error))
                 if attempt >= self.max_attempts:
                     log.error(
                         "giving up on %s update %s after %d attempts: %s",
@@ -101,7 +114,8 @@ class InboxWorker:
                         attempt,
                         exc,
                     )
-                    await self.store.inbox_done(item.id, error=f"gave up: {exc}")
+                    gave_up = f"gave up: {exc}"
+                    await self._persist(partial(self.store.inbox_done, item.id, error=gave_up))
                     return
                 log.warning(
                     "%s update %s failed (attempt %d), retrying: %s",
@@ -112,8 +126,24 @@ class InboxWorker:
                 )
                 await asyncio.sleep(self.backoff(attempt))
                 continue
-            await self.store.inbox_done(item.id)
+            await self._persist(partial(self.store.inbox_done, item.id))
             return
+
+    async def _persist(self, write: Callable[[], Awaitable[T]]) -> T:
+        """A bookkeeping write, retried while the database refuses it (locked, busy).
+
+        Giving up would end the chat's queue with the update still unprocessed on disk, to
+        be found again only by the chat's next message or a restart.
+        """
+        failures = 0
+        while True:
+            try:
+                return await write()
+            except StoreError as exc:
+                failures += 1
+                delay = self.backoff(failures)
+                log.warning("inbox bookkeeping failed (%s); retrying in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         """Wait until every queued update is processed."""

@@ -9,6 +9,7 @@ across chats.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -32,6 +33,19 @@ if TYPE_CHECKING:
     from gateway.store import Store
 
 log = logging.getLogger(__name__)
+
+
+def storable(value: Any) -> bool:
+    """False when JSON text holds escaped lone surrogates, which no database column can keep.
+
+    Valid JSON may spell half of an emoji as "\\ud83d"; no platform sends that, and storing
+    it would fail after the webhook had already been let through.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass

@@ -29,7 +29,7 @@ from linebot.v3.webhooks import (
     TextMessageContent,
 )
 
-from gateway.channels.base import Channel
+from gateway.channels.base import Channel, storable
 from gateway.channels.line_cards import LineCards
 from gateway.channels.line_client import LineClient, PushQuotaExhausted
 from gateway.channels.line_delivery import CURRENT_EVENT, EventContext, LineOutbox
@@ -53,12 +53,13 @@ from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.config import Settings
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
-from gateway.errors import ChannelError
+from gateway.errors import ChannelError, StoreError
 from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/webhook/line"
+JSON = "application/json"
 MAX_WEBHOOK_BYTES = 1024 * 1024
 
 HELP = (
@@ -149,16 +150,21 @@ class LineChannel(Channel):
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             return web.json_response({"error": "body is not UTF-8"}, status=400)
-        if not self._signature.validate(body, signature):
+        # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
+        if not signature.isascii() or not self._signature.validate(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
             return web.json_response({"error": "invalid signature"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         try:
             payload = json.loads(body)
             events = payload["events"]
             if not isinstance(events, list):
                 raise TypeError("events is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return web.json_response({"error": f"malformed webhook body: {exc}"}, status=400)
+        if not storable(payload):
+            return web.json_response({"error": "body holds a lone surrogate"}, status=400)
         destination = payload.get("destination")
         for event in events:
             event_id = event.get("webhookEventId") if isinstance(event, dict) else None
@@ -166,7 +172,13 @@ class LineChannel(Channel):
                 log.warning("skipping a LINE event without webhookEventId")
                 continue
             stored = json.dumps({**event, "destination": destination}, ensure_ascii=False)
-            await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            try:
+                await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            except StoreError:
+                # LINE redelivers the whole body (if redelivery is on); the events stored
+                # already are recognised by their ids then.
+                log.exception("could not store LINE event %s", event_id)
+                return web.json_response({"error": "not stored, try again"}, status=503)
         return web.json_response({})
 
     async def process(self, item: InboxItem) -> None:

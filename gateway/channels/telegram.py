@@ -36,6 +36,7 @@ from gateway.channels.telegram_send import Sender, SendPolicy, Target, Undeliver
 from gateway.channels.telegram_updates import (
     ALLOWED_UPDATES,
     COMMANDS,
+    JSON,
     WEBHOOK_PATH,
     addressed,
     chat_key,
@@ -188,6 +189,8 @@ class TelegramChannel(Channel):
             got.encode("utf-8", "surrogatepass"), expected.get_secret_value().encode()
         ):
             return web.json_response({"error": "missing or wrong secret token"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         update, status, problem = await read_update(request)
         if update is None:
             return web.json_response({"error": problem}, status=status)

@@ -19,7 +19,7 @@ CardAction = Literal["approve", "reject", "diff", "skip"]
 
 _CODES: dict[CardAction, str] = {"approve": "a", "reject": "r", "diff": "d", "skip": "s"}
 _ACTIONS: dict[str, CardAction] = {code: action for action, code in _CODES.items()}
-_DATA = re.compile(r"p([ards]):(\d{1,18}):([A-Za-z0-9_-]{1,32})")
+_DATA = re.compile(r"p([ards]):([0-9]{1,18}):([A-Za-z0-9_-]{1,32})")
 SIGNATURE_CHARS = 12
 """72 bits of the HMAC: enough that guessing one is hopeless, short enough for any platform."""
 KEY_LABEL = b"skillgate-cards"

@@ -93,7 +93,14 @@ class Reviewer:
         """Store and stage a proposal; apply it at once when the policy allows."""
         p = await self.store.add_proposal(candidate, run_id)
         live = await self.live(p.slug) if p.kind != "create" else None
-        await self.restage(p, live)
+        try:
+            await self.restage(p, live)
+        except (OSError, SkillError) as exc:
+            # A full disk, say: no row may wait for review without its staged file.
+            self._discard(p)
+            await self.store.drop_proposal(p.id)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SkillError(f"could not stage the proposal for {p.slug}: {why}") from exc
         if not self.needs_review(p, live):
             return (await self._approve(p, "auto", "applied")).proposal
         await self._emit("staged", p)

@@ -47,6 +47,14 @@ class ProposalQueries(QueriesBase):
 
         return await self.run(add)
 
+    async def drop_proposal(self, proposal_id: int) -> None:
+        """Forget a pending proposal whose staging failed, before anyone could see it."""
+        await self.run(
+            lambda db: db.execute(
+                "delete from proposals where id = ? and status = 'pending'", [proposal_id]
+            )
+        )
+
     async def get_proposal(self, proposal_id: int) -> Proposal | None:
         """One proposal by id."""
         row = await self.run(
