@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -23,6 +24,10 @@ from gateway.store import Store
 log = logging.getLogger(__name__)
 
 Handler = Callable[[InboxItem], Awaitable[None]]
+
+RETENTION_SECONDS = 7 * 86400
+"""Processed updates are kept this long to recognise redeliveries (Telegram keeps 24 h)."""
+PRUNE_EVERY_SECONDS = 6 * 3600
 T = TypeVar("T")
 
 
@@ -47,10 +52,13 @@ class InboxWorker:
         self._idle = asyncio.Event()
         self._idle.set()
         self._accepting = False
+        self._pruner: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
         """Resume every unprocessed update stored before; returns how many."""
         self._accepting = True
+        await self.prune()
+        self._pruner = asyncio.create_task(self._prune_periodically(), name="inbox:prune")
         pending = [i for i in await self.store.inbox_pending() if i.channel in self.handlers]
         for item in pending:
             self.submit(item)
@@ -149,9 +157,32 @@ class InboxWorker:
         """Wait until every queued update is processed."""
         await asyncio.wait_for(self._idle.wait(), timeout)
 
+    async def prune(self, now: float | None = None) -> int:
+        """Forget processed updates older than the retention; the dedupe table stays small."""
+        at = time.time() if now is None else now
+        gone = await self.store.inbox_prune(at - RETENTION_SECONDS)
+        if gone:
+            log.info(
+                "pruned %d processed update(s) older than %d days", gone, RETENTION_SECONDS // 86400
+            )
+        return gone
+
+    async def _prune_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(PRUNE_EVERY_SECONDS)
+            try:
+                await self.prune()
+            except StoreError as exc:  # a busy database: try again next time
+                log.warning("pruning the inbox failed: %s", exc)
+
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work, let in-flight updates finish within `timeout`, cancel the rest."""
         self._accepting = False
+        if self._pruner is not None:
+            self._pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pruner
+            self._pruner = None
         for queue in self._queues.values():
             while len(queue) > 1:  # keep only the update in flight; the rest stay on disk
                 queue.pop()
