@@ -7,8 +7,9 @@ it reads the 👎 comments in the fenced evidence, proposes the skill for each
 preference asked for by at least `min_comments` of them and not yet enabled,
 and, as models do, adds a seeded share of poor proposals: a vague or harmful
 idea, a repeat of a rejected proposal (word for word or reworded), a copy of
-a live skill. It reads the enabled skills but ignores the lists of pending and
-rejected proposals it is shown: keeping those out is the gateway's job.
+a live skill. It skips what is enabled, but never holds back for the pending
+and rejected proposals it is shown (it draws its repeats from the rejected
+ones): keeping those out is the gateway's job.
 """
 
 from __future__ import annotations
