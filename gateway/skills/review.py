@@ -260,8 +260,22 @@ class Reviewer:
         if version is None or live_proposal(self.staging.live_text(p.slug)) != p.id:
             raise RollbackRefused(f"{p.slug} changed after proposal #{p.id} was approved")
         now = self.clock()
+        if not await self._mark_rolled_back(p, decider, reason, now):
+            return Decision("decided", await self.get(p.id))
+        await self.restore(p, version.content, now)
+        return await self._decided("rolled_back", await self.get(p.id))
+
+    async def _mark_rolled_back(
+        self,
+        p: Proposal,
+        decider: str,
+        reason: str | None,
+        now: float,
+        record: SkillRecord | None = None,
+    ) -> bool:
+        """Record the rollback with its tombstone (and registry row); False if someone was first."""
         reason = (reason or "").strip() or "rolled back"
-        if not await self.store.transition(
+        return await self.store.transition(
             p.id,
             from_status=p.status,
             to_status="rolled_back",
@@ -269,10 +283,8 @@ class Reviewer:
             at=now,
             reason=reason,
             tombstone=_tombstone(p, decider, now, reason),
-        ):
-            return Decision("decided", await self.get(p.id))
-        await self.restore(p, version.content, now)
-        return await self._decided("rolled_back", await self.get(p.id))
+            record=record,
+        )
 
     async def restore(self, p: Proposal, text: str, now: float) -> None:
         """Write back the text an update replaced, and its registry row."""
@@ -299,17 +311,9 @@ class Reviewer:
         if record is None or record.enabled or record.review_status != RETIRED:
             raise RollbackRefused(f"{p.slug} is not retired any more")
         now = self.clock()
-        reason = (reason or "").strip() or "rolled back"
         update = {"enabled": True, "review_status": "rolled_back", "updated_at": now}
-        if not await self.store.transition(
-            p.id,
-            from_status=p.status,
-            to_status="rolled_back",
-            by=decider,
-            at=now,
-            reason=reason,
-            tombstone=_tombstone(p, decider, now, reason),
-            record=record.model_copy(update=update),
+        if not await self._mark_rolled_back(
+            p, decider, reason, now, record=record.model_copy(update=update)
         ):
             return Decision("decided", await self.get(p.id))
         if self.on_change is not None:
