@@ -15,6 +15,7 @@ from gateway.admin.api import admin_api
 from gateway.admin.console import add_console
 from gateway.channels.base import Channel, Services
 from gateway.channels.registry import configured_channels
+from gateway.channels.review_cards import start_cards
 from gateway.config import Settings
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
@@ -175,6 +176,7 @@ def build_app(
                 started.append(channel)
                 services.worker.handlers[channel.name] = channel.process
             await services.worker.start()
+            services.cards = start_cards(services.review, services.store, started)
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     services.synthesizer, settings.synthesis_interval_minutes
@@ -197,6 +199,8 @@ def build_app(
                 await schedule.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
             await services.worker.stop(settings.shutdown_timeout_seconds)
+            if services.cards is not None:
+                await services.cards.stop()
             for channel in reversed(started):
                 try:
                     await channel.stop()

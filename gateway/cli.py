@@ -1,4 +1,4 @@
-"""The `skillgate` command: serve, chat, synthesize, doctor, set-webhook, backup, restore."""
+"""The `skillgate` command: serving, chatting, synthesis, review, and operator tools."""
 
 from __future__ import annotations
 
@@ -79,6 +79,60 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     settings = _settings(args)
     setup_logging("WARNING", settings.secrets())
     return asyncio.run(run_synthesize(settings))
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    """List, show, approve or reject proposals; a decision also updates the admins' chat cards."""
+    from gateway import cli_review
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    if args.action == "list":
+        return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
+    if args.action == "show":
+        return asyncio.run(cli_review.show_proposal(settings, args.id))
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name in this environment (a bare container)
+        login = "unknown"
+    decider = f"cli:{login}"
+    reason = getattr(args, "reason", None)
+    return asyncio.run(
+        cli_review.decide(settings, args.id, decider, reject=args.action == "reject", reason=reason)
+    )
+
+
+def cmd_skills(args: argparse.Namespace) -> int:
+    """List the registered skills: source, status and the 👍 rate of answers that used them."""
+    from gateway import cli_review
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return asyncio.run(cli_review.list_skills(settings))
+
+
+def _proposal_id(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise argparse.ArgumentTypeError("a proposal id is a positive integer")
+    return int(value)
+
+
+def _add_proposals(proposals: argparse.ArgumentParser) -> None:
+    from gateway.skills.proposals import STATUSES
+
+    actions = proposals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="proposals newest first, one per line")
+    listing.add_argument("--status", choices=STATUSES, help="only proposals with this status")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    show = actions.add_parser("show", help="the card's text and the full diff")
+    show.add_argument("id", type=_proposal_id)
+    approve = actions.add_parser("approve", help="promote a pending proposal")
+    approve.add_argument("id", type=_proposal_id)
+    reject = actions.add_parser("reject", help="reject a pending proposal for good")
+    reject.add_argument("id", type=_proposal_id)
+    reject.add_argument("--reason", metavar="TEXT", help="why; kept with the rejection")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -190,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", help="who you are in the stored conversation (default: login name)")
 
     command("synthesize", cmd_synthesize)
+
+    _add_proposals(command("proposals", cmd_proposals))
+    skills = command("skills", cmd_skills)
+    skills.add_subparsers(dest="action", metavar="ACTION", required=True).add_parser(
+        "list", help="every registered skill with its source, status and 👍 rate"
+    )
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from gateway.app import close_services, open_services
+from gateway.channels.review_cards import chat_cards
 from gateway.config import Settings
 from gateway.skills.synthesizer import BatchReport, RunSummary
 
@@ -45,7 +46,8 @@ async def run_synthesize(settings: Settings) -> int:
     """Exit status 0 when the pass finished, 1 when it failed or another pass was running."""
     services = await open_services(settings)
     try:
-        summary = await services.synthesizer.run("cli", progress=_progress)
+        async with chat_cards(services):  # new proposals reach the admins' chats now
+            summary = await services.synthesizer.run("cli", progress=_progress)
     finally:
         await close_services(services)
     print_summary(summary)

@@ -3,6 +3,7 @@
     SkillgateError
      ├── ConfigError            a setting is missing or invalid
      ├── StoreError             the database refused or failed an operation
+     │    └── StoreBusy         another connection held the lock past the busy timeout
      ├── SkillError
      │    ├── InvalidSlug       a skill name breaks the Agent Skills naming rules
      │    ├── PathEscape        a composed path would leave the skills root
@@ -34,6 +35,10 @@ class ConfigError(SkillgateError):
 
 class StoreError(SkillgateError):
     """The database refused or failed an operation."""
+
+
+class StoreBusy(StoreError):
+    """The database stayed locked by another connection past the busy timeout (transient)."""
 
 
 class SkillError(SkillgateError):

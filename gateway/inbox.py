@@ -11,15 +11,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
 
 from gateway.core.records import InboxItem
+from gateway.errors import StoreBusy, StoreError
 from gateway.store import Store
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[InboxItem], Awaitable[None]]
+
+RETENTION_SECONDS = 7 * 86400
+"""Processed updates are kept this long to recognise redeliveries (Telegram keeps 24 h)."""
+PRUNE_EVERY_SECONDS = 6 * 3600
+T = TypeVar("T")
 
 
 class InboxWorker:
@@ -43,10 +52,13 @@ class InboxWorker:
         self._idle = asyncio.Event()
         self._idle.set()
         self._accepting = False
+        self._pruner: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
         """Resume every unprocessed update stored before; returns how many."""
         self._accepting = True
+        await self.prune()
+        self._pruner = asyncio.create_task(self._prune_periodically(), name="inbox:prune")
         pending = [i for i in await self.store.inbox_pending() if i.channel in self.handlers]
         for item in pending:
             self.submit(item)
@@ -91,8 +103,17 @@ class InboxWorker:
                     await handler(item)
             except asyncio.CancelledError:
                 raise
+            except StoreBusy as exc:
+                # The database is locked by someone else: not this update's fault, so it
+                # costs no attempt; it waits as long as the lock lasts.
+                log.warning(
+                    "%s update %s waits for the database: %s", item.channel, item.update_id, exc
+                )
+                await asyncio.sleep(self.backoff(1))
+                continue
             except Exception as exc:
-                attempt = await self.store.inbox_failed(item.id, f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                attempt = await self._persist(partial(self.store.inbox_failed, item.id, error))
                 if attempt >= self.max_attempts:
                     log.error(
                         "giving up on %s update %s after %d attempts: %s",
@@ -101,7 +122,8 @@ class InboxWorker:
                         attempt,
                         exc,
                     )
-                    await self.store.inbox_done(item.id, error=f"gave up: {exc}")
+                    gave_up = f"gave up: {exc}"
+                    await self._persist(partial(self.store.inbox_done, item.id, error=gave_up))
                     return
                 log.warning(
                     "%s update %s failed (attempt %d), retrying: %s",
@@ -112,16 +134,55 @@ class InboxWorker:
                 )
                 await asyncio.sleep(self.backoff(attempt))
                 continue
-            await self.store.inbox_done(item.id)
+            await self._persist(partial(self.store.inbox_done, item.id))
             return
+
+    async def _persist(self, write: Callable[[], Awaitable[T]]) -> T:
+        """A bookkeeping write, retried while the database refuses it (locked, busy).
+
+        Giving up would end the chat's queue with the update still unprocessed on disk, to
+        be found again only by the chat's next message or a restart.
+        """
+        failures = 0
+        while True:
+            try:
+                return await write()
+            except StoreError as exc:
+                failures += 1
+                delay = self.backoff(failures)
+                log.warning("inbox bookkeeping failed (%s); retrying in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         """Wait until every queued update is processed."""
         await asyncio.wait_for(self._idle.wait(), timeout)
 
+    async def prune(self, now: float | None = None) -> int:
+        """Forget processed updates older than the retention; the dedupe table stays small."""
+        at = time.time() if now is None else now
+        gone = await self.store.inbox_prune(at - RETENTION_SECONDS)
+        if gone:
+            log.info(
+                "pruned %d processed update(s) older than %d days", gone, RETENTION_SECONDS // 86400
+            )
+        return gone
+
+    async def _prune_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(PRUNE_EVERY_SECONDS)
+            try:
+                await self.prune()
+            except StoreError as exc:  # a busy database: try again next time
+                log.warning("pruning the inbox failed: %s", exc)
+
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work, let in-flight updates finish within `timeout`, cancel the rest."""
         self._accepting = False
+        if self._pruner is not None:
+            self._pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pruner
+            self._pruner = None
         for queue in self._queues.values():
             while len(queue) > 1:  # keep only the update in flight; the rest stay on disk
                 queue.pop()

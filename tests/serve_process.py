@@ -1,4 +1,4 @@
-"""`skillgate serve` as a real process: start it, wait until /healthz answers, stop it."""
+"""The `skillgate` command as a real process: one-shot commands, and `serve` until /healthz."""
 
 from __future__ import annotations
 
@@ -19,6 +19,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def skillgate(
+    *args: str, env: dict[str, str], stdin: str | None = None, timeout: float = 30
+) -> tuple[int, str, str]:
+    """Run `skillgate ARGS` to completion; returns exit status, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    out, err = await asyncio.wait_for(
+        proc.communicate(stdin.encode() if stdin is not None else None), timeout
+    )
+    return proc.returncode or 0, out.decode(), err.decode()
 
 
 @dataclass

@@ -2,35 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 from gateway.cli import build_parser
 from tests.fakes.openai_server import FakeOpenAI
-from tests.serve_process import serving
+from tests.serve_process import serving, skillgate
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-
-
-async def skillgate(
-    *args: str, env: dict[str, str], stdin: str | None = None, timeout: float = 30
-) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
-    )
-    out, err = await asyncio.wait_for(
-        proc.communicate(stdin.encode() if stdin is not None else None), timeout
-    )
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def test_version_and_help_for_every_command() -> None:

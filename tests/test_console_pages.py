@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -52,10 +53,12 @@ async def test_the_skills_page_counts_uses_and_the_thumbs_up_rate(
 ) -> None:
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
         store = gw.services.store
+        # A skill is measured from when its current text took effect: seed answers after it.
+        now = time.time()
         for rating in (1, 1, -1):
-            await seed_rated_answer(store, at=day_at(1), rating=rating, loaded=[WRITING])
-        await seed_session(store, rating=None, loaded=[WRITING])  # used, never rated
-        await seed_rated_answer(store, at=day_at(1), rating=-1)  # loaded nothing
+            await seed_rated_answer(store, at=now, rating=rating, loaded=[WRITING])
+        await seed_session(store, rating=None, loaded=[WRITING], at=now)  # used, never rated
+        await seed_rated_answer(store, at=now, rating=-1)  # loaded nothing
         await sign_in(gw.client)
 
         page = await (await gw.client.get("/admin/skills")).text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,6 +165,34 @@ async def test_an_update_queued_twice_at_start_up_is_processed_once(settings: Se
         await runner.cleanup()
     assert handled == [item.id]
     assert len(channel.sent) == 1
+
+
+async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    now = time.time()
+    async with Store(settings.db_path) as store:
+        for update_id, age_days in (("old", 8), ("recent", 1)):
+            item = await store.inbox_add("fake", update_id, "c", "{}", now=now - age_days * 86400)
+            assert item is not None
+            await store.inbox_done(item.id)
+        await store.inbox_add(
+            "fake", "waiting", "c", '{"chat": "c", "text": "hi"}', now=now - 9 * 86400
+        )
+
+    channel = FakeChannel(settings)
+    runner = await running(settings, channel)
+    try:
+        await runner.app[SERVICES].worker.wait_idle(5)
+        # The old update is forgotten; a redelivery of the recent one is still recognised.
+        assert await channel.accept("old", "c", "hello again")
+        assert not await channel.accept("recent", "c", "hello again")
+        await runner.app[SERVICES].worker.wait_idle(5)
+    finally:
+        await runner.cleanup()
+    # An unprocessed update is never pruned, however old: it was answered at start.
+    assert channel.texts("c")[0] == "Hello from the fake model."
+    assert len(channel.sent) == 2
 
 
 class CountingChannel(FakeChannel):

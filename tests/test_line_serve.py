@@ -26,7 +26,7 @@ async def test_serve_answers_a_signed_line_message(tmp_path: Path, fake_llm: Fak
         async with serving(env=env) as served, aiohttp.ClientSession() as http:
             assert served.health["channels"]["line"]["push_quota_exhausted"] is False
             body = webhook_body(text_event("hi", reply_token=line.issue_reply_token(to=USER_ID)))
-            headers = {"X-Line-Signature": sign(SECRET, body)}
+            headers = {"X-Line-Signature": sign(SECRET, body), "Content-Type": "application/json"}
             async with http.post(f"{served.url}/webhook/line", data=body, headers=headers) as resp:
                 assert resp.status == 200
             [call] = await line.wait_for(REPLY, timeout=20)

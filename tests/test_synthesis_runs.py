@@ -14,6 +14,7 @@ from gateway.config import Settings
 from gateway.skills.review import ReviewEvent
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
+from tests.serve_process import skillgate
 from tests.synthesis_support import (
     answer,
     evidence_prompt,
@@ -22,7 +23,6 @@ from tests.synthesis_support import (
     seed_offline,
     synth_settings,
 )
-from tests.test_cli import skillgate
 
 
 def staged_files(settings: Settings) -> list[Path]:

@@ -165,7 +165,7 @@ async def skills(request: web.Request) -> web.Response:
         active="skills",
         records=records,
         descriptions=descriptions,
-        uses=await store.skill_uses(),
+        effects=await services.synthesizer.effects(),
         pending={p.slug: p.id for p in await store.pending_proposals()},
     )
 
@@ -197,7 +197,7 @@ async def skill(request: web.Request) -> web.Response:
         text=text,
         history=history,
         versions=await store.skill_versions(slug),
-        use=(await store.skill_uses()).get(slug),
+        effect=(await services.synthesizer.effects()).get(slug),
         rollback_id=rollback_id,
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,

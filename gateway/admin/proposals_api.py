@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from aiohttp import web
 
 from gateway.admin.api import int_param
-from gateway.errors import ProposalNotFound, RollbackRefused
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
 from gateway.keys import SERVICES
 from gateway.skills.proposals import STATUSES, Proposal
 from gateway.skills.review import Decision
 from gateway.skills.staging import iso
+
+log = logging.getLogger(__name__)
 
 WEB_DECIDER = "web"
 MAX_REASON = 2000
@@ -129,6 +132,12 @@ async def approve(request: web.Request) -> web.Response:
         result = await request.config_dict[SERVICES].review.approve(pid, WEB_DECIDER)
     except ProposalNotFound as exc:
         return error(404, str(exc))
+    except (OSError, SkillError) as exc:
+        # The files did not change and the proposal is pending again: try once there is room.
+        log.exception("approving proposal #%d failed", pid)
+        return error(
+            503, f"proposal #{pid} was not applied: the skill files could not be changed ({exc})"
+        )
     return _decision(result)
 
 

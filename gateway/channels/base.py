@@ -9,6 +9,7 @@ across chats.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -23,6 +24,7 @@ from gateway.core.records import InboxItem
 from gateway.metrics import Metrics
 
 if TYPE_CHECKING:
+    from gateway.channels.review_cards import CardTransport, ReviewCards
     from gateway.config import Settings
     from gateway.inbox import InboxWorker
     from gateway.skills.catalog import SkillCatalog
@@ -31,6 +33,19 @@ if TYPE_CHECKING:
     from gateway.store import Store
 
 log = logging.getLogger(__name__)
+
+
+def storable(value: Any) -> bool:
+    """False when JSON text holds escaped lone surrogates, which no database column can keep.
+
+    Valid JSON may spell half of an emoji as "\\ud83d"; no platform sends that, and storing
+    it would fail after the webhook had already been let through.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass
@@ -45,6 +60,8 @@ class Services:
     review: Reviewer
     synthesizer: Synthesizer
     metrics: Metrics = field(default_factory=Metrics)
+    cards: ReviewCards | None = None
+    """Proposal cards for chat admins, once the channels have started (None without admins)."""
 
     async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
         """Store an update durably and queue it; False when it is a redelivery."""
@@ -91,6 +108,10 @@ class Channel(ABC):
     def health(self) -> dict[str, Any]:
         """Channel details for /healthz."""
         return {"configured": True}
+
+    def card_transport(self) -> CardTransport | None:
+        """How this channel shows proposal cards to its admins, if it can; after `start`."""
+        return None
 
     @abstractmethod
     async def process(self, item: InboxItem) -> None:

@@ -13,10 +13,12 @@ import json
 import logging
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from aiohttp import web
+from linebot.v3.messaging import Message
 from linebot.v3.webhook import SignatureValidator
 from linebot.v3.webhooks import (
     Event,
@@ -27,7 +29,8 @@ from linebot.v3.webhooks import (
     TextMessageContent,
 )
 
-from gateway.channels.base import Channel
+from gateway.channels.base import Channel, storable
+from gateway.channels.line_cards import LineCards
 from gateway.channels.line_client import LineClient, PushQuotaExhausted
 from gateway.channels.line_delivery import CURRENT_EVENT, EventContext, LineOutbox
 from gateway.channels.line_events import (
@@ -45,14 +48,18 @@ from gateway.channels.line_feedback import (
     parse_rating,
 )
 from gateway.channels.line_format import line_parts
+from gateway.channels.line_review import LineReview
+from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.config import Settings
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
-from gateway.errors import ChannelError
+from gateway.errors import ChannelError, StoreError
+from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/webhook/line"
+JSON = "application/json"
 MAX_WEBHOOK_BYTES = 1024 * 1024
 
 HELP = (
@@ -86,6 +93,8 @@ class LineChannel(Channel):
         self.loading_seconds = min(60, max(5, 5 * math.ceil(settings.llm_timeout_seconds / 5)))
         self._outbox: LineOutbox | None = None
         self._feedback: LineFeedback | None = None
+        self.cards = LineCards(self)
+        self.review = LineReview(self, self.cards)
 
     @property
     def outbox(self) -> LineOutbox:
@@ -101,6 +110,9 @@ class LineChannel(Channel):
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(WEBHOOK_PATH, self.webhook)]
+
+    def card_transport(self) -> LineCards:
+        return self.cards
 
     async def start(self) -> None:
         await self.client.open()  # the SDK's HTTP session must be made inside the loop
@@ -138,16 +150,21 @@ class LineChannel(Channel):
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             return web.json_response({"error": "body is not UTF-8"}, status=400)
-        if not self._signature.validate(body, signature):
+        # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
+        if not signature.isascii() or not self._signature.validate(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
             return web.json_response({"error": "invalid signature"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         try:
             payload = json.loads(body)
             events = payload["events"]
             if not isinstance(events, list):
                 raise TypeError("events is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return web.json_response({"error": f"malformed webhook body: {exc}"}, status=400)
+        if not storable(payload):
+            return web.json_response({"error": "body holds a lone surrogate"}, status=400)
         destination = payload.get("destination")
         for event in events:
             event_id = event.get("webhookEventId") if isinstance(event, dict) else None
@@ -155,7 +172,13 @@ class LineChannel(Channel):
                 log.warning("skipping a LINE event without webhookEventId")
                 continue
             stored = json.dumps({**event, "destination": destination}, ensure_ascii=False)
-            await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            try:
+                await self.services.accept(self.name, event_id, inbox_key(event, event_id), stored)
+            except StoreError:
+                # LINE redelivers the whole body (if redelivery is on); the events stored
+                # already are recognised by their ids then.
+                log.exception("could not store LINE event %s", event_id)
+                return web.json_response({"error": "not stored, try again"}, status=503)
         return web.json_response({})
 
     async def process(self, item: InboxItem) -> None:
@@ -199,6 +222,8 @@ class LineChannel(Channel):
             spans = self_mentions(message)
             mentioned, text = bool(spans), without_spans(text, spans)
         command = command_of(text)
+        if command is None and await self.review.take_reason(chat, text.strip()):
+            return
         if command is None and chat.user_id is not None:
             question = await self.feedback.pending_comment(chat, chat.user_id)
             if question is not None:
@@ -211,11 +236,14 @@ class LineChannel(Channel):
         if not self._allowed(chat.user_id):
             await self._notice(chat, REFUSAL)
             return
-        if command == "/new":
+        if command is not None and command[1:] in ADMIN_COMMAND_NAMES:
+            await self.review.on_command(command, chat)
+        elif command == "/new":
             await self.services.store.finish_chat_session(self.name, chat.chat_id, "new")
             await self._notice(chat, NEW_SESSION)
         elif command == "/help" or not text.strip():
-            await self._notice(chat, HELP)
+            admin = self.cards.is_admin(chat.user_id) and not chat.is_group
+            await self._notice(chat, HELP + ADMIN_HELP if admin else HELP)
         else:
             if not chat.is_group and chat.user_id is not None:
                 await self._loading(chat.user_id)
@@ -225,6 +253,9 @@ class LineChannel(Channel):
             await self.answer(incoming)
 
     async def _on_postback(self, data: str, chat: ChatRef) -> None:
+        if is_card_data(data):
+            await self.review.on_postback(data, chat)
+            return
         rating = parse_rating(data)
         if rating is None:
             log.info("ignoring LINE postback %r", data[:50])
@@ -258,6 +289,16 @@ class LineChannel(Channel):
 
     async def _notice(self, chat: ChatRef, text: str) -> None:
         await self.send(chat, Reply(text=text, kind="notice"))
+
+    async def say(self, chat: ChatRef, text: str, *, buttons: Sequence[Button] = ()) -> None:
+        """A notice (not an answer of the model), with quick-reply buttons if given."""
+        await self.send(chat, Reply(text=text, kind="notice", buttons=list(buttons)))
+
+    async def deliver(self, chat: ChatRef, messages: Sequence[Message]) -> list[str]:
+        """Send any LINE messages to the chat, by the event's reply token first."""
+        event = CURRENT_EVENT.get()
+        ref = event.next_ref() if event is not None else f"push:{uuid.uuid4()}"
+        return await self.outbox.deliver_messages(chat.chat_id, messages, ref)
 
     async def send(self, chat: ChatRef, reply: Reply) -> list[str]:
         """Plain-text parts of at most 5000 UTF-16 units; 👍/👎 as quick replies on the last."""

@@ -18,6 +18,7 @@ from linebot.v3.messaging import (
     AsyncApiClient,
     AsyncMessagingApi,
     Configuration,
+    Message,
     PostbackAction,
     PushMessageRequest,
     QuickReply,
@@ -102,17 +103,17 @@ class LineClient:
             raise ChannelError("LINE client used before start")
         return self._api
 
-    async def reply(self, token: str, messages: list[TextMessage]) -> list[str]:
+    async def reply(self, token: str, messages: Sequence[Message]) -> list[str]:
         """Answer with a reply token (free of quota); returns the sent message ids."""
-        request = ReplyMessageRequest(reply_token=token, messages=messages)
+        request = ReplyMessageRequest(reply_token=token, messages=list(messages))
         response = await self._call(
             "reply", lambda: self.api.reply_message(request, _request_timeout=self.timeout)
         )
         return [m.id for m in response.sent_messages]
 
-    async def push(self, to: str, messages: list[TextMessage], retry_key: str) -> list[str]:
+    async def push(self, to: str, messages: Sequence[Message], retry_key: str) -> list[str]:
         """Push with a retry key; a 409 means LINE already accepted this key, which is success."""
-        request = PushMessageRequest(to=to, messages=messages)
+        request = PushMessageRequest(to=to, messages=list(messages))
         try:
             response = await self._call(
                 "push",
@@ -124,6 +125,18 @@ class LineClient:
             log.info("LINE push %s was already accepted (request %s)", retry_key, accepted)
             return []
         return [m.id for m in response.sent_messages]
+
+    async def display_name(self, user_id: str) -> str | None:
+        """The user's LINE display name, or None when LINE does not tell (best effort)."""
+        try:
+            profile = await self._call(
+                "profile", lambda: self.api.get_profile(user_id, _request_timeout=10), retries=0
+            )
+        except ChannelError as exc:
+            log.info("no LINE profile for %s: %s", user_id, exc)
+            return None
+        name = getattr(profile, "display_name", None)
+        return str(name) if name else None
 
     async def show_loading(self, user_id: str, seconds: int) -> None:
         """Show the typing animation in a 1:1 chat for up to `seconds` (5-60, a multiple of 5)."""

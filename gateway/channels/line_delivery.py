@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from linebot.v3.messaging import TextMessage
+from linebot.v3.messaging import Message
 
 from gateway.channels.line_client import (
     MAX_MESSAGES_PER_CALL,
@@ -89,8 +89,17 @@ class LineOutbox:
         self, to: str, texts: Sequence[str], buttons: Sequence[Button], ref: str
     ) -> list[str]:
         """Send texts (buttons on the last) to a user, group or room; returns LINE message ids."""
-        messages = text_messages(texts, buttons)
-        event = CURRENT_EVENT.get()
+        return await self.deliver_messages(to, text_messages(texts, buttons), ref)
+
+    async def deliver_messages(
+        self, to: str, messages: Sequence[Message], ref: str, *, reply: bool = True
+    ) -> list[str]:
+        """Send any LINE messages in order; `reply=False` never uses the event's reply token.
+
+        A reply token answers the chat the event came from, so a message for any other
+        chat must be pushed.
+        """
+        event = CURRENT_EVENT.get() if reply else None
         ids: list[str] = []
         for n, start in enumerate(range(0, len(messages), MAX_MESSAGES_PER_CALL)):
             batch = messages[start : start + MAX_MESSAGES_PER_CALL]
@@ -106,7 +115,7 @@ class LineOutbox:
         return ids
 
     async def _send(
-        self, to: str, batch: list[TextMessage], retry_key: str, event: EventContext | None
+        self, to: str, batch: Sequence[Message], retry_key: str, event: EventContext | None
     ) -> list[str]:
         token = event.take_reply_token(self.clock(), self.reply_max_age) if event else None
         if token is not None:

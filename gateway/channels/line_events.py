@@ -12,7 +12,7 @@ from gateway.core.models import ChatRef
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("/new", "/help")
+COMMANDS = ("/new", "/help", "/proposals", "/skills", "/synthesize")
 
 
 def parse_event(raw: dict[str, Any]) -> Event | None:

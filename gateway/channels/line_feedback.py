@@ -23,7 +23,9 @@ def parse_rating(data: str) -> tuple[int, int] | None:
     """(message id, +1 or -1) from postback data "rate:<id>:+1", or None for anything else."""
     action, _, value = data.partition(":")
     message, _, rating = value.partition(":")
-    if action != RATE_ACTION or not message.isdigit() or rating not in ("+1", "-1"):
+    # ASCII digits only: str.isdigit() also takes "²" and Arabic-Indic digits; ids fit 18.
+    plain = message.isascii() and message.isdigit() and len(message) <= 18
+    if action != RATE_ACTION or not plain or rating not in ("+1", "-1"):
         return None
     return int(message), int(rating)
 

@@ -27,8 +27,11 @@ from telegram.error import TelegramError
 from telegram.ext import Application
 
 from gateway.channels.base import Channel
+from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
+from gateway.channels.telegram_cards import TelegramCards
 from gateway.channels.telegram_feedback import FeedbackHandler, keyboard
 from gateway.channels.telegram_format import Part, render_parts
+from gateway.channels.telegram_review import TelegramReview
 from gateway.channels.telegram_send import (
     Sender,
     SendPolicy,
@@ -39,6 +42,7 @@ from gateway.channels.telegram_send import (
 from gateway.channels.telegram_updates import (
     ALLOWED_UPDATES,
     COMMANDS,
+    JSON,
     WEBHOOK_PATH,
     addressed,
     chat_key,
@@ -50,10 +54,11 @@ from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
+from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
-KNOWN = {name for name, _ in COMMANDS}
+KNOWN = {name for name, _ in COMMANDS} | set(ADMIN_COMMAND_NAMES)
 START = (
     "Hi {name}! I'm an AI assistant: ask me anything.\n"
     "Rate my answers with 👍 or 👎, that is how I get better. /help tells more."
@@ -103,6 +108,8 @@ class TelegramChannel(Channel):
         )
         self.poll_timeout = poll_timeout
         self.feedback = FeedbackHandler(self)
+        self.cards = TelegramCards(self)
+        self.review = TelegramReview(self, self.cards)
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._bot: Bot | None = None
         self._sender: Sender | None = None
@@ -174,6 +181,9 @@ class TelegramChannel(Channel):
         bot = self._bot.username if self._bot is not None else None
         return {"configured": True, "mode": self.mode, "bot": bot}
 
+    def card_transport(self) -> TelegramCards:
+        return self.cards
+
     def allowed(self, user_id: int) -> bool:
         """Everyone when TELEGRAM_ALLOWED_USER_IDS is empty; else those users and the admins."""
         allow = self.settings.telegram_allowed_user_ids
@@ -189,6 +199,8 @@ class TelegramChannel(Channel):
             got.encode("utf-8", "surrogatepass"), expected.get_secret_value().encode()
         ):
             return web.json_response({"error": "missing or wrong secret token"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         update, status, problem = await read_update(request)
         if update is None:
             return web.json_response({"error": problem}, status=status)
@@ -239,8 +251,11 @@ class TelegramChannel(Channel):
             log.warning("ignoring unreadable Telegram update %s: %r", item.update_id, exc)
             return
         try:
-            if update.callback_query is not None:
-                await self.feedback.on_press(update.callback_query)
+            query = update.callback_query
+            if query is not None and is_card_data(query.data):
+                await self.review.on_press(query)
+            elif query is not None:
+                await self.feedback.on_press(query)
             elif update.message is not None:
                 await self._on_message(update.message, item)
         except Undeliverable as exc:
@@ -270,6 +285,8 @@ class TelegramChannel(Channel):
             if not is_group and message.effective_attachment is not None:
                 await self._notice(ref, TEXT_ONLY, reply_to)
             return
+        if await self.review.take_reason(message, ref, text):
+            return
         if await self.feedback.take_comment(message, ref, text):
             return
         command = command_of(message, self.bot.username)
@@ -290,7 +307,12 @@ class TelegramChannel(Channel):
     async def _on_command(
         self, command: str, chat: ChatRef, user: User, reply_to: int | None
     ) -> None:
+        if command in ADMIN_COMMAND_NAMES:
+            await self.review.on_command(command, chat, user, reply_to)
+            return
         hint = GROUP_HINT if chat.is_group else ""
+        if not chat.is_group and self.cards.is_admin(user.id):
+            hint = ADMIN_HELP
         if command == "start":
             text = START.format(name=user.first_name) + hint
         elif command == "help":

@@ -35,7 +35,7 @@ COMMENT_MINUTES = 10
 MAX_COMMENT = 2000
 CHOSEN = "✓ "
 ASK = "What went wrong? Reply to this message, or ignore it."
-_RATE = re.compile(r"rate:(\d{1,18}):([+-]1)")
+_RATE = re.compile(r"rate:([0-9]{1,18}):([+-]1)")  # \d would take any script's digits
 
 
 def callback_data(button: Button) -> str:

@@ -19,7 +19,7 @@ from typing import TypeVar
 import httpx
 from aiolimiter import AsyncLimiter
 from httpx_aiohttp import AiohttpTransport
-from telegram import Bot, ForceReply, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram import Bot, ForceReply, InlineKeyboardMarkup, InputFile, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Markup = InlineKeyboardMarkup | ForceReply
+# BadRequest descriptions that no retry can fix: the chat or the message is gone.
+_GONE = ("chat not found", "message to edit not found", "message can't be edited")
 
 
 class FormattingRejected(ChannelError):
@@ -147,7 +149,7 @@ class Sender:
         if isinstance(exc, BadRequest) and "message is not modified" in lowered:
             return NotModified(text)
         if isinstance(exc, Forbidden | ChatMigrated) or (
-            isinstance(exc, BadRequest) and "chat not found" in lowered
+            isinstance(exc, BadRequest) and any(gone in lowered for gone in _GONE)
         ):
             return Undeliverable(text)
         return ChannelError(text)
@@ -190,6 +192,55 @@ class Sender:
                 reply_markup=markup,
                 message_thread_id=target.thread_id,
                 reply_parameters=reply,
+            ),
+        )
+
+    async def edit(
+        self,
+        chat_id: int,
+        message_id: int,
+        part: Part,
+        *,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> None:
+        """Replace a message's text; its inline keyboard becomes `markup` (None removes it)."""
+        try:
+            await self._edit(chat_id, message_id, part.html, ParseMode.HTML, markup)
+        except FormattingRejected as exc:
+            log.warning("%s; editing with plain text", exc)
+            await self._edit(chat_id, message_id, part.plain, None, markup)
+
+    async def _edit(
+        self,
+        chat_id: int,
+        message_id: int,
+        text: str,
+        parse_mode: str | None,
+        markup: InlineKeyboardMarkup | None,
+    ) -> None:
+        await self.call(
+            "editMessageText",
+            lambda: self.bot.edit_message_text(
+                text,
+                chat_id=chat_id,
+                message_id=message_id,
+                parse_mode=parse_mode,
+                reply_markup=markup,
+            ),
+        )
+
+    async def document(
+        self, target: Target, filename: str, content: bytes, caption: str
+    ) -> Message:
+        """Send a file with a short plain caption."""
+        await self._pace(target)
+        return await self.call(
+            "sendDocument",
+            lambda: self.bot.send_document(
+                target.chat_id,
+                InputFile(content, filename=filename),
+                caption=caption,
+                message_thread_id=target.thread_id,
             ),
         )
 

@@ -9,7 +9,11 @@ from typing import Any
 from aiohttp import web
 from telegram import Message, MessageEntity
 
+from gateway.channels.base import storable
+
 WEBHOOK_PATH = "/webhook/telegram"
+JSON = "application/json"
+"""The only content type a webhook accepts: Telegram and LINE send nothing else."""
 ALLOWED_UPDATES = ("message", "callback_query")
 """The update types the channel handles; `skillgate set-webhook` asks Telegram for these only."""
 COMMANDS = (
@@ -46,6 +50,8 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
         return None, 400, "body is not JSON"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
+    if not storable(update):
+        return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
     return update, 200, ""
 
 

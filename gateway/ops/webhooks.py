@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gateway.channels.review_chat import ADMIN_COMMANDS
 from gateway.channels.telegram_updates import ALLOWED_UPDATES, COMMANDS
 from gateway.channels.telegram_updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
@@ -23,6 +24,8 @@ from gateway.errors import ChannelError, ConfigError
 from gateway.ops.platforms import line_api, line_errors, telegram_bot, telegram_errors
 
 if TYPE_CHECKING:
+    from telegram import Bot
+
     from gateway.store import Store
 
 LINE_PATH = "/webhook/line"
@@ -122,6 +125,40 @@ async def telegram_register(
         else:
             await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
             steps.append(Step("telegram commands", "set", names))
+        steps += await admin_commands(settings, bot, force=force)
+    return steps
+
+
+async def admin_commands(settings: Settings, bot: Bot, *, force: bool = False) -> list[Step]:
+    """The admins' own command menu: the public commands plus the review commands."""
+    from telegram import BotCommand, BotCommandScopeChat
+    from telegram.error import BadRequest, Forbidden
+
+    menu = [*COMMANDS, *ADMIN_COMMANDS]
+    names = ", ".join(f"/{name}" for name, _ in ADMIN_COMMANDS)
+    steps: list[Step] = []
+    changed = 0
+    for admin in settings.telegram_admin_ids:
+        scope = BotCommandScopeChat(admin)
+        try:
+            current = [(c.command, c.description) for c in await bot.get_my_commands(scope=scope)]
+            if current == menu and not force:
+                continue
+            await bot.set_my_commands([BotCommand(n, text) for n, text in menu], scope=scope)
+            changed += 1
+        except (BadRequest, Forbidden) as exc:
+            # Telegram knows a private chat only once the person has written to the bot.
+            steps.append(
+                Step(
+                    "telegram admin commands",
+                    "warn",
+                    f"admin {admin}: {exc.message}; they should send /start to the bot",
+                )
+            )
+    if settings.telegram_admin_ids:
+        status = "set" if changed else "unchanged"
+        count = len(settings.telegram_admin_ids)
+        steps.insert(0, Step("telegram admin commands", status, f"{names} for {count} admin(s)"))
     return steps
 
 

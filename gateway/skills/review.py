@@ -93,7 +93,14 @@ class Reviewer:
         """Store and stage a proposal; apply it at once when the policy allows."""
         p = await self.store.add_proposal(candidate, run_id)
         live = await self.live(p.slug) if p.kind != "create" else None
-        await self.restage(p, live)
+        try:
+            await self.restage(p, live)
+        except (OSError, SkillError) as exc:
+            # A full disk, say: no row may wait for review without its staged file.
+            self._discard(p)
+            await self.store.drop_proposal(p.id)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SkillError(f"could not stage the proposal for {p.slug}: {why}") from exc
         if not self.needs_review(p, live):
             return (await self._approve(p, "auto", "applied")).proposal
         await self._emit("staged", p)
@@ -221,6 +228,22 @@ class Reviewer:
         if p.kind != "retire":  # a retirement owns no staged file
             self.staging.discard(p.slug)
 
+    async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal:
+        """Set (or clear) the reason of a rejection after the fact; the tombstone keeps it too.
+
+        Chat admins reject with one tap and are asked for the reason afterwards; the
+        rejection itself, and so the first decision, was already recorded.
+        """
+        p = await self.get(proposal_id)
+        reason = (reason or "").strip() or None
+        if p.status != "rejected" or p.reason == reason:
+            return p
+        if not await self.store.set_rejection_reason(p.id, reason):
+            return await self.get(p.id)
+        p = await self.get(p.id)
+        await self._emit("decided", p)
+        return p
+
     async def rollback(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
         """Undo an approved update (its old text back) or retirement (enabled again).
 
@@ -237,8 +260,22 @@ class Reviewer:
         if version is None or live_proposal(self.staging.live_text(p.slug)) != p.id:
             raise RollbackRefused(f"{p.slug} changed after proposal #{p.id} was approved")
         now = self.clock()
+        if not await self._mark_rolled_back(p, decider, reason, now):
+            return Decision("decided", await self.get(p.id))
+        await self.restore(p, version.content, now)
+        return await self._decided("rolled_back", await self.get(p.id))
+
+    async def _mark_rolled_back(
+        self,
+        p: Proposal,
+        decider: str,
+        reason: str | None,
+        now: float,
+        record: SkillRecord | None = None,
+    ) -> bool:
+        """Record the rollback with its tombstone (and registry row); False if someone was first."""
         reason = (reason or "").strip() or "rolled back"
-        if not await self.store.transition(
+        return await self.store.transition(
             p.id,
             from_status=p.status,
             to_status="rolled_back",
@@ -246,10 +283,8 @@ class Reviewer:
             at=now,
             reason=reason,
             tombstone=_tombstone(p, decider, now, reason),
-        ):
-            return Decision("decided", await self.get(p.id))
-        await self.restore(p, version.content, now)
-        return await self._decided("rolled_back", await self.get(p.id))
+            record=record,
+        )
 
     async def restore(self, p: Proposal, text: str, now: float) -> None:
         """Write back the text an update replaced, and its registry row."""
@@ -276,17 +311,9 @@ class Reviewer:
         if record is None or record.enabled or record.review_status != RETIRED:
             raise RollbackRefused(f"{p.slug} is not retired any more")
         now = self.clock()
-        reason = (reason or "").strip() or "rolled back"
         update = {"enabled": True, "review_status": "rolled_back", "updated_at": now}
-        if not await self.store.transition(
-            p.id,
-            from_status=p.status,
-            to_status="rolled_back",
-            by=decider,
-            at=now,
-            reason=reason,
-            tombstone=_tombstone(p, decider, now, reason),
-            record=record.model_copy(update=update),
+        if not await self._mark_rolled_back(
+            p, decider, reason, now, record=record.model_copy(update=update)
         ):
             return Decision("decided", await self.get(p.id))
         if self.on_change is not None:

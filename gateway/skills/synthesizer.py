@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gateway.core.llm import LLM
-from gateway.errors import ModelError, SynthesisError
+from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
@@ -167,7 +167,7 @@ class Synthesizer:
                     raise SynthesisError("the run lock's lease ran out and another pass took it")
                 if progress is not None and batch.sessions:
                     progress(_report(summary, before, len(batch.sessions), len(batch.skipped)))
-        except (SynthesisError, ModelError) as exc:
+        except (SynthesisError, ModelError, SkillError) as exc:
             summary.status, summary.error = "failed", str(exc)
         except asyncio.CancelledError:
             summary.status, summary.error = "failed", "interrupted by shutdown"

@@ -74,18 +74,6 @@ class Downvote(BaseModel):
     question: str | None = None
 
 
-class SkillUse(BaseModel):
-    """How often answers loaded a skill, and how those answers were rated."""
-
-    uses: int = 0
-    rated: int = 0
-    ups: int = 0
-
-    @property
-    def rate(self) -> float | None:
-        return _rate(self.ups, self.rated)
-
-
 _SUMMARY = """
 select s.*,
   (select count(*) from messages m where m.session_id = s.id) as messages,
@@ -211,17 +199,6 @@ class ConsoleQueries(QueriesBase):
             return out
 
         return await self.run(read)
-
-    async def skill_uses(self) -> dict[str, SkillUse]:
-        """Per skill: answers whose trace loaded it, and the ratings of those answers."""
-        sql = (
-            "select u.slug, count(distinct u.message_id) as uses, count(f.id) as rated,"
-            " coalesce(sum(f.rating > 0), 0) as ups from (select distinct t.message_id,"
-            " j.value as slug from traces t, json_each(t.skills_loaded) j) u"
-            " left join feedback f on f.message_id = u.message_id group by u.slug"
-        )
-        rows = await self.run(lambda db: [dict(r) for r in db.query(sql)])
-        return {str(r.pop("slug")): SkillUse.model_validate(r) for r in rows}
 
     async def review_queue(self, *, limit: int = 50, offset: int = 0) -> list[Proposal]:
         """Proposals with the pending ones first (oldest first), then the rest newest first."""

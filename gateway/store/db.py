@@ -16,7 +16,8 @@ from typing import TypeVar
 
 from sqlite_utils import Database
 
-from gateway.errors import StoreError
+from gateway.errors import StoreBusy, StoreError
+from gateway.store.cards import CardQueries
 from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
@@ -41,6 +42,7 @@ class Store(
     StatsQueries,
     EffectQueries,
     ConsoleQueries,
+    CardQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 
@@ -102,6 +104,10 @@ class Store(
         def call() -> T:
             try:
                 return fn(db)
+            except sqlite3.OperationalError as exc:
+                if _busy(exc):
+                    raise StoreBusy(f"database is busy: {exc}") from exc
+                raise StoreError(f"database error: {exc}") from exc
             except sqlite3.Error as exc:
                 raise StoreError(f"database error: {exc}") from exc
 
@@ -119,3 +125,11 @@ class Store(
         return await self.run(
             lambda db: [r["version"] for r in db.query("select version from schema_migrations")]
         )
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED: another connection holds the lock; trying again helps."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)

@@ -251,6 +251,40 @@ def _synthesis(db: Database) -> None:
     )
 
 
+def _cards(db: Database) -> None:
+    # One row per proposal card per admin chat. The row is written before the card is
+    # sent (claimed_at) and marked after (delivered_at, the platform's message id), so a
+    # restart never sends a delivered card again; `shown_*` is what that copy shows now,
+    # so a decision (or a reason given later) is reflected on every copy exactly once.
+    db.execute(
+        """
+        create table card_deliveries (
+            id integer primary key autoincrement,
+            proposal_id integer not null references proposals(id),
+            channel text not null,
+            chat_id text not null,
+            platform_message_id text,
+            claimed_at real not null,
+            delivered_at real,
+            shown_status text,
+            shown_reason text,
+            unique (proposal_id, channel, chat_id)
+        )
+        """
+    )
+    db.execute("create index card_deliveries_sent on card_deliveries (delivered_at)")
+    # Readable names of the people who decide ("telegram:123" -> "Alice (@alice)").
+    db.execute(
+        """
+        create table reviewer_names (
+            decider text primary key,
+            name text not null,
+            updated_at real not null
+        )
+        """
+    )
+
+
 _KIND_CHECK = "check (kind in ('create', 'update'))"
 _KIND_CHECK_V6 = "check (kind in ('create', 'update', 'retire'))"
 
@@ -333,6 +367,7 @@ MIGRATIONS: list[Migration] = [
         _synthesis,
     ),
     (4, "outgoing message batches and their retry keys", _deliveries),
+    (5, "proposal cards sent to admins, and reviewers' names", _cards),
     (
         6,
         "skill effects: withheld skills in traces, measurement start, retire proposals",

@@ -47,6 +47,14 @@ class ProposalQueries(QueriesBase):
 
         return await self.run(add)
 
+    async def drop_proposal(self, proposal_id: int) -> None:
+        """Forget a pending proposal whose staging failed, before anyone could see it."""
+        await self.run(
+            lambda db: db.execute(
+                "delete from proposals where id = ? and status = 'pending'", [proposal_id]
+            )
+        )
+
     async def get_proposal(self, proposal_id: int) -> Proposal | None:
         """One proposal by id."""
         row = await self.run(
@@ -136,6 +144,25 @@ class ProposalQueries(QueriesBase):
             return True
 
         return await self.run(move)
+
+    async def set_rejection_reason(self, proposal_id: int, reason: str | None) -> bool:
+        """Set the reason of a rejected proposal and of its tombstone; False if not rejected."""
+
+        def update(db: Database) -> bool:
+            with db.atomic():
+                cur = db.execute(
+                    "update proposals set reason = ? where id = ? and status = 'rejected'",
+                    [reason, proposal_id],
+                )
+                if cur.rowcount != 1:
+                    return False
+                db.execute(
+                    "update rejections set reason = ? where proposal_id = ?",
+                    [reason, proposal_id],
+                )
+            return True
+
+        return await self.run(update)
 
     async def mark_promoted(self, proposal_id: int, at: float, record: SkillRecord) -> None:
         """Record that an approved proposal is live, with its registry row, in one transaction."""

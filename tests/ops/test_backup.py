@@ -19,7 +19,7 @@ from gateway.keys import SERVICES
 from gateway.ops.backup import create_backup, restore_backup
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_cli import skillgate
+from tests.serve_process import skillgate
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}
 CUSTOM_SKILL = """---

@@ -15,7 +15,7 @@ from gateway.ops.webhooks import run_set_webhook
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.ops.conftest import LINE_SECRET, LLM_KEY, PUBLIC_URL, WEBHOOK_SECRET
-from tests.test_cli import skillgate
+from tests.serve_process import skillgate
 
 
 def by_name(checks: list[Check]) -> dict[str, Check]:

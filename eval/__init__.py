@@ -1,0 +1,1 @@
+"""An offline evaluation of the learning loop: simulated users, a scripted model and a reviewer."""

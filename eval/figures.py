@@ -1,0 +1,224 @@
+"""What a run measured: per cycle, per held-out measurement, per proposal; and the audit after it.
+
+The check that no rejected proposal came back is done here, from the admin
+API's records, independently of the gateway's own screening: a proposal
+repeats a rejection when it was made in a later cycle and its body hash is the
+same, or (for two new skills) its name and description are the same once
+lower-cased, stripped of punctuation and whitespace-collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eval.config import Config
+from eval.rig import TurnCost
+
+if TYPE_CHECKING:
+    from eval.model import ScriptedModel
+    from eval.reviewer import Decision
+    from eval.rig import Gateway
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+@dataclass
+class CycleStats:
+    """One cycle: its conversations, its synthesis pass, the review, the skills afterwards."""
+
+    cycle: int
+    answers: int = 0
+    up: int = 0
+    down: int = 0
+    comments: int = 0
+    errors: int = 0
+    proposed: int = 0
+    approved: int = 0
+    rejected: int = 0
+    repeats_suppressed: int = 0
+    retirements_repeated: int = 0
+    """Of those, retirements the measurement proposed again after one was refused."""
+    duplicates_avoided: int = 0
+    refused: int = 0
+    retirements: int = 0
+    skills_live: int = 0
+    learned_live: int = 0
+    synthesis_error: str | None = None
+    emitted: tuple[int, int] = (0, 0)
+    """The slice of the scripted model's proposals made in this cycle's pass."""
+    tried: Counter[str] = field(default_factory=Counter)
+    """The scripted model's proposals of this pass by flavour (see `model.Emitted`)."""
+    costs: list[TurnCost] = field(default_factory=list)
+
+    @property
+    def rated(self) -> int:
+        return self.up + self.down
+
+    @property
+    def up_rate(self) -> float | None:
+        return _rate(self.up, self.rated)
+
+    @property
+    def index_mean(self) -> float:
+        return _mean([c.index_tokens for c in self.costs])
+
+    @property
+    def index_max(self) -> int:
+        return max((c.index_tokens for c in self.costs), default=0)
+
+    @property
+    def loaded_mean(self) -> float:
+        return _mean([c.loaded_tokens for c in self.costs])
+
+    @property
+    def withheld(self) -> int:
+        return sum(1 for c in self.costs if c.withheld)
+
+    def line(self) -> str:
+        """One progress line."""
+        rate = "-" if self.up_rate is None else f"{self.up_rate:.0%}"
+        return (
+            f"cycle {self.cycle}: 👍 {rate} of {self.rated} rated; proposals {self.proposed}"
+            f" (approved {self.approved}, rejected {self.rejected}); suppressed as repeats"
+            f" {self.repeats_suppressed}; learned skills live {self.learned_live}"
+        )
+
+
+@dataclass
+class HeldOut:
+    """The held-out users' verdicts on the answers they got after `after` cycles of learning."""
+
+    after: int
+    answers: int = 0
+    up: int = 0
+    """Answers they would rate 👍 (with the same noise as everyone's ratings)."""
+    pleased: int = 0
+    """Answers that met every preference of the user who asked (no noise)."""
+
+    @property
+    def rate(self) -> float:
+        return self.up / self.answers if self.answers else 0.0
+
+    @property
+    def pleased_rate(self) -> float:
+        return self.pleased / self.answers if self.answers else 0.0
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    """One proposal as the admin API keeps it, with the cycle whose pass made it."""
+
+    id: int
+    cycle: int
+    kind: str
+    name: str
+    description: str
+    status: str
+    reason: str | None
+    content_hash: str
+    slip: bool = False
+    """Approved by the reviewer's mistake."""
+
+    @property
+    def key(self) -> str:
+        return f"{normalise(self.name)}|{normalise(self.description)}"
+
+
+@dataclass
+class Result:
+    """A whole run."""
+
+    config: Config
+    model: str
+    cycles: list[CycleStats] = field(default_factory=list)
+    held_out: list[HeldOut] = field(default_factory=list)
+    final_costs: list[TurnCost] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
+    repeats: list[tuple[int, int]] = field(default_factory=list)
+    """(proposal, the earlier rejected proposal it repeats): must stay empty."""
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    starts: int = 0
+
+    @property
+    def scripted(self) -> bool:
+        return self.config.real_model is None
+
+    @property
+    def before(self) -> HeldOut:
+        return self.held_out[0]
+
+    @property
+    def after(self) -> HeldOut:
+        return self.held_out[-1]
+
+    @property
+    def costs(self) -> list[TurnCost]:
+        return [c for s in self.cycles for c in s.costs] + self.final_costs
+
+    @property
+    def index_max(self) -> int:
+        return max((c.index_tokens for c in self.costs), default=0)
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[^\w\s]+", " ", text.lower()).split())
+
+
+def repeats_of_rejections(rows: list[ProposalRow]) -> list[tuple[int, int]]:
+    """Proposals made after a rejection of the same content: (proposal id, rejected id)."""
+    rejected = [r for r in rows if r.status == "rejected"]
+    found = []
+    for p in rows:
+        for r in rejected:
+            same_new_skill = p.kind == r.kind == "create" and p.key == r.key
+            if r.cycle < p.cycle and (p.content_hash == r.content_hash or same_new_skill):
+                found.append((p.id, r.id))
+                break
+    return found
+
+
+async def audit(
+    gw: Gateway,
+    result: Result,
+    runs: dict[int, int],
+    decisions: list[Decision],
+    model: ScriptedModel | None,
+) -> None:
+    """Read every proposal and skill back from the admin API and check the rejections held."""
+    listed = await gw.api("GET", "/proposals?limit=1000")
+    slips = {d.proposal_id for d in decisions if d.slip}
+    for brief in sorted(listed, key=lambda p: int(p["id"])):
+        p = await gw.api("GET", f"/proposals/{brief['id']}")
+        result.proposals.append(
+            ProposalRow(
+                id=int(p["id"]),
+                cycle=runs.get(int(p["run"] or 0), 0),
+                kind=str(p["kind"]),
+                name=str(p["name"]),
+                description=str(p["description"]),
+                status=str(p["status"]),
+                reason=p.get("reason"),
+                content_hash=str(p["content_hash"]),
+                slip=int(p["id"]) in slips,
+            )
+        )
+    if len(result.proposals) != len(decisions):
+        raise RuntimeError(
+            f"{len(result.proposals)} proposals were made but {len(decisions)} decided"
+        )
+    result.repeats = repeats_of_rejections(result.proposals)
+    if model is not None:
+        for stats in result.cycles:
+            start, end = stats.emitted
+            stats.tried = Counter(e.flavour for e in model.emitted[start:end])
+    result.skills = await gw.api("GET", "/skills")

@@ -1,0 +1,227 @@
+"""The run as Markdown: the headline figures, a table per cycle, every proposal, the skills."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval.figures import CycleStats, Result
+from eval.world import PREFERENCES, SHARE
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(head), _row(["---"] * len(head)), *(_row(r) for r in rows)]
+
+
+def summary(result: Result) -> list[str]:
+    """The headline figures, one bullet each."""
+    before, after = result.before, result.after
+    first, last = result.cycles[0], result.cycles[-1]
+    decided = result.proposals
+    approved = sum(1 for p in decided if p.status in ("approved", "applied"))
+    rejected = sum(1 for p in decided if p.status == "rejected")
+    retired = [p.name for p in decided if p.kind == "retire" and p.status == "approved"]
+    tried = sum(s.tried["repeat"] for s in result.cycles)
+    suppressed = sum(s.repeats_suppressed for s in result.cycles)
+    avoided = sum(s.duplicates_avoided for s in result.cycles)
+    lines = [
+        f"- **Held-out users' 👍 rate: {_pct(before.rate)} before, {_pct(after.rate)} after**"
+        f" {len(result.cycles)} cycles ({before.answers} answers each time; answers meeting"
+        f" every preference of the asker: {_pct(before.pleased_rate)} before,"
+        f" {_pct(after.pleased_rate)} after).",
+        f"- Training users' 👍 rate: {_pct(first.up_rate)} in cycle 1,"
+        f" {_pct(last.up_rate)} in cycle {last.cycle}.",
+        f"- Proposals: {len(decided)} reached review, {approved} approved, {rejected} rejected"
+        f" (every one decided with the Telegram buttons);"
+        f" {avoided} duplicates of live or pending skills suppressed.",
+    ]
+    repeats = (
+        f"- **Re-proposals of rejected content that reached review: {len(result.repeats)}**,"
+        f" across {result.starts - 1} restarts."
+    )
+    again = sum(s.retirements_repeated for s in result.cycles)
+    gateway = f"suppressed {suppressed} proposals as repeats of a rejection" + (
+        f" ({again} of them a retirement proposed again after it was refused)." if again else "."
+    )
+    if result.scripted:
+        repeats += (
+            f" The model tried {tried} times to propose a rejected skill again (word for word"
+            f" or reworded); the gateway {gateway}"
+        )
+    else:
+        repeats += f" The gateway {gateway}"
+    lines.append(repeats)
+    lines.append(
+        f"- Skill index in the prompt: at most {result.index_max} estimated tokens per turn"
+        f" (budget `SKILLGATE_SKILL_INDEX_TOKENS` = {result.config.index_budget})."
+    )
+    failed = [s for s in result.cycles if s.synthesis_error]
+    if failed:
+        lines.append(
+            "- Synthesis passes that failed: "
+            + "; ".join(f"cycle {s.cycle}: {s.synthesis_error}" for s in failed)
+            + "."
+        )
+    errors = sum(s.errors for s in result.cycles)
+    if errors:
+        lines.append(f"- Answers that were error placeholders (not rated): {errors}.")
+    slips = [p for p in decided if p.slip]
+    if slips or retired:
+        mistake = ", ".join(f"`{p.name}` (#{p.id}, cycle {p.cycle})" for p in slips)
+        lines.append(
+            f"- The reviewer wrongly approved {mistake or 'nothing'}; retired after measurement:"
+            f" {', '.join(f'`{n}`' for n in retired) or 'none'}."
+        )
+    return lines
+
+
+def cycle_rows(result: Result) -> list[list[Any]]:
+    def row(s: CycleStats, held: float) -> list[Any]:
+        return [
+            s.cycle,
+            s.answers,
+            s.rated,
+            _pct(s.up_rate),
+            _pct(held),
+            s.proposed,
+            s.approved,
+            s.rejected,
+            s.repeats_suppressed,
+            s.duplicates_avoided,
+            s.refused,
+            f"{s.skills_live} ({s.learned_live})",
+            f"{s.index_mean:.0f} / {s.index_max}",
+            f"{s.loaded_mean:.0f}",
+            s.withheld,
+        ]
+
+    return [row(s, h.rate) for s, h in zip(result.cycles, result.held_out, strict=False)]
+
+
+CYCLE_HEAD = [
+    "cycle",
+    "answers",
+    "rated",
+    "👍 rate",
+    "held-out 👍 (start)",
+    "proposals made",
+    "approved",
+    "rejected",
+    "suppressed as repeats",
+    "duplicates avoided",
+    "refused",
+    "skills live (learned)",
+    "index tokens mean / max",
+    "skill body tokens mean",
+    "turns with a skill withheld",
+]
+
+
+def render(result: Result, command: str, chart: str) -> str:
+    """The whole report."""
+    again = (
+        "the same command gives the same numbers."
+        if result.scripted
+        else "a real model's answers vary, so another run gives other numbers."
+    )
+    lines = [
+        "# Does the loop learn? Evaluation report",
+        "",
+        f"Generated by `{command}` from a checkout of the repository; {again}"
+        " How the simulation works and what it does not show: [LEARNING.md](LEARNING.md).",
+        "",
+        "## Summary",
+        "",
+        *summary(result),
+        "",
+        f"![👍 rate per cycle]({chart})",
+        "",
+        "## Per cycle",
+        "",
+        "Each cycle: the gateway starts on the previous cycle's data dir, the held-out users"
+        " are measured, the training users ask, rate and comment, one synthesis pass runs, the"
+        " reviewer decides every card, the gateway stops. *Index tokens* are the estimated"
+        " tokens of the skill index in the system prompt, *skill body tokens* those of the"
+        " skills loaded with `load_skill`, both per turn.",
+        "",
+        *_table(CYCLE_HEAD, cycle_rows(result)),
+        "",
+        "## Held-out users",
+        "",
+        *_table(
+            ["after cycles", "answers", "👍 rate", "meeting every preference"],
+            [[h.after, h.answers, _pct(h.rate), _pct(h.pleased_rate)] for h in result.held_out],
+        ),
+        "",
+        "## Every proposal that reached review",
+        "",
+        *_table(
+            ["#", "cycle", "kind", "skill", "decision", "reason given"],
+            [
+                [
+                    p.id,
+                    p.cycle,
+                    p.kind,
+                    f"`{p.name}`",
+                    p.status + (" (reviewer's mistake)" if p.slip else ""),
+                    p.reason or "",
+                ]
+                for p in result.proposals
+            ],
+        ),
+        "",
+        "## Skills at the end",
+        "",
+        "Figures from `GET /admin/api/skills` for each skill's current text.",
+        "",
+        *_table(
+            ["skill", "source", "enabled", "status", "uses", "👍 rate", "without it", "verdict"],
+            [_skill(s) for s in result.skills],
+        ),
+        "",
+        "## Settings",
+        "",
+        *settings(result),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _skill(s: dict[str, Any]) -> list[Any]:
+    e = s.get("effect") or {}
+    without = e.get("without") or {}
+    return [
+        f"`{s['name']}`",
+        s["source"],
+        "yes" if s["enabled"] else "no",
+        s["review_status"],
+        e.get("uses", 0),
+        f"{_pct(e.get('rate'))} of {e.get('rated', 0)}",
+        f"{_pct(without.get('rate'))} of {without.get('rated', 0)}",
+        e.get("verdict", ""),
+    ]
+
+
+def settings(result: Result) -> list[str]:
+    c = result.config
+    shares = ", ".join(f"{PREFERENCES[p]} {SHARE[p]:.0%}" for p in PREFERENCES)
+    return [
+        f"- model: {result.model}; seed {c.seed}; {c.cycles} cycles; {c.users} training users"
+        f" asking {c.questions} questions per cycle; {c.held_out} held-out users asking the same"
+        f" {c.held_out_questions} questions at every measurement.",
+        f"- preferences (share of users): {shares}.",
+        f"- users rate {c.habits.rate:.0%} of answers, press the other button {c.habits.noise:.0%}"
+        f" of the time, and explain {c.habits.comment:.0%} of their 👎.",
+        f"- scripted model's share of poor proposals: {c.bad_share:g}; reviewer's mistakes:"
+        f" {c.reviewer_slips}.",
+        f"- `SKILLGATE_SKILL_HOLDOUT` = {c.skill_holdout:g}, `SKILLGATE_SKILL_INDEX_TOKENS` ="
+        f" {c.index_budget}, `SKILLGATE_MAX_PROPOSALS_PER_RUN` = {c.max_proposals}, every other"
+        " setting at its default; sessions finish at once (`SKILLGATE_SESSION_IDLE_MINUTES` = 0).",
+    ]

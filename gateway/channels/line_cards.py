@@ -1,0 +1,124 @@
+"""Proposal cards in LINE: a Flex bubble with Approve / Reject / Full diff postbacks.
+
+LINE cannot edit a sent message, so a decision reaches each LINE admin as a
+short pushed notice instead (except the admin who decided, who was answered
+directly). Every push has a stable delivery reference, so the outbox's stored
+retry key makes a retry after a crash a no-op at LINE (409) rather than a
+second message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from linebot.v3.messaging import (
+    FlexBox,
+    FlexBubble,
+    FlexButton,
+    FlexComponent,
+    FlexMessage,
+    FlexSeparator,
+    FlexSpan,
+    FlexText,
+    PostbackAction,
+)
+
+from gateway.channels.line_client import text_messages
+from gateway.channels.text import utf16_len
+from gateway.skills.card_buttons import CardAction, CardSigner
+from gateway.skills.cards import Card, clip, fit, trimmed_note
+from gateway.store.cards import CardDelivery
+
+if TYPE_CHECKING:
+    from gateway.channels.line import LineChannel
+
+MAX_ALT_TEXT = 400
+MAX_DIFF = 1500
+"""UTF-16 units of diff in a bubble; a bubble's JSON may not exceed 30 KB."""
+GREEN, RED, GREY = "#1DB446", "#D9534F", "#888888"
+
+
+def _text(text: str, **style: object) -> FlexText:
+    return FlexText(text=text or " ", wrap=True, **style)
+
+
+class LineCards:
+    """Builds card bubbles and pushes them, and decision notices, to LINE admins."""
+
+    channel = "line"
+
+    def __init__(self, channel: LineChannel) -> None:
+        assert channel.settings.line_channel_secret is not None
+        self._channel = channel
+        self.signer = CardSigner(channel.settings.line_channel_secret.get_secret_value())
+
+    def admins(self) -> list[str]:
+        return list(self._channel.settings.line_admin_ids)
+
+    def is_admin(self, user_id: str | None) -> bool:
+        return user_id is not None and user_id in self._channel.settings.line_admin_ids
+
+    def button(
+        self, label: str, action: CardAction, proposal_id: int, **style: object
+    ) -> FlexButton:
+        postback = PostbackAction(
+            label=label,
+            data=self.signer.data(action, proposal_id),
+            display_text=f"{label} #{proposal_id}",
+        )
+        return FlexButton(action=postback, height="sm", **style)
+
+    def message(self, card: Card) -> FlexMessage:
+        """The card as a Flex message; buttons only while the proposal is pending."""
+        p = card.proposal
+        body: list[FlexComponent] = [_text(card.title, weight="bold", size="md")]
+        for label, text in card.facts():
+            spans = [FlexSpan(text=f"{label}: ", weight="bold"), FlexSpan(text=text or " ")]
+            body.append(FlexText(contents=spans, wrap=True, size="sm"))
+        body += [_text(f"“{c}”", size="xs", color=GREY) for c in card.evidence.comments]
+        if card.diff.strip():
+            shown, dropped = fit(card.diff, MAX_DIFF, utf16_len)
+            body += [FlexSeparator(margin="md"), _text(shown, size="xxs", margin="md")]
+            if dropped:
+                body.append(_text(trimmed_note(dropped), size="xxs", color=GREY))
+        outcome = card.outcome()
+        if outcome:
+            body.append(_text(outcome, weight="bold", size="sm", margin="md"))
+        bubble = FlexBubble(
+            size="giga",
+            body=FlexBox(layout="vertical", spacing="sm", contents=body),
+            footer=self._footer(card) if card.pending else None,
+        )
+        what = "waiting for your review" if card.pending else (outcome or p.status)
+        return FlexMessage(alt_text=clip(f"{card.title}: {what}", MAX_ALT_TEXT), contents=bubble)
+
+    def _footer(self, card: Card) -> FlexBox:
+        pid = card.proposal.id
+        decide = FlexBox(
+            layout="horizontal",
+            spacing="sm",
+            contents=[
+                self.button("Approve", "approve", pid, style="primary", color=GREEN),
+                self.button("Reject", "reject", pid, style="primary", color=RED),
+            ],
+        )
+        diff = self.button("Full diff", "diff", pid, style="link")
+        return FlexBox(layout="vertical", spacing="sm", contents=[decide, diff])
+
+    async def send_card(self, chat_id: str, card: Card) -> str | None:
+        ids = await self._channel.outbox.deliver_messages(
+            chat_id, [self.message(card)], f"card:{card.proposal.id}:{chat_id}", reply=False
+        )
+        return ids[0] if ids else None
+
+    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
+        """Push a short notice; the admin who decided in this chat was already answered."""
+        p = card.proposal
+        if p.decided_by == f"line:{copy.chat_id}":
+            return
+        reason = hashlib.sha256((p.reason or "").encode()).hexdigest()[:12]
+        ref = f"card-notice:{p.id}:{copy.chat_id}:{p.status}:{reason}"
+        await self._channel.outbox.deliver_messages(
+            copy.chat_id, text_messages([card.notice()]), ref, reply=False
+        )

@@ -1,0 +1,114 @@
+"""Proposal cards in Telegram: HTML within 4096 characters, signed buttons, edits, the full diff."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from gateway.channels.review_cards import CopyGone
+from gateway.channels.telegram_format import MAX_TEXT, Part
+from gateway.channels.telegram_send import NotModified, Target, Undeliverable
+from gateway.channels.text import utf16_len
+from gateway.skills.card_buttons import CardSigner
+from gateway.skills.cards import Card, fit, trimmed_note
+from gateway.skills.proposals import Proposal
+from gateway.store.cards import CardDelivery
+
+if TYPE_CHECKING:
+    from gateway.channels.telegram import TelegramChannel
+
+APPROVE, REJECT, FULL_DIFF = "✅ Approve", "❌ Reject", "🔍 Full diff"
+MIN_DIFF = 40
+"""Below this many characters of room, a card shows no diff at all, only the note."""
+
+
+def _e(text: str) -> str:
+    return escape(text, quote=False)
+
+
+def card_part(card: Card, limit: int = MAX_TEXT) -> Part:
+    """The card as one message; the diff is cut at a line to keep within `limit`, with a note."""
+    head = [(f"<b>{_e(card.title)}</b>", card.title)]
+    head += [
+        (f"<b>{_e(label)}:</b> {_e(text)}", f"{label}: {text}") for label, text in card.facts()
+    ]
+    head += [(f"<i>“{_e(c)}”</i>", f"“{c}”") for c in card.evidence.comments]
+    outcome = card.outcome()
+    html = "\n".join(h for h, _ in head)
+    plain = "\n".join(p for _, p in head)
+    tail_html = tail_plain = ""
+    if outcome:
+        tail_html, tail_plain = f"\n\n<b>{_e(outcome)}</b>", f"\n\n{outcome}"
+    if card.diff.strip():
+        total = len(card.diff.splitlines())
+        room = limit - utf16_len(plain + tail_plain + "\n\n\n" + trimmed_note(total))
+        shown, dropped = fit(card.diff, room, utf16_len) if room >= MIN_DIFF else ("", total)
+        if shown:
+            html += f'\n\n<pre><code class="language-diff">{_e(shown)}</code></pre>'
+            plain += f"\n\n{shown}"
+        if dropped:
+            note = trimmed_note(dropped)
+            html += f"\n<i>{_e(note)}</i>"
+            plain += f"\n{note}"
+    return Part(html + tail_html, plain + tail_plain)
+
+
+class TelegramCards:
+    """Sends and edits cards in the admins' private chats with the bot."""
+
+    channel = "telegram"
+
+    def __init__(self, channel: TelegramChannel) -> None:
+        assert channel.settings.telegram_bot_token is not None
+        self._channel = channel
+        self.signer = CardSigner(channel.settings.telegram_bot_token.get_secret_value())
+
+    def admins(self) -> list[str]:
+        return [str(user_id) for user_id in self._channel.settings.telegram_admin_ids]
+
+    def is_admin(self, user_id: int) -> bool:
+        return user_id in self._channel.settings.telegram_admin_ids
+
+    def keyboard(self, card: Card) -> InlineKeyboardMarkup | None:
+        """✅ Approve / ❌ Reject / 🔍 Full diff while pending; none once decided."""
+        if not card.pending:
+            return None
+        pid = card.proposal.id
+        diff = [InlineKeyboardButton(FULL_DIFF, callback_data=self.signer.data("diff", pid))]
+        decide = [
+            InlineKeyboardButton(APPROVE, callback_data=self.signer.data("approve", pid)),
+            InlineKeyboardButton(REJECT, callback_data=self.signer.data("reject", pid)),
+        ]
+        return InlineKeyboardMarkup([decide, diff])
+
+    async def send_card(self, chat_id: str, card: Card) -> str | None:
+        message = await self._channel.sender.send(
+            Target(int(chat_id)), card_part(card), markup=self.keyboard(card)
+        )
+        return str(message.message_id)
+
+    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
+        if copy.platform_message_id is None:
+            return
+        await self.edit(int(copy.chat_id), int(copy.platform_message_id), card)
+
+    async def edit(self, chat_id: int, message_id: int, card: Card) -> None:
+        """Make one copy show the card as it stands (no keyboard once decided)."""
+        try:
+            await self._channel.sender.edit(
+                chat_id, message_id, card_part(card), markup=self.keyboard(card)
+            )
+        except NotModified:
+            pass  # it already shows this: a second press, or another process got there first
+        except Undeliverable as exc:
+            raise CopyGone(str(exc)) from exc
+
+    async def send_diff(self, target: Target, p: Proposal, diff: str) -> None:
+        """The whole unified diff as a .diff document."""
+        lines = len(diff.splitlines())
+        caption = f"Full diff of proposal #{p.id} ({p.slug}): {lines} lines"
+        body = diff.encode() if diff.strip() else b"(no differences)\n"
+        filename = f"proposal-{p.id}-{p.slug}.diff"
+        await self._channel.sender.document(target, filename, body, caption)

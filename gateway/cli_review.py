@@ -1,0 +1,119 @@
+"""`skillgate proposals ...` and `skillgate skills list`: review from the terminal.
+
+The rules are the chat's: the first decision wins, a later one says who won.
+A decision made here also updates the admins' chat cards (Telegram copies are
+edited, LINE admins get a notice) before the command returns.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from gateway.app import close_services, open_services
+from gateway.channels.base import Services
+from gateway.channels.review_cards import chat_cards
+from gateway.channels.review_chat import skills_text
+from gateway.config import Settings
+from gateway.errors import ProposalNotFound, SkillError
+from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
+from gateway.skills.proposals import Proposal
+from gateway.skills.review import Decision
+from gateway.skills.staging import iso
+
+
+@asynccontextmanager
+async def _services(settings: Settings) -> AsyncIterator[Services]:
+    services = await open_services(settings)
+    try:
+        yield services
+    finally:
+        await close_services(services)
+
+
+def _line(p: Proposal) -> str:
+    what = "new" if p.kind == "create" else "update"
+    line = f"#{p.id:<4} {p.status:<11} {what:<6} {p.slug:<28} {clip(p.description, 60)}"
+    if p.decided_by:
+        line += f"  [{decider_label(p.decided_by)}, {when(p.decided_at)}]"
+    return line
+
+
+async def list_proposals(settings: Settings, status: str | None, limit: int) -> int:
+    """Proposals newest first, one per line."""
+    async with _services(settings) as services:
+        rows = await services.store.list_proposals(status, limit=limit)
+    if not rows:
+        print("no proposals" + (f" with status {status}" if status else ""))
+    for p in rows:
+        print(_line(p))
+    return 0
+
+
+async def show_proposal(settings: Settings, proposal_id: int) -> int:
+    """The card's text, the provenance, then the full diff."""
+    async with _services(settings) as services:
+        try:
+            p = await services.review.get(proposal_id)
+        except ProposalNotFound as exc:
+            print(f"skillgate: {exc}", file=sys.stderr)
+            return 1
+        card = await build_card(p, services.review, services.store)
+        diff = await full_diff(p, services.review, services.store)
+    sessions = ", ".join(str(s) for s in p.based_on) or "none"
+    print(card.plain())
+    print(f"Model: {p.model or 'unknown'}; generated {iso(p.generated_at)}; sessions: {sessions}")
+    print()
+    print(diff.rstrip("\n") or "(no differences)")
+    return 0
+
+
+async def decide(
+    settings: Settings, proposal_id: int, decider: str, *, reject: bool, reason: str | None
+) -> int:
+    """Approve or reject; exit status 1 when nothing changed (unknown, stale, decided before)."""
+    async with _services(settings) as services, chat_cards(services):
+        try:
+            if reject:
+                result = await services.review.reject(proposal_id, decider, reason)
+            else:
+                result = await services.review.approve(proposal_id, decider)
+        except ProposalNotFound as exc:
+            print(f"skillgate: {exc}", file=sys.stderr)
+            return 1
+        except (OSError, SkillError) as exc:
+            print(f"skillgate: could not apply proposal #{proposal_id}: {exc}", file=sys.stderr)
+            return 1
+        name = await services.store.reviewer_name(result.proposal.decided_by or "")
+    return _report(result, name)
+
+
+def _report(result: Decision, name: str | None) -> int:
+    p = result.proposal
+    if result.outcome == "approved":
+        print(f"approved #{p.id}: {p.slug} is live now")
+        return 0
+    if result.outcome == "rejected":
+        because = f" ({p.reason})" if p.reason else ""
+        print(f"rejected #{p.id} ({p.slug}){because}; it will not be proposed again")
+        return 0
+    if result.outcome == "stale":
+        print(
+            f"proposal #{p.id} is stale: {p.slug} changed after it was made; nothing applied",
+            file=sys.stderr,
+        )
+        return 1
+    who = decider_label(p.decided_by, name)
+    print(
+        f"proposal #{p.id} was already {p.status} by {who} at {when(p.decided_at)}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+async def list_skills(settings: Settings) -> int:
+    """Every registered skill with its source, status and 👍 rate."""
+    async with _services(settings) as services:
+        print(await skills_text(services))
+    return 0

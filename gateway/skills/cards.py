@@ -1,0 +1,281 @@
+"""What a proposal card says, whatever the chat app: facts, evidence, a compact diff, the outcome.
+
+Channels only format these pieces (Telegram HTML, a LINE Flex bubble, terminal
+text) and add their buttons; what the card means is decided here once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from gateway.errors import SkillError
+from gateway.skills.evidence import SessionEvidence
+from gateway.skills.library import SKILL_FILE, parse_skill
+from gateway.skills.proposals import Proposal, SkillVersion
+from gateway.skills.review import Reviewer
+
+Length = Callable[[str], int]
+
+MAX_RATIONALE = 600
+MAX_COMMENT = 140
+MAX_COMMENTS = 3
+COMPACT_CONTEXT = 1
+"""Lines of context around each change in a card's diff (the full diff has 3)."""
+
+
+def when(ts: float | None) -> str:
+    """A moment as people read it: "2026-05-01 12:34 UTC"."""
+    if ts is None:
+        return "an unknown time"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most `limit` characters, ending in "…" when cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def decider_label(decider: str | None, name: str | None = None) -> str:
+    """Who decided, readable: a remembered name, else what the decider string says."""
+    if name:
+        return name
+    if not decider:
+        return "someone"
+    kind, _, who = decider.partition(":")
+    if decider == "web":
+        return "the web console"
+    if decider == "auto":
+        return "automation"
+    if kind == "cli" and who:
+        return f"{who} (terminal)"
+    if kind == "telegram" and who:
+        return f"Telegram user {who}"
+    if kind == "line" and who:
+        return f"LINE user {who[:9]}…"
+    return decider
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a proposal is based on: its sessions and the feedback in them."""
+
+    sessions: int
+    up: int = 0
+    down: int = 0
+    commented: int = 0
+    failed: int = 0
+    comments: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """E.g. "3 sessions, 2 👎 with comments, 1 👍, 1 failed answer"."""
+        parts = [f"{self.sessions} session{'' if self.sessions == 1 else 's'}"]
+        if self.down:
+            down = f"{self.down} 👎"
+            if self.commented == self.down:
+                down += " with a comment" if self.down == 1 else " with comments"
+            elif self.commented:
+                down += (
+                    f" ({self.commented} with {'a comment' if self.commented == 1 else 'comments'})"
+                )
+            parts.append(down)
+        if self.up:
+            parts.append(f"{self.up} 👍")
+        if self.failed:
+            parts.append(f"{self.failed} failed answer{'' if self.failed == 1 else 's'}")
+        return ", ".join(parts)
+
+
+def evidence_of(p: Proposal, sessions: Sequence[SessionEvidence]) -> Evidence:
+    """Count the ratings, comments and failures in the sessions a proposal is based on."""
+    up = down = commented = failed = 0
+    negative: list[str] = []
+    positive: list[str] = []
+    for session in sessions:
+        for turn in session.turns:
+            failed += turn.failed
+            for r in turn.ratings:
+                if r.rating < 0:
+                    down += 1
+                    if r.comment and r.comment.strip():
+                        commented += 1
+                        negative.append(clip(r.comment, MAX_COMMENT))
+                else:
+                    up += 1
+                    if r.comment and r.comment.strip():
+                        positive.append(clip(r.comment, MAX_COMMENT))
+    return Evidence(
+        sessions=len(p.based_on) or len(sessions),
+        up=up,
+        down=down,
+        commented=commented,
+        failed=failed,
+        comments=tuple([*negative, *positive][:MAX_COMMENTS]),
+    )
+
+
+@dataclass(frozen=True)
+class Card:
+    """One proposal as admins see it."""
+
+    proposal: Proposal
+    evidence: Evidence
+    diff: str
+    decided_by: str | None = None
+    """The decider's readable name."""
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal.status == "pending"
+
+    @property
+    def kind_label(self) -> str:
+        return "new skill" if self.proposal.kind == "create" else "update of"
+
+    @property
+    def title(self) -> str:
+        """E.g. "Proposal #3: new skill chat-brevity"."""
+        return f"Proposal #{self.proposal.id}: {self.kind_label} {self.proposal.slug}"
+
+    def facts(self) -> list[tuple[str, str]]:
+        """(label, text) lines under the title."""
+        p = self.proposal
+        facts = [("Description", p.description)]
+        if p.rationale.strip():
+            facts.append(("Why", clip(p.rationale, MAX_RATIONALE)))
+        facts.append(("Evidence", self.evidence.summary()))
+        return facts
+
+    def outcome(self) -> str | None:
+        """The decision as one line, or None while pending."""
+        p = self.proposal
+        who = self.decided_by or decider_label(p.decided_by)
+        at = when(p.decided_at)
+        if p.status == "approved":
+            return f"✅ Approved by {who} at {at}"
+        if p.status == "applied":
+            return f"✅ Applied automatically at {at}"
+        if p.status == "rejected":
+            return (
+                f"❌ Rejected by {who}: {p.reason}" if p.reason else f"❌ Rejected by {who} at {at}"
+            )
+        if p.status == "stale":
+            return f"⚠️ Not applied ({who} at {at}): {p.reason or 'the live skill changed'}"
+        if p.status == "rolled_back":
+            return f"↩️ Rolled back by {who} at {at}" + (f": {p.reason}" if p.reason else "")
+        return None
+
+    def notice(self) -> str:
+        """A short message about the decision, for chats whose card cannot be edited."""
+        outcome = self.outcome() or "⏳ Waiting for review"
+        return f"{self.title}\n{outcome}"
+
+    def plain(self) -> str:
+        """The card as plain text, without the diff."""
+        lines = [self.title, *(f"{label}: {text}" for label, text in self.facts())]
+        lines.extend(f"  “{c}”" for c in self.evidence.comments)
+        lines.append(self.outcome() or "⏳ Waiting for review")
+        return "\n".join(lines)
+
+
+def fit(text: str, budget: int, length: Length = len) -> tuple[str, int]:
+    """Whole lines of `text` within `budget`; returns them and how many lines were left out.
+
+    A first line longer than the budget is cut, so something is always shown.
+    """
+    lines = text.splitlines()
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = length(line) + (1 if kept else 0)
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    if not kept and lines and budget > 1:
+        return prefix(lines[0], budget - 1, length) + "…", len(lines) - 1
+    return "\n".join(kept), len(lines) - len(kept)
+
+
+def prefix(text: str, budget: int, length: Length = len) -> str:
+    """The longest start of `text` whose length is within `budget`."""
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if length(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def trimmed_note(dropped: int) -> str:
+    """What a card says when its diff was cut to fit."""
+    return f"… {dropped} more diff line{'' if dropped == 1 else 's'} not shown: tap Full diff."
+
+
+class CardSource(Protocol):
+    """What building a card reads from the store."""
+
+    async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
+
+    async def reviewer_name(self, decider: str) -> str | None: ...
+
+    async def replaced_version(self, proposal_id: int) -> SkillVersion | None: ...
+
+
+def _reviewable(description: str, body: str) -> list[str]:
+    """The lines of a skill a person reviews."""
+    # The description decides when the skill is used; the rest of the frontmatter is the
+    # gateway's own provenance, not the proposal's content.
+    return f"description: {description}\n\n{body.strip()}\n".splitlines(keepends=True)
+
+
+async def change_diff(
+    p: Proposal, review: Reviewer, source: CardSource, *, context: int = COMPACT_CONTEXT
+) -> str:
+    """What the proposal changes in the skill, the same before and after the decision.
+
+    Once approved, the live skill is the proposal itself, so the text it replaced is the base.
+    """
+    before: list[str] = []
+    if p.status in ("approved", "applied", "rolled_back"):
+        version = await source.replaced_version(p.id)
+        if version is not None:
+            try:
+                old = parse_skill(version.content)
+                before = _reviewable(old.description, old.body)
+            except SkillError:
+                before = version.content.splitlines(keepends=True)
+    else:
+        live = await review.live(p.slug)
+        if live is not None:
+            before = _reviewable(live.skill.description, live.skill.body)
+    after = _reviewable(p.description, p.content)
+    lines = difflib.unified_diff(
+        before, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
+    )
+    return "".join(list(lines)[2:])  # the card names the skill: no file headers
+
+
+async def full_diff(p: Proposal, review: Reviewer, source: CardSource) -> str:
+    """The whole diff behind 🔍 Full diff: the staged file against the live one while pending."""
+    if p.status == "pending":
+        return await review.diff(p)
+    return await change_diff(p, review, source, context=3)
+
+
+async def build_card(p: Proposal, review: Reviewer, source: CardSource) -> Card:
+    """The card of a proposal as it stands now."""
+    sessions = await source.session_evidence(p.based_on)
+    name = await source.reviewer_name(p.decided_by) if p.decided_by else None
+    return Card(
+        proposal=p,
+        evidence=evidence_of(p, sessions),
+        diff=await change_diff(p, review, source),
+        decided_by=decider_label(p.decided_by, name) if p.decided_by else None,
+    )

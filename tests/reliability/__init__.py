@@ -1,0 +1,1 @@
+"""Reliability: crash, fault, load, hostile-input and concurrency tests (docs/RELIABILITY.md)."""
