@@ -2,9 +2,10 @@
 
 For libraries of 10, 100, 1,000 and 10,000 skills on disk, measures the tokens
 the skill index adds to the prompt (against the naive baseline of listing every
-skill) and the time to select the index for a query. Run:
+skill), the time to select the index for a query (what every turn pays), and the
+time to register the library at start-up (sync). Run:
 
-    python -m bench.skill_index [--sizes 10,100,1000,10000] [--queries 200]
+    python -m bench.skill_index [--sizes 10,100,1000,10000] [--queries 200] [--write]
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from bench.report import machine, median, percentile, table, verdict, write_section
 from gateway.core.tokens import estimate_tokens
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.library import SkillLibrary
@@ -29,6 +30,7 @@ WORDS = (
     "contract lease deposit vaccine allergy running knee guitar chord camera lens"
 ).split()
 BUDGET = 800
+SELECT_TARGET_MS = 10.0
 
 
 def make_library(root: Path, size: int, rng: random.Random) -> None:
@@ -61,13 +63,12 @@ async def measure(size: int, queries: int, rng: random.Random) -> dict[str, floa
                 _names, section = catalog.offer(text, BUDGET)
                 timings.append(time.perf_counter() - t)
                 tokens.append(estimate_tokens(section))
-    timings.sort()
     return {
         "size": size,
         "index_tokens_max": max(tokens),
         "naive_tokens": naive,
-        "select_p50_ms": statistics.median(timings) * 1000,
-        "select_p99_ms": timings[int(len(timings) * 0.99) - 1] * 1000,
+        "select_p50_ms": median(timings) * 1000,
+        "select_p99_ms": percentile(timings, 99) * 1000,
         "sync_s": sync_s,
     }
 
@@ -76,26 +77,84 @@ def _pairs(catalog: SkillCatalog) -> list[tuple[str, str]]:
     return [(e.name, e.description) for e in catalog.index._entries]
 
 
+def render(rows: list[dict[str, float]], queries: int) -> str:
+    """The table, the ratios against the budget and the 10 ms target, and the verdicts."""
+    cells = [
+        [
+            f"{r['size']:.0f}",
+            f"{r['index_tokens_max']:.0f}",
+            f"{r['index_tokens_max'] / BUDGET:.2f}",
+            f"{r['naive_tokens']:.0f}",
+            f"{r['index_tokens_max'] / r['naive_tokens']:.3f}",
+            f"{r['select_p50_ms']:.3f}",
+            f"{r['select_p99_ms']:.3f}",
+            f"{r['select_p99_ms'] / SELECT_TARGET_MS:.2f}",
+            f"{r['sync_s']:.2f}",
+        ]
+        for r in rows
+    ]
+    biggest = rows[-1]
+    tokens_ok = all(r["index_tokens_max"] <= BUDGET for r in rows)
+    return "\n".join(
+        [
+            f"Machine: {machine()}.",
+            "",
+            f"Budget {BUDGET} tokens (SKILLGATE_SKILL_INDEX_TOKENS), {queries} queries per "
+            "size; index tokens are the largest index any query got; naive is every skill "
+            "listed; selection is `SkillCatalog.offer` per query; sync registers the library "
+            "at start-up.",
+            "",
+            table(
+                [
+                    "skills",
+                    "index tokens",
+                    "vs budget",
+                    "naive tokens",
+                    "index/naive",
+                    "select p50 ms",
+                    "select p99 ms",
+                    "p99 vs 10 ms",
+                    "sync s",
+                ],
+                cells,
+            ),
+            "",
+            table(
+                ["target", "goal", "result", "verdict"],
+                [
+                    [
+                        "skill tokens at every size",
+                        f"<= {BUDGET}",
+                        f"{max(r['index_tokens_max'] for r in rows):.0f}",
+                        "met" if tokens_ok else "MISSED",
+                    ],
+                    [
+                        f"selection at {biggest['size']:.0f} skills (p99)",
+                        f"<= {SELECT_TARGET_MS:.0f} ms",
+                        f"{biggest['select_p99_ms']:.2f} ms",
+                        verdict(biggest["select_p99_ms"], SELECT_TARGET_MS, at_most=True),
+                    ],
+                ],
+            ),
+        ]
+    )
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000,10000")
-    parser.add_argument("--queries", type=int, default=200)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10,100,1000,10000", help="library sizes")
+    parser.add_argument("--queries", type=int, default=200, help="queries per size")
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
     rng = random.Random(7)
+    started = time.monotonic()
     rows = [asyncio.run(measure(int(s), args.queries, rng)) for s in args.sizes.split(",")]
-    print(f"skill index, budget {BUDGET} tokens, {args.queries} queries per size")
-    print(
-        f"{'skills':>7} {'index tok':>9} {'naive tok':>10} {'index/naive':>11} "
-        f"{'sel p50 ms':>10} {'sel p99 ms':>10} {'p99/10ms':>8} {'sync s':>7}"
-    )
-    for r in rows:
-        print(
-            f"{r['size']:>7} {r['index_tokens_max']:>9} {r['naive_tokens']:>10} "
-            f"{r['index_tokens_max'] / r['naive_tokens']:>11.3f} {r['select_p50_ms']:>10.3f} "
-            f"{r['select_p99_ms']:>10.3f} {r['select_p99_ms'] / 10:>8.3f} {r['sync_s']:>7.2f}"
-        )
-    over = [r for r in rows if r["index_tokens_max"] > BUDGET]
-    print("within budget at every size" if not over else f"OVER BUDGET: {over}")
+    text = render(rows, args.queries)
+    print(f"{text}\n\n(run took {time.monotonic() - started:.0f} s)")
+    if args.write:
+        write_section("skill_index", text)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +24,7 @@ from gateway.inbox import InboxWorker
 from gateway.keys import CHANNELS, SERVICES
 from gateway.metrics import metrics_endpoint
 from gateway.scheduler import SynthesisSchedule
+from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, settled
 from gateway.skills.library import SkillLibrary
@@ -94,7 +96,8 @@ async def open_services(
     except BaseException:
         await store.close()
         raise
-    return Services(settings, store, agent, catalog, InboxWorker(store), review, synthesizer)
+    worker = InboxWorker(store, concurrency=settings.max_concurrent_answers)
+    return Services(settings, store, agent, catalog, worker, review, synthesizer)
 
 
 def synthesis_config(settings: Settings) -> SynthesisConfig:
@@ -150,8 +153,12 @@ def build_app(
     llm: LLM | None = None,
     channels: list[Channel] | None = None,
     clock: Callable[[], float] = time.time,
+    settle_after_start: bool = False,
 ) -> web.Application:
-    """The gateway as one aiohttp application; `llm` and `channels` are for tests."""
+    """The gateway as one aiohttp application; `llm` and `channels` are for tests.
+
+    `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
+    """
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     chans = configured_channels(settings) if channels is None else channels
     app[CHANNELS] = chans
@@ -161,6 +168,7 @@ def build_app(
         app[SERVICES] = services
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
+        settling: asyncio.Task[None] | None = None
         try:
             for channel in chans:
                 channel.bind(services)
@@ -181,8 +189,12 @@ def build_app(
                 ",".join(c.name for c in chans) or "none",
                 settings.llm_model or "not configured",
             )
+            if settle_after_start:
+                settling = asyncio.create_task(settle(settings.model_configured), name="settle")
             yield
         finally:
+            if settling is not None:
+                settling.cancel()
             if schedule is not None:
                 await schedule.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)

@@ -51,7 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "skillgate %s listening on http://%s:%s", __version__, args.host, args.port
     )
     web.run_app(
-        build_app(settings),
+        build_app(settings, settle_after_start=True),
         host=args.host,
         port=args.port,
         print=None,

@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
     )
     telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
+    telegram_max_messages_per_second: float = Field(
+        30.0, ge=0, validation_alias="TELEGRAM_MAX_MESSAGES_PER_SECOND"
+    )
 
     line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
     line_channel_access_token: SecretStr | None = Field(
@@ -112,6 +115,11 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
     shutdown_timeout_seconds: float = Field(
         20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
+    )
+
+    # Throughput: chats answered at once (each waits on the model most of its turn).
+    max_concurrent_answers: int = Field(
+        256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
     )
 
     _split = field_validator(

@@ -39,7 +39,7 @@ class InboxWorker:
         store: Store,
         *,
         max_attempts: int = 5,
-        concurrency: int = 64,
+        concurrency: int = 256,
         backoff: Callable[[int], float] = lambda attempt: min(30.0, 0.5 * 2 ** (attempt - 1)),
     ) -> None:
         self.store = store

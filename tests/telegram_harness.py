@@ -20,8 +20,9 @@ from tests.fakes.telegram_api import FakeTelegramAPI
 
 SECRET = "tg-webhook-secret_123"
 ADMIN = {"Authorization": "Bearer admin-secret-token"}
-# Pacing would only slow the tests down; the tests that check it set their own.
-FAST = {"private_interval": 0.0, "group_per_minute": 0.0, "poll_timeout": 1.0}
+# Pacing would only slow the tests down, and typing shows at once so tests see it with an
+# instant model; the tests that check either set their own.
+FAST = {"private_interval": 0.0, "group_per_minute": 0.0, "poll_timeout": 1.0, "typing_delay": 0.0}
 
 
 @dataclass

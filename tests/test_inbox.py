@@ -193,3 +193,39 @@ async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
     # An unprocessed update is never pruned, however old: it was answered at start.
     assert channel.texts("c")[0] == "Hello from the fake model."
     assert len(channel.sent) == 2
+
+
+class CountingChannel(FakeChannel):
+    """Records how many updates it was handling at once."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.busy = 0
+        self.most = 0
+
+    async def process(self, item: InboxItem) -> None:
+        self.busy += 1
+        self.most = max(self.most, self.busy)
+        try:
+            await super().process(item)
+        finally:
+            self.busy -= 1
+
+
+async def test_no_more_chats_are_answered_at_once_than_configured(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.stall(0.2, times=6)  # every answer takes a while, as a real model's does
+    settings = make_settings(
+        llm_base_url=fake_llm.base_url, llm_model="fake-model", max_concurrent_answers=2
+    )
+    channel = CountingChannel(settings)
+    runner = await running(settings, channel)
+    try:
+        for i in range(6):
+            await channel.accept(str(i), f"chat-{i}", "hello")
+        await runner.app[SERVICES].worker.wait_idle(10)
+    finally:
+        await runner.cleanup()
+    assert len(channel.sent) == 6
+    assert channel.most == 2

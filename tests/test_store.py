@@ -62,6 +62,25 @@ async def test_an_update_is_stored_once_per_platform_id(tmp_path: Path) -> None:
         assert [i.id for i in await store.inbox_pending()] == [other.id]
 
 
+async def test_a_retried_turn_stores_the_message_once_and_an_answered_one_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    async with Store(tmp_path / "db.sqlite") as store:
+        item = await store.inbox_add("telegram", "1", "c", "{}")
+        assert item is not None
+        args = ("telegram", "c", "u", "hello")
+        limits = {"now": 1000.0, "idle_seconds": 60, "history_limit": 10}
+        first = await store.open_turn(*args, inbox_id=item.id, **limits)
+        again = await store.open_turn(*args, inbox_id=item.id, **limits)  # crashed mid-turn
+        assert [m.text for m in again.history] == ["hello"]
+        assert again.session_id == first.session_id and again.answer is None
+        answer = await store.add_message(first.session_id, "assistant", "hi", inbox_id=item.id)
+        done = await store.open_turn(*args, inbox_id=item.id, **limits)
+        assert done.answer == answer
+        count = await store.run(lambda db: db.execute("select count(*) from messages").fetchone())
+        assert count[0] == 2
+
+
 async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path: Path) -> None:
     async with Store(tmp_path / "db.sqlite") as store:
         session = await store.current_session("telegram", "c", "u", 1000.0, 60)

@@ -109,6 +109,16 @@ async def test_typing_is_shown_and_renewed_while_the_model_works(
         assert all(c.at < answer.at for c in typing)  # it stops once the answer is sent
 
 
+async def test_a_quick_answer_is_sent_without_a_typing_indicator(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    options = {"typing_delay": 10.0}
+    async with telegram_gateway(make_settings, fake_llm, channel_options=options) as gw:
+        await gw.deliver(make_text_update(1, "quick one"))
+        assert len(gw.fake.calls_of("sendMessage")) == 1
+        assert gw.fake.calls_of("sendChatAction") == []
+
+
 async def test_a_model_failure_reaches_the_user_as_an_apology_without_buttons(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
@@ -132,3 +142,17 @@ async def test_private_chats_are_paced_between_parts(
         gaps = [b.at - a.at for a, b in itertools.pairwise(sends)]
         assert all(gap >= 0.25 for gap in gaps), gaps
         assert time.monotonic() - started < 5
+
+
+async def test_answers_across_chats_keep_to_the_configured_messages_per_second(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, telegram_max_messages_per_second=4) as gw:
+        for chat in range(1, 7):
+            resp = await gw.post(make_text_update(chat, "hi", chat_id=chat, user_id=chat))
+            assert resp.status == 200
+        await gw.idle()
+        sends = sorted(c.at for c in gw.fake.calls_of("sendMessage"))
+        assert len(sends) == 6
+        # Four go at once, then one every quarter second.
+        assert sends[-1] - sends[0] >= 0.4, sends

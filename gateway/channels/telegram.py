@@ -32,7 +32,13 @@ from gateway.channels.telegram_cards import TelegramCards
 from gateway.channels.telegram_feedback import FeedbackHandler, keyboard
 from gateway.channels.telegram_format import Part, render_parts
 from gateway.channels.telegram_review import TelegramReview
-from gateway.channels.telegram_send import Sender, SendPolicy, Target, Undeliverable
+from gateway.channels.telegram_send import (
+    Sender,
+    SendPolicy,
+    Target,
+    Undeliverable,
+    bot_request,
+)
 from gateway.channels.telegram_updates import (
     ALLOWED_UPDATES,
     COMMANDS,
@@ -88,14 +94,17 @@ class TelegramChannel(Channel):
         group_per_minute: float = 20,
         max_retries: int = 3,
         typing_interval: float = 4.0,
+        typing_delay: float = 1.0,
         poll_timeout: float = 30.0,
     ) -> None:
         super().__init__(settings)
         self.policy = SendPolicy(
             private_interval=private_interval,
             group_per_minute=group_per_minute,
+            overall_per_second=settings.telegram_max_messages_per_second,
             max_retries=max_retries,
             typing_interval=typing_interval,
+            typing_delay=typing_delay,
         )
         self.poll_timeout = poll_timeout
         self.feedback = FeedbackHandler(self)
@@ -133,6 +142,7 @@ class TelegramChannel(Channel):
             Application.builder()
             .token(token)
             .base_url(self.settings.telegram_api_base_url)
+            .request(bot_request())
             .updater(None)
             .job_queue(None)
             .build()

@@ -59,27 +59,24 @@ class Agent:
 
     async def respond(self, incoming: IncomingMessage) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back."""
-        if incoming.inbox_id is not None:
-            done = await self.store.answer_for_inbox(incoming.inbox_id)
-            if done is not None:
-                return _reply(done)
         chat = incoming.chat
-        session = await self.store.current_session(
-            chat.channel, chat.chat_id, chat.user_id, self.clock(), self.config.session_idle_seconds
+        # One store round trip: session, the user's message and history in one transaction.
+        turn = await self.store.open_turn(
+            chat.channel,
+            chat.chat_id,
+            chat.user_id,
+            incoming.text,
+            inbox_id=incoming.inbox_id,
+            now=self.clock(),
+            idle_seconds=self.config.session_idle_seconds,
+            history_limit=self.config.history_messages,
+            exclude_kinds=("error",),
         )
-        user_msg = None
-        if incoming.inbox_id is not None:
-            user_msg = await self.store.message_for_inbox(incoming.inbox_id, "user")
-        if user_msg is None:
-            await self.store.add_message(
-                session.id, "user", incoming.text, inbox_id=incoming.inbox_id, now=self.clock()
-            )
-        history = await self.store.history(
-            session.id, limit=self.config.history_messages, exclude_kinds=("error",)
-        )
-        text, kind, trace = await self._think(incoming.text, history)
+        if turn.answer is not None:
+            return _reply(turn.answer)
+        text, kind, trace = await self._think(incoming.text, turn.history)
         answer = await self.store.add_message(
-            session.id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
+            turn.session_id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
         )
         return _reply(answer)
 

@@ -105,14 +105,16 @@ class OpenAIChat:
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAioHttpClient
 
             # Local servers (Ollama, llama.cpp) need no key, but the client insists on one.
+            # The aiohttp backend: httpx's pool costs more CPU per request under load.
             self._client = AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
                 max_retries=self._max_retries,
+                http_client=DefaultAioHttpClient(),
             )
         return self._client
 
@@ -124,14 +126,21 @@ class OpenAIChat:
         json_mode: bool = False,
     ) -> Completion:
         import openai
+        from openai.types.chat import ChatCompletion
 
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
         if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
+            body["response_format"] = {"type": "json_object"}
         try:
-            response = await self._get_client().chat.completions.create(**kwargs)
+            # `chat.completions.create` first walks every message through the SDK's typed
+            # transform: 0.5 ms of CPU with a short history, 9 ms with 60 messages. Ours are
+            # plain JSON already, so they go through the client's documented custom-request
+            # path as they are: same retries, timeouts, errors and response model.
+            response = await self._get_client().post(
+                "/chat/completions", body=body, cast_to=ChatCompletion
+            )
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise ModelUnavailable(f"model unreachable: {type(exc).__name__}") from exc
         except openai.APIStatusError as exc:
@@ -144,11 +153,13 @@ class OpenAIChat:
         if not response.choices:
             raise ModelError("model returned no choices")
         message = response.choices[0].message
-        calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-            for c in (message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)  # custom tool calls have none
+            if function is not None:
+                calls.append(
+                    ToolCall(id=call.id, name=function.name, arguments=function.arguments or "{}")
+                )
         usage = response.usage
         return Completion(
             text=message.content,

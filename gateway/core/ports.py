@@ -6,15 +6,25 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from gateway.core.models import MessageKind, Role
-from gateway.core.records import MessageRecord, SessionRecord, SkillRecord, Trace
+from gateway.core.records import MessageRecord, OpenedTurn, SkillRecord, Trace
 
 
 class ConversationStore(Protocol):
     """The part of the store the agent uses."""
 
-    async def current_session(
-        self, channel: str, chat_id: str, user_id: str | None, now: float, idle_seconds: float
-    ) -> SessionRecord: ...
+    async def open_turn(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        text: str,
+        *,
+        inbox_id: int | None,
+        now: float,
+        idle_seconds: float,
+        history_limit: int,
+        exclude_kinds: Sequence[MessageKind] = (),
+    ) -> OpenedTurn: ...
 
     async def add_message(
         self,
@@ -27,14 +37,6 @@ class ConversationStore(Protocol):
         trace: Trace | None = None,
         now: float | None = None,
     ) -> MessageRecord: ...
-
-    async def history(
-        self, session_id: int, *, limit: int, exclude_kinds: Sequence[MessageKind] = ()
-    ) -> list[MessageRecord]: ...
-
-    async def answer_for_inbox(self, inbox_id: int) -> MessageRecord | None: ...
-
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
 
 
 class SkillRegistry(Protocol):

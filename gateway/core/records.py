@@ -47,6 +47,14 @@ class MessageRecord(BaseModel):
     created_at: float
 
 
+class OpenedTurn(BaseModel):
+    """A turn's start: its session and history, or the answer an earlier attempt stored."""
+
+    session_id: int
+    history: list[MessageRecord] = Field(default_factory=list)
+    answer: MessageRecord | None = None
+
+
 class Trace(BaseModel):
     """How one answer was made: skills offered, loaded and withheld, tools, outcome, cost."""
 

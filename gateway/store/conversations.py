@@ -10,7 +10,13 @@ from typing import Any
 from sqlite_utils import Database
 
 from gateway.core.models import MessageKind, Role
-from gateway.core.records import FeedbackRecord, MessageRecord, SessionRecord, Trace
+from gateway.core.records import (
+    FeedbackRecord,
+    MessageRecord,
+    OpenedTurn,
+    SessionRecord,
+    Trace,
+)
 from gateway.store.base import QueriesBase, decode_json_fields, one
 
 _TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used")
@@ -27,41 +33,43 @@ class ConversationQueries(QueriesBase):
         self, channel: str, chat_id: str, user_id: str | None, now: float, idle_seconds: float
     ) -> SessionRecord:
         """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
+        return await self.run(
+            lambda db: _current_session(db, channel, chat_id, user_id, now, idle_seconds)
+        )
 
-        def find(db: Database) -> SessionRecord:
+    async def open_turn(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        text: str,
+        *,
+        inbox_id: int | None,
+        now: float,
+        idle_seconds: float,
+        history_limit: int,
+        exclude_kinds: Sequence[MessageKind] = (),
+    ) -> OpenedTurn:
+        """Start a turn in one transaction: session, the user's message (once), history.
+
+        When the inbox update was answered before (a crash between answer and delivery),
+        that answer comes back instead and nothing is written.
+        """
+
+        def begin(db: Database) -> OpenedTurn:
             with db.atomic():
-                row = one(
-                    db,
-                    "select * from sessions where channel = ? and chat_id = ?"
-                    " and finished_at is null order by id desc limit 1",
-                    [channel, chat_id],
-                )
-                if row is not None and now - row["last_activity_at"] <= idle_seconds:
-                    db.execute(
-                        "update sessions set last_activity_at = ? where id = ?", [now, row["id"]]
-                    )
-                    row["last_activity_at"] = now
-                    return SessionRecord.model_validate(row)
-                if row is not None:
-                    db.execute(
-                        "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
-                        [now, row["id"]],
-                    )
-                cur = db.execute(
-                    "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
-                    " values (?, ?, ?, ?, ?)",
-                    [channel, chat_id, user_id, now, now],
-                )
-                return SessionRecord(
-                    id=int(cur.lastrowid or 0),
-                    channel=channel,
-                    chat_id=chat_id,
-                    user_id=user_id,
-                    started_at=now,
-                    last_activity_at=now,
-                )
+                if inbox_id is not None:
+                    done = _message_for_inbox(db, inbox_id, "assistant")
+                    if done is not None:
+                        return OpenedTurn(session_id=done.session_id, answer=done)
+                session = _current_session(db, channel, chat_id, user_id, now, idle_seconds)
+                stored = None if inbox_id is None else _message_for_inbox(db, inbox_id, "user")
+                if stored is None:
+                    _add_message(db, session.id, "user", text, "normal", inbox_id, None, now)
+                history = _history(db, session.id, history_limit, exclude_kinds)
+            return OpenedTurn(session_id=session.id, history=history)
 
-        return await self.run(find)
+        return await self.run(begin)
 
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
@@ -111,48 +119,15 @@ class ConversationQueries(QueriesBase):
     ) -> MessageRecord:
         """Store a message (and, for an answer, its trace) in one transaction."""
         at = time.time() if now is None else now
-
-        def add(db: Database) -> MessageRecord:
-            with db.atomic():
-                cur = db.execute(
-                    "insert into messages (session_id, role, text, kind, inbox_id, created_at)"
-                    " values (?, ?, ?, ?, ?, ?)",
-                    [session_id, role, text, kind, inbox_id, at],
-                )
-                message_id = int(cur.lastrowid or 0)
-                if trace is not None:
-                    row = trace.model_dump()
-                    for key in _TRACE_LISTS:
-                        row[key] = json.dumps(row[key])
-                    db.table("traces").insert({"message_id": message_id, **row})
-            return MessageRecord(
-                id=message_id,
-                session_id=session_id,
-                role=role,
-                text=text,
-                kind=kind,
-                inbox_id=inbox_id,
-                created_at=at,
-            )
-
-        return await self.run(add)
+        return await self.run(
+            lambda db: _add_message(db, session_id, role, text, kind, inbox_id, trace, at)
+        )
 
     async def history(
         self, session_id: int, *, limit: int, exclude_kinds: Sequence[MessageKind] = ()
     ) -> list[MessageRecord]:
         """The session's last `limit` messages, oldest first, without the excluded kinds."""
-        kinds: list[str] = list(exclude_kinds) or ["-"]
-        marks = ", ".join("?" for _ in kinds)
-
-        def read(db: Database) -> list[MessageRecord]:
-            rows = db.query(
-                f"select * from messages where session_id = ? and kind not in ({marks})"
-                " order by id desc limit ?",
-                [session_id, *kinds, limit],
-            )
-            return [_message(dict(r)) for r in rows][::-1]
-
-        return await self.run(read)
+        return await self.run(lambda db: _history(db, session_id, limit, exclude_kinds))
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         """One message by id."""
@@ -167,14 +142,7 @@ class ConversationQueries(QueriesBase):
 
     async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None:
         """The message of `role` already stored for an inbox update, if any."""
-        row = await self.run(
-            lambda db: one(
-                db,
-                "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
-                [inbox_id, role],
-            )
-        )
-        return None if row is None else _message(row)
+        return await self.run(lambda db: _message_for_inbox(db, inbox_id, role))
 
     async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None:
         """Remember the platform's ids of the messages that carried this one."""
@@ -255,3 +223,92 @@ class ConversationQueries(QueriesBase):
                 )
             ]
         )
+
+
+def _current_session(
+    db: Database, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
+) -> SessionRecord:
+    with db.atomic():
+        row = one(
+            db,
+            "select * from sessions where channel = ? and chat_id = ?"
+            " and finished_at is null order by id desc limit 1",
+            [channel, chat_id],
+        )
+        if row is not None and now - row["last_activity_at"] <= idle:
+            db.execute("update sessions set last_activity_at = ? where id = ?", [now, row["id"]])
+            row["last_activity_at"] = now
+            return SessionRecord.model_validate(row)
+        if row is not None:
+            db.execute(
+                "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
+                [now, row["id"]],
+            )
+        cur = db.execute(
+            "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
+            " values (?, ?, ?, ?, ?)",
+            [channel, chat_id, user_id, now, now],
+        )
+        return SessionRecord(
+            id=int(cur.lastrowid or 0),
+            channel=channel,
+            chat_id=chat_id,
+            user_id=user_id,
+            started_at=now,
+            last_activity_at=now,
+        )
+
+
+def _add_message(
+    db: Database,
+    session_id: int,
+    role: Role,
+    text: str,
+    kind: MessageKind,
+    inbox_id: int | None,
+    trace: Trace | None,
+    at: float,
+) -> MessageRecord:
+    with db.atomic():
+        cur = db.execute(
+            "insert into messages (session_id, role, text, kind, inbox_id, created_at)"
+            " values (?, ?, ?, ?, ?, ?)",
+            [session_id, role, text, kind, inbox_id, at],
+        )
+        message_id = int(cur.lastrowid or 0)
+        if trace is not None:
+            row = trace.model_dump()
+            for key in _TRACE_LISTS:
+                row[key] = json.dumps(row[key])
+            db.table("traces").insert({"message_id": message_id, **row})
+    return MessageRecord(
+        id=message_id,
+        session_id=session_id,
+        role=role,
+        text=text,
+        kind=kind,
+        inbox_id=inbox_id,
+        created_at=at,
+    )
+
+
+def _history(
+    db: Database, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
+) -> list[MessageRecord]:
+    kinds: list[str] = list(exclude_kinds) or ["-"]
+    marks = ", ".join("?" for _ in kinds)
+    rows = db.query(
+        f"select * from messages where session_id = ? and kind not in ({marks})"
+        " order by id desc limit ?",
+        [session_id, *kinds, limit],
+    )
+    return [_message(dict(r)) for r in rows][::-1]
+
+
+def _message_for_inbox(db: Database, inbox_id: int, role: Role) -> MessageRecord | None:
+    row = one(
+        db,
+        "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
+        [inbox_id, role],
+    )
+    return None if row is None else _message(row)

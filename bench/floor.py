@@ -1,0 +1,128 @@
+"""The cost of each step of an answer on its own: what the libraries charge per call.
+
+Run one call after another in this process against the benchmark's fakes and take the
+CPU time per call, so the gap between the bare limit and a bot built on the official
+clients can be read step by step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from gateway.core.llm import OpenAIChat
+from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.records import Trace
+from gateway.store import Store
+from tests.fakes.telegram_api import make_text_update
+
+Step = Callable[[int], Awaitable[Any]]
+
+
+async def cpu_per_call(step: Step, calls: int) -> float:
+    """CPU milliseconds per call of `step`, after a few warm-up calls."""
+    for i in range(5):
+        await step(-i - 1)
+    started = time.process_time()
+    for i in range(calls):
+        await step(i)
+    return (time.process_time() - started) / calls * 1000
+
+
+async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> list[list[str]]:
+    """One row per step: what it is, how the bare handler does it, how the gateway does."""
+    from telegram import Update
+    from telegram.ext import ExtBot
+
+    from gateway.channels.telegram_send import bot_request
+
+    messages = [
+        {"role": "system", "content": DEFAULT_PERSONA},
+        {"role": "user", "content": "q0-1 how do I renew my passport?"},
+    ]
+    update = make_text_update(1, "q0-1 how do I renew my passport?", chat_id=42, user_id=42)
+    raw = json.dumps(update)
+    rows: list[list[str]] = []
+    async with aiohttp.ClientSession() as session:
+        llm = OpenAIChat(llm_url, "fake-model")
+        bot = ExtBot(token, base_url=api_url, request=bot_request())
+        await bot.initialize()
+
+        async def bare_model(_i: int) -> None:
+            body = {"model": "fake-model", "messages": messages}
+            async with session.post(f"{llm_url}/chat/completions", json=body) as resp:
+                await resp.json()
+
+        async def bare_send(i: int) -> None:
+            form = {"chat_id": "42", "text": f"answer {i}"}
+            async with session.post(f"{api_url}{token}/sendMessage", data=form) as resp:
+                await resp.read()
+
+        async def gateway_model(_i: int) -> None:
+            await llm.complete(messages)
+
+        async def gateway_send(i: int) -> None:
+            await bot.send_message(42, f"answer {i}", parse_mode="HTML")
+
+        async def bare_parse(_i: int) -> None:
+            json.loads(raw)
+
+        async def gateway_parse(_i: int) -> None:
+            Update.de_json(json.loads(raw), bot)
+
+        try:
+            for label, bare, ours in (
+                ("model call", bare_model, gateway_model),
+                ("sendMessage", bare_send, gateway_send),
+                ("parse the update", bare_parse, gateway_parse),
+            ):
+                rows.append(
+                    [
+                        label,
+                        f"{await cpu_per_call(bare, calls):.3f}",
+                        f"{await cpu_per_call(ours, calls):.3f}",
+                    ]
+                )
+        finally:
+            await llm.close()
+            await bot.shutdown()
+    rows.append(["store: inbox, turn, answer, ids, done", "-", f"{await store_turn(calls):.3f}"])
+    return rows
+
+
+async def store_turn(calls: int) -> float:
+    """CPU ms of the five store calls one answered update makes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Store(Path(tmp) / "db.sqlite") as store:
+
+            async def turn(i: int) -> None:
+                item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")
+                assert item is not None
+                opened = await store.open_turn(
+                    "telegram",
+                    f"c{i % 100}",
+                    "u",
+                    "hello",
+                    inbox_id=item.id,
+                    now=time.time(),
+                    idle_seconds=1800,
+                    history_limit=60,
+                )
+                answer = await store.add_message(
+                    opened.session_id, "assistant", "hi", inbox_id=item.id, trace=Trace()
+                )
+                await store.set_platform_ids(answer.id, ["1"])
+                await store.inbox_done(item.id)
+
+            return await cpu_per_call(turn, calls)
+
+
+if __name__ == "__main__":  # a quick look without the whole benchmark
+    print(asyncio.run(store_turn(300)))

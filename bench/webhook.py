@@ -1,0 +1,385 @@
+"""Benchmark (a): webhook to answer, Skillgate against the bare limit and a plain PTB bot.
+
+Three contenders run as separate processes and get the same stream of Telegram webhook
+POSTs; a fake model (zero latency unless --model-latency) and a fake Bot API run as two
+more processes, all on loopback. Latency is from the POST being sent to the answer's
+sendMessage arriving at the fake Bot API (matched by a key in the text the model echoes).
+Every round runs each contender in turn (bare, ptb, skillgate, bare, ...), first at a
+fixed rate, then flat out; the tables give per-round medians with their range and the ratios. Run:
+
+    python -m bench.webhook [--rounds 3] [--rate 200] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from bench import floor
+from bench.loadgen import Answers, Batch, Poster, make_batch
+from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
+from bench.report import machine, median, percentile, spread, table, write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-webhook-secret"
+CONTENDERS = ("bare", "ptb", "skillgate")
+LABELS = {
+    "bare": "bare aiohttp (limit)",
+    "ptb": "plain PTB bot",
+    "skillgate": "skillgate serve",
+}
+
+
+@dataclass
+class Phase:
+    """One contender, one phase of one round."""
+
+    sent: int
+    answered: int
+    latencies_ms: list[float]
+    seconds: float
+    cpu: dict[str, float]
+    failed_posts: int
+
+    @property
+    def throughput(self) -> float:
+        return self.answered / self.seconds if self.seconds > 0 else 0.0
+
+    def cpu_per_answer(self, name: str) -> float:
+        """The process's CPU milliseconds per answer during the phase."""
+        return self.cpu[name] / self.answered * 1000 if self.answered else float("nan")
+
+    def share(self, name: str) -> float:
+        """The process's share of one core during the phase, in %."""
+        return self.cpu[name] / self.seconds * 100 if self.seconds > 0 else float("nan")
+
+    @property
+    def others(self) -> float:
+        """Cores kept busy by processes outside the benchmark during the phase."""
+        ours = sum(v for k, v in self.cpu.items() if k != "machine")
+        return max(0.0, self.cpu["machine"] - ours) / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Results:
+    """Every phase of every round, per contender."""
+
+    fixed: dict[str, list[Phase]] = field(default_factory=dict)
+    flat: dict[str, list[Phase]] = field(default_factory=dict)
+    steps: list[list[str]] = field(default_factory=list)
+
+
+class Rig:
+    """The fakes and the contenders, as child processes."""
+
+    def __init__(self, tmp: Path, lean: bool, delay: float = 0.0) -> None:
+        self.tmp = tmp
+        self.children: dict[str, Child] = {}
+        self.urls: dict[str, str] = {}
+        api_args = ["telegram", "--lean"] if lean else ["telegram"]
+        self.api = self._spawn("fake-bot-api", "bench.fakes", *api_args)
+        self.llm = self._spawn("fake-model", "bench.fakes", "openai", "--delay", str(delay))
+        api, llm = self.api.ready_line(), self.llm.ready_line()
+        self.api_url, self.token, self.llm_url = api["base_url"], api["token"], llm["base_url"]
+        self.answers = Answers(api["control"])
+        self.llm_control = llm["control"]
+
+    def _spawn(self, name: str, module: str, *args: str) -> Child:
+        child = Child.python(name, module, *args, log_dir=self.tmp, cwd=ROOT)
+        self.children[name] = child
+        return child
+
+    async def start(self, names: list[str]) -> None:
+        common = ["--llm", self.llm_url, "--api", self.api_url, "--token", self.token]
+        for name in names:
+            port = free_port()
+            self.urls[name] = f"http://127.0.0.1:{port}/webhook/telegram"
+            if name == "skillgate":
+                child = self._skillgate(port)
+                await wait_healthy(f"http://127.0.0.1:{port}/healthz", child)
+            else:
+                module = f"bench.{name}_bot"
+                child = self._spawn(name, module, *common, "--secret", SECRET, "--port", str(port))
+                child.ready_line()
+
+    def _skillgate(self, port: int) -> Child:
+        settings = {
+            "SKILLGATE_DATA_DIR": str(self.tmp / "skillgate-data"),
+            "TELEGRAM_BOT_TOKEN": self.token,
+            "TELEGRAM_WEBHOOK_SECRET": SECRET,
+            "TELEGRAM_API_BASE_URL": self.api_url,
+            # The fake Bot API has no flood control; Telegram's ~30/s would cap the run.
+            "TELEGRAM_MAX_MESSAGES_PER_SECOND": "0",
+            "LLM_BASE_URL": self.llm_url,
+            "LLM_MODEL": "fake-model",
+        }
+        child = skillgate_serve("skillgate", port, settings, self.tmp)
+        self.children["skillgate"] = child
+        return child
+
+    def cpu(self) -> dict[str, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        times = {name: child.cpu() for name, child in self.children.items()}
+        times["load generator"] = usage.ru_utime + usage.ru_stime
+        times["machine"] = machine_busy_seconds()
+        return times
+
+    def stop(self) -> None:
+        for child in reversed(self.children.values()):
+            child.stop()
+
+
+async def run_phase(
+    rig: Rig,
+    session: aiohttp.ClientSession,
+    name: str,
+    batch: Batch,
+    rate: float | None,
+    conns: int,
+) -> Phase:
+    """Post a batch (at `rate`, or flat out when None) and collect its answers."""
+    before = rig.cpu()
+    async with Poster(rig.urls[name], SECRET, conns) as poster:
+        sent = await (poster.flat_out(batch) if rate is None else poster.at_rate(batch, rate))
+    await rig.answers.wait(session, len(batch.keys), stall=10.0)
+    after = rig.cpu()
+    arrivals, _methods = await rig.answers.drain(session)
+    async with session.post(f"{rig.llm_control}/drain") as resp:
+        await resp.read()
+    latencies = [(arrivals[k] - sent.at[k]) * 1000 for k in batch.keys if k in arrivals]
+    last = max((arrivals[k] for k in batch.keys if k in arrivals), default=sent.first)
+    failed = sum(n for status, n in sent.statuses.items() if status != 200)
+    return Phase(
+        sent=len(batch.keys),
+        answered=len(latencies),
+        latencies_ms=latencies,
+        seconds=last - sent.first,
+        cpu={k: after[k] - before[k] for k in after},
+        failed_posts=failed,
+    )
+
+
+async def run(args: argparse.Namespace, tmp: Path) -> Results:
+    names = [n for n in CONTENDERS if n in args.only.split(",")]
+    rig = Rig(tmp, args.fake_api == "lean", args.model_latency)
+    results = Results({n: [] for n in names}, {n: [] for n in names})
+    phase_no, update_id = 0, 1
+
+    def batch(count: int) -> Batch:
+        nonlocal phase_no, update_id
+        phase_no += 1
+        update_id += count
+        return make_batch(phase_no, count, args.chats, update_id - count)
+
+    profilers: list[Child] = []
+    try:
+        await rig.start(names)
+        async with aiohttp.ClientSession() as session:
+            for name in names:  # warm-up: connection pools, lazy imports, first sessions
+                warm = batch(int(args.rate))
+                await run_phase(rig, session, name, warm, args.rate / 2, args.conns)
+            if args.profile:
+                profilers = [profile(rig.children[n], args.profile) for n in names]
+            for round_no in range(1, args.rounds + 1):
+                for name in names:
+                    fixed = batch(int(args.rate * args.seconds))
+                    phase = await run_phase(rig, session, name, fixed, args.rate, args.conns)
+                    results.fixed[name].append(phase)
+                    flat = await run_phase(rig, session, name, batch(args.burst), None, args.conns)
+                    results.flat[name].append(flat)
+                    print(
+                        f"round {round_no} {name:>9}: {args.rate:.0f}/s p50 "
+                        f"{percentile(phase.latencies_ms, 50):.1f} ms p99 "
+                        f"{percentile(phase.latencies_ms, 99):.1f} ms; flat out "
+                        f"{flat.throughput:.0f}/s ({flat.answered}/{flat.sent} answered)",
+                        flush=True,
+                    )
+        if not args.model_latency:  # a waiting model would only add its sleep to every call
+            results.steps = await floor.measure(rig.llm_url, rig.api_url, rig.token)
+    finally:
+        for profiler in profilers:
+            profiler.proc.send_signal(signal.SIGINT)
+            profiler.proc.wait(30)
+        rig.stop()
+    return results
+
+
+def profile(child: Child, out: Path) -> Child:
+    """Sample a contender with py-spy (collapsed stacks) until the run ends."""
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["py-spy", "record", "--pid", str(child.pid), "--rate", "250", "--nonblocking"]
+    argv += ["--format", "raw", "--output", str(out / f"{child.name}.txt")]
+    spy = Path(sys.executable).with_name("py-spy")
+    if spy.exists():
+        argv[0] = str(spy)
+    return Child(f"py-spy-{child.name}", argv, out)
+
+
+def paired(results: dict[str, list[Phase]], a: str, b: str, metric: str) -> list[float]:
+    """Per-round values of `a` against `b`: a ratio of throughputs or a difference of p99s."""
+    out = []
+    for pa, pb in zip(results.get(a, []), results.get(b, []), strict=False):
+        if metric == "throughput":
+            out.append(pa.throughput / pb.throughput if pb.throughput else float("nan"))
+        else:
+            out.append(percentile(pa.latencies_ms, 99) - percentile(pb.latencies_ms, 99))
+    return out
+
+
+def render(results: Results, args: argparse.Namespace) -> str:
+    """The tables, the ratios and the verdicts, as Markdown."""
+    names = list(results.fixed)
+    fixed_rows, flat_rows = [], []
+    for n in names:
+        fx, fl = results.fixed[n], results.flat[n]
+        fixed_rows.append(
+            [
+                LABELS[n],
+                f"{sum(p.answered for p in fx)}/{sum(p.sent for p in fx)}",
+                spread([percentile(p.latencies_ms, 50) for p in fx]),
+                spread([percentile(p.latencies_ms, 99) for p in fx]),
+                spread(paired(results.fixed, n, "bare", "p99")) if "bare" in names else "n/a",
+                spread([p.cpu_per_answer(n) for p in fx], "{:.2f}"),
+                spread([p.share(n) for p in fx], "{:.0f}"),
+                spread([p.others for p in fx], "{:.2f}"),
+            ]
+        )
+        flat_rows.append(
+            [
+                LABELS[n],
+                f"{sum(p.answered for p in fl)}/{sum(p.sent for p in fl)}",
+                spread([p.throughput for p in fl], "{:.0f}"),
+                spread(paired(results.flat, n, "bare", "throughput"), "{:.2f}")
+                if "bare" in names
+                else "n/a",
+                spread(paired(results.flat, n, "ptb", "throughput"), "{:.2f}")
+                if "ptb" in names
+                else "n/a",
+                spread([p.cpu_per_answer(n) for p in fl], "{:.2f}"),
+                spread([p.share("fake-bot-api") for p in fl], "{:.0f}"),
+                spread([p.share("fake-model") for p in fl], "{:.0f}"),
+                spread([p.others for p in fl], "{:.2f}"),
+            ]
+        )
+    lines = [
+        f"Machine: {machine()}.",
+        "",
+        f"Fixed rate: {args.rate:.0f} updates/s for {args.seconds:.0f} s per round, "
+        f"{args.rounds} rounds, {args.chats} chats round-robin, fake Bot API "
+        f"`{args.fake_api}`, model latency {args.model_latency:g} s. "
+        "Latency is from the webhook POST to the answer's sendMessage "
+        "arriving at the fake Bot API; median of the per-round values (range in brackets). "
+        "CPU is the contender's own CPU time; other load is what processes outside the "
+        "benchmark (other users of the machine) kept busy, in cores, from /proc/stat.",
+        "",
+        table(
+            [
+                "contender",
+                "answered",
+                "p50 ms",
+                "p99 ms",
+                "p99 over bare, ms",
+                "CPU ms/answer",
+                "CPU % of a core",
+                "other load, cores",
+            ],
+            fixed_rows,
+        ),
+        "",
+        f"Flat out: {args.burst} updates per round over {args.conns} webhook connections. "
+        "Throughput is answers per second from the first POST to the last answer; the "
+        "fakes' CPU is their share of one core during the phase (near 100 % would make "
+        "them the bottleneck).",
+        "",
+        table(
+            [
+                "contender",
+                "answered",
+                "answers/s",
+                "vs bare",
+                "vs PTB",
+                "CPU ms/answer",
+                "fake Bot API CPU %",
+                "fake model CPU %",
+                "other load, cores",
+            ],
+            flat_rows,
+        ),
+    ]
+    if "skillgate" in names:
+        lines += ["", targets(results, names)]
+    if results.steps:
+        lines += [
+            "",
+            "Each step on its own, one call after another from one process against the same "
+            "fakes: CPU milliseconds per call the way the bare handler does it (raw aiohttp) "
+            "and the way the gateway does it (openai client, python-telegram-bot, the store).",
+            "",
+            table(["step", "bare, CPU ms", "gateway, CPU ms"], results.steps),
+        ]
+    return "\n".join(lines)
+
+
+def targets(results: Results, names: list[str]) -> str:
+    """Skillgate against the targets, from the per-round paired values."""
+    rows = []
+    if "bare" in names:
+        ratio = median(paired(results.flat, "skillgate", "bare", "throughput"))
+        rows.append(["throughput vs bare limit", ">= 0.5x", f"{ratio:.2f}x", ratio >= 0.5])
+        over = median(paired(results.fixed, "skillgate", "bare", "p99"))
+        rows.append(["p99 overhead at fixed rate", "<= 20 ms", f"{over:.1f} ms", over <= 20])
+    if "ptb" in names:
+        ratio = median(paired(results.flat, "skillgate", "ptb", "throughput"))
+        rows.append(["throughput vs plain PTB", ">= 1x", f"{ratio:.2f}x", ratio >= 1.0])
+    return table(
+        ["target", "goal", "skillgate", "verdict"],
+        [[*r[:3], "met" if r[3] else "MISSED"] for r in rows],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of A B C (default 3)")
+    parser.add_argument("--rate", type=float, default=200, help="fixed rate, updates/s")
+    parser.add_argument("--seconds", type=float, default=4, help="fixed-rate phase length, s")
+    parser.add_argument("--burst", type=int, default=1500, help="updates in the flat-out phase")
+    parser.add_argument("--conns", type=int, default=40, help="webhook connections (default 40)")
+    parser.add_argument("--chats", type=int, default=1000, help="distinct chats per phase")
+    parser.add_argument("--only", default=",".join(CONTENDERS), help="contenders to run")
+    parser.add_argument("--fake-api", choices=["recording", "lean"], default="recording")
+    parser.add_argument(
+        "--model-latency", type=float, default=0.0, help="seconds the fake model takes per answer"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
+    parser.add_argument("--profile", type=Path, help="py-spy every contender into this folder")
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="skillgate-bench-"))
+    started = time.monotonic()
+    try:
+        results = asyncio.run(run(args, tmp))
+    finally:
+        if args.keep:
+            print(f"logs and data kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    text = render(results, args)
+    print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
+    if args.write:
+        write_section("webhook", text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""The benchmarks: each command imports, explains itself, and rewrites only its own section."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.report import table, write_section
+
+COMMANDS = ("webhook", "skill_index", "memory", "synthesis")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_benchmark_command_has_help(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = importlib.import_module(f"bench.{name}")
+    monkeypatch.setattr(sys, "argv", [f"bench.{name}", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        module.main()
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage:" in out and "--write" in out
+
+
+def test_writing_results_replaces_only_that_benchmarks_section(tmp_path: Path) -> None:
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# Benchmarks\n\nMethod.\n<!-- bench:memory -->\nold\n<!-- /bench:memory -->\n")
+    write_section("memory", table(["a", "b"], [[1, 2]]), doc)
+    write_section("webhook", "first run", doc)
+    write_section("webhook", "second run", doc)
+    text = doc.read_text()
+    assert "Method." in text and "old" not in text and "| 1 | 2 |" in text
+    assert "second run" in text and "first run" not in text
+    assert text.count("<!-- bench:webhook -->") == 1
