@@ -48,6 +48,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "data_dir": tmp_path / "data",
             "llm_timeout_seconds": 5,
             "llm_max_retries": 2,
+            # The holdout withholds skills at random; tests of it ask for it (and seed it).
+            "skill_holdout": 0.0,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
