@@ -42,7 +42,7 @@ async def planted_world(settings: Settings, fake_llm: FakeOpenAI, **world: objec
 async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful_one_never(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm)
+    settings = synth_settings(make_settings, fake_llm, skill_holdout=0.1)  # the default
     world = await planted_world(settings, fake_llm)
     async with gateway(settings) as gw:
         gw.services.agent.rng = random.Random(3)
@@ -73,7 +73,7 @@ async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful
 async def test_nothing_is_proposed_without_the_minimum_evidence(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm)
+    settings = synth_settings(make_settings, fake_llm, skill_holdout=0.1)  # the default
     # Users always rate the harmful skill's answers down and every other answer up.
     world = await planted_world(settings, fake_llm, p_up={"RAMBLE": 0.0, "CRISP": 1.0}, p_base=1.0)
     async with gateway(settings) as gw:
