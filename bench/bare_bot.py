@@ -9,15 +9,13 @@ formatting: nothing a real bot could leave out costs less.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import hmac
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-from bench.procs import announce, until_told_to_stop
+from bench.procs import run_contender
 
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
@@ -49,21 +47,8 @@ def make_app(llm: str, api: str, token: str, secret: str) -> web.Application:
     return app
 
 
-async def serve(args: argparse.Namespace) -> None:
-    runner = web.AppRunner(make_app(args.llm, args.api, args.token, args.secret), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", args.port).start()
-    announce(url=f"http://127.0.0.1:{args.port}")
-    await until_told_to_stop()
-    await runner.cleanup()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name in ("llm", "api", "token", "secret"):
-        parser.add_argument(f"--{name}", required=True)
-    parser.add_argument("--port", type=int, required=True)
-    asyncio.run(serve(parser.parse_args()))
+    run_contender(make_app, __doc__ or "")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -12,10 +13,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
 import aiohttp
+from aiohttp import web
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -154,6 +157,26 @@ async def until_told_to_stop() -> None:
 def announce(**info: Any) -> None:
     """Tell the parent we are ready, as one JSON line on stdout."""
     print(json.dumps(info), flush=True)
+
+
+def run_contender(make_app: Callable[[str, str, str, str], web.Application], doc: str) -> None:
+    """Command line of a contender bot: serve `make_app(llm, api, token, secret)` on --port."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name in ("llm", "api", "token", "secret"):
+        parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+
+    async def serve() -> None:
+        app = make_app(args.llm, args.api, args.token, args.secret)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", args.port).start()
+        announce(url=f"http://127.0.0.1:{args.port}")
+        await until_told_to_stop()
+        await runner.cleanup()
+
+    asyncio.run(serve())
 
 
 def skillgate_serve(name: str, port: int, settings: dict[str, str], workdir: Path) -> Child:
