@@ -15,10 +15,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,7 +26,15 @@ import aiohttp
 
 from bench.loadgen import Answers, make_batch, post_all
 from bench.procs import Child, free_port, skillgate_serve, wait_healthy
-from bench.report import machine, median, spread, table, verdict, write_section
+from bench.report import (
+    machine,
+    median,
+    publish,
+    run_in_scratch,
+    spread,
+    table,
+    verdict,
+)
 from tests.fakes.line_api import sign, text_event, webhook_body
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,16 +306,9 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="configurations to run")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="skillgate-bench-"))
     started = time.monotonic()
-    try:
-        results = asyncio.run(run(args, tmp))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    text = render(results, import_layers(), args)
-    print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
-    if args.write:
-        write_section("memory", text)
+    results = run_in_scratch(lambda tmp: run(args, tmp))
+    publish("memory", render(results, import_layers(), args), started, write=args.write)
 
 
 if __name__ == "__main__":

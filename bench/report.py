@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import platform
 import re
+import shutil
 import sqlite3
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any, TypeVar
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
 PACKAGES = ("aiohttp", "python-telegram-bot", "openai", "httpx", "line-bot-sdk", "pydantic")
@@ -99,3 +103,25 @@ def write_section(name: str, body: str, doc: Path = DOC) -> None:
         text = text.rstrip() + f"\n\n{block}\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text, encoding="utf-8")
+
+
+T = TypeVar("T")
+
+
+def run_in_scratch(run: Callable[[Path], Coroutine[Any, Any, T]], *, keep: bool = False) -> T:
+    """Run `run(folder)` in a fresh temporary folder, removed afterwards unless `keep`."""
+    tmp = Path(tempfile.mkdtemp(prefix="skillgate-bench-"))
+    try:
+        return asyncio.run(run(tmp))
+    finally:
+        if keep:
+            print(f"logs and data kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def publish(name: str, text: str, started: float, *, write: bool) -> None:
+    """Print a benchmark's tables and how long it took; with `write`, update its doc section."""
+    print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
+    if write:
+        write_section(name, text)

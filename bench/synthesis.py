@@ -14,11 +14,8 @@ of the pass. Run:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +23,7 @@ from typing import Any
 
 import openai  # noqa: F401  # loaded up front, as in a running server: its import is no part of a pass
 
-from bench.report import machine, median, spread, table, write_section
+from bench.report import machine, median, publish, run_in_scratch, spread, table
 from gateway.app import close_services, open_services
 from gateway.config import Settings
 from gateway.core.records import Trace
@@ -237,16 +234,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="passes per size")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="skillgate-bench-"))
     started = time.monotonic()
-    try:
-        results = asyncio.run(run(args, tmp))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    text = render(results, args)
-    print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
-    if args.write:
-        write_section("synthesis", text)
+    results = run_in_scratch(lambda tmp: run(args, tmp))
+    publish("synthesis", render(results, args), started, write=args.write)
 
 
 if __name__ == "__main__":

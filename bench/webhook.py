@@ -13,12 +13,9 @@ fixed rate, then flat out; the tables give per-round medians with their range an
 from __future__ import annotations
 
 import argparse
-import asyncio
 import resource
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,15 @@ import aiohttp
 from bench import floor
 from bench.loadgen import Answers, Batch, Poster, make_batch
 from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
-from bench.report import machine, median, percentile, spread, table, write_section
+from bench.report import (
+    machine,
+    median,
+    percentile,
+    publish,
+    run_in_scratch,
+    spread,
+    table,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-webhook-secret"
@@ -366,19 +371,9 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy every contender into this folder")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="skillgate-bench-"))
     started = time.monotonic()
-    try:
-        results = asyncio.run(run(args, tmp))
-    finally:
-        if args.keep:
-            print(f"logs and data kept in {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    text = render(results, args)
-    print(f"\n{text}\n\n(run took {time.monotonic() - started:.0f} s)")
-    if args.write:
-        write_section("webhook", text)
+    results = run_in_scratch(lambda tmp: run(args, tmp), keep=args.keep)
+    publish("webhook", render(results, args), started, write=args.write)
 
 
 if __name__ == "__main__":
