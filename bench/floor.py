@@ -20,7 +20,7 @@ import aiohttp
 from gateway.core.llm import OpenAIChat
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.records import Trace
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.telegram_api import make_text_update
 
 Step = Callable[[int], Awaitable[Any]]
@@ -100,7 +100,7 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
 async def store_turn(calls: int) -> float:
     """CPU ms of the five store calls one answered update makes."""
     with tempfile.TemporaryDirectory() as tmp:
-        async with Store(Path(tmp) / "db.sqlite") as store:
+        async with SqliteStore(Path(tmp) / "db.sqlite") as store:
 
             async def turn(i: int) -> None:
                 item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")

@@ -22,7 +22,7 @@ from gateway.core.tokens import estimate_tokens
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.library import SkillLibrary
 from gateway.skills.selection import INDEX_HEADER, index_entry
-from gateway.store import Store
+from gateway.store import SqliteStore
 
 WORDS = (
     "invoice tax travel visa recipe bread python error garden tomato budget loan insurance "
@@ -48,7 +48,7 @@ async def measure(size: int, queries: int, rng: random.Random) -> dict[str, floa
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "skills"
         make_library(root, size, rng)
-        async with Store(Path(tmp) / "db.sqlite") as store:
+        async with SqliteStore(Path(tmp) / "db.sqlite") as store:
             catalog = SkillCatalog(SkillLibrary(root), store)
             t0 = time.perf_counter()
             await catalog.sync(None)

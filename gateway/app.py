@@ -31,7 +31,7 @@ from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
 from gateway.skills.synthesizer import SynthesisConfig, Synthesizer
-from gateway.store import Store
+from gateway.store import Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ async def open_services(
     settings: Settings, *, llm: LLM | None = None, clock: Callable[[], float] = time.time
 ) -> Services:
     """Open the store, sync the skills and build the agent (also used by the CLI)."""
-    store = await Store(settings.db_path).open()
+    store = await open_store(settings)
     try:
         library = SkillLibrary(settings.skills_dir)
         catalog = SkillCatalog(library, store)

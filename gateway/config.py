@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -117,6 +118,12 @@ class Settings(BaseSettings):
         20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
     )
 
+    # Several replicas: a shared PostgreSQL database instead of the SQLite file.
+    database_url: SecretStr | None = Field(None, validation_alias="SKILLGATE_DATABASE_URL")
+    inbox_lease_seconds: float = Field(
+        30.0, ge=2, le=3600, validation_alias="SKILLGATE_INBOX_LEASE_SECONDS"
+    )
+
     # Throughput: chats answered at once (each waits on the model most of its turn).
     max_concurrent_answers: int = Field(
         256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
@@ -141,6 +148,7 @@ class Settings(BaseSettings):
         "llm_api_key",
         "llm_model",
         "persona_file",
+        "database_url",
         mode="before",
     )
     @classmethod
@@ -176,6 +184,15 @@ class Settings(BaseSettings):
             raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not re.match(
+            r"^postgres(ql)?://\S+$", value.get_secret_value()
+        ):
+            raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
+        return value
+
     @field_validator("log_level")
     @classmethod
     def _level(cls, value: str) -> str:
@@ -197,6 +214,11 @@ class Settings(BaseSettings):
         return self.llm_base_url is not None and self.llm_model is not None
 
     @property
+    def shared_database(self) -> bool:
+        """PostgreSQL: other replicas may be working on the same data."""
+        return self.database_url is not None
+
+    @property
     def db_path(self) -> Path:
         return self.data_dir / "skillgate.db"
 
@@ -214,10 +236,16 @@ class Settings(BaseSettings):
             self.line_channel_access_token,
             self.llm_api_key,
         )
-        return [f.get_secret_value() for f in fields if f is not None]
+        values = [f.get_secret_value() for f in fields if f is not None]
+        if self.database_url is not None:
+            password = urlsplit(self.database_url.get_secret_value()).password
+            if password:
+                values.append(password)
+        return values
 
 
 _SECRET_FIELDS = {
+    "SKILLGATE_DATABASE_URL",
     "SKILLGATE_ADMIN_TOKEN",
     "TELEGRAM_BOT_TOKEN",
     "TELEGRAM_WEBHOOK_SECRET",

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
-from gateway.store import Store
+from gateway.store import store_for
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
@@ -71,7 +71,7 @@ def check_disk(settings: Settings) -> Check:
 
 async def check_database(settings: Settings) -> Check:
     try:
-        async with Store(settings.db_path) as store:
+        async with store_for(settings) as store:
             versions = await store.schema_versions()
             pending = await store.inbox_pending_count()
     except SkillgateError as exc:
@@ -150,7 +150,7 @@ async def registered_secret(settings: Settings) -> str | None:
     from gateway.ops.webhooks import SECRET_META
 
     try:
-        async with Store(settings.db_path) as store:
+        async with store_for(settings) as store:
             return await store.get_meta(SECRET_META)
     except SkillgateError:
         return None

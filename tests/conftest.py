@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from gateway.config import Settings
+from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
+from tests.pg_support import drop_schema, fresh_schema, postgres_url
+
+__all__ = ["postgres_url"]  # a fixture, shared with every test module
 
 os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"
@@ -62,3 +66,20 @@ def settings(make_settings: Callable[..., Settings], fake_llm: FakeOpenAI) -> Se
     return make_settings(
         llm_base_url=fake_llm.base_url, llm_model="fake-model", admin_token="admin-secret-token"
     )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An open, migrated store on each backend: the store tests run on both."""
+    if request.param == "sqlite":
+        async with SqliteStore(tmp_path / "db.sqlite") as store:
+            yield store
+        return
+    from gateway.store.postgres import PostgresStore
+
+    name, url = await fresh_schema()
+    try:
+        async with PostgresStore(url) as pg:
+            yield pg
+    finally:
+        await drop_schema(name)

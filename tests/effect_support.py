@@ -19,7 +19,7 @@ from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, MessageKind
 from gateway.core.records import SkillRecord, Trace
 from gateway.skills.library import Skill, content_hash, render_skill
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI, Scripted
 
 KITCHEN = "kitchen-tips"
@@ -43,7 +43,7 @@ async def plant(
     text = skill_text(name, description, body)
     (folder / "SKILL.md").write_text(text)
     if source != "custom":
-        async with Store(settings.db_path) as store:
+        async with SqliteStore(settings.db_path) as store:
             await store.put_skill_records(
                 [
                     SkillRecord(

@@ -16,7 +16,7 @@ from gateway.channels.base import Services
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.keys import SERVICES
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}
@@ -78,7 +78,7 @@ async def seed_session(
 
 async def seed_offline(settings: Settings, **kwargs: Any) -> int:
     """Seed a session with the gateway stopped (as another process would find it)."""
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         return await seed_session(store, **kwargs)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gateway.config import Settings
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.console_support import WRITING, day_at, seed_rated_answer, sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import gateway, seed_session, synth_settings
@@ -103,7 +103,7 @@ async def test_the_feedback_page_charts_each_day_and_lists_the_latest_downvotes(
 
 
 async def test_daily_ratings_group_by_utc_day_of_the_rating(tmp_path: object) -> None:
-    async with Store(f"{tmp_path}/db.sqlite") as store:
+    async with SqliteStore(f"{tmp_path}/db.sqlite") as store:
         midnight = datetime(2025, 3, 9, tzinfo=UTC).timestamp()
         await seed_rated_answer(store, at=midnight - 60, rating=1)
         await seed_rated_answer(store, at=midnight + 60, rating=-1)

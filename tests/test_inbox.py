@@ -13,7 +13,7 @@ from gateway.app import build_app
 from gateway.config import Settings
 from gateway.core.records import InboxItem
 from gateway.keys import SERVICES
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -70,7 +70,7 @@ async def test_updates_stored_before_a_crash_are_answered_exactly_once_after_res
 ) -> None:
     # The previous process stored three updates and died: one untouched, one whose
     # answer was made but not delivered, one delivered but not marked processed.
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         for n in ("1", "2", "3"):
             payload = json.dumps({"chat": f"c{n}", "user": "u", "text": f"q{n}"})
             await store.inbox_add("fake", n, f"c{n}", payload)
@@ -90,7 +90,7 @@ async def test_updates_stored_before_a_crash_are_answered_exactly_once_after_res
         await runner.cleanup()
     assert sorted(channel.texts()) == ["Hello from the fake model.", "made before crash"]
     assert len(fake_llm.requests) == 1  # only the untouched update needed the model
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         assert await store.inbox_pending() == []
 
     again = FakeChannel(settings)  # a second restart answers nothing more
@@ -133,7 +133,7 @@ async def test_an_update_that_keeps_failing_is_set_aside_without_blocking_its_ch
     finally:
         await runner.cleanup()
     assert len(channel.sent) == 1
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         assert await store.inbox_pending() == []
         row = await store.run(
             lambda db: dict(next(db.query("select * from inbox where update_id = '1'")))
@@ -171,7 +171,7 @@ async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
     settings: Settings, fake_llm: FakeOpenAI
 ) -> None:
     now = time.time()
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         for update_id, age_days in (("old", 8), ("recent", 1)):
             item = await store.inbox_add("fake", update_id, "c", "{}", now=now - age_days * 86400)
             assert item is not None

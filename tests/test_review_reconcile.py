@@ -10,7 +10,7 @@ from gateway.config import Settings
 from gateway.skills.library import SkillLibrary, content_hash, parse_skill
 from gateway.skills.proposals import Proposal
 from gateway.skills.staging import Staging, render_proposal
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, gateway, proposal, synth_settings
 
@@ -32,7 +32,7 @@ async def pending_proposal(
 
 async def claim(settings: Settings, pid: int) -> Proposal:
     """The first step of an approval: the decision, claimed in the database."""
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         assert await store.transition(
             pid, from_status="pending", to_status="approved", by="web", at=time.time()
         )

@@ -9,7 +9,7 @@ from aiohttp import web
 from gateway.app import build_app
 from gateway.config import Settings
 from gateway.keys import SERVICES
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -26,7 +26,7 @@ async def test_an_answer_in_flight_is_delivered_when_the_app_stops(
     await runner.cleanup()  # what SIGTERM does, while the model is still thinking
 
     assert channel.texts() == ["too late"]
-    async with Store(settings.db_path) as store:
+    async with SqliteStore(settings.db_path) as store:
         assert await store.inbox_pending_count() == 0
 
 

@@ -13,7 +13,7 @@ from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.skills.effect import wilson
 from gateway.skills.synthesizer import ProposalBrief, RunSummary
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.effect_support import (
     BIKE,
     BIKE_DESCRIPTION,
@@ -200,7 +200,7 @@ async def test_a_retirement_approved_just_before_a_crash_is_finished_at_start(
     async with gateway(settings) as gw:
         await make_harmful(gw)
         pid = int(str((await retire_made(gw))["id"]))
-    async with Store(settings.db_path) as store:  # the decision was claimed, nothing more
+    async with SqliteStore(settings.db_path) as store:  # the decision was claimed, nothing more
         assert await store.transition(
             pid, from_status="pending", to_status="approved", by="web", at=time.time()
         )

@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from gateway.core.records import SkillRecord
-from gateway.store import Store
+from gateway.store import SqliteStore
 from gateway.store.migrations import MIGRATIONS, migrate
 from tests.effect_support import seed_answer
 
@@ -29,7 +29,7 @@ def record(slug: str, digest: str = "h1", at: float = 0.0, enabled: bool = True)
 async def test_each_rated_answer_counts_toward_loaded_offered_or_withheld_skills(
     tmp_path: Path,
 ) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         await store.put_skill_records([record("soup"), record("bikes"), record("idle")])
         await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(1,))
         await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(-1,))
@@ -58,7 +58,7 @@ async def test_each_rated_answer_counts_toward_loaded_offered_or_withheld_skills
 async def test_a_skill_is_measured_from_when_its_current_text_took_effect(
     tmp_path: Path,
 ) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         await store.put_skill_records([record("soup")])
         for _ in range(3):
             await seed_answer(store, loaded=["soup"], ratings=(-1,))
@@ -78,7 +78,7 @@ async def test_a_skill_is_measured_from_when_its_current_text_took_effect(
 async def test_exposure_sessions_are_those_with_rated_loaded_answers_newest_first(
     tmp_path: Path,
 ) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         await store.put_skill_records([record("soup")])
         first, _ = await seed_answer(store, loaded=["soup"], ratings=(-1,))
         await seed_answer(store, loaded=["soup"], ratings=())

@@ -8,7 +8,7 @@ from gateway.core.tokens import estimate_tokens
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.library import SkillLibrary
 from gateway.skills.selection import SkillIndex, render_index
-from gateway.store import Store
+from gateway.store import SqliteStore
 
 TOPICS = ["cooking", "taxes", "travel", "python", "gardening", "music", "fitness", "law"]
 
@@ -31,7 +31,7 @@ async def test_ten_thousand_skills_on_disk_stay_within_the_budget(tmp_path: Path
         "---\nname: skill-7777\ndescription: Explain sourdough starter feeding schedules.\n"
         "---\nFeed it daily.\n"
     )
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         catalog = SkillCatalog(SkillLibrary(root), store)
         await catalog.sync(None)
         assert len(catalog.enabled) == 10_000

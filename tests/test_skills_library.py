@@ -10,7 +10,7 @@ import pytest
 from gateway.errors import InvalidSkill, InvalidSlug, PathEscape, SkillNotFound
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.library import Skill, SkillLibrary, parse_skill, render_skill, validate_slug
-from gateway.store import Store
+from gateway.store import SqliteStore
 
 
 @pytest.mark.parametrize("slug", ["a", "pdf-tools", "x1-2-3", "a" * 64])
@@ -126,7 +126,7 @@ async def test_bundled_skills_are_seeded_once_and_a_dropped_in_skill_is_custom(
 ) -> None:
     bundled = bundled_skills_dir()
     root = tmp_path / "skills"
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         catalog = SkillCatalog(SkillLibrary(root), store)
         await catalog.sync(bundled)
         records = {r.slug: r for r in await store.skill_records()}

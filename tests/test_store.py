@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from gateway.errors import StoreError
-from gateway.store import Store
+from gateway.store import SqliteStore
 from gateway.store.migrations import MIGRATIONS, migrate
 
 
 async def test_a_fresh_database_gets_every_migration_once(tmp_path: Path) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         assert await store.schema_versions() == [v for v, _, _ in MIGRATIONS]
         tables = await store.run(lambda db: set(db.table_names()))
         assert {"inbox", "sessions", "messages", "traces", "feedback", "skills", "meta"} <= tables
         assert await store.run(lambda db: db.journal_mode) == "wal"
-    async with Store(tmp_path / "db.sqlite") as store:  # reopening applies nothing new
+    async with SqliteStore(tmp_path / "db.sqlite") as store:  # reopening applies nothing new
         assert await store.schema_versions() == [v for v, _, _ in MIGRATIONS]
 
 
@@ -39,20 +39,20 @@ def test_a_failing_migration_leaves_no_trace(tmp_path: Path) -> None:
 
 
 async def test_every_call_runs_on_the_one_store_thread(tmp_path: Path) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         names = {await store.run(lambda db: threading.current_thread().name) for _ in range(5)}
         assert len(names) == 1 and next(iter(names)).startswith("store")
         assert threading.current_thread().name not in names
 
 
 async def test_sql_errors_become_store_errors(tmp_path: Path) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         with pytest.raises(StoreError):
             await store.run(lambda db: db.execute("select * from no_such_table"))
 
 
 async def test_an_update_is_stored_once_per_platform_id(tmp_path: Path) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         first = await store.inbox_add("telegram", "42", "chat", "{}")
         again = await store.inbox_add("telegram", "42", "chat", "{}")
         other = await store.inbox_add("line", "42", "chat", "{}")
@@ -65,7 +65,7 @@ async def test_an_update_is_stored_once_per_platform_id(tmp_path: Path) -> None:
 async def test_a_retried_turn_stores_the_message_once_and_an_answered_one_writes_nothing(
     tmp_path: Path,
 ) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         item = await store.inbox_add("telegram", "1", "c", "{}")
         assert item is not None
         args = ("telegram", "c", "u", "hello")
@@ -82,7 +82,7 @@ async def test_a_retried_turn_stores_the_message_once_and_an_answered_one_writes
 
 
 async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path: Path) -> None:
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         session = await store.current_session("telegram", "c", "u", 1000.0, 60)
         answer = await store.add_message(session.id, "assistant", "hi")
         await store.set_feedback(answer.id, "u", 1)
@@ -102,7 +102,7 @@ async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path
 
 async def test_a_locked_database_is_reported_not_hung(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
-    async with Store(path, busy_timeout=0.2) as store:
+    async with SqliteStore(path, busy_timeout=0.2) as store:
         other = sqlite3.connect(path)
         other.execute("begin exclusive")
         try:
@@ -117,7 +117,7 @@ async def test_a_locked_database_is_reported_not_hung(tmp_path: Path) -> None:
 async def test_an_awaited_answer_is_taken_once_and_expires(tmp_path: Path) -> None:
     from gateway.core.records import Awaiting
 
-    async with Store(tmp_path / "db.sqlite") as store:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
         q = Awaiting(
             channel="telegram",
             chat_id="c",

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.skills.review import ReviewEvent
-from gateway.store import Store
+from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
 from tests.synthesis_support import (
@@ -99,19 +99,19 @@ async def test_two_passes_never_overlap_across_processes_and_a_dead_holder_expir
     async with gateway(settings) as gw:
         await gw.seed()
         # Another process holds the lock row.
-        async with Store(settings.db_path) as other:
+        async with SqliteStore(settings.db_path) as other:
             assert await other.acquire_lock("synthesis", "other-host:42", time.time(), 600)
         status, body = await gw.call("POST", "/synthesize")
         assert status == 409 and body["status"] == "busy"
         assert fake_llm.requests == []
 
         # That process died long ago: its lease ran out, so the lock is free again.
-        async with Store(settings.db_path) as other:
+        async with SqliteStore(settings.db_path) as other:
             assert await other.acquire_lock("synthesis", "other-host:42", time.time() - 2000, 600)
         fake_llm.reply(answer(proposal()))
         run = await gw.synthesize()
         assert run["status"] == "ok" and len(run["proposed"]) == 1
-        async with Store(settings.db_path) as other:
+        async with SqliteStore(settings.db_path) as other:
             assert await other.lock_holder("synthesis", time.time()) is None  # released
 
 
@@ -159,7 +159,7 @@ async def test_an_overdue_pass_runs_soon_after_a_restart(
 ) -> None:
     settings = synth_settings(make_settings, fake_llm, synthesis_interval_minutes=60)
     await seed_offline(settings)
-    async with Store(settings.db_path) as store:  # the last pass ran 61 minutes ago
+    async with SqliteStore(settings.db_path) as store:  # the last pass ran 61 minutes ago
         await store.start_run("schedule", "fake-model", time.time() - 61 * 60)
     fake_llm.reply(answer(proposal()))
     async with gateway(settings) as gw:

@@ -232,9 +232,9 @@ async def line_unregister(settings: Settings) -> list[Step]:
 
 @asynccontextmanager
 async def _store(settings: Settings) -> AsyncIterator[Store]:
-    from gateway.store import Store
+    from gateway.store import store_for
 
-    async with Store(settings.db_path) as store:
+    async with store_for(settings) as store:
         yield store
 
 

@@ -32,7 +32,7 @@ from gateway.store.synthesis import SynthesisQueries
 T = TypeVar("T")
 
 
-class Store(
+class SqliteStore(
     InboxQueries,
     ConversationQueries,
     RegistryQueries,
@@ -52,7 +52,7 @@ class Store(
         self._executor: ThreadPoolExecutor | None = None
         self._db: Database | None = None
 
-    async def open(self) -> Store:
+    async def open(self) -> SqliteStore:
         """Connect, switch to WAL and apply pending migrations."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
@@ -89,7 +89,7 @@ class Store(
             await loop.run_in_executor(executor, db.close)
         executor.shutdown(wait=True)
 
-    async def __aenter__(self) -> Store:
+    async def __aenter__(self) -> SqliteStore:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:

@@ -358,6 +358,17 @@ def _allow_retire(db: Database) -> None:
         raise sqlite3.IntegrityError("foreign keys broken while rebuilding proposals")
 
 
+def _inbox_claims(db: Database) -> None:
+    # Several replicas on one database claim updates: who works on one, and until when
+    # (a replica that dies leaves its claim to expire). Unused while one process runs.
+    db.execute("alter table inbox add column claimed_by text")
+    db.execute("alter table inbox add column lease_until real")
+    db.execute(
+        "create index inbox_chat_pending on inbox (chat_key, channel, id)"
+        " where processed_at is null"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _initial),
     (2, "questions awaiting an answer", _awaiting),
@@ -373,6 +384,7 @@ MIGRATIONS: list[Migration] = [
         "skill effects: withheld skills in traces, measurement start, retire proposals",
         _skill_effects,
     ),
+    (7, "inbox claims: which replica works on an update, and until when", _inbox_claims),
 ]
 
 
