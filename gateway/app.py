@@ -6,6 +6,8 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 from aiohttp import web
@@ -23,6 +25,13 @@ from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.inbox import InboxWorker
 from gateway.keys import CHANNELS, SERVICES
 from gateway.metrics import metrics_endpoint
+from gateway.replicas import (
+    RegistryWatcher,
+    SharedInboxWorker,
+    check_skills_volume,
+    replica_name,
+    startup_lock,
+)
 from gateway.scheduler import SynthesisSchedule
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
@@ -78,8 +87,12 @@ async def open_services(
             clock=clock,
         )
         review.listeners.append(log_review_event)
-        await reconcile(review)  # before sync, which would take a half-promoted skill for custom
-        await catalog.sync(bundled_skills_dir())
+        holder = replica_name()
+        async with startup_lock(store, holder) if settings.shared_database else nullcontext():
+            if settings.shared_database:
+                await check_skills_volume(store, settings.skills_dir)
+            await reconcile(review)  # before sync, which would take a half-promoted skill
+            await catalog.sync(bundled_skills_dir())
         config = AgentConfig(
             persona=load_persona(settings),
             session_idle_seconds=settings.session_idle_minutes * 60,
@@ -96,7 +109,16 @@ async def open_services(
     except BaseException:
         await store.close()
         raise
-    worker = InboxWorker(store, concurrency=settings.max_concurrent_answers)
+    worker = (
+        SharedInboxWorker(
+            store,
+            holder=holder,
+            lease=settings.inbox_lease_seconds,
+            concurrency=settings.max_concurrent_answers,
+        )
+        if settings.shared_database
+        else InboxWorker(store, concurrency=settings.max_concurrent_answers)
+    )
     return Services(settings, store, agent, catalog, worker, review, synthesizer)
 
 
@@ -114,6 +136,12 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
         ),
     )
+
+
+async def last_run_started(store: Store) -> float | None:
+    """When the newest synthesis pass (on any replica) started."""
+    runs = await store.list_runs(1)
+    return runs[0].started_at if runs else None
 
 
 async def log_review_event(event: ReviewEvent) -> None:
@@ -168,6 +196,7 @@ def build_app(
         app[SERVICES] = services
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
+        watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         try:
             for channel in chans:
@@ -176,10 +205,17 @@ def build_app(
                 started.append(channel)
                 services.worker.handlers[channel.name] = channel.process
             await services.worker.start()
+            if settings.shared_database:
+                watcher = RegistryWatcher(services.store, services.catalog.refresh)
+                await watcher.start()
             services.cards = start_cards(services.review, services.store, started)
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
-                    services.synthesizer, settings.synthesis_interval_minutes
+                    services.synthesizer,
+                    settings.synthesis_interval_minutes,
+                    last_started=partial(last_run_started, services.store)
+                    if settings.shared_database
+                    else None,
                 )
                 last = await services.store.list_runs(1)
                 schedule.start(last[0].started_at if last else None)
@@ -197,6 +233,8 @@ def build_app(
                 settling.cancel()
             if schedule is not None:
                 await schedule.stop()
+            if watcher is not None:
+                await watcher.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
             await services.worker.stop(settings.shutdown_timeout_seconds)
             if services.cards is not None:

@@ -207,6 +207,30 @@ def _connections(value: str) -> int:
     return number
 
 
+def cmd_migrate_to_postgres(args: argparse.Namespace) -> int:
+    """Copy the SQLite database of SKILLGATE_DATA_DIR into an empty PostgreSQL database."""
+    from gateway.ops.migrate import migrate_to_postgres
+
+    settings = _settings(args)
+    url = args.url or (
+        settings.database_url.get_secret_value() if settings.database_url is not None else None
+    )
+    if url is None:
+        print(
+            "skillgate migrate-to-postgres: set SKILLGATE_DATABASE_URL or give --url",
+            file=sys.stderr,
+        )
+        return 2
+    source = args.source or settings.db_path
+    try:
+        copied = asyncio.run(migrate_to_postgres(source, url))
+    except SkillgateError as exc:
+        print(f"skillgate migrate-to-postgres: {exc}", file=sys.stderr)
+        return 1
+    print(copied.describe())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillgate",
@@ -272,6 +296,16 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument(
         "--force", action="store_true", help="move existing data aside instead of refusing"
     )
+
+    migrate = command("migrate-to-postgres", cmd_migrate_to_postgres)
+    migrate.add_argument("--url", help="target postgresql:// URL (default SKILLGATE_DATABASE_URL)")
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="PATH",
+        help="SQLite file to copy (default SKILLGATE_DATA_DIR/skillgate.db)",
+    )
     return parser
 
 
@@ -281,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
+    except SkillgateError as exc:  # e.g. the database unreachable at start
+        print(f"skillgate: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -187,9 +187,7 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not re.match(
-            r"^postgres(ql)?://\S+$", value.get_secret_value()
-        ):
+        if value is not None and not re.match(r"^postgres(ql)?://\S+$", value.get_secret_value()):
             raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
         return value
 

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -23,9 +24,18 @@ JOB_ID = "synthesis"
 class SynthesisSchedule:
     """Runs a synthesis pass every `interval_minutes`."""
 
-    def __init__(self, synthesizer: Synthesizer, interval_minutes: float) -> None:
+    def __init__(
+        self,
+        synthesizer: Synthesizer,
+        interval_minutes: float,
+        *,
+        last_started: Callable[[], Awaitable[float | None]] | None = None,
+    ) -> None:
+        """`last_started` (replicas): each replica schedules, and a tick is skipped when
+        another replica's pass started within half an interval."""
         self.synthesizer = synthesizer
         self.interval_minutes = interval_minutes
+        self.last_started = last_started
         self._scheduler: AsyncIOScheduler | None = None
         self._current: asyncio.Task[object] | None = None
 
@@ -55,6 +65,13 @@ class SynthesisSchedule:
         log.info("synthesis scheduled every %g minute(s)", self.interval_minutes)
 
     async def _tick(self) -> None:
+        if self.last_started is not None:
+            last = await self.last_started()
+            if last is not None and time.time() - last < self.interval_minutes * 30:
+                log.info(
+                    "scheduled synthesis skipped: a pass started %.0f s ago", time.time() - last
+                )
+                return
         self._current = asyncio.current_task()
         try:
             summary = await self.synthesizer.run("schedule")

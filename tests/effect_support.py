@@ -19,7 +19,7 @@ from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, MessageKind
 from gateway.core.records import SkillRecord, Trace
 from gateway.skills.library import Skill, content_hash, render_skill
-from gateway.store import SqliteStore
+from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI, Scripted
 
 KITCHEN = "kitchen-tips"

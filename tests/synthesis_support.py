@@ -16,7 +16,7 @@ from gateway.channels.base import Services
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.keys import SERVICES
-from gateway.store import SqliteStore
+from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}

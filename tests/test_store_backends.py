@@ -28,3 +28,100 @@ async def test_schema_versions_match(any_store: Store) -> None:
     assert [v for v, _, _ in MIGRATIONS] == [v for v, _, _ in PG_MIGRATIONS]
     assert await any_store.schema_versions() == [v for v, _, _ in MIGRATIONS]
     assert await any_store.ping()
+
+
+async def _stored(store: Store, *chats: str) -> list[int]:
+    ids = []
+    for n, chat in enumerate(chats):
+        item = await store.inbox_add("telegram", f"u{n}", chat, "{}", now=float(n))
+        assert item is not None
+        ids.append(item.id)
+    return ids
+
+
+async def test_a_claim_takes_only_the_head_of_each_chat(any_store: Store) -> None:
+    a1, b1, a2, b2 = await _stored(any_store, "a", "b", "a", "b")
+    got = await any_store.inbox_claim("r1", 30, channels=["telegram"], limit=10, now=100)
+    assert [i.id for i in got] == [a1, b1]  # a2 and b2 wait behind their chat's first
+    # Nobody else gets them while the lease runs, not even their successors.
+    assert await any_store.inbox_claim("r2", 30, channels=["telegram"], limit=10, now=101) == []
+    await any_store.inbox_done(a1)
+    got = await any_store.inbox_claim("r2", 30, channels=["telegram"], limit=10, now=102)
+    assert [i.id for i in got] == [a2]
+    assert b2 not in [i.id for i in got]
+
+
+async def test_an_expired_lease_is_taken_over_and_renewal_keeps_it(any_store: Store) -> None:
+    (a1, b1) = await _stored(any_store, "a", "b")
+    await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=10, now=100)
+    assert await any_store.inbox_renew("r1", [a1], 10, now=105) == [a1]  # a1 until 115
+    got = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=10, now=111)
+    assert [i.id for i in got] == [b1]  # r1's lease on b1 ran out at 110
+    assert await any_store.inbox_renew("r1", [a1, b1], 10, now=112) == [a1]  # b1 is lost
+    await any_store.inbox_done(a1)
+    assert await any_store.inbox_renew("r1", [a1], 10, now=113) == []
+
+
+async def test_released_claims_are_free_at_once(any_store: Store) -> None:
+    (a1,) = await _stored(any_store, "a")
+    await any_store.inbox_claim("r1", 60, channels=["telegram"], limit=10, now=100)
+    assert await any_store.inbox_release("r1") == 1
+    got = await any_store.inbox_claim("r2", 60, channels=["telegram"], limit=10, now=101)
+    assert [i.id for i in got] == [a1]
+
+
+async def test_claims_are_limited_to_the_replicas_channels(any_store: Store) -> None:
+    await any_store.inbox_add("line", "e1", "a", "{}")
+    assert await any_store.inbox_claim("r1", 60, channels=["telegram"], limit=5) == []
+    assert len(await any_store.inbox_claim("r1", 60, channels=["line"], limit=5)) == 1
+
+
+async def test_the_registry_fingerprint_changes_with_any_row(any_store: Store) -> None:
+    from gateway.core.records import SkillRecord
+
+    empty = await any_store.skills_fingerprint()
+    record = SkillRecord(
+        slug="tone", source="custom", content_hash="h1", created_at=1.0, updated_at=1.0
+    )
+    await any_store.put_skill_records([record])
+    first = await any_store.skills_fingerprint()
+    assert first != empty and first == await any_store.skills_fingerprint()
+    await any_store.put_skill_records([record.model_copy(update={"enabled": False})])
+    assert await any_store.skills_fingerprint() not in (empty, first)
+
+
+async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> None:
+    """Many replicas claiming at once on a real server: each update goes to exactly one."""
+    import asyncio
+
+    from gateway.store.postgres import PostgresStore
+
+    replicas = [await PostgresStore(postgres_url).open() for _ in range(4)]
+    try:
+        for n in range(200):
+            await replicas[0].inbox_add("telegram", f"u{n}", f"chat{n % 50}", "{}")
+        claimed: dict[int, str] = {}
+        order: dict[str, list[int]] = {}
+
+        async def work(store: PostgresStore, name: str) -> None:
+            while True:
+                items = await store.inbox_claim(name, 30, channels=["telegram"], limit=7)
+                if not items:
+                    if await store.inbox_pending_count() == 0:
+                        return
+                    await asyncio.sleep(0.01)
+                    continue
+                for item in items:
+                    assert item.id not in claimed, f"{item.id} claimed twice"
+                    claimed[item.id] = name
+                    order.setdefault(item.chat_key, []).append(item.id)
+                    await store.inbox_done(item.id)
+
+        await asyncio.gather(*(work(s, f"r{n}") for n, s in enumerate(replicas)))
+        assert len(claimed) == 200
+        assert len(set(claimed.values())) > 1  # the work was really shared
+        for ids in order.values():
+            assert ids == sorted(ids)
+    finally:
+        for store in replicas:
+            await store.close()

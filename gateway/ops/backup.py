@@ -47,6 +47,15 @@ class Summary:
         return ", ".join(parts)
 
 
+def _sqlite_only(settings: Settings) -> None:
+    if settings.shared_database:
+        raise ConfigError(
+            "SKILLGATE_DATABASE_URL is set: back up PostgreSQL with pg_dump and the shared"
+            " skills volume with your file backups (docs/SCALING.md); this command archives a"
+            " SQLite data dir"
+        )
+
+
 def archive_path(dest: Path, now: datetime | None = None) -> Path:
     """`dest` itself, or a timestamped file inside it when it is a directory."""
     if dest.is_dir():
@@ -57,6 +66,7 @@ def archive_path(dest: Path, now: datetime | None = None) -> Path:
 
 def create_backup(settings: Settings, dest: Path, *, now: datetime | None = None) -> Summary:
     """Write the archive atomically (mode 0600: it holds conversations)."""
+    _sqlite_only(settings)
     target = archive_path(dest, now).absolute()
     if not target.parent.is_dir():
         raise ConfigError(f"{target.parent} does not exist")
@@ -122,6 +132,7 @@ def restore_backup(
     settings: Settings, archive: Path, *, force: bool = False, now: datetime | None = None
 ) -> tuple[Summary, Path | None]:
     """Unpack into the data dir; with `force`, existing data goes to pre-restore-<time>/."""
+    _sqlite_only(settings)
     data = settings.data_dir
     try:
         tar = tarfile.open(archive, "r:gz")  # noqa: SIM115 - closed by the `with` below

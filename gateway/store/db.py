@@ -26,6 +26,7 @@ from gateway.store.inbox import InboxQueries
 from gateway.store.migrations import migrate
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
+from gateway.store.replicas import ReplicaQueries
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
 
@@ -43,6 +44,7 @@ class SqliteStore(
     EffectQueries,
     ConsoleQueries,
     CardQueries,
+    ReplicaQueries,
 ):
     """SQLite (WAL) in the data dir, migrated on open."""
 

@@ -51,8 +51,8 @@ class InboxQueries(QueriesBase):
         """Mark an update processed (with the error that ended it, if any)."""
         await self.run(
             lambda db: db.execute(
-                "update inbox set processed_at = ?, last_error = coalesce(?, last_error)"
-                " where id = ?",
+                "update inbox set processed_at = ?, last_error = coalesce(?, last_error),"
+                " claimed_by = null, lease_until = null where id = ?",
                 [time.time(), error, item_id],
             )
         )

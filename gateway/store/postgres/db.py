@@ -21,6 +21,7 @@ from gateway.store.postgres.inbox import PgInboxQueries
 from gateway.store.postgres.migrations import migrate
 from gateway.store.postgres.proposals import PgProposalQueries
 from gateway.store.postgres.registry import PgRegistryQueries
+from gateway.store.postgres.replicas import PgReplicaQueries
 from gateway.store.postgres.stats import PgStatsQueries
 from gateway.store.postgres.synthesis import PgSynthesisQueries
 
@@ -46,6 +47,7 @@ class PostgresStore(
     PgEffectQueries,
     PgConsoleQueries,
     PgCardQueries,
+    PgReplicaQueries,
 ):
     """PostgreSQL through an asyncpg pool; `schema` picks a schema other than public."""
 
