@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from gateway.core.records import SkillRecord
-from gateway.store import SqliteStore
+from gateway.store import Store
 from gateway.store.migrations import MIGRATIONS, migrate
 from tests.effect_support import seed_answer
 
@@ -27,66 +27,61 @@ def record(slug: str, digest: str = "h1", at: float = 0.0, enabled: bool = True)
 
 
 async def test_each_rated_answer_counts_toward_loaded_offered_or_withheld_skills(
-    tmp_path: Path,
+    any_store: Store,
 ) -> None:
-    async with SqliteStore(tmp_path / "db.sqlite") as store:
-        await store.put_skill_records([record("soup"), record("bikes"), record("idle")])
-        await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(1,))
-        await seed_answer(store, loaded=["soup"], offered=["bikes"], ratings=(-1,))
-        # A group answer counts once, by majority; a tie counts as unrated.
-        await seed_answer(store, loaded=["soup"], ratings=(1, 1, -1))
-        await seed_answer(store, loaded=["soup"], ratings=(1, -1))
-        await seed_answer(store, loaded=["soup"], ratings=())
-        await seed_answer(store, offered=["soup", "bikes"], ratings=(1,))
-        await seed_answer(store, offered=["bikes"], withheld=["soup"], ratings=(-1,))
-        # Error placeholders carry no rating buttons; skills no longer registered are ignored.
-        await seed_answer(store, loaded=["soup"], kind="error", ratings=())
-        await seed_answer(store, loaded=["gone"], ratings=(1,))
+    await any_store.put_skill_records([record("soup"), record("bikes"), record("idle")])
+    await seed_answer(any_store, loaded=["soup"], offered=["bikes"], ratings=(1,))
+    await seed_answer(any_store, loaded=["soup"], offered=["bikes"], ratings=(-1,))
+    # A group answer counts once, by majority; a tie counts as unrated.
+    await seed_answer(any_store, loaded=["soup"], ratings=(1, 1, -1))
+    await seed_answer(any_store, loaded=["soup"], ratings=(1, -1))
+    await seed_answer(any_store, loaded=["soup"], ratings=())
+    await seed_answer(any_store, offered=["soup", "bikes"], ratings=(1,))
+    await seed_answer(any_store, offered=["bikes"], withheld=["soup"], ratings=(-1,))
+    # Error placeholders carry no rating buttons; skills no longer registered are ignored.
+    await seed_answer(any_store, loaded=["soup"], kind="error", ratings=())
+    await seed_answer(any_store, loaded=["gone"], ratings=(1,))
 
-        tallies = await store.skill_tallies()
-        assert sorted(tallies) == ["bikes", "idle", "soup"]
-        soup = tallies["soup"]
-        assert (soup.loaded.answers, soup.loaded.up, soup.loaded.down) == (5, 2, 1)
-        assert (soup.offered.answers, soup.offered.up, soup.offered.down) == (1, 1, 0)
-        assert (soup.withheld.answers, soup.withheld.up, soup.withheld.down) == (1, 0, 1)
-        bikes = tallies["bikes"]
-        assert bikes.loaded.answers == 0
-        assert (bikes.offered.answers, bikes.offered.up, bikes.offered.down) == (4, 2, 2)
-        assert tallies["idle"].loaded.answers == tallies["idle"].offered.answers == 0
+    tallies = await any_store.skill_tallies()
+    assert sorted(tallies) == ["bikes", "idle", "soup"]
+    soup = tallies["soup"]
+    assert (soup.loaded.answers, soup.loaded.up, soup.loaded.down) == (5, 2, 1)
+    assert (soup.offered.answers, soup.offered.up, soup.offered.down) == (1, 1, 0)
+    assert (soup.withheld.answers, soup.withheld.up, soup.withheld.down) == (1, 0, 1)
+    bikes = tallies["bikes"]
+    assert bikes.loaded.answers == 0
+    assert (bikes.offered.answers, bikes.offered.up, bikes.offered.down) == (4, 2, 2)
+    assert tallies["idle"].loaded.answers == tallies["idle"].offered.answers == 0
 
 
-async def test_a_skill_is_measured_from_when_its_current_text_took_effect(
-    tmp_path: Path,
-) -> None:
-    async with SqliteStore(tmp_path / "db.sqlite") as store:
-        await store.put_skill_records([record("soup")])
-        for _ in range(3):
-            await seed_answer(store, loaded=["soup"], ratings=(-1,))
-        # Disabling and enabling it again keeps its figures: the text is the same.
-        await store.put_skill_records([record("soup", at=time.time(), enabled=False)])
-        await store.put_skill_records([record("soup", at=time.time())])
-        assert (await store.skill_tallies())["soup"].loaded.down == 3
+async def test_a_skill_is_measured_from_when_its_current_text_took_effect(any_store: Store) -> None:
+    await any_store.put_skill_records([record("soup")])
+    for _ in range(3):
+        await seed_answer(any_store, loaded=["soup"], ratings=(-1,))
+    # Disabling and enabling it again keeps its figures: the text is the same.
+    await any_store.put_skill_records([record("soup", at=time.time(), enabled=False)])
+    await any_store.put_skill_records([record("soup", at=time.time())])
+    assert (await any_store.skill_tallies())["soup"].loaded.down == 3
 
-        changed = time.time()
-        await store.put_skill_records([record("soup", digest="h2", at=changed)])
-        await seed_answer(store, loaded=["soup"], ratings=(1,))
-        soup = (await store.skill_tallies())["soup"]
-        assert (soup.loaded.up, soup.loaded.down) == (1, 0)
-        assert soup.since == changed and soup.content_hash == "h2"
+    changed = time.time()
+    await any_store.put_skill_records([record("soup", digest="h2", at=changed)])
+    await seed_answer(any_store, loaded=["soup"], ratings=(1,))
+    soup = (await any_store.skill_tallies())["soup"]
+    assert (soup.loaded.up, soup.loaded.down) == (1, 0)
+    assert soup.since == changed and soup.content_hash == "h2"
 
 
 async def test_exposure_sessions_are_those_with_rated_loaded_answers_newest_first(
-    tmp_path: Path,
+    any_store: Store,
 ) -> None:
-    async with SqliteStore(tmp_path / "db.sqlite") as store:
-        await store.put_skill_records([record("soup")])
-        first, _ = await seed_answer(store, loaded=["soup"], ratings=(-1,))
-        await seed_answer(store, loaded=["soup"], ratings=())
-        await seed_answer(store, offered=["soup"], ratings=(1,))
-        last, _ = await seed_answer(store, loaded=["soup"], ratings=(1,))
-        assert await store.exposure_sessions("soup") == [last, first]
-        assert await store.exposure_sessions("soup", limit=1) == [last]
-        assert await store.exposure_sessions("other") == []
+    await any_store.put_skill_records([record("soup")])
+    first, _ = await seed_answer(any_store, loaded=["soup"], ratings=(-1,))
+    await seed_answer(any_store, loaded=["soup"], ratings=())
+    await seed_answer(any_store, offered=["soup"], ratings=(1,))
+    last, _ = await seed_answer(any_store, loaded=["soup"], ratings=(1,))
+    assert await any_store.exposure_sessions("soup") == [last, first]
+    assert await any_store.exposure_sessions("soup", limit=1) == [last]
+    assert await any_store.exposure_sessions("other") == []
 
 
 def test_the_upgrade_keeps_every_proposal_its_id_and_its_references(tmp_path: Path) -> None:
@@ -115,7 +110,7 @@ def test_the_upgrade_keeps_every_proposal_its_id_and_its_references(tmp_path: Pa
         " values ('a', 'auto', 'h', 1, 5)"
     )
 
-    assert migrate(db) == [6]
+    assert migrate(db, [m for m in MIGRATIONS if m[0] <= 6]) == [6]
     assert [(r["id"], r["name"]) for r in db.query("select id, name from proposals")] == [
         (1, "a"),
         (2, "b"),
