@@ -204,6 +204,19 @@ async def test_a_turn_opens_once_per_update_and_an_answered_one_writes_nothing(
     assert session is not None and session.finished_at is None  # nothing written, not even idle
 
 
+async def test_a_turn_resumed_after_an_idle_gap_stays_with_its_question(any_store: Store) -> None:
+    item = await any_store.inbox_add("telegram", "1", "c", "{}")
+    assert item is not None
+    args = ("telegram", "c", "u", "hello")
+    first = await any_store.open_turn(*args, inbox_id=item.id, **LIMITS)
+    later = {**LIMITS, "now": 5000.0}  # the retry comes long after the session went idle
+    again = await any_store.open_turn(*args, inbox_id=item.id, **later)
+    assert again.session_id == first.session_id
+    assert [m.text for m in again.history] == ["hello"]
+    (count,) = await rows(any_store, "select count(*) as n from sessions")
+    assert count["n"] == 1
+
+
 async def test_a_turn_brings_the_history_it_asks_for(any_store: Store) -> None:
     turn = await any_store.open_turn("line", "c", "u", "q1", inbox_id=None, **LIMITS)
     session_id = turn.session_id
