@@ -62,12 +62,18 @@ class ConversationQueries(QueriesBase):
                     done = _message_for_inbox(db, inbox_id, "assistant")
                     if done is not None:
                         return OpenedTurn(session_id=done.session_id, answer=done)
-                session = _current_session(db, channel, chat_id, user_id, now, idle_seconds)
                 stored = None if inbox_id is None else _message_for_inbox(db, inbox_id, "user")
-                if stored is None:
-                    _add_message(db, session.id, "user", text, "normal", inbox_id, None, now)
-                history = _history(db, session.id, history_limit, exclude_kinds)
-            return OpenedTurn(session_id=session.id, history=history)
+                if stored is not None:
+                    # Resumed after a crash: the turn stays in the session of its question,
+                    # even if that session went idle meanwhile.
+                    session_id = stored.session_id
+                else:
+                    session_id = _current_session(
+                        db, channel, chat_id, user_id, now, idle_seconds
+                    ).id
+                    _add_message(db, session_id, "user", text, "normal", inbox_id, None, now)
+                history = _history(db, session_id, history_limit, exclude_kinds)
+            return OpenedTurn(session_id=session_id, history=history)
 
         return await self.run(begin)
 
