@@ -46,6 +46,7 @@ class Served:
     """A running server; `stderr` and `returncode` are filled once it has stopped."""
 
     url: str
+    proc: asyncio.subprocess.Process
     health: dict[str, Any] = field(default_factory=dict)
     stderr: str = ""
     returncode: int | None = None
@@ -63,7 +64,7 @@ async def serving(
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **env},
     )  # fmt: skip
-    served = Served(url=f"http://127.0.0.1:{port}")
+    served = Served(url=f"http://127.0.0.1:{port}", proc=proc)
     try:
         async with aiohttp.ClientSession() as http:
             deadline = asyncio.get_running_loop().time() + ready_within
