@@ -12,6 +12,7 @@ from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
 from gateway.store import store_for
+from gateway.store.postgres import PostgresStore
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
@@ -70,15 +71,42 @@ def check_disk(settings: Settings) -> Check:
 
 
 async def check_database(settings: Settings) -> Check:
+    fix = (
+        "check SKILLGATE_DATABASE_URL: host, port, user, password, database; is the server up?"
+        if settings.shared_database
+        else "check the file's permissions and free disk"
+    )
     try:
         async with store_for(settings) as store:
             versions = await store.schema_versions()
             pending = await store.inbox_pending_count()
     except SkillgateError as exc:
-        return Check("database", "fail", str(exc), "check the file's permissions and free disk")
-    return Check(
-        "database", "ok", f"{settings.db_path} schema v{max(versions)}, {pending} update(s) pending"
-    )
+        return Check("database", "fail", str(exc), fix)
+    where = store.location if isinstance(store, PostgresStore) else str(settings.db_path)
+    return Check("database", "ok", f"{where} schema v{max(versions)}, {pending} update(s) pending")
+
+
+async def check_skills_volume(settings: Settings) -> Check:
+    """With PostgreSQL: is this data dir the skills volume the replicas share?"""
+    from gateway.replicas import VOLUME_KEY, VOLUME_MARKER
+
+    try:
+        async with store_for(settings) as store:
+            stored = await store.get_meta(VOLUME_KEY)
+    except SkillgateError as exc:
+        return Check("skills volume", "fail", str(exc), "fix the database first")
+    marker = settings.skills_dir / VOLUME_MARKER
+    found = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    if stored is None:
+        return Check("skills volume", "ok", "no replica has started yet; the first one claims it")
+    if found != stored:
+        return Check(
+            "skills volume",
+            "fail",
+            f"{settings.skills_dir} is not the skills volume the replicas share",
+            "mount the shared volume at SKILLGATE_DATA_DIR (docs/SCALING.md)",
+        )
+    return Check("skills volume", "ok", f"{settings.skills_dir} is the shared volume")
 
 
 async def check_model(settings: Settings) -> Check:
@@ -163,10 +191,13 @@ async def collect(settings: Settings) -> list[Check]:
     if settings.data_dir.is_dir():
         checks.append(check_disk(settings))
         checks.append(await check_database(settings))
+        if settings.shared_database:
+            checks.append(await check_skills_volume(settings))
     checks.append(await check_model(settings))
     checks.extend(check_channels(settings))
     if settings.telegram_enabled:
-        stored = await registered_secret(settings) if settings.db_path.exists() else None
+        known = settings.shared_database or settings.db_path.exists()
+        stored = await registered_secret(settings) if known else None
         checks.extend(await telegram_checks(settings, stored))
     if settings.line_enabled:
         checks.extend(await line_checks(settings))

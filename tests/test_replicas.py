@@ -8,6 +8,7 @@ fake, the data dir (the shared skills volume) and a fresh PostgreSQL schema.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -230,9 +231,15 @@ async def test_a_replica_without_the_shared_skills_volume_refuses_to_start(
             assert served.health["status"] == "ok"
         elsewhere = first | {"SKILLGATE_DATA_DIR": str(tmp_path / "another-host")}
         status, _, err = await skillgate("serve", "--port", str(free_port()), env=elsewhere)
+        assert status == 1
+        status, out, _ = await skillgate("doctor", "--json", env=elsewhere)
     assert status == 1
     assert "is not the skills volume the other replicas share" in err
     assert "Traceback" not in err
+    checks = {c["name"]: c for c in json.loads(out)}
+    assert checks["database"]["status"] == "ok"
+    assert checks["skills volume"]["status"] == "fail"
+    assert "SKILLGATE_DATA_DIR" in checks["skills volume"]["fix"]
     # Back on the shared folder, it starts again.
     async with FakeOpenAI() as model, serving(env=first | {"LLM_BASE_URL": model.base_url}):
         pass

@@ -116,3 +116,16 @@ def test_restore_refuses_entries_outside_a_backup(
         restore_backup(settings, archive)
     assert not (tmp_path / "escape.txt").exists()
     assert not settings.data_dir.exists()
+
+
+def test_with_postgres_backup_and_restore_point_to_pg_dump(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    settings = make_settings(database_url="postgresql://u:secret@127.0.0.1:5432/db")
+    settings.data_dir.mkdir(parents=True)
+    with pytest.raises(ConfigError, match="pg_dump") as refused:
+        create_backup(settings, tmp_path)
+    assert "secret" not in str(refused.value)
+    with pytest.raises(ConfigError, match="pg_dump"):
+        restore_backup(settings, tmp_path / "any.tar.gz")
+    assert list(tmp_path.glob("*.tar.gz")) == []
