@@ -186,16 +186,19 @@ class InboxWorker:
         for queue in self._queues.values():
             while len(queue) > 1:  # keep only the update in flight; the rest stay on disk
                 queue.pop()
-        tasks = list(self._tasks.values())
-        if not tasks:
-            return
-        _done, pending = await asyncio.wait(tasks, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if pending:
-            log.warning(
-                "stopped with %d chat(s) unfinished; they resume at next start", len(pending)
-            )
+        unfinished = await finish(list(self._tasks.values()), timeout)
+        if unfinished:
+            log.warning("stopped with %d chat(s) unfinished; they resume at next start", unfinished)
+
+
+async def finish(tasks: list[asyncio.Task[None]], timeout: float) -> int:
+    """Let `tasks` finish within `timeout`, cancel the rest; returns how many were cancelled."""
+    if not tasks:
+        return 0
+    _done, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in pending:
+        task.cancel()
+    for task in pending:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return len(pending)

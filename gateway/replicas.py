@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gateway.core.records import InboxItem
 from gateway.errors import ConfigError, StoreError
-from gateway.inbox import InboxWorker
+from gateway.inbox import InboxWorker, finish
 from gateway.store import Store
 
 log = logging.getLogger(__name__)
@@ -148,19 +148,11 @@ class SharedInboxWorker(InboxWorker):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
             self._pruner = None
-        tasks = list(self._inflight.values())
-        if tasks:
-            _done, pending = await asyncio.wait(tasks, timeout=timeout)
-            for task in pending:
-                task.cancel()
-            for task in pending:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            if pending:
-                log.warning(
-                    "stopped with %d update(s) unfinished; another replica takes them",
-                    len(pending),
-                )
+        unfinished = await finish(list(self._inflight.values()), timeout)
+        if unfinished:
+            log.warning(
+                "stopped with %d update(s) unfinished; another replica takes them", unfinished
+            )
         if renew_loop is not None:
             renew_loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
