@@ -1,0 +1,83 @@
+"""The replicas' inbox worker in one process: two workers, two pools, one PostgreSQL schema."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from gateway.core.records import InboxItem
+from gateway.replicas import SharedInboxWorker
+from gateway.store.postgres import PostgresStore
+
+
+@asynccontextmanager
+async def two_workers(
+    url: str, lease: float
+) -> AsyncIterator[tuple[PostgresStore, list[SharedInboxWorker], list[list[str]]]]:
+    """Two replicas' workers; `handled[n]` lists what worker n answered, in order."""
+    async with AsyncExitStack() as stack:
+        stores = [await stack.enter_async_context(PostgresStore(url)) for _ in range(2)]
+        workers = []
+        handled: list[list[str]] = [[], []]
+        for n, store in enumerate(stores):
+            worker = SharedInboxWorker(store, holder=f"r{n}", lease=lease, poll=0.05)
+            workers.append(worker)
+        yield stores[0], workers, handled
+
+
+async def test_a_slow_answer_keeps_its_claim_past_the_lease(postgres_url: str) -> None:
+    release = asyncio.Event()
+    async with two_workers(postgres_url, lease=1.0) as (store, workers, handled):
+
+        async def slow(item: InboxItem) -> None:
+            handled[0].append(item.update_id)
+            await release.wait()
+
+        async def fast(item: InboxItem) -> None:
+            handled[1].append(item.update_id)
+
+        workers[0].handlers["telegram"] = slow
+        workers[1].handlers["telegram"] = fast
+        await workers[0].start()
+        item = await store.inbox_add("telegram", "u1", "chat", "{}")
+        assert item is not None
+        workers[0].submit(item)
+        while not handled[0]:
+            await asyncio.sleep(0.01)
+        await workers[1].start()
+        await asyncio.sleep(2.5)  # over twice the lease: only renewal keeps it
+        assert handled == [["u1"], []]
+        release.set()
+        await workers[0].wait_idle(5)
+        assert await store.inbox_pending_count() == 0
+        for worker in workers:
+            await worker.stop(1)
+    assert handled == [["u1"], []]
+
+
+async def test_a_clean_stop_hands_unfinished_work_over_at_once(postgres_url: str) -> None:
+    async with two_workers(postgres_url, lease=60.0) as (store, workers, handled):
+        answered = asyncio.Event()
+
+        async def never(item: InboxItem) -> None:
+            handled[0].append(item.update_id)
+            await asyncio.Event().wait()
+
+        async def fast(item: InboxItem) -> None:
+            handled[1].append(item.update_id)
+            answered.set()
+
+        workers[0].handlers["telegram"] = never
+        workers[1].handlers["telegram"] = fast
+        await workers[0].start()
+        item = await store.inbox_add("telegram", "u1", "chat", "{}")
+        assert item is not None
+        workers[0].submit(item)
+        while not handled[0]:
+            await asyncio.sleep(0.01)
+        await workers[0].stop(timeout=0.1)  # cancelled, and its claim given back
+        await workers[1].start()
+        await asyncio.wait_for(answered.wait(), 5)  # long before the 60 s lease
+        await workers[1].stop(1)
+    assert handled == [["u1"], ["u1"]]
