@@ -13,7 +13,7 @@ from gateway.store import SqliteStore, Store
 from gateway.store.postgres import PostgresStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import serving, skillgate
-from tests.synthesis_support import answer, gateway, proposal, seed_session, synth_settings
+from tests.synthesis_support import answer, gateway, proposal, synth_settings
 
 
 async def used_data_dir(settings: Settings, fake_llm: FakeOpenAI) -> None:
