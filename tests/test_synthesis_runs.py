@@ -203,3 +203,27 @@ async def test_the_synthesize_command_reports_progress_proposals_and_failure(
     code, out, err = await skillgate("synthesize", env=env)
     assert code == 1
     assert "failed: the model's answer is not valid proposal JSON" in err
+
+
+async def test_with_replicas_a_tick_is_skipped_when_another_pass_just_started() -> None:
+    from types import SimpleNamespace
+
+    from gateway.scheduler import SynthesisSchedule
+
+    ran: list[str] = []
+    last = {"at": time.time() - 10 * 60}
+
+    class Synthesizer:
+        async def run(self, trigger: str) -> SimpleNamespace:
+            ran.append(trigger)
+            return SimpleNamespace(status="ok")
+
+    async def last_started() -> float | None:
+        return last["at"]
+
+    schedule = SynthesisSchedule(Synthesizer(), 60, last_started=last_started)  # type: ignore[arg-type]
+    await schedule._tick()  # another replica's pass began 10 minutes ago
+    assert ran == []
+    last["at"] = time.time() - 40 * 60
+    await schedule._tick()
+    assert ran == ["schedule"]
