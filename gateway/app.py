@@ -217,8 +217,7 @@ def build_app(
                     if settings.shared_database
                     else None,
                 )
-                last = await services.store.list_runs(1)
-                schedule.start(last[0].started_at if last else None)
+                schedule.start(await last_run_started(services.store))
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,

@@ -12,7 +12,6 @@ from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
 from gateway.store import store_for
-from gateway.store.postgres import PostgresStore
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
@@ -82,21 +81,21 @@ async def check_database(settings: Settings) -> Check:
             pending = await store.inbox_pending_count()
     except SkillgateError as exc:
         return Check("database", "fail", str(exc), fix)
-    where = store.location if isinstance(store, PostgresStore) else str(settings.db_path)
-    return Check("database", "ok", f"{where} schema v{max(versions)}, {pending} update(s) pending")
+    return Check(
+        "database", "ok", f"{store.location} schema v{max(versions)}, {pending} update(s) pending"
+    )
 
 
 async def check_skills_volume(settings: Settings) -> Check:
     """With PostgreSQL: is this data dir the skills volume the replicas share?"""
-    from gateway.replicas import VOLUME_KEY, VOLUME_MARKER
+    from gateway.replicas import VOLUME_KEY, volume_marker
 
     try:
         async with store_for(settings) as store:
             stored = await store.get_meta(VOLUME_KEY)
     except SkillgateError as exc:
         return Check("skills volume", "fail", str(exc), "fix the database first")
-    marker = settings.skills_dir / VOLUME_MARKER
-    found = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    found = volume_marker(settings.skills_dir)
     if stored is None:
         return Check("skills volume", "ok", "no replica has started yet; the first one claims it")
     if found != stored:

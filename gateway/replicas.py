@@ -62,9 +62,8 @@ class SharedInboxWorker(InboxWorker):
         lease: float = 30.0,
         poll: float = 0.25,
         concurrency: int = 256,
-        **kwargs: object,
     ) -> None:
-        super().__init__(store, concurrency=concurrency, **kwargs)  # type: ignore[arg-type]
+        super().__init__(store, concurrency=concurrency)
         self.holder = holder
         self.lease = lease
         self.poll = poll
@@ -92,12 +91,12 @@ class SharedInboxWorker(InboxWorker):
     async def _claim_loop(self) -> None:
         while self._accepting:
             self._wake.clear()
-            free = self._capacity - len(self._inflight)
+            batch = min(self._capacity - len(self._inflight), 64)
             items: list[InboxItem] = []
-            if free > 0 and self.handlers:
+            if batch > 0 and self.handlers:
                 try:
                     items = await self.store.inbox_claim(
-                        self.holder, self.lease, channels=sorted(self.handlers), limit=min(free, 64)
+                        self.holder, self.lease, channels=sorted(self.handlers), limit=batch
                     )
                 except StoreError as exc:
                     log.warning("claiming stored updates failed (%s); trying again", exc)
@@ -106,7 +105,7 @@ class SharedInboxWorker(InboxWorker):
                 self._inflight[item.id] = asyncio.create_task(
                     self._work(item), name=f"inbox:{item.channel}:{item.chat_key}"
                 )
-            if items and len(items) == min(free, 64):
+            if items and len(items) == batch:
                 continue  # there may be more right away
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll)
@@ -179,6 +178,12 @@ async def startup_lock(
             await store.release_lock(STARTUP_LOCK, holder)
 
 
+def volume_marker(skills_dir: Path) -> str | None:
+    """The volume id written in this skills folder, if any."""
+    marker = skills_dir / VOLUME_MARKER
+    return marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+
+
 async def check_skills_volume(store: Store, skills_dir: Path) -> str:
     """Make sure this replica's skills folder is the one every replica shares.
 
@@ -188,14 +193,13 @@ async def check_skills_volume(store: Store, skills_dir: Path) -> str:
     skills it showed and the proposals it promoted would differ from the others'.
     Call it under `startup_lock`. Returns the volume id.
     """
-    marker = skills_dir / VOLUME_MARKER
     stored = await store.get_meta(VOLUME_KEY)
-    found = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    found = volume_marker(skills_dir)
     if stored is None:
         volume = found or secrets.token_hex(16)
         skills_dir.mkdir(parents=True, exist_ok=True)
         if found is None:
-            marker.write_text(volume + "\n", encoding="utf-8")
+            (skills_dir / VOLUME_MARKER).write_text(volume + "\n", encoding="utf-8")
         await store.set_meta(VOLUME_KEY, volume)
         return volume
     if found != stored:

@@ -54,6 +54,11 @@ class SqliteStore(
         self._executor: ThreadPoolExecutor | None = None
         self._db: Database | None = None
 
+    @property
+    def location(self) -> str:
+        """Where the data lives, safe to print."""
+        return str(self.path)
+
     async def open(self) -> SqliteStore:
         """Connect, switch to WAL and apply pending migrations."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

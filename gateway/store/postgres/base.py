@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -48,14 +47,6 @@ def affected(status: str) -> int:
 
 def as_dict(row: asyncpg.Record | None) -> dict[str, Any] | None:
     return None if row is None else dict(row)
-
-
-def decode_json_fields(row: dict[str, Any], *names: str) -> dict[str, Any]:
-    """Turn the named JSON text columns back into Python values."""
-    for name in names:
-        if isinstance(row.get(name), str):
-            row[name] = json.loads(row[name])
-    return row
 
 
 class PgQueriesBase:
