@@ -10,8 +10,10 @@ import pytest
 from sqlite_utils import Database
 
 from gateway.core.records import SkillRecord
+from gateway.errors import StoreError
 from gateway.store import Store
-from gateway.store.migrations import MIGRATIONS, migrate
+from gateway.store.migrations import MIGRATIONS
+from gateway.store.sqlite import migrate
 from tests.effect_support import seed_answer
 
 
@@ -156,7 +158,7 @@ def test_the_upgrade_refuses_rather_than_cascade_deletes_rows_that_reference_pro
         " proposal_id integer references proposals(id) on delete cascade)"
     )
     db.execute("insert into notes (proposal_id) values (1)")
-    with pytest.raises(sqlite3.DatabaseError, match="notes references proposals"):
+    with pytest.raises(StoreError, match="notes references proposals"):
         migrate(db)
     assert db.execute("select count(*) from notes").fetchone() == (1,)
     assert 6 not in {r["version"] for r in db.query("select version from schema_migrations")}

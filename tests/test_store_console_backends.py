@@ -174,6 +174,7 @@ async def test_a_transcript_has_every_message_with_its_trace_and_ratings(
     trace = Trace(
         skills_offered=["writing", "brevity"],
         skills_loaded=["writing"],
+        skills_withheld=["tone"],
         tools_used=["load_skill"],
         completed=True,
         latency_ms=850,

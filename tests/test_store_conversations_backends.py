@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from gateway.core.records import Awaiting, SkillRecord, Trace
 from gateway.errors import StoreError
 from gateway.store import SqliteStore, Store
+from gateway.store.postgres import PostgresStore, numbered
 
 LIMITS: dict[str, Any] = {"now": 1000.0, "idle_seconds": 60, "history_limit": 10}
 
@@ -19,16 +19,18 @@ async def rows(store: Store, sql: str, *params: Any) -> list[dict[str, Any]]:
     """Run raw SQL written with `?` marks on either backend (for checks and set-up only)."""
     if isinstance(store, SqliteStore):
         return await store.run(lambda db: list(db.query(sql, list(params))))
-    marks = iter(range(1, sql.count("?") + 1))
-    return await store._fetch(re.sub(r"\?", lambda _: f"${next(marks)}", sql), *params)
+    assert isinstance(store, PostgresStore)
+    async with store.connection() as conn:
+        return [dict(r) for r in await conn.fetch(numbered(sql), *params)]
 
 
 async def execute(store: Store, sql: str, *params: Any) -> None:
     if isinstance(store, SqliteStore):
         await store.run(lambda db: db.execute(sql, params))
         return
-    marks = iter(range(1, sql.count("?") + 1))
-    await store._execute(re.sub(r"\?", lambda _: f"${next(marks)}", sql), *params)
+    assert isinstance(store, PostgresStore)
+    async with store.connection() as conn:
+        await conn.execute(numbered(sql), *params)
 
 
 # Sessions

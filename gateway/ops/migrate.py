@@ -22,7 +22,6 @@ from gateway.errors import ConfigError, StoreError
 from gateway.store import SqliteStore
 from gateway.store.backup import online_copy
 from gateway.store.postgres import PostgresStore, redact_url
-from gateway.store.postgres.base import database_errors
 
 TABLES = (
     "sessions",
@@ -89,17 +88,15 @@ async def _copy(snapshot: Path, target: PostgresStore, copied: Copied) -> Copied
         unknown = found - set(TABLES) - set(SKIPPED)
         if unknown:
             raise StoreError(f"tables this version cannot copy: {', '.join(sorted(unknown))}")
-        pool = target._require_pool()
-        with database_errors():
-            async with pool.acquire() as pg, pg.transaction():
-                for table in TABLES:
-                    if await pg.fetchval(f"select exists (select 1 from {table})"):
-                        raise ConfigError(
-                            f"{copied.target} already holds data (table {table}); migrate into"
-                            " an empty database"
-                        )
-                for table in TABLES:
-                    copied.rows[table] = await _copy_table(conn, pg, table)
+        async with target.connection() as pg, pg.transaction():
+            for table in TABLES:
+                if await pg.fetchval(f"select exists (select 1 from {table})"):
+                    raise ConfigError(
+                        f"{copied.target} already holds data (table {table}); migrate into"
+                        " an empty database"
+                    )
+            for table in TABLES:
+                copied.rows[table] = await _copy_table(conn, pg, table)
     finally:
         conn.close()
     return copied

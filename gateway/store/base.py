@@ -1,35 +1,77 @@
-"""What every query mixin may rely on: `run` and small row helpers."""
+"""`Store`: the whole contract, one implementation over either database.
+
+Each domain's methods live in one query class (`ConversationQueries`, ...), and
+each such class is also a port: a caller that only needs conversations asks for a
+`ConversationQueries`, not the whole store. `SqliteStore` and `PostgresStore` add
+only how a unit of work reaches its connection (see `gateway.store.sql`).
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Self
 
-from sqlite_utils import Database
+from gateway.errors import StoreError
+from gateway.store.cards import CardQueries
+from gateway.store.console import ConsoleQueries
+from gateway.store.conversations import ConversationQueries
+from gateway.store.deliveries import DeliveryQueries
+from gateway.store.effect import EffectQueries
+from gateway.store.inbox import InboxQueries
+from gateway.store.proposals import ProposalQueries
+from gateway.store.registry import RegistryQueries
+from gateway.store.replicas import ReplicaQueries
+from gateway.store.sql import Conn, query
+from gateway.store.stats import StatsQueries
+from gateway.store.synthesis import SynthesisQueries
 
-T = TypeVar("T")
 
+class Store(
+    InboxQueries,
+    ConversationQueries,
+    RegistryQueries,
+    DeliveryQueries,
+    ProposalQueries,
+    SynthesisQueries,
+    StatsQueries,
+    EffectQueries,
+    ConsoleQueries,
+    CardQueries,
+    ReplicaQueries,
+):
+    """Every store method; opened by `SqliteStore` or `PostgresStore`."""
 
-class QueriesBase:
-    """Declares `run`, which the Store implements on its worker thread."""
-
-    async def run(self, fn: Callable[[Database], T]) -> T:  # pragma: no cover - abstract
+    @property
+    def location(self) -> str:  # pragma: no cover - each backend says
+        """Where the data lives, safe to print."""
         raise NotImplementedError
 
+    async def open(self) -> Self:  # pragma: no cover - each backend opens its own way
+        """Connect and apply pending migrations."""
+        raise NotImplementedError
 
-def one(
-    db: Database, sql: str, params: list[Any] | dict[str, Any] | None = None
-) -> dict[str, Any] | None:
-    """The first row of a query, or None."""
-    for row in db.query(sql, params or []):
-        return dict(row)
-    return None
+    async def close(self) -> None:  # pragma: no cover
+        """Finish queued work and disconnect."""
+        raise NotImplementedError
 
+    async def __aenter__(self) -> Self:
+        return await self.open()
 
-def decode_json_fields(row: dict[str, Any], *names: str) -> dict[str, Any]:
-    """Turn the named JSON text columns back into Python values."""
-    for name in names:
-        if isinstance(row.get(name), str):
-            row[name] = json.loads(row[name])
-    return row
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def ping(self) -> bool:
+        """True when the database answers a trivial query."""
+        try:
+            return bool(await self._select_one() == 1)
+        except StoreError:
+            return False
+
+    @query
+    async def _select_one(self, c: Conn) -> int:
+        return int(await c.fetchval("select 1"))
+
+    @query
+    async def schema_versions(self, c: Conn) -> list[int]:
+        """Migration versions recorded in the database."""
+        rows = await c.fetch("select version from schema_migrations order by version")
+        return [int(r["version"]) for r in rows]

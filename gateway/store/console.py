@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlite_utils import Database
 
 from gateway.core.records import FeedbackRecord, MessageRecord, Trace
 from gateway.skills.proposals import Proposal, SkillVersion
-from gateway.store.base import QueriesBase, decode_json_fields, one
+from gateway.store.conversations import TRACE_LISTS, message_record
+from gateway.store.proposals import proposal_record
+from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
+
+_BIGINT = range(-(2**63), 2**63)
+_TRACE_FIELDS = tuple(Trace.model_fields)
 
 
 def _rate(ups: int, total: int) -> float | None:
     return ups / total if total else None
 
 
-def _proposal(row: dict[str, Any]) -> Proposal:
-    return Proposal.model_validate(decode_json_fields(row, "based_on"))
+def _ids(ids: Sequence[int]) -> list[int]:
+    """The ids an integer column can hold (no row has any other; drivers refuse them)."""
+    return [int(i) for i in ids if int(i) in _BIGINT]
+
+
+def _utc_day(moment: float) -> str:
+    """The UTC day of a timestamp, as `YYYY-MM-DD`."""
+    return dt.datetime.fromtimestamp(moment, tz=dt.UTC).date().isoformat()
 
 
 class SessionSummary(BaseModel):
@@ -92,171 +102,154 @@ from sessions s
 class ConsoleQueries(QueriesBase):
     """Read-only views for the admin console."""
 
-    async def count_sessions(self, channel: str | None = None) -> int:
+    @query
+    async def count_sessions(self, c: Conn, channel: str | None = None) -> int:
         """How many sessions there are (of one channel)."""
-        where, params = ("where channel = ?", [channel]) if channel else ("", [])
-        row = await self.run(
-            lambda db: one(db, f"select count(*) as n from sessions {where}", params)
-        )
-        return int(row["n"]) if row else 0
+        if channel:
+            n = await c.fetchval("select count(*) from sessions where channel = ?", channel)
+        else:
+            n = await c.fetchval("select count(*) from sessions")
+        return int(n or 0)
 
+    @query
     async def session_summaries(
-        self, *, limit: int = 50, offset: int = 0, channel: str | None = None
+        self, c: Conn, *, limit: int = 50, offset: int = 0, channel: str | None = None
     ) -> list[SessionSummary]:
         """Sessions, most recently active first."""
         where, params = ("where s.channel = ?", [channel]) if channel else ("", [])
-        sql = f"{_SUMMARY} {where} order by s.last_activity_at desc, s.id desc limit ? offset ?"
-        return await self.run(
-            lambda db: [
-                SessionSummary.model_validate(dict(r))
-                for r in db.query(sql, [*params, limit, offset])
-            ]
+        rows = await c.fetch(
+            f"{_SUMMARY} {where} order by s.last_activity_at desc, s.id desc limit ? offset ?",
+            *params,
+            c.dialect.limit(limit),
+            max(int(offset), 0),
         )
+        return [SessionSummary.model_validate(r) for r in rows]
 
-    async def sessions_by_id(self, ids: Sequence[int]) -> dict[int, SessionSummary]:
+    @query
+    async def sessions_by_id(self, c: Conn, ids: Sequence[int]) -> dict[int, SessionSummary]:
         """Summaries of the given sessions (unknown ids are left out)."""
-        wanted = list(ids)
+        wanted = _ids(ids)
         if not wanted:
             return {}
-        marks = ", ".join("?" for _ in wanted)
-        rows = await self.run(
-            lambda db: [dict(r) for r in db.query(f"{_SUMMARY} where s.id in ({marks})", wanted)]
-        )
+        rows = await c.fetch(f"{_SUMMARY} where s.id in ({marks(wanted)})", *wanted)
         return {r["id"]: SessionSummary.model_validate(r) for r in rows}
 
-    async def session_transcript(self, session_id: int) -> list[TranscriptEntry]:
+    @transaction
+    async def session_transcript(self, c: Conn, session_id: int) -> list[TranscriptEntry]:
         """Every message of a session in order, with traces and ratings."""
+        if session_id not in _BIGINT:
+            return []
+        # Ratings and messages are read in one snapshot, so they agree with each other.
+        if c.dialect.snapshot:
+            await c.execute(c.dialect.snapshot)
+        rated = await c.fetch(
+            "select f.* from feedback f join messages m on m.id = f.message_id"
+            " where m.session_id = ? order by f.id",
+            session_id,
+        )
+        messages = await c.fetch(
+            f"select m.*, t.message_id as traced, {', '.join(f't.{f}' for f in _TRACE_FIELDS)}"
+            " from messages m left join traces t on t.message_id = m.id"
+            " where m.session_id = ? order by m.id",
+            session_id,
+        )
+        ratings: dict[int, list[FeedbackRecord]] = {}
+        for r in rated:
+            ratings.setdefault(r["message_id"], []).append(FeedbackRecord.model_validate(r))
+        return [_entry(r, ratings.get(r["id"], [])) for r in messages]
 
-        def read(db: Database) -> list[TranscriptEntry]:
-            ratings: dict[int, list[FeedbackRecord]] = {}
-            for r in db.query(
-                "select f.* from feedback f join messages m on m.id = f.message_id"
-                " where m.session_id = ? order by f.id",
-                [session_id],
-            ):
-                ratings.setdefault(r["message_id"], []).append(FeedbackRecord.model_validate(r))
-            entries = []
-            for r in db.query(
-                "select m.*, t.message_id as traced, t.skills_offered, t.skills_loaded,"
-                " t.tools_used, t.completed, t.error, t.latency_ms, t.prompt_tokens,"
-                " t.completion_tokens, t.model from messages m left join traces t"
-                " on t.message_id = m.id where m.session_id = ? order by m.id",
-                [session_id],
-            ):
-                entries.append(_entry(dict(r), ratings.get(r["id"], [])))
-            return entries
-
-        return await self.run(read)
-
-    async def feedback_by_session(self, ids: Sequence[int]) -> dict[int, list[FeedbackRecord]]:
+    @query
+    async def feedback_by_session(
+        self, c: Conn, ids: Sequence[int]
+    ) -> dict[int, list[FeedbackRecord]]:
         """The ratings given in each of the sessions, in order."""
-        wanted = list(ids)
+        wanted = _ids(ids)
         if not wanted:
             return {}
-        marks = ", ".join("?" for _ in wanted)
+        rows = await c.fetch(
+            "select f.*, m.session_id from feedback f join messages m on m.id = f.message_id"
+            f" where m.session_id in ({marks(wanted)}) order by f.id",
+            *wanted,
+        )
+        out: dict[int, list[FeedbackRecord]] = {}
+        for row in rows:
+            sid = row.pop("session_id")
+            out.setdefault(sid, []).append(FeedbackRecord.model_validate(row))
+        return out
 
-        def read(db: Database) -> dict[int, list[FeedbackRecord]]:
-            out: dict[int, list[FeedbackRecord]] = {}
-            for r in db.query(
-                "select f.*, m.session_id from feedback f join messages m on m.id = f.message_id"
-                f" where m.session_id in ({marks}) order by f.id",
-                wanted,
-            ):
-                row = dict(r)
-                sid = row.pop("session_id")
-                out.setdefault(sid, []).append(FeedbackRecord.model_validate(row))
-            return out
-
-        return await self.run(read)
-
-    async def daily_ratings(self, since: float | None = None) -> list[DayRating]:
+    @query
+    async def daily_ratings(self, c: Conn, since: float | None = None) -> list[DayRating]:
         """👍 and 👎 per UTC day of the rating, oldest day first."""
-        where, params = ("where created_at >= ?", [since]) if since is not None else ("", [])
-        sql = (
-            "select date(created_at, 'unixepoch') as day, sum(rating > 0) as ups,"
-            f" sum(rating < 0) as downs from feedback {where} group by day order by day"
+        where, params = ("where created_at >= ?", [float(since)]) if since is not None else ("", [])
+        # The databases name days differently (and round timestamps differently on the way),
+        # so SQL counts per moment and Python puts the moments on their UTC days.
+        rows = await c.fetch(
+            "select created_at, count(case when rating > 0 then 1 end) as ups,"
+            f" count(case when rating < 0 then 1 end) as downs from feedback {where}"
+            " group by created_at",
+            *params,
         )
-        return await self.run(
-            lambda db: [DayRating.model_validate(dict(r)) for r in db.query(sql, params)]
-        )
+        days: dict[str, list[int]] = {}
+        for r in rows:
+            counts = days.setdefault(_utc_day(r["created_at"]), [0, 0])
+            counts[0] += int(r["ups"])
+            counts[1] += int(r["downs"])
+        return [
+            DayRating(day=day, ups=ups, downs=downs) for day, (ups, downs) in sorted(days.items())
+        ]
 
-    async def latest_downvotes(self, limit: int = 20) -> list[Downvote]:
+    @query
+    async def latest_downvotes(self, c: Conn, limit: int = 20) -> list[Downvote]:
         """The newest 👎, with the answer and the question it followed."""
-        sql = (
+        rows = await c.fetch(
             "select f.*, m.session_id, m.text as answer, (select q.text from messages q"
             " where q.session_id = m.session_id and q.id < m.id and q.role = 'user'"
             " order by q.id desc limit 1) as question from feedback f"
             " join messages m on m.id = f.message_id where f.rating < 0"
-            " order by f.updated_at desc, f.id desc limit ?"
+            " order by f.updated_at desc, f.id desc limit ?",
+            c.dialect.limit(limit),
         )
+        out = []
+        for row in rows:
+            extra: dict[str, Any] = {k: row.pop(k) for k in ("session_id", "answer", "question")}
+            out.append(Downvote(feedback=FeedbackRecord.model_validate(row), **extra))
+        return out
 
-        def read(db: Database) -> list[Downvote]:
-            out = []
-            for r in db.query(sql, [limit]):
-                row = dict(r)
-                extra = {k: row.pop(k) for k in ("session_id", "answer", "question")}
-                out.append(Downvote(feedback=FeedbackRecord.model_validate(row), **extra))
-            return out
-
-        return await self.run(read)
-
-    async def review_queue(self, *, limit: int = 50, offset: int = 0) -> list[Proposal]:
+    @query
+    async def review_queue(self, c: Conn, *, limit: int = 50, offset: int = 0) -> list[Proposal]:
         """Proposals with the pending ones first (oldest first), then the rest newest first."""
-        sql = (
-            "select * from proposals order by status = 'pending' desc,"
-            " case when status = 'pending' then id else -id end limit ? offset ?"
+        rows = await c.fetch(
+            "select * from proposals order by case when status = 'pending' then 0 else 1 end,"
+            " case when status = 'pending' then id else -id end limit ? offset ?",
+            c.dialect.limit(limit),
+            max(int(offset), 0),
         )
-        return await self.run(
-            lambda db: [_proposal(dict(r)) for r in db.query(sql, [limit, offset])]
-        )
+        return [proposal_record(r) for r in rows]
 
-    async def count_proposals(self) -> int:
+    @query
+    async def count_proposals(self, c: Conn) -> int:
         """How many proposals there are."""
-        row = await self.run(lambda db: one(db, "select count(*) as n from proposals"))
-        return int(row["n"]) if row else 0
+        return int(await c.fetchval("select count(*) from proposals") or 0)
 
-    async def skill_proposals(self, slug: str) -> list[Proposal]:
+    @query
+    async def skill_proposals(self, c: Conn, slug: str) -> list[Proposal]:
         """Every proposal that creates or changes `slug`, newest first."""
-        return await self.run(
-            lambda db: [
-                _proposal(dict(r))
-                for r in db.query(
-                    "select * from proposals where coalesce(target, name) = ? order by id desc",
-                    [slug],
-                )
-            ]
+        rows = await c.fetch(
+            "select * from proposals where coalesce(target, name) = ? order by id desc", slug
         )
+        return [proposal_record(r) for r in rows]
 
-    async def skill_versions(self, slug: str) -> list[SkillVersion]:
+    @query
+    async def skill_versions(self, c: Conn, slug: str) -> list[SkillVersion]:
         """Texts of `slug` that approvals replaced, newest first."""
-        return await self.run(
-            lambda db: [
-                SkillVersion.model_validate(dict(r))
-                for r in db.query(
-                    "select * from skill_versions where slug = ? order by id desc", [slug]
-                )
-            ]
-        )
+        rows = await c.fetch("select * from skill_versions where slug = ? order by id desc", slug)
+        return [SkillVersion.model_validate(r) for r in rows]
 
 
 def _entry(row: dict[str, Any], feedback: list[FeedbackRecord]) -> TranscriptEntry:
-    trace_cols = (
-        "skills_offered",
-        "skills_loaded",
-        "tools_used",
-        "completed",
-        "error",
-        "latency_ms",
-        "prompt_tokens",
-        "completion_tokens",
-        "model",
-    )
     traced = row.pop("traced")
-    trace_row = {k: row.pop(k) for k in trace_cols}
+    trace_row = {k: row.pop(k) for k in _TRACE_FIELDS}
     trace = None
     if traced is not None:
-        for key in ("skills_offered", "skills_loaded", "tools_used"):
-            trace_row[key] = json.loads(trace_row[key] or "[]")
-        trace = Trace.model_validate(trace_row)
-    message = MessageRecord.model_validate(decode_json_fields(row, "platform_message_ids"))
-    return TranscriptEntry(message=message, trace=trace, feedback=feedback)
+        trace = Trace.model_validate(decode_json_fields(trace_row, *TRACE_LISTS))
+    return TranscriptEntry(message=message_record(row), trace=trace, feedback=feedback)

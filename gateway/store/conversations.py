@@ -7,8 +7,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlite_utils import Database
-
 from gateway.core.models import MessageKind, Role
 from gateway.core.records import (
     FeedbackRecord,
@@ -17,28 +15,46 @@ from gateway.core.records import (
     SessionRecord,
     Trace,
 )
-from gateway.store.base import QueriesBase, decode_json_fields, one
+from gateway.store.sql import (
+    Conn,
+    QueriesBase,
+    decode_json_fields,
+    insert_sql,
+    marks,
+    query,
+    transaction,
+)
 
-_TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used")
+TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used")
+_TRACE_COLUMNS = ("message_id", *Trace.model_fields)
+_INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 
 
-def _message(row: dict[str, Any]) -> MessageRecord:
+def message_record(row: dict[str, Any]) -> MessageRecord:
+    """A messages row as a record."""
     return MessageRecord.model_validate(decode_json_fields(row, "platform_message_ids"))
 
 
 class ConversationQueries(QueriesBase):
     """What the agent and the channels remember about conversations."""
 
+    @transaction
     async def current_session(
-        self, channel: str, chat_id: str, user_id: str | None, now: float, idle_seconds: float
+        self,
+        c: Conn,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        idle_seconds: float,
     ) -> SessionRecord:
         """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
-        return await self.run(
-            lambda db: _current_session(db, channel, chat_id, user_id, now, idle_seconds)
-        )
+        return await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
 
+    @transaction
     async def open_turn(
         self,
+        c: Conn,
         channel: str,
         chat_id: str,
         user_id: str | None,
@@ -55,65 +71,59 @@ class ConversationQueries(QueriesBase):
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
         """
+        await c.lock(f"chat\0{channel}\0{chat_id}")
+        if inbox_id is not None:
+            done = await _message_for_inbox(c, inbox_id, "assistant")
+            if done is not None:
+                return OpenedTurn(session_id=done.session_id, answer=done)
+        stored = None if inbox_id is None else await _message_for_inbox(c, inbox_id, "user")
+        if stored is not None:
+            # Resumed after a crash: the turn stays in the session of its question,
+            # even if that session went idle meanwhile.
+            session_id = stored.session_id
+        else:
+            session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
+            session_id = session.id
+            await _add_message(c, session_id, "user", text, "normal", inbox_id, None, now)
+        history = await _history(c, session_id, history_limit, exclude_kinds)
+        return OpenedTurn(session_id=session_id, history=history)
 
-        def begin(db: Database) -> OpenedTurn:
-            with db.atomic():
-                if inbox_id is not None:
-                    done = _message_for_inbox(db, inbox_id, "assistant")
-                    if done is not None:
-                        return OpenedTurn(session_id=done.session_id, answer=done)
-                stored = None if inbox_id is None else _message_for_inbox(db, inbox_id, "user")
-                if stored is not None:
-                    # Resumed after a crash: the turn stays in the session of its question,
-                    # even if that session went idle meanwhile.
-                    session_id = stored.session_id
-                else:
-                    session_id = _current_session(
-                        db, channel, chat_id, user_id, now, idle_seconds
-                    ).id
-                    _add_message(db, session_id, "user", text, "normal", inbox_id, None, now)
-                history = _history(db, session_id, history_limit, exclude_kinds)
-            return OpenedTurn(session_id=session_id, history=history)
-
-        return await self.run(begin)
-
+    @query
     async def finish_chat_session(
-        self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
+        self, c: Conn, channel: str, chat_id: str, reason: str = "new", now: float | None = None
     ) -> bool:
         """Finish the chat's open session (for /new); False when none was open."""
         at = time.time() if now is None else now
-        return await self.run(
-            lambda db: (
-                db.execute(
-                    "update sessions set finished_at = ?, finish_reason = ?"
-                    " where channel = ? and chat_id = ? and finished_at is null",
-                    [at, reason, channel, chat_id],
-                ).rowcount
-                > 0
-            )
+        changed = await c.execute(
+            "update sessions set finished_at = ?, finish_reason = ?"
+            " where channel = ? and chat_id = ? and finished_at is null",
+            at,
+            reason,
+            channel,
+            chat_id,
         )
+        return changed > 0
 
-    async def finish_idle_sessions(self, now: float, idle_seconds: float) -> int:
+    @query
+    async def finish_idle_sessions(self, c: Conn, now: float, idle_seconds: float) -> int:
         """Finish every open session idle longer than `idle_seconds`."""
-        return await self.run(
-            lambda db: (
-                db.execute(
-                    "update sessions set finished_at = ?, finish_reason = 'idle'"
-                    " where finished_at is null and last_activity_at < ?",
-                    [now, now - idle_seconds],
-                ).rowcount
-            )
+        return await c.execute(
+            "update sessions set finished_at = ?, finish_reason = 'idle'"
+            " where finished_at is null and last_activity_at < ?",
+            now,
+            now - idle_seconds,
         )
 
-    async def get_session(self, session_id: int) -> SessionRecord | None:
+    @query
+    async def get_session(self, c: Conn, session_id: int) -> SessionRecord | None:
         """One session by id."""
-        row = await self.run(
-            lambda db: one(db, "select * from sessions where id = ?", [session_id])
-        )
+        row = await c.fetchrow("select * from sessions where id = ?", session_id)
         return None if row is None else SessionRecord.model_validate(row)
 
+    @transaction
     async def add_message(
         self,
+        c: Conn,
         session_id: int,
         role: Role,
         text: str,
@@ -125,148 +135,141 @@ class ConversationQueries(QueriesBase):
     ) -> MessageRecord:
         """Store a message (and, for an answer, its trace) in one transaction."""
         at = time.time() if now is None else now
-        return await self.run(
-            lambda db: _add_message(db, session_id, role, text, kind, inbox_id, trace, at)
-        )
+        return await _add_message(c, session_id, role, text, kind, inbox_id, trace, at)
 
+    @query
     async def history(
-        self, session_id: int, *, limit: int, exclude_kinds: Sequence[MessageKind] = ()
+        self,
+        c: Conn,
+        session_id: int,
+        *,
+        limit: int,
+        exclude_kinds: Sequence[MessageKind] = (),
     ) -> list[MessageRecord]:
         """The session's last `limit` messages, oldest first, without the excluded kinds."""
-        return await self.run(lambda db: _history(db, session_id, limit, exclude_kinds))
+        return await _history(c, session_id, limit, exclude_kinds)
 
-    async def get_message(self, message_id: int) -> MessageRecord | None:
+    @query
+    async def get_message(self, c: Conn, message_id: int) -> MessageRecord | None:
         """One message by id."""
-        row = await self.run(
-            lambda db: one(db, "select * from messages where id = ?", [message_id])
-        )
-        return None if row is None else _message(row)
+        row = await c.fetchrow("select * from messages where id = ?", message_id)
+        return None if row is None else message_record(row)
 
     async def answer_for_inbox(self, inbox_id: int) -> MessageRecord | None:
         """The answer already made for an inbox update, if a crash interrupted its delivery."""
         return await self.message_for_inbox(inbox_id, "assistant")
 
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None:
+    @query
+    async def message_for_inbox(self, c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
         """The message of `role` already stored for an inbox update, if any."""
-        return await self.run(lambda db: _message_for_inbox(db, inbox_id, role))
+        return await _message_for_inbox(c, inbox_id, role)
 
-    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None:
+    @query
+    async def set_platform_ids(self, c: Conn, message_id: int, ids: Sequence[str]) -> None:
         """Remember the platform's ids of the messages that carried this one."""
-        await self.run(
-            lambda db: db.execute(
-                "update messages set platform_message_ids = ? where id = ?",
-                [json.dumps(list(ids)), message_id],
-            )
+        await c.execute(
+            "update messages set platform_message_ids = ? where id = ?",
+            json.dumps(list(ids)),
+            message_id,
         )
 
-    async def get_trace(self, message_id: int) -> Trace | None:
+    @query
+    async def get_trace(self, c: Conn, message_id: int) -> Trace | None:
         """The trace of one answer."""
-        row = await self.run(
-            lambda db: one(db, "select * from traces where message_id = ?", [message_id])
-        )
+        row = await c.fetchrow("select * from traces where message_id = ?", message_id)
         if row is None:
             return None
         row.pop("message_id")
-        return Trace.model_validate(decode_json_fields(row, *_TRACE_LISTS))
+        return Trace.model_validate(decode_json_fields(row, *TRACE_LISTS))
 
+    @query
     async def set_feedback(
-        self, message_id: int, user_id: str, rating: int, now: float | None = None
+        self, c: Conn, message_id: int, user_id: str, rating: int, now: float | None = None
     ) -> FeedbackRecord | None:
         """Record or change a user's rating of an answer; None when no such answer exists."""
         at = time.time() if now is None else now
+        # One statement: the answer's chat is read and the rating written atomically.
+        row = await c.fetchrow(
+            "insert into feedback"
+            " (message_id, channel, chat_id, user_id, rating, created_at, updated_at)"
+            " select m.id, s.channel, s.chat_id, ?, ?, ?, ?"
+            " from messages m join sessions s on s.id = m.session_id"
+            " where m.id = ? and m.role = 'assistant'"
+            " on conflict (message_id, user_id)"
+            " do update set rating = excluded.rating, updated_at = excluded.updated_at"
+            " returning *",
+            user_id,
+            rating,
+            at,
+            at,
+            message_id,
+        )
+        return None if row is None else FeedbackRecord.model_validate(row)
 
-        def upsert(db: Database) -> FeedbackRecord | None:
-            with db.atomic():
-                msg = one(
-                    db,
-                    "select s.channel, s.chat_id from messages m join sessions s"
-                    " on s.id = m.session_id where m.id = ? and m.role = 'assistant'",
-                    [message_id],
-                )
-                if msg is None:
-                    return None
-                db.execute(
-                    "insert into feedback"
-                    " (message_id, channel, chat_id, user_id, rating, created_at, updated_at)"
-                    " values (?, ?, ?, ?, ?, ?, ?)"
-                    " on conflict (message_id, user_id)"
-                    " do update set rating = excluded.rating, updated_at = excluded.updated_at",
-                    [message_id, msg["channel"], msg["chat_id"], user_id, rating, at, at],
-                )
-                row = one(
-                    db,
-                    "select * from feedback where message_id = ? and user_id = ?",
-                    [message_id, user_id],
-                )
-            return FeedbackRecord.model_validate(row)
-
-        return await self.run(upsert)
-
+    @query
     async def set_feedback_comment(
-        self, message_id: int, user_id: str, comment: str, now: float | None = None
+        self, c: Conn, message_id: int, user_id: str, comment: str, now: float | None = None
     ) -> bool:
         """Attach a comment to an existing rating; False when there is no rating."""
         at = time.time() if now is None else now
-        return await self.run(
-            lambda db: (
-                db.execute(
-                    "update feedback set comment = ?, updated_at = ?"
-                    " where message_id = ? and user_id = ?",
-                    [comment, at, message_id, user_id],
-                ).rowcount
-                > 0
-            )
+        changed = await c.execute(
+            "update feedback set comment = ?, updated_at = ? where message_id = ? and user_id = ?",
+            comment,
+            at,
+            message_id,
+            user_id,
         )
+        return changed > 0
 
-    async def list_feedback(self, *, limit: int = 100, offset: int = 0) -> list[FeedbackRecord]:
+    @query
+    async def list_feedback(
+        self, c: Conn, *, limit: int = 100, offset: int = 0
+    ) -> list[FeedbackRecord]:
         """Feedback, newest first."""
-        return await self.run(
-            lambda db: [
-                FeedbackRecord.model_validate(r)
-                for r in db.query(
-                    "select * from feedback order by updated_at desc, id desc limit ? offset ?",
-                    [limit, offset],
-                )
-            ]
+        rows = await c.fetch(
+            "select * from feedback order by updated_at desc, id desc limit ? offset ?",
+            c.dialect.limit(limit),
+            max(int(offset), 0),
         )
+        return [FeedbackRecord.model_validate(r) for r in rows]
 
 
-def _current_session(
-    db: Database, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
+async def _current_session(
+    c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
-    with db.atomic():
-        row = one(
-            db,
-            "select * from sessions where channel = ? and chat_id = ?"
-            " and finished_at is null order by id desc limit 1",
-            [channel, chat_id],
+    # Called inside a transaction. The chat's lock queues replicas opening the same chat's
+    # session, and the row lock keeps a concurrent /new from finishing it underneath.
+    await c.lock(f"chat\0{channel}\0{chat_id}")
+    found = await c.fetchrow(
+        "select * from sessions where channel = ? and chat_id = ?"
+        f" and finished_at is null order by id desc limit 1 {c.dialect.for_update}",
+        channel,
+        chat_id,
+    )
+    if found is not None and now - found["last_activity_at"] <= idle:
+        await c.execute("update sessions set last_activity_at = ? where id = ?", now, found["id"])
+        found["last_activity_at"] = now
+        return SessionRecord.model_validate(found)
+    if found is not None:
+        await c.execute(
+            "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
+            now,
+            found["id"],
         )
-        if row is not None and now - row["last_activity_at"] <= idle:
-            db.execute("update sessions set last_activity_at = ? where id = ?", [now, row["id"]])
-            row["last_activity_at"] = now
-            return SessionRecord.model_validate(row)
-        if row is not None:
-            db.execute(
-                "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
-                [now, row["id"]],
-            )
-        cur = db.execute(
-            "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
-            " values (?, ?, ?, ?, ?)",
-            [channel, chat_id, user_id, now, now],
-        )
-        return SessionRecord(
-            id=int(cur.lastrowid or 0),
-            channel=channel,
-            chat_id=chat_id,
-            user_id=user_id,
-            started_at=now,
-            last_activity_at=now,
-        )
+    row = await c.fetchrow(
+        "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
+        " values (?, ?, ?, ?, ?) returning *",
+        channel,
+        chat_id,
+        user_id,
+        now,
+        now,
+    )
+    return SessionRecord.model_validate(row)
 
 
-def _add_message(
-    db: Database,
+async def _add_message(
+    c: Conn,
     session_id: int,
     role: Role,
     text: str,
@@ -275,46 +278,46 @@ def _add_message(
     trace: Trace | None,
     at: float,
 ) -> MessageRecord:
-    with db.atomic():
-        cur = db.execute(
-            "insert into messages (session_id, role, text, kind, inbox_id, created_at)"
-            " values (?, ?, ?, ?, ?, ?)",
-            [session_id, role, text, kind, inbox_id, at],
-        )
-        message_id = int(cur.lastrowid or 0)
-        if trace is not None:
-            row = trace.model_dump()
-            for key in _TRACE_LISTS:
-                row[key] = json.dumps(row[key])
-            db.table("traces").insert({"message_id": message_id, **row})
-    return MessageRecord(
-        id=message_id,
-        session_id=session_id,
-        role=role,
-        text=text,
-        kind=kind,
-        inbox_id=inbox_id,
-        created_at=at,
+    row = await c.fetchrow(
+        "insert into messages (session_id, role, text, kind, inbox_id, created_at)"
+        " values (?, ?, ?, ?, ?, ?) returning *",
+        session_id,
+        role,
+        text,
+        kind,
+        inbox_id,
+        at,
     )
+    assert row is not None
+    message = message_record(row)
+    if trace is not None:
+        values: dict[str, Any] = {"message_id": message.id, **trace.model_dump()}
+        for key in TRACE_LISTS:
+            values[key] = json.dumps(values[key])
+        values["completed"] = int(values["completed"])
+        await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
+    return message
 
 
-def _history(
-    db: Database, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
+async def _history(
+    c: Conn, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
 ) -> list[MessageRecord]:
-    kinds: list[str] = list(exclude_kinds) or ["-"]
-    marks = ", ".join("?" for _ in kinds)
-    rows = db.query(
-        f"select * from messages where session_id = ? and kind not in ({marks})"
-        " order by id desc limit ?",
-        [session_id, *kinds, limit],
+    kinds = list(exclude_kinds)
+    rows = await c.fetch(
+        "select * from messages where session_id = ?"
+        + (f" and kind not in ({marks(kinds)})" if kinds else "")
+        + " order by id desc limit ?",
+        session_id,
+        *kinds,
+        c.dialect.limit(limit),
     )
-    return [_message(dict(r)) for r in rows][::-1]
+    return [message_record(r) for r in rows][::-1]
 
 
-def _message_for_inbox(db: Database, inbox_id: int, role: Role) -> MessageRecord | None:
-    row = one(
-        db,
+async def _message_for_inbox(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
+    row = await c.fetchrow(
         "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
-        [inbox_id, role],
+        inbox_id,
+        role,
     )
-    return None if row is None else _message(row)
+    return None if row is None else message_record(row)

@@ -7,9 +7,8 @@ import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
-from sqlite_utils import Database
 
-from gateway.store.base import QueriesBase, decode_json_fields, one
+from gateway.store.sql import Conn, QueriesBase, decode_json_fields, query, transaction
 
 
 class DeliveryBatch(BaseModel):
@@ -27,38 +26,49 @@ class DeliveryBatch(BaseModel):
 class DeliveryQueries(QueriesBase):
     """Progress of multi-part deliveries, so a retry never resends an accepted batch."""
 
+    @transaction
     async def delivery_batch(
-        self, channel: str, ref: str, batch: int, retry_key: str, now: float | None = None
+        self, c: Conn, channel: str, ref: str, batch: int, retry_key: str, now: float | None = None
     ) -> DeliveryBatch:
         """The stored batch, created with `retry_key` when it is new."""
         at = time.time() if now is None else now
+        await c.execute(
+            "insert into deliveries (channel, ref, batch, retry_key, created_at)"
+            " values (?, ?, ?, ?, ?) on conflict (channel, ref, batch) do nothing",
+            channel,
+            ref,
+            batch,
+            retry_key,
+            at,
+        )
+        # A statement of its own: it sees a row that a concurrent insert committed.
+        row = await c.fetchrow(
+            "select * from deliveries where channel = ? and ref = ? and batch = ?",
+            channel,
+            ref,
+            batch,
+        )
+        assert row is not None
+        return DeliveryBatch.model_validate(decode_json_fields(row, "platform_ids"))
 
-        def get(db: Database) -> DeliveryBatch:
-            with db.atomic():
-                db.execute(
-                    "insert or ignore into deliveries (channel, ref, batch, retry_key, created_at)"
-                    " values (?, ?, ?, ?, ?)",
-                    [channel, ref, batch, retry_key, at],
-                )
-                row = one(
-                    db,
-                    "select * from deliveries where channel = ? and ref = ? and batch = ?",
-                    [channel, ref, batch],
-                )
-            assert row is not None
-            return DeliveryBatch.model_validate(decode_json_fields(row, "platform_ids"))
-
-        return await self.run(get)
-
+    @query
     async def delivery_sent(
-        self, channel: str, ref: str, batch: int, ids: Sequence[str], now: float | None = None
+        self,
+        c: Conn,
+        channel: str,
+        ref: str,
+        batch: int,
+        ids: Sequence[str],
+        now: float | None = None,
     ) -> None:
         """Mark a batch accepted by the platform, with the ids of its messages."""
         at = time.time() if now is None else now
-        await self.run(
-            lambda db: db.execute(
-                "update deliveries set sent_at = ?, platform_ids = ?"
-                " where channel = ? and ref = ? and batch = ?",
-                [at, json.dumps(list(ids)), channel, ref, batch],
-            )
+        await c.execute(
+            "update deliveries set sent_at = ?, platform_ids = ?"
+            " where channel = ? and ref = ? and batch = ?",
+            at,
+            json.dumps(list(ids)),
+            channel,
+            ref,
+            batch,
         )

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlite_utils import Database
-
 from gateway.skills.effect import SkillTallies, Tally
-from gateway.store.base import QueriesBase
+from gateway.store.sql import Conn, Dialect, QueriesBase, query, transaction
 
 # One row per answer: its trace's skill lists and the majority of its ratings (+1, -1, or
 # 0 for a tie or no rating). Only normal answers carry rating buttons. `answers` holds every
@@ -39,55 +35,67 @@ rated as (
 # names drop out: their start is null). The start is looked up per row rather than joined,
 # so that SQLite's planner cannot loop over skills and scan every answer once per skill.
 _SINCE = "a.created_at >= (select s.content_since from skills s where s.slug = j.value)"
-_ARM = f"""
-select '{{arm}}' as arm, j.value as slug, count(*) as answers,
-    coalesce(sum(a.vote > 0), 0) as up, coalesce(sum(a.vote < 0), 0) as down
-from {{source}} a cross join json_each(a.{{column}}) j
-where {_SINCE} {{extra}}
+
+
+def _arm(d: Dialect, arm: str, source: str, column: str, only_unloaded: bool) -> str:
+    extra = (
+        f"and not exists (select 1 from {d.json_elements('a.skills_loaded', 'k')}"
+        " where k.value = j.value)"
+        if only_unloaded
+        else ""
+    )
+    return f"""
+select '{arm}' as arm, j.value as slug, count(*) as answers,
+    count(case when a.vote > 0 then 1 end) as up, count(case when a.vote < 0 then 1 end) as down
+from {source} a cross join {d.json_elements(f"a.{column}", "j")}
+where {_SINCE} {extra}
 group by j.value
 """
-_NOT_LOADED = "and not exists (select 1 from json_each(a.skills_loaded) k where k.value = j.value)"
-_TALLIES = (
-    _ANSWERS
-    + _ARM.format(arm="loaded", source="answers", column="skills_loaded", extra="")
-    + " union all "
-    + _ARM.format(arm="offered", source="rated", column="skills_offered", extra=_NOT_LOADED)
-    + " union all "
-    + _ARM.format(arm="withheld", source="rated", column="skills_withheld", extra=_NOT_LOADED)
-)
-_EXPOSURES = (
-    _ANSWERS
-    + f"""
-select a.session_id from rated a cross join json_each(a.skills_loaded) j
+
+
+def _tallies(d: Dialect) -> str:
+    return " union all ".join(
+        [
+            _ANSWERS + _arm(d, "loaded", "answers", "skills_loaded", only_unloaded=False),
+            _arm(d, "offered", "rated", "skills_offered", only_unloaded=True),
+            _arm(d, "withheld", "rated", "skills_withheld", only_unloaded=True),
+        ]
+    )
+
+
+def _exposures(d: Dialect) -> str:
+    return (
+        _ANSWERS
+        + f"""
+select a.session_id from rated a cross join {d.json_elements("a.skills_loaded", "j")}
 where j.value = ? and a.vote != 0 and {_SINCE}
 group by a.session_id order by max(a.id) desc limit ?
 """
-)
+    )
 
 
 class EffectQueries(QueriesBase):
     """What the effect measurement reads."""
 
-    async def skill_tallies(self) -> dict[str, SkillTallies]:
+    @transaction
+    async def skill_tallies(self, c: Conn) -> dict[str, SkillTallies]:
         """Every registered skill with its loaded, offered-only and withheld tallies."""
+        if c.dialect.snapshot:
+            # The skills and their counts from one snapshot, so every counted slug is listed.
+            await c.execute(c.dialect.snapshot)
+        out = {
+            r["slug"]: SkillTallies(
+                name=r["slug"], content_hash=r["content_hash"], since=r["content_since"]
+            )
+            for r in await c.fetch("select slug, content_hash, content_since from skills")
+        }
+        for r in await c.fetch(_tallies(c.dialect)):
+            tally = Tally(answers=r["answers"], up=r["up"], down=r["down"])
+            setattr(out[r["slug"]], r["arm"], tally)
+        return out
 
-        def read(db: Database) -> dict[str, SkillTallies]:
-            out = {
-                r["slug"]: SkillTallies(
-                    name=r["slug"], content_hash=r["content_hash"], since=r["content_since"]
-                )
-                for r in db.query("select slug, content_hash, content_since from skills")
-            }
-            for r in db.query(_TALLIES):
-                row: dict[str, Any] = dict(r)
-                tally = Tally(answers=row["answers"], up=row["up"], down=row["down"])
-                setattr(out[row["slug"]], row["arm"], tally)
-            return out
-
-        return await self.run(read)
-
-    async def exposure_sessions(self, name: str, limit: int = 50) -> list[int]:
+    @query
+    async def exposure_sessions(self, c: Conn, name: str, limit: int = 50) -> list[int]:
         """Sessions holding rated answers that loaded the skill's current text, newest first."""
-        return await self.run(
-            lambda db: [int(r["session_id"]) for r in db.query(_EXPOSURES, [name, limit])]
-        )
+        rows = await c.fetch(_exposures(c.dialect), name, c.dialect.limit(limit))
+        return [int(r["session_id"]) for r in rows]

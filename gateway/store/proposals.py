@@ -9,110 +9,97 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlite_utils import Database
-
 from gateway.core.records import SkillRecord
 from gateway.skills.proposals import Candidate, Proposal, Rejection, SkillVersion
-from gateway.store.base import QueriesBase, decode_json_fields, one
+from gateway.store.registry import UPSERT_SKILL, skill_args
+from gateway.store.sql import Conn, QueriesBase, decode_json_fields, insert_sql, query, transaction
 
 _CANDIDATE_FIELDS = tuple(Candidate.model_fields)
+_REJECTION_COLUMNS = tuple(f for f in Rejection.model_fields if f != "id")
+_INSERT_REJECTION = insert_sql("rejections", _REJECTION_COLUMNS)
 
 
-def _proposal(row: dict[str, Any]) -> Proposal:
+def proposal_record(row: dict[str, Any]) -> Proposal:
+    """A proposals row as a record."""
     return Proposal.model_validate(decode_json_fields(row, "based_on"))
 
 
-def _insert_rejection(db: Database, rejection: Rejection) -> None:
+def _rejection_args(rejection: Rejection) -> list[Any]:
     row = rejection.model_dump(exclude={"id"})
-    db.table("rejections").insert(row)
+    return [row[c] for c in _REJECTION_COLUMNS]
 
 
 class ProposalQueries(QueriesBase):
     """Durable review state."""
 
-    async def add_proposal(self, candidate: Candidate, run_id: int | None) -> Proposal:
+    @query
+    async def add_proposal(self, c: Conn, candidate: Candidate, run_id: int | None) -> Proposal:
         """Store a new pending proposal."""
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
+        found = await c.fetchrow(
+            insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
+            *row.values(),
+            run_id,
+            "pending",
+        )
+        assert found is not None
+        return proposal_record(found)
 
-        def add(db: Database) -> Proposal:
-            cur = db.execute(
-                f"insert into proposals ({', '.join(row)}, run_id, status)"
-                f" values ({', '.join('?' for _ in row)}, ?, 'pending')",
-                [*row.values(), run_id],
-            )
-            found = one(db, "select * from proposals where id = ?", [cur.lastrowid])
-            assert found is not None
-            return _proposal(found)
-
-        return await self.run(add)
-
-    async def drop_proposal(self, proposal_id: int) -> None:
+    @query
+    async def drop_proposal(self, c: Conn, proposal_id: int) -> None:
         """Forget a pending proposal whose staging failed, before anyone could see it."""
-        await self.run(
-            lambda db: db.execute(
-                "delete from proposals where id = ? and status = 'pending'", [proposal_id]
-            )
-        )
+        await c.execute("delete from proposals where id = ? and status = 'pending'", proposal_id)
 
-    async def get_proposal(self, proposal_id: int) -> Proposal | None:
+    @query
+    async def get_proposal(self, c: Conn, proposal_id: int) -> Proposal | None:
         """One proposal by id."""
-        row = await self.run(
-            lambda db: one(db, "select * from proposals where id = ?", [proposal_id])
-        )
-        return None if row is None else _proposal(row)
+        row = await c.fetchrow("select * from proposals where id = ?", proposal_id)
+        return None if row is None else proposal_record(row)
 
+    @query
     async def list_proposals(
-        self, status: str | None = None, *, limit: int = 100, offset: int = 0
+        self, c: Conn, status: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> list[Proposal]:
         """Proposals newest first, optionally of one status."""
         where, params = ("where status = ?", [status]) if status else ("", [])
-        return await self.run(
-            lambda db: [
-                _proposal(dict(r))
-                for r in db.query(
-                    f"select * from proposals {where} order by id desc limit ? offset ?",
-                    [*params, limit, offset],
-                )
-            ]
+        rows = await c.fetch(
+            f"select * from proposals {where} order by id desc limit ? offset ?",
+            *params,
+            c.dialect.limit(limit),
+            max(int(offset), 0),
         )
+        return [proposal_record(r) for r in rows]
 
-    async def pending_proposals(self) -> list[Proposal]:
+    @query
+    async def pending_proposals(self, c: Conn) -> list[Proposal]:
         """Every proposal waiting for review, oldest first."""
-        return await self.run(
-            lambda db: [
-                _proposal(dict(r))
-                for r in db.query("select * from proposals where status = 'pending' order by id")
-            ]
-        )
+        rows = await c.fetch("select * from proposals where status = 'pending' order by id")
+        return [proposal_record(r) for r in rows]
 
-    async def unfinished_promotions(self) -> list[Proposal]:
+    @query
+    async def unfinished_promotions(self, c: Conn) -> list[Proposal]:
         """Approved proposals whose files or registry row were not finished (a crash)."""
-        return await self.run(
-            lambda db: [
-                _proposal(dict(r))
-                for r in db.query(
-                    "select * from proposals where status in ('approved', 'applied')"
-                    " and promoted_at is null order by id"
-                )
-            ]
+        rows = await c.fetch(
+            "select * from proposals where status in ('approved', 'applied')"
+            " and promoted_at is null order by id"
         )
+        return [proposal_record(r) for r in rows]
 
-    async def last_promotions(self) -> dict[str, Proposal]:
+    @query
+    async def last_promotions(self, c: Conn) -> dict[str, Proposal]:
         """The latest approved or applied proposal of each skill."""
-        rows = await self.run(
-            lambda db: [
-                dict(r)
-                for r in db.query(
-                    "select * from proposals where id in (select max(id) from proposals"
-                    " where status in ('approved', 'applied') group by coalesce(target, name))"
-                )
-            ]
+        rows = await c.fetch(
+            "select * from proposals where id in (select max(id) from proposals"
+            " where status in ('approved', 'applied') group by coalesce(target, name))"
+            " order by id"
         )
-        return {p.slug: p for p in map(_proposal, rows)}
+        return {p.slug: p for p in map(proposal_record, rows)}
 
+    @transaction
     async def transition(
         self,
+        c: Conn,
         proposal_id: int,
         *,
         from_status: str,
@@ -127,82 +114,77 @@ class ProposalQueries(QueriesBase):
 
         The tombstone and the registry row, when given, are written in the same transaction.
         """
-
-        def move(db: Database) -> bool:
-            with db.atomic():
-                cur = db.execute(
-                    "update proposals set status = ?, decided_by = ?, decided_at = ?,"
-                    " reason = coalesce(?, reason) where id = ? and status = ?",
-                    [to_status, by, at, reason, proposal_id, from_status],
-                )
-                if cur.rowcount != 1:
-                    return False
-                if tombstone is not None:
-                    _insert_rejection(db, tombstone)
-                if record is not None:
-                    db.table("skills").upsert(record.model_dump(), pk="slug")
-            return True
-
-        return await self.run(move)
-
-    async def set_rejection_reason(self, proposal_id: int, reason: str | None) -> bool:
-        """Set the reason of a rejected proposal and of its tombstone; False if not rejected."""
-
-        def update(db: Database) -> bool:
-            with db.atomic():
-                cur = db.execute(
-                    "update proposals set reason = ? where id = ? and status = 'rejected'",
-                    [reason, proposal_id],
-                )
-                if cur.rowcount != 1:
-                    return False
-                db.execute(
-                    "update rejections set reason = ? where proposal_id = ?",
-                    [reason, proposal_id],
-                )
-            return True
-
-        return await self.run(update)
-
-    async def mark_promoted(self, proposal_id: int, at: float, record: SkillRecord) -> None:
-        """Record that an approved proposal is live, with its registry row, in one transaction."""
-
-        def mark(db: Database) -> None:
-            with db.atomic():
-                db.execute("update proposals set promoted_at = ? where id = ?", [at, proposal_id])
-                db.table("skills").upsert(record.model_dump(), pk="slug")
-
-        await self.run(mark)
-
-    async def rejections(self, limit: int | None = None) -> list[Rejection]:
-        """Tombstones, newest first."""
-        tail = "" if limit is None else f" limit {int(limit)}"
-        return await self.run(
-            lambda db: [
-                Rejection.model_validate(dict(r))
-                for r in db.query(f"select * from rejections order by id desc{tail}")
-            ]
+        changed = await c.execute(
+            "update proposals set status = ?, decided_by = ?, decided_at = ?,"
+            " reason = coalesce(?, reason) where id = ? and status = ?",
+            to_status,
+            by,
+            at,
+            reason,
+            proposal_id,
+            from_status,
         )
+        if changed != 1:
+            return False
+        if tombstone is not None:
+            await c.execute(_INSERT_REJECTION, *_rejection_args(tombstone))
+        if record is not None:
+            await c.execute(UPSERT_SKILL, *skill_args(record))
+        return True
 
+    @transaction
+    async def set_rejection_reason(self, c: Conn, proposal_id: int, reason: str | None) -> bool:
+        """Set the reason of a rejected proposal and of its tombstone; False if not rejected."""
+        changed = await c.execute(
+            "update proposals set reason = ? where id = ? and status = 'rejected'",
+            reason,
+            proposal_id,
+        )
+        if changed != 1:
+            return False
+        await c.execute(
+            "update rejections set reason = ? where proposal_id = ?", reason, proposal_id
+        )
+        return True
+
+    @transaction
+    async def mark_promoted(
+        self, c: Conn, proposal_id: int, at: float, record: SkillRecord
+    ) -> None:
+        """Record that an approved proposal is live, with its registry row, in one transaction."""
+        await c.execute("update proposals set promoted_at = ? where id = ?", at, proposal_id)
+        await c.execute(UPSERT_SKILL, *skill_args(record))
+
+    @query
+    async def rejections(self, c: Conn, limit: int | None = None) -> list[Rejection]:
+        """Tombstones, newest first."""
+        rows = await c.fetch(
+            "select * from rejections order by id desc limit ?",
+            c.dialect.limit(-1 if limit is None else limit),
+        )
+        return [Rejection.model_validate(r) for r in rows]
+
+    @query
     async def add_skill_version(
-        self, slug: str, text: str, digest: str, proposal_id: int, at: float
+        self, c: Conn, slug: str, text: str, digest: str, proposal_id: int, at: float
     ) -> None:
         """Keep a live text an approval is about to replace."""
-        await self.run(
-            lambda db: db.execute(
-                "insert into skill_versions (slug, content, content_hash, replaced_at, proposal_id)"
-                " values (?, ?, ?, ?, ?)",
-                [slug, text, digest, at, proposal_id],
-            )
+        await c.execute(
+            insert_sql(
+                "skill_versions", ("slug", "content", "content_hash", "replaced_at", "proposal_id")
+            ),
+            slug,
+            text,
+            digest,
+            at,
+            proposal_id,
         )
 
-    async def replaced_version(self, proposal_id: int) -> SkillVersion | None:
+    @query
+    async def replaced_version(self, c: Conn, proposal_id: int) -> SkillVersion | None:
         """The live text the proposal replaced when it was approved."""
-        row = await self.run(
-            lambda db: one(
-                db,
-                "select * from skill_versions where proposal_id = ? order by id limit 1",
-                [proposal_id],
-            )
+        row = await c.fetchrow(
+            "select * from skill_versions where proposal_id = ? order by id limit 1",
+            proposal_id,
         )
         return None if row is None else SkillVersion.model_validate(row)

@@ -3,97 +3,103 @@
 from __future__ import annotations
 
 import time
-
-from sqlite_utils import Database
+from typing import Any
 
 from gateway.core.records import Awaiting, SkillRecord
-from gateway.store.base import QueriesBase, one
+from gateway.store.sql import Conn, QueriesBase, insert_sql, query, transaction
+
+_PK = "channel = ? and chat_id = ? and user_id = ?"
+
+
+def _upsert(table: str, columns: tuple[str, ...], key: tuple[str, ...]) -> str:
+    """Insert a row, or replace every other column of the row with the same key."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+    return insert_sql(table, columns, f"on conflict ({', '.join(key)}) do update set {updates}")
+
+
+_SKILL_COLUMNS = tuple(SkillRecord.model_fields)
+UPSERT_SKILL = _upsert("skills", _SKILL_COLUMNS, ("slug",))
+"""Write one registry row (the triggers keep `content_since`); arguments from `skill_args`."""
+_AWAITING_COLUMNS = tuple(Awaiting.model_fields)
+_UPSERT_AWAITING = _upsert("awaiting", _AWAITING_COLUMNS, ("channel", "chat_id", "user_id"))
+
+
+def skill_args(record: SkillRecord) -> list[Any]:
+    """A registry row's values for `UPSERT_SKILL`."""
+    row = record.model_dump()
+    row["enabled"] = int(row["enabled"])
+    return [row[c] for c in _SKILL_COLUMNS]
 
 
 class RegistryQueries(QueriesBase):
     """Registry rows for skills, and the `meta` table for run state."""
 
-    async def skill_records(self) -> list[SkillRecord]:
+    @query
+    async def skill_records(self, c: Conn) -> list[SkillRecord]:
         """Every registered skill, by slug."""
-        return await self.run(
-            lambda db: [
-                SkillRecord.model_validate(r)
-                for r in db.query("select * from skills order by slug")
-            ]
-        )
+        rows = await c.fetch("select * from skills")
+        # Sorted here, by code point (SQLite's byte order of UTF-8), whatever the collation.
+        return [SkillRecord.model_validate(r) for r in sorted(rows, key=lambda r: r["slug"])]
 
-    async def get_skill_record(self, slug: str) -> SkillRecord | None:
+    @query
+    async def get_skill_record(self, c: Conn, slug: str) -> SkillRecord | None:
         """One registry row."""
-        row = await self.run(lambda db: one(db, "select * from skills where slug = ?", [slug]))
+        row = await c.fetchrow("select * from skills where slug = ?", slug)
         return None if row is None else SkillRecord.model_validate(row)
 
-    async def put_skill_records(self, records: list[SkillRecord]) -> None:
+    @transaction
+    async def put_skill_records(self, c: Conn, records: list[SkillRecord]) -> None:
         """Insert or replace registry rows in one transaction."""
+        if records:
+            await c.executemany(UPSERT_SKILL, [skill_args(r) for r in records])
 
-        def put(db: Database) -> None:
-            with db.atomic():
-                for rec in records:
-                    db.table("skills").upsert(rec.model_dump(), pk="slug")
-
-        await self.run(put)
-
-    async def get_meta(self, key: str) -> str | None:
+    @query
+    async def get_meta(self, c: Conn, key: str) -> str | None:
         """A stored value, or None."""
-        row = await self.run(lambda db: one(db, "select value from meta where key = ?", [key]))
+        row = await c.fetchrow("select value from meta where key = ?", key)
         return None if row is None else str(row["value"])
 
-    async def set_meta(self, key: str, value: str) -> None:
+    @query
+    async def set_meta(self, c: Conn, key: str, value: str) -> None:
         """Store a value durably."""
-        await self.run(
-            lambda db: db.execute(
-                "insert into meta (key, value) values (?, ?)"
-                " on conflict (key) do update set value = excluded.value",
-                [key, value],
-            )
+        await c.execute(
+            "insert into meta (key, value) values (?, ?)"
+            " on conflict (key) do update set value = excluded.value",
+            key,
+            value,
         )
 
-    async def set_awaiting(self, question: Awaiting) -> None:
+    @query
+    async def set_awaiting(self, c: Conn, question: Awaiting) -> None:
         """Remember a question asked of a user (replacing any earlier one in that chat)."""
-        await self.run(
-            lambda db: db.table("awaiting").upsert(
-                question.model_dump(), pk=("channel", "chat_id", "user_id")
-            )
-        )
+        row = question.model_dump()
+        await c.execute(_UPSERT_AWAITING, *(row[col] for col in _AWAITING_COLUMNS))
 
+    @transaction
     async def take_awaiting(
-        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+        self, c: Conn, channel: str, chat_id: str, user_id: str, now: float | None = None
     ) -> Awaiting | None:
         """Remove and return the user's open question, if it has not expired."""
         at = time.time() if now is None else now
+        # One statement: whoever deletes the row is the one who takes it.
+        row = await c.fetchrow(
+            f"delete from awaiting where {_PK} returning *", channel, chat_id, user_id
+        )
+        if row is None:
+            return None
+        return Awaiting.model_validate(row) if row["expires_at"] >= at else None
 
-        def take(db: Database) -> Awaiting | None:
-            with db.atomic():
-                row = one(
-                    db,
-                    "select * from awaiting where channel = ? and chat_id = ? and user_id = ?",
-                    [channel, chat_id, user_id],
-                )
-                if row is None:
-                    return None
-                db.execute(
-                    "delete from awaiting where channel = ? and chat_id = ? and user_id = ?",
-                    [channel, chat_id, user_id],
-                )
-            return Awaiting.model_validate(row) if row["expires_at"] >= at else None
-
-        return await self.run(take)
-
+    @query
     async def peek_awaiting(
-        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+        self, c: Conn, channel: str, chat_id: str, user_id: str, now: float | None = None
     ) -> Awaiting | None:
         """The user's open, unexpired question, left in place."""
         at = time.time() if now is None else now
-        row = await self.run(
-            lambda db: one(
-                db,
-                "select * from awaiting where channel = ? and chat_id = ? and user_id = ?"
-                " and expires_at >= ?",
-                [channel, chat_id, user_id, at],
-            )
+        row = await c.fetchrow(
+            f"select * from awaiting where {_PK} and expires_at >= ?",
+            channel,
+            chat_id,
+            user_id,
+            at,
         )
         return None if row is None else Awaiting.model_validate(row)

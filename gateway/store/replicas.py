@@ -1,7 +1,7 @@
 """What replicas sharing one database need: inbox claims with leases, a registry fingerprint.
 
-One process never needs these; they are here on SQLite too so both backends keep
-one contract (and one test suite).
+One process never needs these; they work on SQLite too so both backends keep one
+contract (and one test suite).
 """
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ from __future__ import annotations
 import hashlib
 import time
 
-from sqlite_utils import Database
-
 from gateway.core.records import InboxItem
-from gateway.store.base import QueriesBase
+from gateway.store.inbox import ITEM
+from gateway.store.sql import Conn, QueriesBase, marks, query
 
 
 class ReplicaQueries(QueriesBase):
     """Claims on stored updates, and a cheap way to see the skill registry change."""
 
+    @query
     async def inbox_claim(
         self,
+        c: Conn,
         holder: str,
         lease: float,
         *,
@@ -32,87 +33,76 @@ class ReplicaQueries(QueriesBase):
         Only the oldest unprocessed update of each chat can be claimed, and only when
         nobody's lease on it runs: so a chat's updates are answered one after another,
         in order, whichever replica takes each, and work left by a replica that died is
-        taken over once its lease expires.
+        taken over once its lease expires. On PostgreSQL `for update skip locked` lets
+        replicas claim at the same moment without waiting on each other; a row another
+        replica claimed meanwhile is checked again on its new version (its lease now
+        runs), so no row is claimed twice.
         """
         at = time.time() if now is None else now
         if limit <= 0 or not channels:
             return []
-        marks = ", ".join("?" for _ in channels)
+        rows = await c.fetch(
+            f"""
+            update inbox set claimed_by = ?, lease_until = ?
+            where id in (
+                select i.id from inbox i
+                where i.processed_at is null
+                  and i.channel in ({marks(channels)})
+                  and (i.lease_until is null or i.lease_until < ?)
+                  and i.id = (
+                      select min(h.id) from inbox h
+                      where h.processed_at is null
+                        and h.channel = i.channel and h.chat_key = i.chat_key
+                  )
+                order by i.id
+                limit ?
+                {c.dialect.skip_locked}
+            )
+            and processed_at is null
+            and (lease_until is null or lease_until < ?)
+            returning {ITEM}
+            """,
+            holder,
+            at + lease,
+            *channels,
+            at,
+            limit,
+            at,
+        )
+        return sorted((InboxItem.model_validate(r) for r in rows), key=lambda item: item.id)
 
-        def claim(db: Database) -> list[InboxItem]:
-            with db.atomic():
-                rows = [
-                    dict(r)
-                    for r in db.query(
-                        "select * from inbox i where processed_at is null"
-                        f" and channel in ({marks})"
-                        " and (lease_until is null or lease_until < ?)"
-                        " and id = (select min(id) from inbox h where h.processed_at is null"
-                        " and h.channel = i.channel and h.chat_key = i.chat_key)"
-                        " order by id limit ?",
-                        [*channels, at, limit],
-                    )
-                ]
-                ids = [r["id"] for r in rows]
-                if not ids:
-                    return []
-                db.execute(
-                    f"update inbox set claimed_by = ?, lease_until = ?"
-                    f" where id in ({', '.join('?' for _ in ids)})",
-                    [holder, at + lease, *ids],
-                )
-            return [InboxItem.model_validate(r) for r in rows]
-
-        return await self.run(claim)
-
+    @query
     async def inbox_renew(
-        self, holder: str, item_ids: list[int], lease: float, now: float | None = None
+        self, c: Conn, holder: str, item_ids: list[int], lease: float, now: float | None = None
     ) -> list[int]:
         """Extend `holder`'s leases; returns the ids it still holds."""
         at = time.time() if now is None else now
         if not item_ids:
             return []
-        marks = ", ".join("?" for _ in item_ids)
+        rows = await c.fetch(
+            f"update inbox set lease_until = ? where claimed_by = ? and id in ({marks(item_ids)})"
+            " and processed_at is null returning id",
+            at + lease,
+            holder,
+            *item_ids,
+        )
+        return sorted(int(r["id"]) for r in rows)
 
-        def renew(db: Database) -> list[int]:
-            db.execute(
-                f"update inbox set lease_until = ? where claimed_by = ? and id in ({marks})"
-                " and processed_at is null",
-                [at + lease, holder, *item_ids],
-            )
-            return [
-                int(r["id"])
-                for r in db.query(
-                    f"select id from inbox where claimed_by = ? and id in ({marks})"
-                    " and processed_at is null order by id",
-                    [holder, *item_ids],
-                )
-            ]
-
-        return await self.run(renew)
-
-    async def inbox_release(self, holder: str) -> int:
+    @query
+    async def inbox_release(self, c: Conn, holder: str) -> int:
         """Give back every unfinished claim of `holder` (a clean stop), for others to take."""
-        return await self.run(
-            lambda db: (
-                db.execute(
-                    "update inbox set claimed_by = null, lease_until = null"
-                    " where claimed_by = ? and processed_at is null",
-                    [holder],
-                ).rowcount
-            )
+        return await c.execute(
+            "update inbox set claimed_by = null, lease_until = null"
+            " where claimed_by = ? and processed_at is null",
+            holder,
         )
 
-    async def skills_fingerprint(self) -> str:
+    @query
+    async def skills_fingerprint(self, c: Conn) -> str:
         """Changes whenever any skill registry row changes (a replica then reloads)."""
-
-        def fingerprint(db: Database) -> str:
-            digest = hashlib.sha256()
-            for row in db.execute(
-                "select slug, source, enabled, review_status, content_hash from skills"
-                " order by slug"
-            ):
-                digest.update("|".join(str(v) for v in row).encode() + b"\n")
-            return digest.hexdigest()
-
-        return await self.run(fingerprint)
+        digest = hashlib.sha256()
+        for row in await c.fetch(
+            "select slug, source, enabled, review_status, content_hash from skills order by slug"
+        ):
+            digest.update("|".join(str(v) for v in row.values()).encode() + b"\n")
+        return digest.hexdigest()

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-
-from gateway.store.base import QueriesBase
+from gateway.store.sql import Conn, QueriesBase, query
 
 
 class StatsQueries(QueriesBase):
     """Counts by rating and by status."""
 
-    async def feedback_counts(self) -> dict[int, int]:
+    @query
+    async def feedback_counts(self, c: Conn) -> dict[int, int]:
         """How many stored ratings there are of each value (+1, -1)."""
-        return await self.run(
-            lambda db: {
-                int(r["rating"]): int(r["n"])
-                for r in db.query("select rating, count(*) as n from feedback group by rating")
-            }
-        )
+        rows = await c.fetch("select rating, count(*) as n from feedback group by rating")
+        return {int(r["rating"]): int(r["n"]) for r in rows}
 
-    async def proposal_counts(self) -> dict[str, int]:
-        """Proposals by review status; {} while the database has no proposals table."""
-
-        def count(db: Database) -> dict[str, int]:
-            table = db.table("proposals")
-            if not table.exists() or "status" not in table.columns_dict:
-                return {}
-            return {
-                str(r["status"]): int(r["n"])
-                for r in db.query("select status, count(*) as n from proposals group by status")
-            }
-
-        return await self.run(count)
+    @query
+    async def proposal_counts(self, c: Conn) -> dict[str, int]:
+        """Proposals by review status."""
+        # Opening the store migrates it, so the table is always there.
+        rows = await c.fetch("select status, count(*) as n from proposals group by status")
+        return {str(r["status"]): int(r["n"]) for r in rows}

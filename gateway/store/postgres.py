@@ -1,0 +1,221 @@
+"""The store on PostgreSQL: an asyncpg pool, migrated on open.
+
+Selected by `SKILLGATE_DATABASE_URL=postgresql://...` (see `gateway.store.open_store`).
+The methods are the same code as on SQLite (`gateway.store.sql`); this module is
+what differs: a unit of work borrows a pooled connection, `?` marks become `$n`,
+rows can be locked (`for update skip locked`) and writers of one thing queue on
+advisory locks. That is what lets several replicas share one database: the inbox
+is claimed row by row, locks are lease rows, and every decision is a conditional
+update that only one writer can win.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import zlib
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+
+from gateway.errors import StoreBusy, StoreError
+from gateway.store.base import Store
+from gateway.store.migrations import MIGRATIONS, Migration, apply
+from gateway.store.sql import Work
+
+T = TypeVar("T")
+
+_RETRYABLE: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.LockNotAvailableError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.QueryCanceledError,
+    asyncpg.exceptions.InterfaceError,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+)
+
+_LOCKS = 0x5E55
+"""First key of the named advisory locks (the two-key space, apart from the migration lock)."""
+_MIGRATION_LOCK = 0x5EC1_6A7E
+"""pg_advisory_xact_lock key: replicas starting together migrate one after another."""
+
+
+@contextlib.contextmanager
+def database_errors() -> Iterator[None]:
+    """Map driver errors onto the store's: StoreBusy when trying again can help."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except _RETRYABLE as exc:
+        raise StoreBusy(f"database is busy or unreachable: {type(exc).__name__}: {exc}") from exc
+    except asyncpg.PostgresError as exc:
+        raise StoreError(f"database error: {type(exc).__name__}: {exc}") from exc
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
+
+
+_MARK_OR_LITERAL = re.compile(r"'(?:[^']|'')*'|\?")
+
+
+@functools.lru_cache(maxsize=2048)
+def numbered(sql: str) -> str:
+    """The statement with `?` marks (outside string literals) numbered `$1, $2, ...`."""
+    counter = iter(range(1, sql.count("?") + 1))
+    return _MARK_OR_LITERAL.sub(
+        lambda m: f"${next(counter)}" if m.group() == "?" else m.group(), sql
+    )
+
+
+def affected(status: str) -> int:
+    """Rows touched, from a command status such as "UPDATE 3" or "INSERT 0 1"."""
+    tail = status.rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+class PgDialect:
+    name = "postgresql"
+    for_update = "for update"
+    skip_locked = "for update skip locked"
+
+    snapshot = "set transaction isolation level repeatable read, read only"
+
+    def json_elements(self, expr: str, alias: str) -> str:
+        return f"jsonb_array_elements_text(({expr})::jsonb) as {alias} (value)"
+
+    def limit(self, n: int) -> int | None:
+        return None if n < 0 else int(n)  # PostgreSQL refuses a negative limit
+
+
+DIALECT = PgDialect()
+
+
+class PgConn:
+    """The Conn of `gateway.store.sql` over one asyncpg connection."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+
+    @property
+    def dialect(self) -> PgDialect:
+        return DIALECT
+
+    async def fetch(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self.conn.fetch(numbered(sql), *args)]
+
+    async def fetchrow(self, sql: str, *args: Any) -> dict[str, Any] | None:
+        row = await self.conn.fetchrow(numbered(sql), *args)
+        return None if row is None else dict(row)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(numbered(sql), *args)
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        return affected(await self.conn.execute(numbered(sql), *args))
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self.conn.executemany(numbered(sql), rows)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        async with self.conn.transaction():
+            yield
+
+    async def lock(self, key: str) -> None:
+        digest = zlib.crc32(key.encode())
+        signed = digest if digest < 1 << 31 else digest - (1 << 32)  # the lock takes an int4
+        await self.conn.execute("select pg_advisory_xact_lock($1, $2)", _LOCKS, signed)
+
+
+async def migrate(conn: asyncpg.Connection, migrations: list[Migration] | None = None) -> list[int]:
+    """Apply every migration not yet recorded, one replica at a time."""
+    async with conn.transaction():
+        await conn.execute("select pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+        return await apply(PgConn(conn), MIGRATIONS if migrations is None else migrations)
+
+
+class PostgresStore(Store):
+    """PostgreSQL through an asyncpg pool; `schema` picks a schema other than public."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.schema = schema
+        self._min_size = min_size
+        self._max_size = max_size
+        self._connect_timeout = connect_timeout
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the data lives, safe to print."""
+        where = redact_url(self.url)
+        return f"{where} (schema {self.schema})" if self.schema else where
+
+    async def open(self) -> PostgresStore:
+        """Connect and apply pending migrations (one replica at a time)."""
+        settings = {"search_path": self.schema} if self.schema else None
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url,
+                min_size=self._min_size,
+                max_size=self._max_size,
+                timeout=self._connect_timeout,
+                server_settings=settings,
+            )
+            async with self._pool.acquire() as conn:
+                await migrate(conn)
+        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError, TimeoutError) as exc:
+            await self.close()
+            raise StoreError(
+                f"cannot open database {self.location}: {type(exc).__name__}: {exc}"
+            ) from exc
+        except ValueError as exc:  # a malformed URL
+            await self.close()
+            raise StoreError(f"cannot open database {self.location}: {exc}") from exc
+        return self
+
+    async def close(self) -> None:
+        """Wait for borrowed connections, then close the pool."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """One pooled connection, with driver errors mapped (bulk copies, tests)."""
+        if self._pool is None:
+            raise StoreError("store is not open")
+        with database_errors():
+            async with self._pool.acquire() as conn:
+                yield conn
+
+    async def _run(self, work: Work[T], *, transaction: bool) -> T:
+        async with self.connection() as conn:
+            if transaction:
+                async with conn.transaction():
+                    return await work(PgConn(conn))
+            return await work(PgConn(conn))
