@@ -20,7 +20,7 @@ from aiohttp import web
 
 from gateway.app import build_app
 from gateway.channels.base import Services
-from gateway.channels.telegram import TelegramChannel
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
 from gateway.keys import SERVICES

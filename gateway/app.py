@@ -17,7 +17,6 @@ from gateway.admin.api import admin_api
 from gateway.admin.console import add_console
 from gateway.channels.base import Channel, Services
 from gateway.channels.registry import configured_channels
-from gateway.channels.review_cards import start_cards
 from gateway.config import Settings
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
@@ -32,6 +31,7 @@ from gateway.replicas import (
     replica_name,
     startup_lock,
 )
+from gateway.review.cards import start_cards
 from gateway.scheduler import SynthesisSchedule
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir

@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 
 from gateway.app import close_services, open_services
 from gateway.channels.base import Services
-from gateway.channels.review_cards import chat_cards
-from gateway.channels.review_chat import skills_text
 from gateway.config import Settings
+from gateway.conversation.review import skills_text
 from gateway.errors import ProposalNotFound, SkillError
+from gateway.review.cards import chat_cards
 from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from gateway.app import close_services, open_services
-from gateway.channels.review_cards import chat_cards
 from gateway.config import Settings
+from gateway.review.cards import chat_cards
 from gateway.skills.synthesizer import BatchReport, RunSummary
 
 

@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import build_app
 from gateway.channels.base import Services
-from gateway.channels.line import LineChannel
-from gateway.channels.telegram import TelegramChannel
+from gateway.channels.line.channel import LineChannel
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
 from gateway.keys import SERVICES
 from tests.fakes.line_api import USER_ID, FakeLineAPI, postback_event, sign, webhook_body

@@ -12,7 +12,7 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import build_app
-from gateway.channels.line import LineChannel
+from gateway.channels.line.channel import LineChannel
 from gateway.config import Settings
 from gateway.keys import CHANNELS, SERVICES
 from gateway.store import Store

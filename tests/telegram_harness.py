@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import build_app
 from gateway.channels.base import Services
-from gateway.channels.telegram import TelegramChannel
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
 from gateway.keys import SERVICES
 from tests.fakes.openai_server import FakeOpenAI

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.channels.line import LineChannel
-from gateway.channels.telegram_cards import card_part
+from gateway.channels.line.channel import LineChannel
+from gateway.channels.telegram.cards import card_part
 from gateway.channels.text import utf16_len
 from gateway.config import Settings
 from gateway.skills.card_buttons import CardSigner

@@ -24,9 +24,9 @@ from gateway.core.records import InboxItem
 from gateway.metrics import Metrics
 
 if TYPE_CHECKING:
-    from gateway.channels.review_cards import CardTransport, ReviewCards
     from gateway.config import Settings
     from gateway.inbox import InboxWorker
+    from gateway.review.cards import CardTransport, ReviewCards
     from gateway.skills.catalog import SkillCatalog
     from gateway.skills.review import Reviewer
     from gateway.skills.synthesizer import Synthesizer

@@ -13,11 +13,11 @@ def configured_channels(settings: Settings) -> list[Channel]:
     """Adapters for the channels whose credentials are set."""
     channels: list[Channel] = []
     if settings.telegram_enabled:
-        from gateway.channels.telegram import TelegramChannel
+        from gateway.channels.telegram.channel import TelegramChannel
 
         channels.append(TelegramChannel(settings))
     if settings.line_enabled:
-        from gateway.channels.line import LineChannel
+        from gateway.channels.line.channel import LineChannel
 
         channels.append(LineChannel(settings))
     return channels

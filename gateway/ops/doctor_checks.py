@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from gateway.channels.telegram_updates import WEBHOOK_PATH as TELEGRAM_PATH
+from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
 from gateway.doctor import Check
 from gateway.errors import ChannelError, ConfigError

@@ -16,10 +16,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.channels.review_chat import ADMIN_COMMANDS
-from gateway.channels.telegram_updates import ALLOWED_UPDATES, COMMANDS
-from gateway.channels.telegram_updates import WEBHOOK_PATH as TELEGRAM_PATH
+from gateway.channels.telegram.updates import ALLOWED_UPDATES, COMMANDS
+from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
+from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.errors import ChannelError, ConfigError
 from gateway.ops.platforms import line_api, line_errors, telegram_bot, telegram_errors
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.channels.line_feedback import parse_rating as parse_line_rating
-from gateway.channels.telegram_feedback import parse_rating as parse_telegram_rating
+from gateway.channels.line.feedback import parse_rating as parse_line_rating
+from gateway.channels.telegram.feedback import parse_rating as parse_telegram_rating
 from tests.cards_support import ALICE, LINE_ADMIN, LINE_OTHER, LINE_SECRET, Rig
 from tests.fakes.line_api import postback_event, sign, webhook_body
 from tests.fakes.telegram_api import make_callback_update

@@ -19,14 +19,14 @@ from telegram import CallbackQuery, ForceReply, InlineKeyboardButton, InlineKeyb
 from telegram import Message as TgMessage
 from telegram.helpers import mention_html
 
-from gateway.channels.telegram_format import Part
-from gateway.channels.telegram_send import NotModified, Target
+from gateway.channels.telegram.format import Part
+from gateway.channels.telegram.send import NotModified, Target
 from gateway.core.models import Button, ChatRef, rating_buttons
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError
 
 if TYPE_CHECKING:
-    from gateway.channels.telegram import TelegramChannel
+    from gateway.channels.telegram.channel import TelegramChannel
 
 log = logging.getLogger(__name__)
 

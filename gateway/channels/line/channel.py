@@ -30,10 +30,10 @@ from linebot.v3.webhooks import (
 )
 
 from gateway.channels.base import Channel, storable
-from gateway.channels.line_cards import LineCards
-from gateway.channels.line_client import LineClient, PushQuotaExhausted
-from gateway.channels.line_delivery import CURRENT_EVENT, EventContext, LineOutbox
-from gateway.channels.line_events import (
+from gateway.channels.line.cards import LineCards
+from gateway.channels.line.client import LineClient, PushQuotaExhausted
+from gateway.channels.line.delivery import CURRENT_EVENT, EventContext, LineOutbox
+from gateway.channels.line.events import (
     chat_of,
     command_of,
     inbox_key,
@@ -41,16 +41,16 @@ from gateway.channels.line_events import (
     self_mentions,
     without_spans,
 )
-from gateway.channels.line_feedback import (
+from gateway.channels.line.feedback import (
     ASK_WHAT_WENT_WRONG,
     THANKS_FOR_COMMENT,
     LineFeedback,
     parse_rating,
 )
-from gateway.channels.line_format import line_parts
-from gateway.channels.line_review import LineReview
-from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
+from gateway.channels.line.format import line_parts
+from gateway.channels.line.review import LineReview
 from gateway.config import Settings
+from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError

@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from gateway.channels.review_cards import CopyGone
-from gateway.channels.telegram_format import MAX_TEXT, Part
-from gateway.channels.telegram_send import NotModified, Target, Undeliverable
+from gateway.channels.telegram.format import MAX_TEXT, Part
+from gateway.channels.telegram.send import NotModified, Target, Undeliverable
 from gateway.channels.text import utf16_len
+from gateway.review.cards import CopyGone
 from gateway.skills.card_buttons import CardSigner
 from gateway.skills.cards import Card, fit, trimmed_note
 from gateway.skills.proposals import Proposal
 from gateway.store.cards import CardDelivery
 
 if TYPE_CHECKING:
-    from gateway.channels.telegram import TelegramChannel
+    from gateway.channels.telegram.channel import TelegramChannel
 
 APPROVE, REJECT, FULL_DIFF = "✅ Approve", "❌ Reject", "🔍 Full diff"
 MIN_DIFF = 40

@@ -27,19 +27,18 @@ from telegram.error import TelegramError
 from telegram.ext import Application
 
 from gateway.channels.base import Channel
-from gateway.channels.review_chat import ADMIN_COMMAND_NAMES, ADMIN_HELP
-from gateway.channels.telegram_cards import TelegramCards
-from gateway.channels.telegram_feedback import FeedbackHandler, keyboard
-from gateway.channels.telegram_format import Part, render_parts
-from gateway.channels.telegram_review import TelegramReview
-from gateway.channels.telegram_send import (
+from gateway.channels.telegram.cards import TelegramCards
+from gateway.channels.telegram.feedback import FeedbackHandler, keyboard
+from gateway.channels.telegram.format import Part, render_parts
+from gateway.channels.telegram.review import TelegramReview
+from gateway.channels.telegram.send import (
     Sender,
     SendPolicy,
     Target,
     Undeliverable,
     bot_request,
 )
-from gateway.channels.telegram_updates import (
+from gateway.channels.telegram.updates import (
     ALLOWED_UPDATES,
     COMMANDS,
     JSON,
@@ -51,6 +50,7 @@ from gateway.channels.telegram_updates import (
     without_mention,
 )
 from gateway.config import Settings
+from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError

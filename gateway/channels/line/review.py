@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from gateway.channels.line_client import MAX_MESSAGES_PER_CALL, text_messages
-from gateway.channels.line_format import MAX_TEXT_UTF16
-from gateway.channels.review_chat import (
+from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, text_messages
+from gateway.channels.line.format import MAX_TEXT_UTF16
+from gateway.channels.text import split_text, utf16_len
+from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     INVALID_BUTTON,
     MAX_CARDS_SHOWN,
@@ -31,14 +32,13 @@ from gateway.channels.review_chat import (
     store_reason,
     synthesize_text,
 )
-from gateway.channels.text import split_text, utf16_len
 from gateway.core.models import Button, ChatRef
 from gateway.errors import ProposalNotFound
 from gateway.skills.cards import build_card, full_diff
 
 if TYPE_CHECKING:
-    from gateway.channels.line import LineChannel
-    from gateway.channels.line_cards import LineCards
+    from gateway.channels.line.cards import LineCards
+    from gateway.channels.line.channel import LineChannel
 
 log = logging.getLogger(__name__)
 

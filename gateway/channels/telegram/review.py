@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING
 from telegram import CallbackQuery, ForceReply, User
 from telegram import Message as TgMessage
 
-from gateway.channels.review_chat import (
+from gateway.channels.telegram.format import MAX_TEXT, Part
+from gateway.channels.telegram.send import Target
+from gateway.channels.text import split_text, utf16_len
+from gateway.conversation.review import (
     INVALID_BUTTON,
     MAX_CARDS_SHOWN,
     NO_PENDING,
@@ -31,16 +34,13 @@ from gateway.channels.review_chat import (
     store_reason,
     synthesize_text,
 )
-from gateway.channels.telegram_format import MAX_TEXT, Part
-from gateway.channels.telegram_send import Target
-from gateway.channels.text import split_text, utf16_len
 from gateway.core.models import ChatRef
 from gateway.errors import ChannelError, ProposalNotFound
 from gateway.skills.cards import build_card, full_diff
 
 if TYPE_CHECKING:
-    from gateway.channels.telegram import TelegramChannel
-    from gateway.channels.telegram_cards import TelegramCards
+    from gateway.channels.telegram.cards import TelegramCards
+    from gateway.channels.telegram.channel import TelegramChannel
 
 log = logging.getLogger(__name__)
 

@@ -24,14 +24,14 @@ from linebot.v3.messaging import (
     PostbackAction,
 )
 
-from gateway.channels.line_client import text_messages
+from gateway.channels.line.client import text_messages
 from gateway.channels.text import utf16_len
 from gateway.skills.card_buttons import CardAction, CardSigner
 from gateway.skills.cards import Card, clip, fit, trimmed_note
 from gateway.store.cards import CardDelivery
 
 if TYPE_CHECKING:
-    from gateway.channels.line import LineChannel
+    from gateway.channels.line.channel import LineChannel
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from linebot.v3.messaging import Message
 
-from gateway.channels.line_client import (
+from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
     PushQuotaExhausted,
