@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from gateway.app import close_services, open_services
+from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 
@@ -21,7 +21,7 @@ async def _read(prompt: str) -> str | None:
 
 async def run_chat(settings: Settings, *, user: str) -> int:
     """Read lines, answer them, until /quit or end of input."""
-    services = await open_services(settings)
+    services = await open_parts(settings)
     chat = ChatRef(channel="console", chat_id=user, user_id=user)
     model = settings.llm_model or "no model configured"
     print(f"skillgate chat ({model}). {HELP}", file=sys.stderr)
@@ -52,5 +52,5 @@ async def run_chat(settings: Settings, *, user: str) -> int:
             last_answer = reply.message_id if reply.kind == "normal" else None
             print(f"bot> {reply.text}")
     finally:
-        await close_services(services)
+        await close_parts(services)
     return 0

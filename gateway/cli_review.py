@@ -11,12 +11,10 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from gateway.app import close_services, open_services
-from gateway.channels.base import Services
+from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
 from gateway.errors import ProposalNotFound, SkillError
-from gateway.review.cards import chat_cards
 from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
@@ -24,12 +22,12 @@ from gateway.skills.staging import iso
 
 
 @asynccontextmanager
-async def _services(settings: Settings) -> AsyncIterator[Services]:
-    services = await open_services(settings)
+async def _services(settings: Settings) -> AsyncIterator[Parts]:
+    services = await open_parts(settings)
     try:
         yield services
     finally:
-        await close_services(services)
+        await close_parts(services)
 
 
 def _line(p: Proposal) -> str:
@@ -115,5 +113,5 @@ def _report(result: Decision, name: str | None) -> int:
 async def list_skills(settings: Settings) -> int:
     """Every registered skill with its source, status and 👍 rate."""
     async with _services(settings) as services:
-        print(await skills_text(services))
+        print(await skills_text(services.store, services.synthesizer))
     return 0

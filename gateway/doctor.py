@@ -6,23 +6,16 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
+from gateway.ops.steps import Check
 from gateway.store import store_for
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-    fix: str = ""
 
 
 def check_data_dir(settings: Settings) -> Check:
@@ -174,7 +167,7 @@ def check_channels(settings: Settings) -> list[Check]:
 
 async def registered_secret(settings: Settings) -> str | None:
     """The webhook secret fingerprint `set-webhook` stored, if any."""
-    from gateway.ops.webhooks import SECRET_META
+    from gateway.channels.telegram.operator import SECRET_META
 
     try:
         async with store_for(settings) as store:

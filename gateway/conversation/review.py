@@ -1,27 +1,31 @@
-"""What the chat channels say and do for admins who review: decisions, reasons, commands.
+"""Admins reviewing in chat: card presses, the reason after a rejection, review commands.
 
-Telegram and LINE differ in how they show things; the words, the rules and the
-calls into the review operations are the same and live here.
+Admin rights come first: a press or command from anyone who is not an admin of the
+channel is answered "not allowed", logged, and changes nothing. Then the button's
+signature: data this bot did not make is refused. After a rejection (recorded at
+once) the bot asks for an optional reason; on Telegram only a reply to that prompt
+becomes it, on LINE the admin's next text, or Skip. The "what went wrong?" question
+after 👎 is another purpose of the same store, so neither takes the other's answer.
+Platforms differ in how they show things (`Responder`); the words and rules are here.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from gateway.conversation.models import Press, Profile
+from gateway.conversation.ports import ConversationStore, Responder, Synthesis
+from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
-from gateway.errors import ProposalNotFound, SkillError
+from gateway.errors import ChannelError, ProposalNotFound, SkillError
 from gateway.skills.card_buttons import CardAction
-from gateway.skills.cards import decider_label, when
+from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
 from gateway.skills.proposals import Proposal
-from gateway.skills.review import Decision
+from gateway.skills.review import Decision, Reviewer
 from gateway.skills.synthesizer import RunSummary
-
-if TYPE_CHECKING:
-    from gateway.channels.base import Services
 
 log = logging.getLogger(__name__)
 
@@ -69,89 +73,216 @@ class Decided:
         return self.decision is not None and self.decision.outcome == "rejected"
 
 
-async def already(services: Services, p: Proposal) -> str:
-    """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
-    name = await services.store.reviewer_name(p.decided_by) if p.decided_by else None
-    who = decider_label(p.decided_by, name)
-    return f"Already {p.status.replace('_', ' ')} by {who} at {when(p.decided_at)}."
+class ReviewChat:
+    """Card presses, rejection reasons and review commands for one channel's admins."""
 
+    def __init__(
+        self,
+        profile: Profile,
+        store: ConversationStore,
+        review: Reviewer,
+        synthesis: Synthesis,
+        clock: Callable[[], float],
+    ) -> None:
+        self.profile = profile
+        self.store = store
+        self.review = review
+        self.synthesis = synthesis
+        self.clock = clock
 
-async def decide(services: Services, action: CardAction, proposal_id: int, decider: str) -> Decided:
-    """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
-    review = services.review
-    try:
-        if action == "approve":
-            decision = await review.approve(proposal_id, decider)
+    @property
+    def channel(self) -> str:
+        return self.profile.channel
+
+    def is_admin(self, user_id: str | None) -> bool:
+        return self.profile.audience.is_admin(user_id)
+
+    async def card(self, p: Proposal) -> Card:
+        return await build_card(p, self.review, self.store)
+
+    # ---- presses --------------------------------------------------------------------------
+
+    async def on_press(self, press: Press, out: Responder) -> None:
+        """Approve, Reject, Full diff or Skip on a card."""
+        user = press.chat.user_id
+        if user is None or not self.is_admin(user):
+            log.warning(
+                "%s user %s pressed a proposal button but is not an admin; nothing changed",
+                self.profile.who,
+                user,
+            )
+            await out.acknowledge(NOT_ALLOWED)
+            return
+        verified = self.profile.signer.verify(press.data)
+        if verified is None or verified[0] not in self.profile.card_actions:
+            log.warning(
+                "refused card button data %r from %s user %s",
+                press.data[:80],
+                self.profile.who,
+                user,
+            )
+            await out.acknowledge(INVALID_BUTTON)
+            return
+        action, proposal_id = verified
+        if action == "diff":
+            await self._full_diff(proposal_id, out)
+        elif action == "skip":
+            question = await self.pending_reason(press.chat.chat_id, user)
+            if question is not None and question.ref == str(proposal_id):
+                await self.store_reason(question, None)
+            await out.acknowledge(NO_REASON)
         else:
-            decision = await review.reject(proposal_id, decider)
-    except ProposalNotFound:
-        return Decided(GONE)
-    except (OSError, SkillError) as exc:
-        log.exception("approving proposal #%d for %s failed", proposal_id, decider)
-        return Decided(f"Could not apply proposal #{proposal_id}: {exc}"[:200])
-    p = decision.proposal
-    if decision.outcome == "decided":
-        return Decided(await already(services, p), decision)
-    if decision.outcome == "stale":
-        return Decided("⚠️ Not applied: the skill changed after this proposal was made.", decision)
-    if decision.outcome == "rejected":
-        return Decided(f"❌ Rejected proposal #{p.id} ({p.slug}).", decision)
-    return Decided(f"✅ Approved: {p.slug} is live now.", decision)
+            await self._decide(action, proposal_id, user, out)
 
+    async def _decide(
+        self, action: CardAction, proposal_id: int, user: str, out: Responder
+    ) -> None:
+        decider = f"{self.channel}:{user}"
+        name = await out.reviewer_name()
+        if name:
+            await self.store.set_reviewer_name(decider, name)
+        result = await self.decide(action, proposal_id, decider)
+        if result.rejected_now and result.decision is not None:
+            p = result.decision.proposal
+            prompt = await out.ask_reason(p, result.text)
+            await self.ask_reason(out.chat.chat_id, user, p.id, prompt_message_id=prompt)
+            return
+        await out.acknowledge(result.text)
+        if result.decision is not None and result.decision.outcome == "decided":
+            # Perhaps an older copy that no sync edits: show the decision on this one too.
+            card = await self.card(await self.review.get(result.decision.proposal.id))
+            try:
+                await out.show_card(card)
+            except ChannelError as exc:
+                log.info("could not update an older card copy: %s", exc)
 
-async def ask_reason(
-    services: Services,
-    channel: str,
-    chat_id: str,
-    user_id: str,
-    proposal_id: int,
-    *,
-    prompt_message_id: str | None = None,
-    minutes: float = 10,
-) -> None:
-    """Remember that the user's answer (on Telegram: reply) is the rejection's reason."""
-    now = time.time()
-    await services.store.set_awaiting(
-        Awaiting(
-            channel=channel,
-            chat_id=chat_id,
-            user_id=user_id,
-            purpose=REASON_PURPOSE,
-            ref=str(proposal_id),
-            prompt_message_id=prompt_message_id,
-            expires_at=now + minutes * 60,
-            created_at=now,
+    async def _full_diff(self, proposal_id: int, out: Responder) -> None:
+        try:
+            p = await self.review.get(proposal_id)
+        except ProposalNotFound:
+            await out.acknowledge(GONE)
+            return
+        await out.send_diff(p, await full_diff(p, self.review, self.store))
+
+    async def already(self, p: Proposal) -> str:
+        """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
+        name = await self.store.reviewer_name(p.decided_by) if p.decided_by else None
+        who = decider_label(p.decided_by, name)
+        return f"Already {p.status.replace('_', ' ')} by {who} at {when(p.decided_at)}."
+
+    async def decide(self, action: CardAction, proposal_id: int, decider: str) -> Decided:
+        """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
+        try:
+            if action == "approve":
+                decision = await self.review.approve(proposal_id, decider)
+            else:
+                decision = await self.review.reject(proposal_id, decider)
+        except ProposalNotFound:
+            return Decided(GONE)
+        except (OSError, SkillError) as exc:
+            log.exception("approving proposal #%d for %s failed", proposal_id, decider)
+            return Decided(f"Could not apply proposal #{proposal_id}: {exc}"[:200])
+        p = decision.proposal
+        if decision.outcome == "decided":
+            return Decided(await self.already(p), decision)
+        if decision.outcome == "stale":
+            return Decided(
+                "⚠️ Not applied: the skill changed after this proposal was made.", decision
+            )
+        if decision.outcome == "rejected":
+            return Decided(f"❌ Rejected proposal #{p.id} ({p.slug}).", decision)
+        return Decided(f"✅ Approved: {p.slug} is live now.", decision)
+
+    # ---- reasons --------------------------------------------------------------------------
+
+    async def ask_reason(
+        self, chat_id: str, user_id: str, proposal_id: int, *, prompt_message_id: str | None
+    ) -> None:
+        """Remember that the user's answer (on Telegram: reply) is the rejection's reason."""
+        now = self.clock()
+        await self.store.set_awaiting(
+            Awaiting(
+                channel=self.channel,
+                chat_id=chat_id,
+                user_id=user_id,
+                purpose=REASON_PURPOSE,
+                ref=str(proposal_id),
+                prompt_message_id=prompt_message_id,
+                expires_at=now + self.profile.dialect.reason_seconds,
+                created_at=now,
+            )
         )
-    )
+
+    async def pending_reason(self, chat_id: str, user_id: str) -> Awaiting | None:
+        """The user's open "why was it rejected?" question in this chat, if any."""
+        question = await self.store.peek_awaiting(self.channel, chat_id, user_id, self.clock())
+        return question if question is not None and question.purpose == REASON_PURPOSE else None
+
+    async def store_reason(self, question: Awaiting, text: str | None) -> None:
+        """Keep the answer as the rejection's reason (None: skipped) and close the question."""
+        if text is not None:
+            await self.review.give_reason(int(question.ref), text.strip()[:MAX_REASON])
+        await self.store.take_awaiting(question.channel, question.chat_id, question.user_id)
+
+    async def take_reason(self, question: Awaiting, text: str, out: Responder) -> bool:
+        """Keep an admin's answer to "why reject?"; False when the user is no admin."""
+        if not self.is_admin(question.user_id):
+            return False
+        await self.store_reason(question, text)
+        await out.notice(REASON_STORED, quote=True)
+        return True
+
+    # ---- commands -------------------------------------------------------------------------
+
+    async def on_command(self, command: str, chat: ChatRef, out: Responder) -> None:
+        """/proposals, /skills or /synthesize from someone who wrote to the bot."""
+        if not self.is_admin(chat.user_id):
+            log.warning(
+                "%s user %s tried /%s: not an admin", self.profile.who, chat.user_id, command
+            )
+            await out.notice(NOT_ALLOWED)
+            return
+        if chat.is_group:
+            await out.notice(PRIVATE_ONLY)
+            return
+        if command == "proposals":
+            await self._proposals(chat, out)
+        elif command == "skills":
+            await out.notice(await self.skills_text())
+        else:
+            if self.profile.dialect.running_synthesis:
+                await out.notice(self.profile.dialect.running_synthesis)
+            await out.notice(synthesis_text(await self.synthesis.run("chat")))
+
+    async def _proposals(self, chat: ChatRef, out: Responder) -> None:
+        pending = await self.store.pending_proposals()
+        if not pending:
+            await out.notice(NO_PENDING)
+            return
+        shown = pending[: out.cards_per_listing(len(pending))]
+        more = more_pending(len(shown), len(pending)) if len(pending) > len(shown) else None
+        ids = await out.show_cards([await self.card(p) for p in shown], more)
+        for n, p in enumerate(shown):
+            # This copy is now the one kept up to date in this chat (one that failed to
+            # arrive earlier counts as delivered now; decisions reach it).
+            await self.store.card_delivered(
+                p.id,
+                self.channel,
+                chat.chat_id,
+                ids[n] if n < len(ids) else None,
+                status=p.status,
+                reason=p.reason,
+            )
+
+    async def skills_text(self) -> str:
+        return await skills_text(self.store, self.synthesis)
 
 
-async def pending_reason(
-    services: Services, channel: str, chat_id: str, user_id: str
-) -> Awaiting | None:
-    """The user's open "why was it rejected?" question in this chat, if any."""
-    question = await services.store.peek_awaiting(channel, chat_id, user_id)
-    return question if question is not None and question.purpose == REASON_PURPOSE else None
-
-
-async def store_reason(services: Services, question: Awaiting, text: str | None) -> None:
-    """Keep the answer as the rejection's reason (None: skipped) and close the question."""
-    if text is not None:
-        await services.review.give_reason(int(question.ref), text.strip()[:MAX_REASON])
-    await services.store.take_awaiting(question.channel, question.chat_id, question.user_id)
-
-
-async def skills_text(services: Services) -> str:
+async def skills_text(store: ConversationStore, synthesis: Synthesis) -> str:
     """Every registered skill: source, status, and its measured effect on ratings."""
-    store = services.store
     pending = {p.slug: p.id for p in await store.pending_proposals()}
-    effects = await services.synthesizer.effects()
+    effects = await synthesis.effects()
     return skills_overview(await store.skill_records(), effects, pending)
-
-
-async def synthesize_text(services: Services) -> str:
-    """Run one synthesis pass now and say what it did."""
-    summary = await services.synthesizer.run("chat")
-    return synthesis_text(summary)
 
 
 def synthesis_text(summary: RunSummary) -> str:

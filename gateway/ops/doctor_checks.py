@@ -5,17 +5,9 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
-from gateway.doctor import Check
 from gateway.errors import ChannelError, ConfigError
-from gateway.ops.platforms import line_api, line_errors, telegram_bot, telegram_errors
-from gateway.ops.webhooks import (
-    LINE_PATH,
-    LINE_TIMEOUT,
-    public_endpoint,
-    secret_fingerprint,
-)
+from gateway.ops.steps import Check, public_endpoint
 
 SET_WEBHOOK = "run `skillgate set-webhook`"
 BACKLOG_WARN = 100
@@ -39,6 +31,13 @@ def delivery_fix(error: str) -> str:
 
 async def telegram_checks(settings: Settings, registered_secret: str | None) -> list[Check]:
     """getMe and getWebhookInfo; `registered_secret` is the fingerprint set-webhook stored."""
+    from gateway.channels.telegram.operator import (
+        secret_fingerprint,
+        telegram_bot,
+        telegram_errors,
+    )
+    from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
+
     try:
         async with telegram_errors(settings), telegram_bot(settings) as bot:
             me = f"@{bot.username} (id {bot.id})"
@@ -108,6 +107,9 @@ def _recent(when: datetime | None) -> bool:
 
 async def line_checks(settings: Settings) -> list[Check]:
     """The bot's info and the webhook endpoint LINE posts to."""
+    from gateway.channels.line.channel import WEBHOOK_PATH as LINE_PATH
+    from gateway.channels.line.operator import LINE_TIMEOUT, line_api, line_errors
+
     try:
         async with line_errors(settings), line_api(settings) as api:
             bot = await api.get_bot_info(_request_timeout=LINE_TIMEOUT)
