@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from gateway.config import Settings
 from gateway.errors import ConfigError
 
+SET_WEBHOOK = "run `skillgate set-webhook`"
+
 
 @dataclass
 class Check:
