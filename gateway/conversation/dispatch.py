@@ -15,6 +15,7 @@ from collections.abc import Callable
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import ConversationStore, Counts, Responder, Synthesis, Turns
+from gateway.conversation.questions import Questions
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
 from gateway.core.models import IncomingMessage, Reply
 from gateway.skills.card_buttons import is_card_data
@@ -22,9 +23,14 @@ from gateway.skills.review import Reviewer
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("start", "help", "new")
-"""Commands everyone may use; admins also have ADMIN_COMMAND_NAMES."""
-KNOWN_COMMANDS = frozenset(COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+COMMANDS = (
+    ("start", "Say hello and see what I can do"),
+    ("help", "How to talk to me and rate my answers"),
+    ("new", "Start a new conversation"),
+)
+"""Commands everyone may use (with the description a command menu shows); admins also have
+ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
+KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
 
 
 class Conversation:
@@ -45,18 +51,10 @@ class Conversation:
         self.store = store
         self.turns = turns
         self.counts = counts
-        self.feedback = Feedback(profile, store, clock)
-        self.review = ReviewChat(profile, store, review, synthesis, clock)
-        self._clock = clock
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self._clock
-
-    @clock.setter
-    def clock(self, clock: Callable[[], float]) -> None:
-        """Every question's window follows this clock (tests move it)."""
-        self._clock = self.feedback.clock = self.review.clock = clock
+        self.questions = Questions(store, clock)
+        """Open questions; their windows follow its clock (tests move it)."""
+        self.feedback = Feedback(profile, store, self.questions)
+        self.review = ReviewChat(profile, store, review, synthesis, self.questions)
 
     @property
     def channel(self) -> str:
@@ -114,8 +112,7 @@ class Conversation:
         user = message.chat.user_id
         if user is None or message.command is not None:
             return False
-        chat = message.chat
-        question = await self.store.peek_awaiting(self.channel, chat.chat_id, user, self.clock())
+        question = await self.questions.open(message.chat, user)
         if question is None:
             return False
         if question.prompt_message_id is not None and (

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import ConversationStore, Responder
-from gateway.core.models import ChatRef
+from gateway.conversation.questions import Questions
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError
 
@@ -39,10 +38,10 @@ def parse_rating(data: str | None) -> tuple[int, int] | None:
 class Feedback:
     """Rating presses and the comments that follow a 👎, for one channel."""
 
-    def __init__(self, profile: Profile, store: ConversationStore, clock: Callable[[], float]):
+    def __init__(self, profile: Profile, store: ConversationStore, questions: Questions) -> None:
         self.profile = profile
         self.store = store
-        self.clock = clock
+        self.questions = questions
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """Check and store one rating press, then show it and, after 👎, ask what went wrong."""
@@ -68,13 +67,21 @@ class Feedback:
             await out.show_rating(answer_id, value)
         except ChannelError as exc:  # the rating is stored; showing it is a courtesy
             log.warning("could not show the rating on the answer: %s", exc)
-        asked = await self._question(press.chat, user)
+        asked = await self.questions.open(press.chat, user, COMMENT_PURPOSE)
         about_this = asked is not None and asked.ref == str(answer_id)
         if value < 0 and not about_this:
-            await self._ask(press.chat, user, answer_id, out)
-        elif value > 0 and about_this:
+            prompt = await out.ask_comment(answer_id)
+            await self.questions.ask(
+                press.chat,
+                user,
+                COMMENT_PURPOSE,
+                str(answer_id),
+                prompt_message_id=prompt,
+                seconds=self.profile.dialect.comment_seconds,
+            )
+        elif value > 0 and asked is not None and about_this:
             # Changed to 👍: the question about this answer no longer applies.
-            await self.store.take_awaiting(press.chat.channel, press.chat.chat_id, user)
+            await self.questions.close(asked)
 
     async def take_comment(self, question: Awaiting, text: str, out: Responder) -> None:
         """Keep `text` as the comment the question asked for, thank, and close the question."""
@@ -85,7 +92,7 @@ class Feedback:
             await out.notice(self.profile.dialect.thanks_for_comment, quote=True)
         except ChannelError as exc:  # the comment is stored; the thank-you is a courtesy
             log.warning("could not thank for a comment: %s", exc)
-        await self.store.take_awaiting(question.channel, question.chat_id, question.user_id)
+        await self.questions.close(question)
 
     async def _belongs(self, answer_id: int, press: Press) -> bool:
         """The rated answer is a normal answer sent in this chat (by the pressed message)."""
@@ -100,23 +107,3 @@ class Feedback:
             return False
         ids = answer.platform_message_ids
         return press.message_id is None or not ids or press.message_id in ids
-
-    async def _question(self, chat: ChatRef, user: str) -> Awaiting | None:
-        q = await self.store.peek_awaiting(chat.channel, chat.chat_id, user, self.clock())
-        return q if q is not None and q.purpose == COMMENT_PURPOSE else None
-
-    async def _ask(self, chat: ChatRef, user: str, answer_id: int, out: Responder) -> None:
-        prompt = await out.ask_comment(answer_id)
-        now = self.clock()
-        await self.store.set_awaiting(
-            Awaiting(
-                channel=chat.channel,
-                chat_id=chat.chat_id,
-                user_id=user,
-                purpose=COMMENT_PURPOSE,
-                ref=str(answer_id),
-                prompt_message_id=prompt,
-                expires_at=now + self.profile.dialect.comment_seconds,
-                created_at=now,
-            )
-        )

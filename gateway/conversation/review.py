@@ -12,11 +12,11 @@ Platforms differ in how they show things (`Responder`); the words and rules are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import ConversationStore, Responder, Synthesis
+from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError, ProposalNotFound, SkillError
@@ -82,13 +82,13 @@ class ReviewChat:
         store: ConversationStore,
         review: Reviewer,
         synthesis: Synthesis,
-        clock: Callable[[], float],
+        questions: Questions,
     ) -> None:
         self.profile = profile
         self.store = store
         self.review = review
         self.synthesis = synthesis
-        self.clock = clock
+        self.questions = questions
 
     @property
     def channel(self) -> str:
@@ -127,7 +127,7 @@ class ReviewChat:
         if action == "diff":
             await self._full_diff(proposal_id, out)
         elif action == "skip":
-            question = await self.pending_reason(press.chat.chat_id, user)
+            question = await self.questions.open(press.chat, user, REASON_PURPOSE)
             if question is not None and question.ref == str(proposal_id):
                 await self.store_reason(question, None)
             await out.acknowledge(NO_REASON)
@@ -145,7 +145,14 @@ class ReviewChat:
         if result.rejected_now and result.decision is not None:
             p = result.decision.proposal
             prompt = await out.ask_reason(p, result.text)
-            await self.ask_reason(out.chat.chat_id, user, p.id, prompt_message_id=prompt)
+            await self.questions.ask(
+                out.chat,
+                user,
+                REASON_PURPOSE,
+                str(p.id),
+                prompt_message_id=prompt,
+                seconds=self.profile.dialect.reason_seconds,
+            )
             return
         await out.acknowledge(result.text)
         if result.decision is not None and result.decision.outcome == "decided":
@@ -195,34 +202,11 @@ class ReviewChat:
 
     # ---- reasons --------------------------------------------------------------------------
 
-    async def ask_reason(
-        self, chat_id: str, user_id: str, proposal_id: int, *, prompt_message_id: str | None
-    ) -> None:
-        """Remember that the user's answer (on Telegram: reply) is the rejection's reason."""
-        now = self.clock()
-        await self.store.set_awaiting(
-            Awaiting(
-                channel=self.channel,
-                chat_id=chat_id,
-                user_id=user_id,
-                purpose=REASON_PURPOSE,
-                ref=str(proposal_id),
-                prompt_message_id=prompt_message_id,
-                expires_at=now + self.profile.dialect.reason_seconds,
-                created_at=now,
-            )
-        )
-
-    async def pending_reason(self, chat_id: str, user_id: str) -> Awaiting | None:
-        """The user's open "why was it rejected?" question in this chat, if any."""
-        question = await self.store.peek_awaiting(self.channel, chat_id, user_id, self.clock())
-        return question if question is not None and question.purpose == REASON_PURPOSE else None
-
     async def store_reason(self, question: Awaiting, text: str | None) -> None:
         """Keep the answer as the rejection's reason (None: skipped) and close the question."""
         if text is not None:
             await self.review.give_reason(int(question.ref), text.strip()[:MAX_REASON])
-        await self.store.take_awaiting(question.channel, question.chat_id, question.user_id)
+        await self.questions.close(question)
 
     async def take_reason(self, question: Awaiting, text: str, out: Responder) -> bool:
         """Keep an admin's answer to "why reject?"; False when the user is no admin."""

@@ -5,10 +5,8 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -22,18 +20,14 @@ from linebot.v3.messaging import (
 )
 
 from gateway.channels.line.channel import WEBHOOK_PATH
+from gateway.channels.line.client import error_message
 from gateway.config import Settings
 from gateway.errors import ChannelError
-from gateway.logs import RedactSecrets
+from gateway.logs import mask
 from gateway.ops.steps import Step, public_endpoint
 
 LINE_TIMEOUT = 15.0
 LINE_TEST_TIMEOUT = 30.0
-
-
-def _clean(settings: Settings, text: str) -> str:
-    """An SDK's message with every secret masked (a Bot API URL contains the token)."""
-    return RedactSecrets(settings.secrets()).redact(text)
 
 
 @asynccontextmanager
@@ -48,14 +42,6 @@ async def line_api(settings: Settings) -> AsyncIterator[AsyncMessagingApi]:
         yield AsyncMessagingApi(client)
 
 
-def _line_message(body: Any) -> str:
-    """The `message` of a LINE error body, or the body itself."""
-    try:
-        return str(json.loads(body)["message"])
-    except (TypeError, ValueError, KeyError):
-        return str(body or "").strip()[:200]
-
-
 @asynccontextmanager
 async def line_errors(settings: Settings) -> AsyncIterator[None]:
     """Turn line-bot-sdk's and aiohttp's errors into ChannelError."""
@@ -65,7 +51,7 @@ async def line_errors(settings: Settings) -> AsyncIterator[None]:
     except ApiException as exc:
         if exc.status == 401:
             raise ChannelError("LINE rejected LINE_CHANNEL_ACCESS_TOKEN (HTTP 401)") from exc
-        message = _clean(settings, _line_message(exc.body))
+        message = mask(settings.secrets(), error_message(exc.body))
         raise ChannelError(f"LINE answered HTTP {exc.status}: {message}") from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ChannelError(f"cannot reach the LINE API at {host}: {type(exc).__name__}") from exc

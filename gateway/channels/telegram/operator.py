@@ -18,22 +18,18 @@ from urllib.parse import urlsplit
 from telegram import Bot, BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, TelegramError
 
-from gateway.channels.telegram.updates import ALLOWED_UPDATES, COMMANDS, WEBHOOK_PATH
+from gateway.channels.telegram.updates import ALLOWED_UPDATES, WEBHOOK_PATH
 from gateway.config import Settings
+from gateway.conversation.dispatch import COMMANDS
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.errors import ChannelError, ConfigError
-from gateway.logs import RedactSecrets
+from gateway.logs import mask
 from gateway.ops.steps import Step, public_endpoint
 
 if TYPE_CHECKING:
     from gateway.store import Store
 
 SECRET_META = "telegram_webhook_secret_hmac"
-
-
-def _clean(settings: Settings, text: str) -> str:
-    """An SDK's message with every secret masked (a Bot API URL contains the token)."""
-    return RedactSecrets(settings.secrets()).redact(text)
 
 
 @asynccontextmanager
@@ -56,12 +52,12 @@ async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
     except InvalidToken as exc:
         raise ChannelError("Telegram rejected TELEGRAM_BOT_TOKEN") from exc
     except BadRequest as exc:
-        raise ChannelError(f"Telegram refused: {_clean(settings, exc.message)}") from exc
+        raise ChannelError(f"Telegram refused: {mask(settings.secrets(), exc.message)}") from exc
     except NetworkError as exc:
-        detail = _clean(settings, exc.message)
+        detail = mask(settings.secrets(), exc.message)
         raise ChannelError(f"cannot reach the Bot API at {host}: {detail}") from exc
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {_clean(settings, exc.message)}") from exc
+        raise ChannelError(f"Telegram: {mask(settings.secrets(), exc.message)}") from exc
 
 
 def secret_fingerprint(settings: Settings) -> str:
