@@ -70,13 +70,14 @@ class Parts:
     review: Reviewer
     synthesizer: Synthesizer
     metrics: Metrics = field(default_factory=Metrics)
+    clock: Callable[[], float] = time.time
     cards: ReviewCards | None = None
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
+    inbox: Inbox = field(init=False)
+    """The inbox door the webhooks store updates through."""
 
-    @property
-    def inbox(self) -> Inbox:
-        """The inbox door the webhooks store updates through."""
-        return Inbox(self.store, self.worker, self.metrics)
+    def __post_init__(self) -> None:
+        self.inbox = Inbox(self.store, self.worker, self.metrics)
 
     def ports(self, channel: Channel) -> Ports:
         """What one channel is given when it starts."""
@@ -87,6 +88,7 @@ class Parts:
             counts=self.metrics,
             review=self.review,
             synthesis=self.synthesizer,
+            clock=self.clock,
         )
         return Ports(intake=self.inbox, conversation=conversation, deliveries=self.store)
 
@@ -171,7 +173,9 @@ async def open_parts(
         if settings.shared_database
         else InboxWorker(store, concurrency=settings.max_concurrent_answers)
     )
-    return Parts(settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics())
+    return Parts(
+        settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
+    )
 
 
 def synthesis_config(settings: Settings) -> SynthesisConfig:
