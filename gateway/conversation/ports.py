@@ -82,7 +82,23 @@ class Responder(Protocol):
         ...
 
 
-class ConversationStore(CardSource, Protocol):
+class CardLedger(Protocol):
+    """Which chat holds a copy of which proposal card, and what it shows."""
+
+    async def card_delivered(
+        self,
+        proposal_id: int,
+        channel: str,
+        chat_id: str,
+        message_id: str | None,
+        *,
+        status: str,
+        reason: str | None,
+        now: float | None = None,
+    ) -> None: ...
+
+
+class ConversationStore(CardSource, CardLedger, Protocol):
     """The part of the store the conversation layer reads and writes."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
@@ -116,18 +132,6 @@ class ConversationStore(CardSource, Protocol):
     ) -> Awaiting | None: ...
 
     async def pending_proposals(self) -> list[Proposal]: ...
-
-    async def card_delivered(
-        self,
-        proposal_id: int,
-        channel: str,
-        chat_id: str,
-        message_id: str | None,
-        *,
-        status: str,
-        reason: str | None,
-        now: float | None = None,
-    ) -> None: ...
 
     async def set_reviewer_name(
         self, decider: str, name: str, now: float | None = None

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from gateway.conversation.ports import CardLedger
 from gateway.errors import ChannelError
 from gateway.skills.cards import Card, CardSource, build_card
 from gateway.skills.proposals import Proposal
@@ -56,7 +57,7 @@ class CardTransport(Protocol):
         ...
 
 
-class CardStore(CardSource, Protocol):
+class CardStore(CardSource, CardLedger, Protocol):
     """Which admin holds which copy of which card, and what each copy shows."""
 
     async def pending_proposals(self) -> list[Proposal]: ...
@@ -70,18 +71,6 @@ class CardStore(CardSource, Protocol):
         retake_before: float,
         now: float | None = None,
     ) -> bool: ...
-
-    async def card_delivered(
-        self,
-        proposal_id: int,
-        channel: str,
-        chat_id: str,
-        message_id: str | None,
-        *,
-        status: str,
-        reason: str | None,
-        now: float | None = None,
-    ) -> None: ...
 
     async def card_copies(self, proposal_id: int) -> list[CardDelivery]: ...
 
