@@ -12,7 +12,7 @@ from gateway.channels.registry import PLATFORMS, configured_platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
-from gateway.ops.steps import Check
+from gateway.operator import Check
 from gateway.store import store_for
 
 DISK_FAIL_MB = 50

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 if TYPE_CHECKING:
     from gateway.channels.base import Channel
     from gateway.config import Settings
-    from gateway.ops.steps import Check, Step
+    from gateway.operator import Check, Step
 
 
 class Entry(Protocol):

@@ -6,7 +6,7 @@ from gateway.channels.line.channel import WEBHOOK_PATH as LINE_PATH
 from gateway.channels.line.operator import LINE_TIMEOUT, line_api, line_errors
 from gateway.config import Settings
 from gateway.errors import ChannelError, ConfigError
-from gateway.ops.steps import SET_WEBHOOK, Check, public_endpoint
+from gateway.operator import SET_WEBHOOK, Check, public_endpoint
 
 
 async def line_checks(settings: Settings) -> list[Check]:

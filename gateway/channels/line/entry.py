@@ -11,7 +11,7 @@ from gateway.channels.line.channel import LineChannel
 from gateway.channels.line.checks import line_checks
 from gateway.channels.line.operator import line_register, line_unregister
 from gateway.config import Settings
-from gateway.ops.steps import Check, Step
+from gateway.operator import Check, Step
 
 
 def channel(settings: Settings) -> Channel:

@@ -24,7 +24,7 @@ from gateway.channels.line.client import error_message
 from gateway.config import Settings
 from gateway.errors import ChannelError
 from gateway.logs import mask
-from gateway.ops.steps import Step, public_endpoint
+from gateway.operator import Step, public_endpoint
 
 LINE_TIMEOUT = 15.0
 LINE_TEST_TIMEOUT = 30.0

@@ -9,7 +9,7 @@ from gateway.channels.telegram.operator import secret_fingerprint, telegram_bot,
 from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
 from gateway.errors import ChannelError, ConfigError
-from gateway.ops.steps import SET_WEBHOOK, Check, public_endpoint
+from gateway.operator import SET_WEBHOOK, Check, public_endpoint
 
 BACKLOG_WARN = 100
 RECENT_ERROR_SECONDS = 3600

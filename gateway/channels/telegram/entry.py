@@ -15,7 +15,7 @@ from gateway.channels.telegram.operator import (
 )
 from gateway.config import Settings
 from gateway.errors import SkillgateError
-from gateway.ops.steps import Check, Step
+from gateway.operator import Check, Step
 from gateway.store import store_for
 
 

@@ -24,7 +24,7 @@ from gateway.conversation.dispatch import COMMANDS
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.errors import ChannelError, ConfigError
 from gateway.logs import mask
-from gateway.ops.steps import Step, public_endpoint
+from gateway.operator import Step, public_endpoint
 
 if TYPE_CHECKING:
     from gateway.store import Store
