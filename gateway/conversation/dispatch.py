@@ -14,12 +14,18 @@ from collections.abc import Callable
 
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
 from gateway.conversation.models import Greeting, Message, Press, Profile
-from gateway.conversation.ports import ConversationStore, Counts, Responder, Synthesis, Turns
+from gateway.conversation.ports import (
+    ConversationStore,
+    Counts,
+    Decisions,
+    Responder,
+    Synthesis,
+    Turns,
+)
 from gateway.conversation.questions import Questions
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
 from gateway.core.models import IncomingMessage, Reply
 from gateway.skills.card_buttons import is_card_data
-from gateway.skills.review import Reviewer
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,7 @@ class Conversation:
         store: ConversationStore,
         turns: Turns,
         counts: Counts,
-        review: Reviewer,
+        review: Decisions,
         synthesis: Synthesis,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -20,9 +20,10 @@ from gateway.core.records import (
     SkillRecord,
     Trace,
 )
-from gateway.skills.cards import Card, CardSource
+from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
 from gateway.skills.proposals import Proposal
+from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
 
 
@@ -150,6 +151,20 @@ class Counts(Protocol):
     """Where delivered answers are counted (/metrics)."""
 
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None: ...
+
+
+class Decisions(CardReview, Protocol):
+    """The review operations a chat admin uses."""
+
+    async def get(self, proposal_id: int) -> Proposal: ...
+
+    async def approve(self, proposal_id: int, decider: str) -> Decision: ...
+
+    async def reject(
+        self, proposal_id: int, decider: str, reason: str | None = None
+    ) -> Decision: ...
+
+    async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...
 
 
 class Synthesis(Protocol):

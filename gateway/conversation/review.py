@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ConversationStore, Responder, Synthesis
+from gateway.conversation.ports import ConversationStore, Decisions, Responder, Synthesis
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
@@ -24,7 +24,7 @@ from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
 from gateway.skills.proposals import Proposal
-from gateway.skills.review import Decision, Reviewer
+from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class ReviewChat:
         self,
         profile: Profile,
         store: ConversationStore,
-        review: Reviewer,
+        review: Decisions,
         synthesis: Synthesis,
         questions: Questions,
     ) -> None:

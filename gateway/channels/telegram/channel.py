@@ -43,6 +43,7 @@ from gateway.channels.telegram.updates import (
 )
 from gateway.config import Settings
 from gateway.conversation.dispatch import KNOWN_COMMANDS
+from gateway.conversation.feedback import STALE
 from gateway.conversation.models import Audience, Message, Press, Profile
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
@@ -50,8 +51,6 @@ from gateway.errors import ChannelError, StoreError
 from gateway.skills.card_buttons import CardSigner
 
 log = logging.getLogger(__name__)
-
-STALE = "This button no longer works."
 
 
 class TelegramChannel(Channel):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
 
 from telegram import CallbackQuery, ForceReply, User
 from telegram import Message as TgMessage
 from telegram.helpers import mention_html
 
+from gateway.channels.base import DeliveryLog
 from gateway.channels.telegram.buttons import keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
@@ -43,12 +43,6 @@ def readable(user: User) -> str:
     return user.full_name + (f" (@{user.username})" if user.username else "")
 
 
-class PartsLog(Protocol):
-    """Where the parts of an answer are recorded as they go out."""
-
-    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
-
-
 class TelegramResponder:
     """Replies in the chat of one message or button press."""
 
@@ -57,7 +51,7 @@ class TelegramResponder:
         chat: ChatRef,
         sender: Sender,
         cards: TelegramCards,
-        parts_log: PartsLog,
+        parts_log: DeliveryLog,
         *,
         user: User,
         message: TgMessage | None = None,
