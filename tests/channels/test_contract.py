@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config import Settings
+from gateway.conversation.review import NOT_ALLOWED
 from tests.channels.drivers import DRIVERS, Driver, running
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -148,3 +149,13 @@ async def test_with_an_allowlist_others_are_refused_without_asking_the_model(
         await chat.say("hello")
         assert chat.texts() == [chat.dialect.refusal.format(user_id=chat.user)]
         assert fake_llm.requests == []
+
+
+async def test_review_commands_from_someone_who_is_no_admin_change_nothing(
+    chat: Driver, fake_llm: FakeOpenAI
+) -> None:
+    for command in ("/proposals", "/skills", "/synthesize"):
+        await chat.say(command)
+        assert chat.texts()[-1] == NOT_ALLOWED
+    assert fake_llm.requests == []
+    assert await chat.parts.store.list_runs(5) == []
