@@ -43,11 +43,11 @@ def print_summary(summary: RunSummary) -> None:
 
 async def run_synthesize(settings: Settings) -> int:
     """Exit status 0 when the pass finished, 1 when it failed or another pass was running."""
-    services = await open_parts(settings)
+    parts = await open_parts(settings)
     try:
-        async with chat_cards(services):  # new proposals reach the admins' chats now
-            summary = await services.synthesizer.run("cli", progress=_progress)
+        async with chat_cards(parts):  # new proposals reach the admins' chats now
+            summary = await parts.synthesizer.run("cli", progress=_progress)
     finally:
-        await close_parts(services)
+        await close_parts(parts)
     print_summary(summary)
     return 0 if summary.status == "ok" else 1
