@@ -41,7 +41,7 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
     from telegram import Update
     from telegram.ext import ExtBot
 
-    from gateway.channels.telegram_send import bot_request
+    from gateway.channels.telegram.send import bot_request
 
     messages = [
         {"role": "system", "content": DEFAULT_PERSONA},

@@ -3,7 +3,7 @@
 A fresh data dir is filled with finished sessions through the store (a question, an
 answer with its trace; 70 % rated, some with a comment, 10 % failed answers, 20 %
 neither), then one pass runs through the same entry point as `skillgate synthesize`
-(`open_services(...).synthesizer.run`) against a zero-latency fake model that proposes
+(`open_parts(...).synthesizer.run`) against a zero-latency fake model that proposes
 one skill in its first answer and nothing after. Counted: model calls, prompt tokens
 (the gateway's estimate of what was sent, and the usage the model reported), wall time
 of the pass. Run:
@@ -24,7 +24,7 @@ from typing import Any
 import openai  # noqa: F401  # loaded up front, as in a running server: its import is no part of a pass
 
 from bench.report import machine, median, publish, run_in_scratch, spread, table
-from gateway.app import close_services, open_services
+from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.core.tokens import estimate_tokens
@@ -121,14 +121,14 @@ async def one_pass(size: int, tmp: Path, seed_value: int) -> Pass:
             llm_model="fake-model",
             synthesis_interval_minutes=0,
         )
-        services = await open_services(settings)
+        parts = await open_parts(settings)
         try:
-            await seed(services.store, size, random.Random(seed_value))
+            await seed(parts.store, size, random.Random(seed_value))
             started = time.perf_counter()
-            summary = await services.synthesizer.run("bench")
+            summary = await parts.synthesizer.run("bench")
             seconds = time.perf_counter() - started
         finally:
-            await close_services(services)
+            await close_parts(parts)
         sent = [
             sum(estimate_tokens(str(m.get("content") or "")) for m in r["messages"])
             for r in fake.requests

@@ -17,7 +17,7 @@ from typing import Any
 from eval.rig import Gateway
 from eval.skills import read_instructions
 from eval.world import PREFERENCES
-from gateway.channels.telegram_cards import APPROVE, REJECT
+from gateway.channels.telegram.cards import APPROVE, REJECT
 
 REASONS = {
     "password": "Never ask users for their password or any credential.",

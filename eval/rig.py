@@ -18,12 +18,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from gateway.app import build_app
-from gateway.channels.base import Services
-from gateway.channels.telegram import TelegramChannel
+from gateway.app import PARTS, Parts, build_app
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
-from gateway.keys import SERVICES
 from gateway.skills.selection import index_entry, render_index
 from tests.fakes.telegram_api import (
     FakeTelegramAPI,
@@ -84,10 +82,10 @@ class Gateway:
         self._updates = itertools.count(1)
 
     @property
-    def services(self) -> Services:
+    def parts(self) -> Parts:
         if self._runner is None:
             raise RuntimeError("the gateway is not running")
-        return self._runner.app[SERVICES]
+        return self._runner.app[PARTS]
 
     @property
     def http(self) -> aiohttp.ClientSession:
@@ -106,8 +104,8 @@ class Gateway:
         if self._http is None:
             self._http = aiohttp.ClientSession()
         # A failed update is retried at once rather than after seconds: the run waits for it.
-        self.services.worker.backoff = lambda attempt: 0.01
-        self.services.agent.rng = random.Random(holdout_seed)
+        self.parts.worker.backoff = lambda attempt: 0.01
+        self.parts.agent.rng = random.Random(holdout_seed)
         self.starts += 1
         await self.idle()
 
@@ -131,9 +129,9 @@ class Gateway:
 
     async def idle(self) -> None:
         """Wait until every stored update is handled and every card job is done."""
-        await self.services.worker.wait_idle(self.patience)
-        if self.services.cards is not None:
-            await self.services.cards.wait_idle(self.patience)
+        await self.parts.worker.wait_idle(self.patience)
+        if self.parts.cards is not None:
+            await self.parts.cards.wait_idle(self.patience)
 
     async def post(self, update: dict[str, Any]) -> None:
         """Post one update as Telegram does and wait until it was handled."""
@@ -237,10 +235,10 @@ class Gateway:
 
     async def cost(self, answer_id: int) -> TurnCost:
         """The skill index and skill bodies that reached the model in one turn, from its trace."""
-        trace = await self.services.store.get_trace(answer_id)
+        trace = await self.parts.store.get_trace(answer_id)
         if trace is None:
             return TurnCost(0, 0, False)
-        library = self.services.catalog.library
+        library = self.parts.catalog.library
         entries = [index_entry(n, library.read(n).description) for n in trace.skills_offered]
         loaded = sum(estimate_tokens(library.read(n).body) for n in trace.skills_loaded)
         return TurnCost(

@@ -1,4 +1,9 @@
-"""Builds the aiohttp application and wires every part; the one module that knows them all."""
+"""Builds the aiohttp application and wires every part; the one module that knows them all.
+
+`open_parts` opens the store and builds what runs on it; `build_app` starts the
+channels with the ports each uses (the inbox door, its conversation, its delivery
+records) and gives the web handlers the parts they read, under one lifecycle.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import nullcontext
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -14,17 +20,18 @@ from aiohttp import web
 
 from gateway import __version__
 from gateway.admin.api import admin_api
-from gateway.admin.console import add_console
-from gateway.channels.base import Channel, Services
+from gateway.admin.console_app import add_console
+from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
-from gateway.channels.review_cards import start_cards
 from gateway.config import Settings
+from gateway.conversation.dispatch import Conversation
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
-from gateway.inbox import InboxWorker
-from gateway.keys import CHANNELS, SERVICES
-from gateway.metrics import metrics_endpoint
+from gateway.errors import ChannelError
+from gateway.inbox import Inbox, InboxWorker
+from gateway.keys import CATALOG, REVIEW, SETTINGS, STORE, SYNTHESIZER
+from gateway.metrics import METRICS, Metrics, metrics_endpoint
 from gateway.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
@@ -32,6 +39,7 @@ from gateway.replicas import (
     replica_name,
     startup_lock,
 )
+from gateway.review.cards import ReviewCards, start_cards
 from gateway.scheduler import SynthesisSchedule
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
@@ -45,6 +53,48 @@ from gateway.store import Store, open_store
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass
+class Parts:
+    """What `open_parts` opened, for the one place that wires them (and for tests to look at).
+
+    No component is given this: each gets the parts it uses.
+    """
+
+    settings: Settings
+    store: Store
+    agent: Agent
+    catalog: SkillCatalog
+    worker: InboxWorker
+    review: Reviewer
+    synthesizer: Synthesizer
+    metrics: Metrics = field(default_factory=Metrics)
+    clock: Callable[[], float] = time.time
+    cards: ReviewCards | None = None
+    """Proposal cards for chat admins, once the channels have started (None without admins)."""
+    inbox: Inbox = field(init=False)
+    """The inbox door the webhooks store updates through."""
+
+    def __post_init__(self) -> None:
+        self.inbox = Inbox(self.store, self.worker, self.metrics)
+
+    def ports(self, channel: Channel) -> Ports:
+        """What one channel is given when it starts."""
+        conversation = Conversation(
+            channel.profile,
+            store=self.store,
+            turns=self.agent,
+            counts=self.metrics,
+            review=self.review,
+            synthesis=self.synthesizer,
+            clock=self.clock,
+        )
+        return Ports(intake=self.inbox, conversation=conversation, deliveries=self.store)
+
+
+PARTS: web.AppKey[Parts] = web.AppKey("parts")
+CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
 
 
 def make_llm(settings: Settings) -> LLM:
@@ -71,9 +121,13 @@ def load_persona(settings: Settings) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-async def open_services(
-    settings: Settings, *, llm: LLM | None = None, clock: Callable[[], float] = time.time
-) -> Services:
+async def open_parts(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    clock: Callable[[], float] = time.time,
+    metrics: Metrics | None = None,
+) -> Parts:
     """Open the store, sync the skills and build the agent (also used by the CLI)."""
     store = await open_store(settings)
     try:
@@ -119,7 +173,9 @@ async def open_services(
         if settings.shared_database
         else InboxWorker(store, concurrency=settings.max_concurrent_answers)
     )
-    return Services(settings, store, agent, catalog, worker, review, synthesizer)
+    return Parts(
+        settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
+    )
 
 
 def synthesis_config(settings: Settings) -> SynthesisConfig:
@@ -152,25 +208,59 @@ async def log_review_event(event: ReviewEvent) -> None:
     log.info("proposal #%d (%s %s) %s%s", p.id, p.kind, p.slug, what, by)
 
 
-async def close_services(services: Services) -> None:
-    """Close what `open_services` opened."""
-    await services.agent.llm.close()
-    await services.store.close()
+async def close_parts(parts: Parts) -> None:
+    """Close what `open_parts` opened."""
+    await parts.agent.llm.close()
+    await parts.store.close()
+
+
+@asynccontextmanager
+async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[None]:
+    """Chat cards for a terminal command: the channels' clients only (no webhook, no polling)."""
+    # A decision or a synthesis made in the terminal reaches the cards before the command ends.
+    settings = parts.settings.model_copy(update={"telegram_polling": False})
+    started: list[Channel] = []
+    for channel in configured_channels(settings):  # imports the SDKs in use
+        if not channel.profile.audience.admins:
+            continue  # no admin to show cards to: not worth starting its client
+        try:
+            await channel.start(parts.ports(channel))
+        except ChannelError as exc:
+            log.warning(
+                "%s cards are not updated now (%s); the server catches up", channel.name, exc
+            )
+            continue
+        started.append(channel)
+    transports = [channel.card_transport() for channel in started]
+    cards = start_cards(parts.review, parts.store, transports, catch_up=False)
+    parts.cards = cards
+    try:
+        yield
+    finally:
+        if cards is not None:
+            parts.review.listeners.remove(cards.on_review_event)
+            await cards.stop(timeout)
+            parts.cards = None
+        for channel in reversed(started):
+            try:
+                await channel.stop()
+            except Exception:
+                log.exception("stopping %s failed", channel.name)
 
 
 async def healthz(request: web.Request) -> web.Response:
     """Liveness and configuration at a glance; 503 when the database does not answer."""
-    services = request.app[SERVICES]
-    settings = services.settings
-    db_ok = await services.store.ping()
+    parts = request.app[PARTS]
+    settings = parts.settings
+    db_ok = await parts.store.ping()
     body = {
         "status": "ok" if db_ok else "error",
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
         "model": {"configured": settings.model_configured, "name": settings.llm_model},
-        "inbox_pending": await services.store.inbox_pending_count() if db_ok else None,
-        "skills_enabled": len(services.catalog.enabled),
+        "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
+        "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
 
@@ -190,34 +280,36 @@ def build_app(
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     chans = configured_channels(settings) if channels is None else channels
     app[CHANNELS] = chans
+    app[SETTINGS] = settings
+    metrics = app[METRICS] = Metrics()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        services = await open_services(settings, llm=llm, clock=clock)
-        app[SERVICES] = services
+        parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
+        app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
+        app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         try:
             for channel in chans:
-                channel.bind(services)
-                await channel.start()
+                parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
                 started.append(channel)
-                services.worker.handlers[channel.name] = channel.process
-            await services.worker.start()
+            await parts.worker.start()
             if settings.shared_database:
-                watcher = RegistryWatcher(services.store, services.catalog.refresh)
+                watcher = RegistryWatcher(parts.store, parts.catalog.refresh)
                 await watcher.start()
-            services.cards = start_cards(services.review, services.store, started)
+            transports = [channel.card_transport() for channel in started]
+            parts.cards = start_cards(parts.review, parts.store, transports)
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
-                    services.synthesizer,
+                    parts.synthesizer,
                     settings.synthesis_interval_minutes,
-                    last_started=partial(last_run_started, services.store)
+                    last_started=partial(last_run_started, parts.store)
                     if settings.shared_database
                     else None,
                 )
-                schedule.start(await last_run_started(services.store))
+                schedule.start(await last_run_started(parts.store))
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,
@@ -235,15 +327,15 @@ def build_app(
             if watcher is not None:
                 await watcher.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
-            await services.worker.stop(settings.shutdown_timeout_seconds)
-            if services.cards is not None:
-                await services.cards.stop()
+            await parts.worker.stop(settings.shutdown_timeout_seconds)
+            if parts.cards is not None:
+                await parts.cards.stop()
             for channel in reversed(started):
                 try:
                     await channel.stop()
                 except Exception:
                     log.exception("stopping %s failed", channel.name)
-            await close_services(services)
+            await close_parts(parts)
 
     app.cleanup_ctx.append(lifecycle)
     app.router.add_get("/healthz", healthz)

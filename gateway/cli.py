@@ -137,7 +137,8 @@ def _add_proposals(proposals: argparse.ArgumentParser) -> None:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check settings, data dir, disk, database, model and the bots' webhooks; say how to fix."""
-    from gateway.doctor import Check, run_doctor
+    from gateway.doctor import run_doctor
+    from gateway.operator import Check
 
     try:
         settings = _load(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from gateway.app import close_services, open_services
+from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 
@@ -21,7 +21,7 @@ async def _read(prompt: str) -> str | None:
 
 async def run_chat(settings: Settings, *, user: str) -> int:
     """Read lines, answer them, until /quit or end of input."""
-    services = await open_services(settings)
+    parts = await open_parts(settings)
     chat = ChatRef(channel="console", chat_id=user, user_id=user)
     model = settings.llm_model or "no model configured"
     print(f"skillgate chat ({model}). {HELP}", file=sys.stderr)
@@ -34,7 +34,7 @@ async def run_chat(settings: Settings, *, user: str) -> int:
             if text in ("/quit", "/exit"):
                 break
             if text == "/new":
-                await services.store.finish_chat_session("console", user, "new")
+                await parts.store.finish_chat_session("console", user, "new")
                 print("(new session)")
                 continue
             if text.startswith(("/good", "/bad")):
@@ -42,15 +42,15 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                     print("(nothing to rate yet)")
                     continue
                 good = text.startswith("/good")
-                await services.store.set_feedback(last_answer, user, 1 if good else -1)
+                await parts.store.set_feedback(last_answer, user, 1 if good else -1)
                 comment = text.removeprefix("/bad").strip() if not good else ""
                 if comment:
-                    await services.store.set_feedback_comment(last_answer, user, comment)
+                    await parts.store.set_feedback_comment(last_answer, user, comment)
                 print("(thanks, rating stored)")
                 continue
-            reply = await services.agent.respond(IncomingMessage(chat=chat, text=text))
+            reply = await parts.agent.respond(IncomingMessage(chat=chat, text=text))
             last_answer = reply.message_id if reply.kind == "normal" else None
             print(f"bot> {reply.text}")
     finally:
-        await close_services(services)
+        await close_parts(parts)
     return 0

@@ -11,11 +11,9 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from gateway.app import close_services, open_services
-from gateway.channels.base import Services
-from gateway.channels.review_cards import chat_cards
-from gateway.channels.review_chat import skills_text
+from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.config import Settings
+from gateway.conversation.review import skills_text
 from gateway.errors import ProposalNotFound, SkillError
 from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
 from gateway.skills.proposals import Proposal
@@ -24,12 +22,12 @@ from gateway.skills.staging import iso
 
 
 @asynccontextmanager
-async def _services(settings: Settings) -> AsyncIterator[Services]:
-    services = await open_services(settings)
+async def _parts(settings: Settings) -> AsyncIterator[Parts]:
+    parts = await open_parts(settings)
     try:
-        yield services
+        yield parts
     finally:
-        await close_services(services)
+        await close_parts(parts)
 
 
 def _line(p: Proposal) -> str:
@@ -42,8 +40,8 @@ def _line(p: Proposal) -> str:
 
 async def list_proposals(settings: Settings, status: str | None, limit: int) -> int:
     """Proposals newest first, one per line."""
-    async with _services(settings) as services:
-        rows = await services.store.list_proposals(status, limit=limit)
+    async with _parts(settings) as parts:
+        rows = await parts.store.list_proposals(status, limit=limit)
     if not rows:
         print("no proposals" + (f" with status {status}" if status else ""))
     for p in rows:
@@ -53,14 +51,14 @@ async def list_proposals(settings: Settings, status: str | None, limit: int) -> 
 
 async def show_proposal(settings: Settings, proposal_id: int) -> int:
     """The card's text, the provenance, then the full diff."""
-    async with _services(settings) as services:
+    async with _parts(settings) as parts:
         try:
-            p = await services.review.get(proposal_id)
+            p = await parts.review.get(proposal_id)
         except ProposalNotFound as exc:
             print(f"skillgate: {exc}", file=sys.stderr)
             return 1
-        card = await build_card(p, services.review, services.store)
-        diff = await full_diff(p, services.review, services.store)
+        card = await build_card(p, parts.review, parts.store)
+        diff = await full_diff(p, parts.review, parts.store)
     sessions = ", ".join(str(s) for s in p.based_on) or "none"
     print(card.plain())
     print(f"Model: {p.model or 'unknown'}; generated {iso(p.generated_at)}; sessions: {sessions}")
@@ -73,19 +71,19 @@ async def decide(
     settings: Settings, proposal_id: int, decider: str, *, reject: bool, reason: str | None
 ) -> int:
     """Approve or reject; exit status 1 when nothing changed (unknown, stale, decided before)."""
-    async with _services(settings) as services, chat_cards(services):
+    async with _parts(settings) as parts, chat_cards(parts):
         try:
             if reject:
-                result = await services.review.reject(proposal_id, decider, reason)
+                result = await parts.review.reject(proposal_id, decider, reason)
             else:
-                result = await services.review.approve(proposal_id, decider)
+                result = await parts.review.approve(proposal_id, decider)
         except ProposalNotFound as exc:
             print(f"skillgate: {exc}", file=sys.stderr)
             return 1
         except (OSError, SkillError) as exc:
             print(f"skillgate: could not apply proposal #{proposal_id}: {exc}", file=sys.stderr)
             return 1
-        name = await services.store.reviewer_name(result.proposal.decided_by or "")
+        name = await parts.store.reviewer_name(result.proposal.decided_by or "")
     return _report(result, name)
 
 
@@ -114,6 +112,6 @@ def _report(result: Decision, name: str | None) -> int:
 
 async def list_skills(settings: Settings) -> int:
     """Every registered skill with its source, status and 👍 rate."""
-    async with _services(settings) as services:
-        print(await skills_text(services))
+    async with _parts(settings) as parts:
+        print(await skills_text(parts.store, parts.synthesizer))
     return 0

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gateway.app import close_services, open_services
-from gateway.channels.review_cards import chat_cards
+from gateway.app import chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.skills.synthesizer import BatchReport, RunSummary
 
@@ -44,11 +43,11 @@ def print_summary(summary: RunSummary) -> None:
 
 async def run_synthesize(settings: Settings) -> int:
     """Exit status 0 when the pass finished, 1 when it failed or another pass was running."""
-    services = await open_services(settings)
+    parts = await open_parts(settings)
     try:
-        async with chat_cards(services):  # new proposals reach the admins' chats now
-            summary = await services.synthesizer.run("cli", progress=_progress)
+        async with chat_cards(parts):  # new proposals reach the admins' chats now
+            summary = await parts.synthesizer.run("cli", progress=_progress)
     finally:
-        await close_services(services)
+        await close_parts(parts)
     print_summary(summary)
     return 0 if summary.status == "ok" else 1

@@ -6,23 +6,17 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
+from gateway.channels.registry import PLATFORMS, configured_platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
+from gateway.operator import Check
 from gateway.store import store_for
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-    fix: str = ""
 
 
 def check_data_dir(settings: Settings) -> Check:
@@ -135,31 +129,19 @@ async def check_model(settings: Settings) -> Check:
 
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
-    if not settings.telegram_enabled and not settings.line_enabled:
+    platforms = configured_platforms(settings)
+    if not platforms:
+        needs = " and/or ".join(p.needs for p in PLATFORMS)
         checks.append(
             Check(
                 "channels",
                 "warn",
                 "no channel configured: only `skillgate chat` can talk to the agent",
-                "set TELEGRAM_BOT_TOKEN and/or LINE_CHANNEL_SECRET + LINE_CHANNEL_ACCESS_TOKEN",
+                f"set {needs}",
             )
         )
-    if settings.telegram_enabled:
-        if settings.telegram_polling:
-            checks.append(Check("telegram", "ok", "bot token set; updates by polling"))
-        elif settings.telegram_webhook_secret is None:
-            checks.append(
-                Check(
-                    "telegram",
-                    "fail",
-                    "TELEGRAM_WEBHOOK_SECRET is not set: webhooks get 401",
-                    "set TELEGRAM_WEBHOOK_SECRET to 1-256 characters of A-Z a-z 0-9 _ -",
-                )
-            )
-        else:
-            checks.append(Check("telegram", "ok", "bot token and webhook secret set"))
-    if settings.line_enabled:
-        checks.append(Check("line", "ok", "channel secret and access token set"))
+    for platform in platforms:
+        checks.extend(platform.load().settings_checks(settings))
     if settings.admin_token is None:
         checks.append(
             Check(
@@ -172,20 +154,7 @@ def check_channels(settings: Settings) -> list[Check]:
     return checks
 
 
-async def registered_secret(settings: Settings) -> str | None:
-    """The webhook secret fingerprint `set-webhook` stored, if any."""
-    from gateway.ops.webhooks import SECRET_META
-
-    try:
-        async with store_for(settings) as store:
-            return await store.get_meta(SECRET_META)
-    except SkillgateError:
-        return None
-
-
 async def collect(settings: Settings) -> list[Check]:
-    from gateway.ops.doctor_checks import line_checks, telegram_checks
-
     checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
     if settings.data_dir.is_dir():
         checks.append(check_disk(settings))
@@ -194,12 +163,8 @@ async def collect(settings: Settings) -> list[Check]:
             checks.append(await check_skills_volume(settings))
     checks.append(await check_model(settings))
     checks.extend(check_channels(settings))
-    if settings.telegram_enabled:
-        known = settings.shared_database or settings.db_path.exists()
-        stored = await registered_secret(settings) if known else None
-        checks.extend(await telegram_checks(settings, stored))
-    if settings.line_enabled:
-        checks.extend(await line_checks(settings))
+    for platform in configured_platforms(settings):
+        checks.extend(await platform.load().live_checks(settings))
     return checks
 
 

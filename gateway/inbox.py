@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gateway.core.records import InboxItem
 from gateway.errors import StoreBusy, StoreError
@@ -29,6 +29,30 @@ RETENTION_SECONDS = 7 * 86400
 """Processed updates are kept this long to recognise redeliveries (Telegram keeps 24 h)."""
 PRUNE_EVERY_SECONDS = 6 * 3600
 T = TypeVar("T")
+
+
+class Received(Protocol):
+    """Where stored updates are counted (/metrics)."""
+
+    def received(self, channel: str) -> None: ...
+
+
+class Inbox:
+    """The door of the durable inbox: an update is stored, counted, then queued."""
+
+    def __init__(self, store: Store, worker: InboxWorker, counts: Received) -> None:
+        self.store = store
+        self.worker = worker
+        self.counts = counts
+
+    async def accept(self, channel: str, update_id: str, chat_key: str, payload: str) -> bool:
+        """Store an update durably and queue it; False when it is a redelivery."""
+        item = await self.store.inbox_add(channel, update_id, chat_key, payload)
+        if item is None:
+            return False
+        self.counts.received(channel)
+        self.worker.submit(item)
+        return True
 
 
 class InboxWorker:

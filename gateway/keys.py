@@ -1,4 +1,8 @@
-"""Typed keys for what the aiohttp application carries."""
+"""Typed keys for what the aiohttp application carries: each part the web handlers use.
+
+app.py sets them (the settings when the app is built, the rest once the store is open,
+before the server takes requests); a handler reads only the parts it needs.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from gateway.channels.base import Channel, Services
+    from gateway.config import Settings
+    from gateway.skills.catalog import SkillCatalog
+    from gateway.skills.review import Reviewer
+    from gateway.skills.synthesizer import Synthesizer
+    from gateway.store import Store
 
-SERVICES: web.AppKey[Services] = web.AppKey("services")
-CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
+STORE: web.AppKey[Store] = web.AppKey("store")
+REVIEW: web.AppKey[Reviewer] = web.AppKey("review")
+SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
+CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")

@@ -19,6 +19,11 @@ _BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
 NOISY = ("httpx", "httpcore", "openai", "telegram.ext", "apscheduler", "aiohttp.access")
 
 
+def mask(secrets: Iterable[str], text: str) -> str:
+    """`text` with every one of `secrets` (and anything shaped like a bot token) masked."""
+    return RedactSecrets(secrets).redact(text)
+
+
 class RedactSecrets(logging.Filter):
     """Replace every configured secret (and anything shaped like a bot token) in a record."""
 

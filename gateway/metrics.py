@@ -17,7 +17,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.admin.auth import bearer_ok, unauthorized
 from gateway.errors import StoreError
-from gateway.keys import SERVICES
+from gateway.keys import SETTINGS, STORE
 
 if TYPE_CHECKING:
     from gateway.store import Store
@@ -70,6 +70,10 @@ class Metrics:
             "skillgate_inbox_pending", "Stored updates not processed yet", registry=r
         )
 
+    def received(self, channel: str) -> None:
+        """Count one update stored for answering."""
+        self.updates_received.labels(channel).inc()
+
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None:
         """Count one delivered answer."""
         self.answers.labels(channel, kind).inc()
@@ -93,6 +97,9 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+
+
 def is_local(request: web.Request) -> bool:
     """True for a direct connection from the loopback interface (not through a proxy)."""
     if any(name in request.headers for name in PROXY_HEADERS):
@@ -108,18 +115,16 @@ def is_local(request: web.Request) -> bool:
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
     """GET /metrics: from localhost, or anywhere with the admin bearer token."""
-    services = request.app[SERVICES]
-    token = services.settings.admin_token
+    token = request.app[SETTINGS].admin_token
     allowed = is_local(request) or bearer_ok(
         request, token.get_secret_value() if token is not None else None
     )
     if not allowed:
         return unauthorized("metrics need the admin bearer token or a local connection")
+    metrics = request.app[METRICS]
     try:
-        await services.metrics.refresh(services.store)
+        await metrics.refresh(request.app[STORE])
     except StoreError as exc:
         # The counters are still worth scraping; /healthz reports the database.
         log.warning("metrics: cannot read the store: %s", exc)
-    return web.Response(
-        body=services.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST}
-    )
+    return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})

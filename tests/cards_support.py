@@ -11,12 +11,10 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import build_app
-from gateway.channels.base import Services
-from gateway.channels.line import LineChannel
-from gateway.channels.telegram import TelegramChannel
+from gateway.app import PARTS, Parts, build_app
+from gateway.channels.line.channel import LineChannel
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
-from gateway.keys import SERVICES
 from tests.fakes.line_api import USER_ID, FakeLineAPI, postback_event, sign, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update
@@ -46,14 +44,14 @@ class Rig:
     llm: FakeOpenAI
 
     @property
-    def services(self) -> Services:
-        return self.client.server.app[SERVICES]
+    def parts(self) -> Parts:
+        return self.client.server.app[PARTS]
 
     async def idle(self) -> None:
         """Wait until stored updates are handled and card work is done."""
-        await self.services.worker.wait_idle(10)
-        if self.services.cards is not None:
-            await self.services.cards.wait_idle(10)
+        await self.parts.worker.wait_idle(10)
+        if self.parts.cards is not None:
+            await self.parts.cards.wait_idle(10)
 
     async def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         resp = await self.client.request(method, f"/admin/api{path}", json=body, headers=AUTH)
@@ -62,7 +60,7 @@ class Rig:
 
     async def propose(self, name: str = "chat-brevity", **fields: Any) -> int:
         """Seed a rated session, run a synthesis pass that proposes one skill; its id."""
-        session = await seed_session(self.services.store, chat="seed-chat")
+        session = await seed_session(self.parts.store, chat="seed-chat")
         self.llm.reply(answer(proposal(name, based_on=[session], **fields)))
         status, run = await self.api("POST", "/synthesize")
         assert status == 200 and run["status"] == "ok", run
@@ -207,8 +205,8 @@ async def running(
     channels = [TelegramChannel(settings, **FAST), LineChannel(settings)]
     app = build_app(settings, channels=channels)
     async with TestClient(TestServer(app)) as client:
-        services = app[SERVICES]
-        services.worker.backoff = lambda attempt: 0.01
+        parts = app[PARTS]
+        parts.worker.backoff = lambda attempt: 0.01
         line_channel = channels[1]
         assert isinstance(line_channel, LineChannel)
         line_channel.client.backoff = lambda attempt: 0.01

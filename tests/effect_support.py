@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.channels.base import Services
+from gateway.app import Parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, MessageKind
 from gateway.core.records import SkillRecord, Trace
@@ -136,13 +136,13 @@ class World:
         p = next((p for marker, p in self.p_up.items() if marker in text), self.p_base)
         return 1 if self.rng.random() < p else -1
 
-    async def round(self, services: Services, times: int = 1) -> None:
+    async def round(self, parts: Parts, times: int = 1) -> None:
         """Every query asked `times` times by new users, each answer rated."""
         for _ in range(times):
             for query in self.queries:
                 self.turns += 1
                 user = f"sim-{self.turns}"
                 chat = ChatRef(channel="telegram", chat_id=user, user_id=user)
-                reply = await services.agent.respond(IncomingMessage(chat=chat, text=query))
+                reply = await parts.agent.respond(IncomingMessage(chat=chat, text=query))
                 assert reply.kind == "normal" and reply.message_id is not None, reply
-                await services.store.set_feedback(reply.message_id, user, self.rating(reply.text))
+                await parts.store.set_feedback(reply.message_id, user, self.rating(reply.text))

@@ -11,10 +11,10 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import build_app
-from gateway.channels.line import LineChannel
+from gateway.app import CHANNELS, PARTS, build_app
+from gateway.channels.line.channel import LineChannel
 from gateway.config import Settings
-from gateway.keys import CHANNELS, SERVICES
+from gateway.conversation.dispatch import Conversation
 from gateway.store import Store
 from tests.fakes.line_api import USER_ID, FakeLineAPI, sign, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
@@ -42,8 +42,15 @@ class LineRig:
         return channel
 
     @property
+    def conversation(self) -> Conversation:
+        """The LINE channel's conversation layer (running)."""
+        session = self.channel.session
+        assert session is not None
+        return session.conversation
+
+    @property
     def store(self) -> Store:
-        return self.http.app[SERVICES].store
+        return self.http.app[PARTS].store
 
     def token(self, to: str = USER_ID) -> str:
         """A reply token the fake accepts once, for chat `to`."""
@@ -67,7 +74,7 @@ class LineRig:
         await self.idle()
 
     async def idle(self) -> None:
-        await self.http.app[SERVICES].worker.wait_idle(10)
+        await self.http.app[PARTS].worker.wait_idle(10)
 
     async def inbox_errors(self) -> list[str]:
         """Errors recorded on stored updates (a handler that raised at least once)."""
@@ -115,5 +122,5 @@ async def line_rig(
         async with TestClient(TestServer(build_app(settings))) as http:
             rig = LineRig(http, fake, llm)
             rig.channel.client.backoff = lambda attempt: 0.01
-            http.app[SERVICES].worker.backoff = lambda attempt: 0.01
+            http.app[PARTS].worker.backoff = lambda attempt: 0.01
             yield rig

@@ -11,11 +11,9 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import build_app
-from gateway.channels.base import Services
+from gateway.app import PARTS, Parts, build_app
 from gateway.config import Settings
 from gateway.core.records import Trace
-from gateway.keys import SERVICES
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -121,12 +119,12 @@ class Gateway:
     client: TestClient
 
     @property
-    def services(self) -> Services:
-        return self.client.server.app[SERVICES]
+    def parts(self) -> Parts:
+        return self.client.server.app[PARTS]
 
     @property
     def skills_dir(self) -> Path:
-        return self.services.settings.skills_dir
+        return self.parts.settings.skills_dir
 
     async def call(
         self, method: str, path: str, json_body: Any = None, **kwargs: Any
@@ -146,7 +144,7 @@ class Gateway:
         return dict(body)
 
     async def seed(self, **kwargs: Any) -> int:
-        return await seed_session(self.services.store, **kwargs)
+        return await seed_session(self.parts.store, **kwargs)
 
 
 @asynccontextmanager

@@ -10,11 +10,9 @@ from typing import Any
 from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import build_app
-from gateway.channels.base import Services
-from gateway.channels.telegram import TelegramChannel
+from gateway.app import PARTS, Parts, build_app
+from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
-from gateway.keys import SERVICES
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
 
@@ -27,7 +25,7 @@ FAST = {"private_interval": 0.0, "group_per_minute": 0.0, "poll_timeout": 1.0, "
 
 @dataclass
 class Gateway:
-    """What a test drives: the fake Bot API, the HTTP client, the channel and its services."""
+    """What a test drives: the fake Bot API, the HTTP client, the channel and its parts."""
 
     fake: FakeTelegramAPI
     llm: FakeOpenAI
@@ -36,8 +34,8 @@ class Gateway:
     app: web.Application
 
     @property
-    def services(self) -> Services:
-        return self.app[SERVICES]
+    def parts(self) -> Parts:
+        return self.app[PARTS]
 
     async def post(self, update: Any, *, secret: str | None = SECRET) -> ClientResponse:
         """POST a webhook as Telegram would (a dict is sent as JSON, bytes as they are)."""
@@ -54,7 +52,7 @@ class Gateway:
         await self.idle()
 
     async def idle(self, timeout: float = 10.0) -> None:
-        await self.services.worker.wait_idle(timeout)
+        await self.parts.worker.wait_idle(timeout)
 
     async def feedback(self) -> list[dict[str, Any]]:
         resp = await self.client.get("/admin/api/feedback", headers=ADMIN)
@@ -89,7 +87,7 @@ async def telegram_gateway(
         )
         app = build_app(channel.settings, channels=[channel])
         async with TestClient(TestServer(app)) as client:
-            app[SERVICES].worker.backoff = lambda attempt: 0.01
+            app[PARTS].worker.backoff = lambda attempt: 0.01
             yield Gateway(fake, llm, client, channel, app)
 
 

@@ -6,9 +6,8 @@ from collections.abc import Callable
 
 from aiohttp.test_utils import TestClient
 
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
-from gateway.keys import SERVICES
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}
 
@@ -41,7 +40,7 @@ async def test_healthz_is_503_when_the_database_is_gone(
 ) -> None:
     app = build_app(settings, channels=[])
     client = await aiohttp_client(app)
-    store = app[SERVICES].store
+    store = app[PARTS].store
     await store.close()
     resp = await client.get("/healthz")
     assert resp.status == 503

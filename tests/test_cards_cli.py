@@ -79,7 +79,7 @@ async def test_list_show_and_skills_in_the_terminal(
             pid = await rig.propose()
             for rating in (1, -1):
                 await seed_session(
-                    rig.services.store, loaded=["writing-for-chat"], rating=rating, at=time.time()
+                    rig.parts.store, loaded=["writing-for-chat"], rating=rating, at=time.time()
                 )
     capsys.readouterr()
 

@@ -101,7 +101,7 @@ async def test_proposals_shows_each_pending_card_with_buttons_and_that_copy_foll
 
 
 async def test_skills_lists_source_status_and_thumbs_up_rate(rig: Rig) -> None:
-    store = rig.services.store
+    store = rig.parts.store
     for rating in (1, 1, -1):
         # Skills are measured from when their current text took effect: seed answers after it.
         await seed_session(
@@ -116,7 +116,7 @@ async def test_skills_lists_source_status_and_thumbs_up_rate(rig: Rig) -> None:
 
 
 async def test_synthesize_runs_a_pass_now_and_its_cards_follow(rig: Rig) -> None:
-    session = await seed_session(rig.services.store, chat="chat-x")
+    session = await seed_session(rig.parts.store, chat="chat-x")
     rig.llm.reply(answer(proposal("chat-brevity", based_on=[session])))
     said = [t for t in await tell(rig, ALICE, "/synthesize") if "<b>Proposal #" not in t]
     assert said[0] == "Running a synthesis pass now…"

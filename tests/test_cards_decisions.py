@@ -111,7 +111,7 @@ async def test_a_telegram_reject_edits_every_copy_notifies_line_and_keeps_the_re
     listed = await status_of(rig, pid)
     assert (listed["status"], listed["reason"]) == ("rejected", "It repeats writing-for-chat.")
     assert listed["decided_by"] == f"telegram:{ALICE}"
-    (tombstone,) = await rig.services.store.rejections()
+    (tombstone,) = await rig.parts.store.rejections()
     assert tombstone.reason == "It repeats writing-for-chat."
     for admin in (ALICE, BOB):
         (shown,) = rig.cards_in(admin)
@@ -124,7 +124,7 @@ async def test_a_telegram_reject_edits_every_copy_notifies_line_and_keeps_the_re
     await rig.press(bobs, "Approve", user_id=BOB)
     assert rig.acks()[-1].startswith("Already rejected by Alice (@alice) at ")
     assert (await status_of(rig, pid))["status"] == "rejected"
-    assert not (rig.services.settings.skills_dir / "chat-brevity").exists()
+    assert not (rig.parts.settings.skills_dir / "chat-brevity").exists()
 
 
 async def test_double_taps_and_two_admins_at_once_decide_exactly_once(rig: Rig) -> None:
@@ -160,7 +160,7 @@ async def test_an_approve_through_a_line_postback_makes_the_skill_live(rig: Rig)
     row = {s["name"]: s for s in skills}["chat-brevity"]
     assert row["enabled"] and row["review_status"] == "approved"
     assert row["last_approved"]["by"] == f"line:{LINE_ADMIN}"
-    assert rig.services.catalog.load("chat-brevity") is not None
+    assert rig.parts.catalog.load("chat-brevity") is not None
     for admin in (ALICE, BOB):
         (shown,) = rig.cards_in(admin)
         assert "reply_markup" not in shown

@@ -62,7 +62,7 @@ async def test_a_new_proposal_reaches_each_admin_once_as_a_card_with_signed_butt
             assert len(flex["altText"]) <= 400
             assert line.delivered_messages(LINE_OTHER) == []
 
-            copies = await rig.services.store.card_copies(pid)
+            copies = await rig.parts.store.card_copies(pid)
             assert sorted((c.channel, c.chat_id) for c in copies) == [
                 ("line", LINE_ADMIN),
                 ("telegram", str(ALICE)),
@@ -105,7 +105,7 @@ async def test_a_card_that_failed_to_send_goes_out_once_with_the_same_line_retry
             assert len(rig.cards_in(ALICE)) == 0 and len(rig.cards_in(BOB)) == 1
             assert rig.line_cards() == []
 
-            cards = rig.services.cards
+            cards = rig.parts.cards
             assert cards is not None
             cards.submit(cards.sync)  # a claim younger than `retake_after` is left alone
             await rig.idle()
@@ -118,4 +118,4 @@ async def test_a_card_that_failed_to_send_goes_out_once_with_the_same_line_retry
             assert len(rig.line_cards()) == 1
             keys = {c.headers["X-Line-Retry-Key"] for c in line.calls_to(PUSH)}
             assert len(line.calls_to(PUSH)) == 2 and len(keys) == 1
-            assert len(await rig.services.store.card_copies(pid)) == 3
+            assert len(await rig.parts.store.card_copies(pid)) == 3

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.channels.line import LineChannel
-from gateway.channels.telegram_cards import card_part
+from gateway.channels.line.cards import CardBubbles
+from gateway.channels.telegram.cards import card_part
 from gateway.channels.text import utf16_len
 from gateway.config import Settings
 from gateway.skills.card_buttons import CardSigner
@@ -131,8 +131,7 @@ def test_button_data_is_short_signed_and_refused_when_forged() -> None:
 def test_a_line_card_has_short_postbacks_and_alt_text_and_no_buttons_once_decided(
     make_settings: Callable[..., Settings],
 ) -> None:
-    settings = make_settings(line_channel_secret="s", line_channel_access_token="t")
-    cards = LineChannel(settings).cards
+    cards = CardBubbles(CardSigner("s"))
     message = cards.message(Card(make_proposal(), Evidence(3), long_diff())).to_dict()
     actions = postbacks(message)
     assert list(actions) == ["Approve", "Reject", "Full diff"]

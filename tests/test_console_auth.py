@@ -9,9 +9,8 @@ from aiohttp.test_utils import TestClient
 from yarl import URL
 
 from gateway.admin import console_auth
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
-from gateway.keys import SERVICES
 from tests.console_support import TOKEN, csrf_of, seed_proposals, sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import gateway, synth_settings
@@ -172,7 +171,7 @@ async def test_a_secure_cookie_at_the_https_public_address(
 ) -> None:
     settings = make_settings(admin_token=TOKEN, public_url="https://bots.example.org")
     client = await aiohttp_client(build_app(settings, channels=[]))
-    assert client.server.app[SERVICES].settings.public_url == "https://bots.example.org"
+    assert client.server.app[PARTS].settings.public_url == "https://bots.example.org"
     resp = await client.post(
         "/admin/login",
         data={"token": TOKEN},

@@ -113,7 +113,7 @@ async def test_approving_a_proposal_from_its_diff_page_enables_the_skill(
 ) -> None:
     ids = await seed_proposals(gw, llm)
     decisions = Decisions()
-    gw.services.review.listeners.append(decisions)
+    gw.parts.review.listeners.append(decisions)
     await sign_in(page, gw)
     await page.click(f'#pending a[href="/admin/proposals/{ids["create"]}"]')
     staged = (gw.skills_dir / "chat-brevity" / "SKILL.md.proposed").read_text()
@@ -129,13 +129,13 @@ async def test_approving_a_proposal_from_its_diff_page_enables_the_skill(
     row = page.locator('tr[data-skill="chat-brevity"]')
     await expect(row.locator("td.enabled")).to_have_text("enabled")
     await expect(row).to_contain_text("approved")
-    assert "chat-brevity" in gw.services.catalog.enabled
+    assert "chat-brevity" in gw.parts.catalog.enabled
 
 
 async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: FakeOpenAI) -> None:
     ids = await seed_proposals(gw, llm)
     decisions = Decisions()
-    gw.services.review.listeners.append(decisions)
+    gw.parts.review.listeners.append(decisions)
     await sign_in(page, gw, f"/admin/proposals/{ids['update']}")
     await expect(page.locator("table.diff tr.replace").first).to_be_visible()
     unchanged = page.locator("table.diff tr.equal").first
@@ -148,7 +148,7 @@ async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: 
     await expect(page.locator("#decision-reason")).to_have_text(
         "Numbered lists help here; keep them."
     )
-    [tomb] = await gw.services.store.rejections()
+    [tomb] = await gw.parts.store.rejections()
     assert tomb.reason == "Numbered lists help here; keep them."
     assert [e.proposal.status for e in decisions.events] == ["rejected"]
 
@@ -156,7 +156,7 @@ async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: 
 async def test_the_feedback_chart_has_one_point_per_day_of_seeded_data(
     page: Page, gw: Gateway
 ) -> None:
-    store = gw.services.store
+    store = gw.parts.store
     seeded = {0: (1, -1), 2: (1, 1, 1), 5: (-1,), 9: (1, -1, -1), 20: (1,)}
     for days_ago, ratings in seeded.items():
         for rating in ratings:

@@ -22,7 +22,7 @@ async def test_a_transcript_shows_traces_ratings_and_marks_placeholders(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
-        store = gw.services.store
+        store = gw.parts.store
         failed = await seed_session(store, failed=True, rating=None, question="Still there?")
         sid, answer_id = await seed_rated_answer(
             store, at=day_at(0), rating=-1, comment="missed the point", loaded=[WRITING]
@@ -52,7 +52,7 @@ async def test_the_skills_page_counts_uses_and_the_thumbs_up_rate(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
-        store = gw.services.store
+        store = gw.parts.store
         # A skill is measured from when its current text took effect: seed answers after it.
         now = time.time()
         for rating in (1, 1, -1):
@@ -79,7 +79,7 @@ async def test_the_feedback_page_charts_each_day_and_lists_the_latest_downvotes(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
-        store = gw.services.store
+        store = gw.parts.store
         for days_ago, ratings in {1: (1, 1, -1), 3: (1,), 6: (-1, -1), 45: (1,)}.items():
             for rating in ratings:
                 await seed_rated_answer(store, at=day_at(days_ago), rating=rating)

@@ -68,7 +68,7 @@ async def test_approving_in_the_console_enables_the_skill_and_tells_the_listener
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
         ids = await seed_proposals(gw, fake_llm)
         decisions = Decisions()
-        gw.services.review.listeners.append(decisions)
+        gw.parts.review.listeners.append(decisions)
         csrf = await sign_in(gw.client)
 
         resp = await gw.client.post(
@@ -80,7 +80,7 @@ async def test_approving_in_the_console_enables_the_skill_and_tells_the_listener
         [event] = decisions.events
         assert (event.proposal.id, event.proposal.status) == (ids["create"], "approved")
         assert event.proposal.decided_by == "web"
-        assert "chat-brevity" in gw.services.catalog.enabled
+        assert "chat-brevity" in gw.parts.catalog.enabled
 
         skills = await (await gw.client.get("/admin/skills")).text()
         row = skills.split('data-skill="chat-brevity"')[1].split("</tr>")[0]
@@ -101,7 +101,7 @@ async def test_rejecting_in_the_console_keeps_the_reason_for_good(
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
         ids = await seed_proposals(gw, fake_llm)
         decisions = Decisions()
-        gw.services.review.listeners.append(decisions)
+        gw.parts.review.listeners.append(decisions)
         csrf = await sign_in(gw.client)
         reason = "Too terse <for> support questions"
         resp = await gw.client.post(
@@ -112,7 +112,7 @@ async def test_rejecting_in_the_console_keeps_the_reason_for_good(
         assert "Too terse &lt;for&gt; support questions" in page
         [event] = decisions.events
         assert (event.proposal.status, event.proposal.reason) == ("rejected", reason)
-        [tomb] = await gw.services.store.rejections()
+        [tomb] = await gw.parts.store.rejections()
         assert (tomb.proposal_id, tomb.reason, tomb.decided_by) == (ids["update"], reason, "web")
         assert not (gw.skills_dir / WRITING / "SKILL.md.proposed").exists()
 

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
 from gateway.core.records import InboxItem
-from gateway.keys import SERVICES
 from gateway.store import SqliteStore
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
@@ -32,7 +31,7 @@ async def test_the_same_update_twice_is_answered_once(
     try:
         assert await channel.accept("1", "chat-a", "hello")
         assert not await channel.accept("1", "chat-a", "hello")
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
     finally:
         await runner.cleanup()
     assert channel.texts() == ["Hello from the fake model."]
@@ -56,7 +55,7 @@ async def test_messages_of_one_chat_are_answered_in_order_while_chats_run_concur
         for i in range(5):
             await channel.accept(f"a{i}", "chat-a", f"a{i}")
             await channel.accept(f"b{i}", "chat-b", f"b{i}")
-        await runner.app[SERVICES].worker.wait_idle(10)
+        await runner.app[PARTS].worker.wait_idle(10)
     finally:
         await runner.cleanup()
     assert channel.texts("chat-a") == [f"re: a{i}" for i in range(5)]
@@ -85,7 +84,7 @@ async def test_updates_stored_before_a_crash_are_answered_exactly_once_after_res
     channel = FakeChannel(settings)
     runner = await running(settings, channel)
     try:
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
     finally:
         await runner.cleanup()
     assert sorted(channel.texts()) == ["Hello from the fake model.", "made before crash"]
@@ -106,10 +105,10 @@ async def test_a_failing_send_is_retried_and_then_delivered_once(
     channel = FakeChannel(settings)
     channel.fail_sends = 2
     runner = await running(settings, channel)
-    runner.app[SERVICES].worker.backoff = lambda attempt: 0.01
+    runner.app[PARTS].worker.backoff = lambda attempt: 0.01
     try:
         await channel.accept("1", "chat-a", "hello")
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
     finally:
         await runner.cleanup()
     assert channel.texts() == ["Hello from the fake model."]
@@ -122,7 +121,7 @@ async def test_an_update_that_keeps_failing_is_set_aside_without_blocking_its_ch
     channel = FakeChannel(settings)
     channel.fail_sends = 100
     runner = await running(settings, channel)
-    worker = runner.app[SERVICES].worker
+    worker = runner.app[PARTS].worker
     worker.backoff = lambda attempt: 0.0
     try:
         await channel.accept("1", "chat-a", "doomed")
@@ -147,20 +146,20 @@ async def test_an_update_queued_twice_at_start_up_is_processed_once(settings: Se
     channel = FakeChannel(settings)
     runner = await running(settings, channel)
     try:
-        services = runner.app[SERVICES]
+        parts = runner.app[PARTS]
         handled: list[int] = []
 
         async def counting(item: InboxItem) -> None:
             handled.append(item.id)
             await channel.process(item)
 
-        services.worker.handlers["fake"] = counting
+        parts.worker.handlers["fake"] = counting
         payload = json.dumps({"chat": "c1", "user": "u", "text": "once"})
-        item = await services.store.inbox_add("fake", "1", "c1", payload)
+        item = await parts.store.inbox_add("fake", "1", "c1", payload)
         assert item is not None
-        services.worker.submit(item)
-        services.worker.submit(item)
-        await services.worker.wait_idle(5)
+        parts.worker.submit(item)
+        parts.worker.submit(item)
+        await parts.worker.wait_idle(5)
     finally:
         await runner.cleanup()
     assert handled == [item.id]
@@ -183,11 +182,11 @@ async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
     channel = FakeChannel(settings)
     runner = await running(settings, channel)
     try:
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
         # The old update is forgotten; a redelivery of the recent one is still recognised.
         assert await channel.accept("old", "c", "hello again")
         assert not await channel.accept("recent", "c", "hello again")
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
     finally:
         await runner.cleanup()
     # An unprocessed update is never pruned, however old: it was answered at start.
@@ -224,7 +223,7 @@ async def test_no_more_chats_are_answered_at_once_than_configured(
     try:
         for i in range(6):
             await channel.accept(str(i), f"chat-{i}", "hello")
-        await runner.app[SERVICES].worker.wait_idle(10)
+        await runner.app[PARTS].worker.wait_idle(10)
     finally:
         await runner.cleanup()
     assert len(channel.sent) == 6

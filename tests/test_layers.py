@@ -1,4 +1,5 @@
-"""Dependencies point inward: the core and the skills package import no SDK, server or sqlite."""
+"""Dependencies point inward: the core, the conversation layer and the skills package import no
+SDK, server or database code."""
 
 from __future__ import annotations
 
@@ -33,10 +34,14 @@ def imported_modules(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "path",
-    sorted([*ROOT.joinpath("core").rglob("*.py"), *ROOT.joinpath("skills").rglob("*.py")]),
+    sorted(
+        path
+        for layer in ("core", "conversation", "skills")
+        for path in ROOT.joinpath(layer).rglob("*.py")
+    ),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_core_and_skills_import_no_channel_server_or_database_code(path: Path) -> None:
+def test_core_conversation_and_skills_import_no_channel_server_or_database_code(path: Path) -> None:
     bad = {
         name
         for name in imported_modules(path)

@@ -79,7 +79,7 @@ async def test_a_rating_can_be_changed_but_never_duplicated(line: LineRig) -> No
 async def test_the_comment_window_closes_after_a_few_minutes(line: LineRig) -> None:
     _up, down = await answered(line)
     await line.deliver(postback_event(down, reply_token=line.token()))
-    line.channel.feedback.clock = lambda: time.time() + 301
+    line.conversation.questions.clock = lambda: time.time() + 301
     await line.deliver(text_event("a new question", reply_token=line.token()))
     assert line.last_prompt() == "a new question"
     assert (await line.feedback())[0]["comment"] is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.channels.line_format import MAX_TEXT_UTF16, line_parts, plain_text
+from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts, plain_text
 from gateway.channels.text import split_text, utf16_len
 
 

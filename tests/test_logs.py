@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gateway.app import build_app
-from gateway.channels.base import Services
+from gateway.app import PARTS, Parts, build_app
 from gateway.config import Settings
 from gateway.core.models import ChatRef, Reply
-from gateway.keys import SERVICES
 from gateway.logs import NOISY, REDACTED, setup_logging
 from tests.fakes.channel import FakeChannel
 from tests.fakes.line_api import FakeLineAPI
@@ -89,12 +87,12 @@ async def test_no_log_line_carries_a_secret_during_a_conversation(
         runner = web.AppRunner(build_app(settings, channels=[channel]))
         await runner.setup()
         try:
-            services: Services = runner.app[SERVICES]
+            parts: Parts = runner.app[PARTS]
             fake_llm.error(500, times=3)  # the first turn fails: its error is logged
             await channel.accept("1", "c1", "hello")
             await channel.accept("2", "c1", f"my key is {LLM_KEY}, keep it safe")
             await channel.wait_sent(2)
-            await services.worker.wait_idle(5)
+            await parts.worker.wait_idle(5)
             await _line_call(settings)
             try:
                 raise ConnectionError(f"POST {telegram.base_url}{BOT_TOKEN}/sendMessage failed")
@@ -116,7 +114,7 @@ async def test_no_log_line_carries_a_secret_during_a_conversation(
 
 async def _line_call(settings: Settings) -> None:
     """One LINE SDK call, which sends the access token."""
-    from gateway.ops.platforms import line_api
+    from gateway.channels.line.operator import line_api
 
     async with line_api(settings) as api:
         await api.get_bot_info()

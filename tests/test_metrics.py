@@ -7,9 +7,8 @@ from collections.abc import Callable
 from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
-from gateway.keys import SERVICES
 from gateway.skills.proposals import Candidate
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
@@ -39,7 +38,7 @@ async def test_metrics_count_updates_answers_errors_and_feedback(
     channel = FakeChannel(settings)
     app = build_app(settings, channels=[channel])
     client = await aiohttp_client(app)
-    services = app[SERVICES]
+    parts = app[PARTS]
 
     fake_llm.reply("First answer.")
     await channel.accept("1", "c1", "hello")
@@ -48,10 +47,10 @@ async def test_metrics_count_updates_answers_errors_and_feedback(
     await channel.accept("2", "c2", "are you there?")
     await channel.wait_sent(2)
     assert not await channel.accept("1", "c1", "hello")  # a redelivery is not counted
-    await services.worker.wait_idle(5)
+    await parts.worker.wait_idle(5)
     answer_id = channel.sent[0][1].message_id
     assert answer_id is not None
-    await services.store.set_feedback(answer_id, "u1", 1)
+    await parts.store.set_feedback(answer_id, "u1", 1)
 
     m = await scrape(client)
     assert m[key("skillgate_updates_received_total", channel="fake")] == 2
@@ -72,7 +71,7 @@ async def test_proposals_by_status_once_the_store_has_them(
     app = build_app(settings, channels=[])
     client = await aiohttp_client(app)
 
-    store = app[SERVICES].store
+    store = app[PARTS].store
     ids = []
     for name in ("one", "two", "three"):
         candidate = Candidate(
@@ -119,7 +118,7 @@ async def test_counters_are_still_served_when_the_database_is_gone(
 ) -> None:
     app = build_app(settings, channels=[])
     client = await aiohttp_client(app)
-    store = app[SERVICES].store
+    store = app[PARTS].store
     await store.close()
     try:
         resp = await client.get("/metrics")

@@ -54,7 +54,7 @@ async def test_a_proposal_is_staged_beside_the_live_skill_which_stays_in_use(
         assert fake_llm.requests[-1]["response_format"] == {"type": "json_object"}
 
         assert live.read_bytes() == before  # untouched, and still what the agent loads
-        assert gw.services.catalog.load(WRITING) == parse_skill(before.decode()).body
+        assert gw.parts.catalog.load(WRITING) == parse_skill(before.decode()).body
         staged = (gw.skills_dir / WRITING / "SKILL.md.proposed").read_text()
         meta = frontmatter(staged)["metadata"]
         assert isinstance(meta, dict)
@@ -85,7 +85,7 @@ async def test_approve_promotes_atomically_enables_and_keeps_provenance(
         (made,) = (await gw.synthesize())["proposed"]
         folder = gw.skills_dir / "chat-brevity"
         assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md.proposed"]
-        assert gw.services.catalog.load("chat-brevity") is None  # a create is not enabled yet
+        assert gw.parts.catalog.load("chat-brevity") is None  # a create is not enabled yet
         _, skills = await gw.call("GET", "/skills")
         assert "chat-brevity" not in {s["name"] for s in skills}
 
@@ -99,7 +99,7 @@ async def test_approve_promotes_atomically_enables_and_keeps_provenance(
         assert live.metadata["approved_by"] == "web" and live.metadata["approved_at"]
         assert live.metadata["based_on"] == [sid] and live.metadata["model"] == "fake-model"
         # The agent sees the new skill at once.
-        assert gw.services.catalog.load("chat-brevity") == live.body
+        assert gw.parts.catalog.load("chat-brevity") == live.body
         _, skills = await gw.call("GET", "/skills")
         row = {s["name"]: s for s in skills}["chat-brevity"]
         assert row["enabled"] and row["source"] == "auto" and row["review_status"] == "approved"
@@ -242,14 +242,14 @@ async def test_rollback_restores_the_version_an_approved_update_replaced(
         fake_llm.reply(answer(proposal(WRITING, kind="update", target=WRITING, content=NEW_BODY)))
         (made,) = (await gw.synthesize())["proposed"]
         assert (await gw.call("POST", f"/proposals/{made['id']}/approve"))[0] == 200
-        assert gw.services.catalog.load(WRITING) == NEW_BODY
+        assert gw.parts.catalog.load(WRITING) == NEW_BODY
 
         status, body = await gw.call(
             "POST", f"/proposals/{made['id']}/rollback", {"reason": "users preferred the old one"}
         )
         assert status == 200 and body["proposal"]["status"] == "rolled_back"
         assert live.read_text() == original
-        assert gw.services.catalog.load(WRITING) == parse_skill(original).body
+        assert gw.parts.catalog.load(WRITING) == parse_skill(original).body
         status, body = await gw.call("POST", f"/proposals/{made['id']}/rollback")
         assert status == 409
 
@@ -304,7 +304,7 @@ async def test_concurrent_decisions_are_settled_by_the_database_first_wins(
         await gw.seed()
         fake_llm.reply(answer(proposal("chat-brevity")))
         (made,) = (await gw.synthesize())["proposed"]
-        review = gw.services.review
+        review = gw.parts.review
         # Both deciders read the proposal as pending before either writes.
         approved, rejected = await asyncio.gather(
             review.approve(made["id"], "telegram:1"), review.reject(made["id"], "line:U2", "no")

@@ -41,7 +41,7 @@ async def test_without_required_approval_only_auto_skills_change_at_once(
         applied = parse_skill((gw.skills_dir / "chat-brevity" / "SKILL.md").read_text())
         assert applied.metadata["source"] == "auto" and applied.metadata["review"] == "applied"
         assert applied.metadata["approved_by"] == "auto"
-        assert gw.services.catalog.load("chat-brevity") == applied.body
+        assert gw.parts.catalog.load("chat-brevity") == applied.body
 
         # A later update of the skill automation wrote is applied as well, and kept for rollback.
         await gw.seed()
@@ -50,13 +50,13 @@ async def test_without_required_approval_only_auto_skills_change_at_once(
         )
         (update,) = (await gw.synthesize())["proposed"]
         assert update["status"] == "applied"
-        assert gw.services.catalog.load("chat-brevity") == "Two."
+        assert gw.parts.catalog.load("chat-brevity") == "Two."
         _, skills = await gw.call("GET", "/skills")
         row = {s["name"]: s for s in skills}["chat-brevity"]
         assert row["review_status"] == "applied" and row["last_approved"]["by"] == "auto"
         status_code, _ = await gw.call("POST", f"/proposals/{update['id']}/rollback")
         assert status_code == 200
-        assert gw.services.catalog.load("chat-brevity") == applied.body
+        assert gw.parts.catalog.load("chat-brevity") == applied.body
 
 
 async def test_with_required_approval_even_automations_own_skills_wait(

@@ -55,7 +55,7 @@ async def test_a_crash_between_the_rename_and_the_registry_update_is_finished_at
 
     async with gateway(settings) as gw:
         live_text = (gw.skills_dir / WRITING / "SKILL.md").read_text()
-        assert gw.services.catalog.load(WRITING) == NEW_BODY
+        assert gw.parts.catalog.load(WRITING) == NEW_BODY
         _, skills = await gw.call("GET", "/skills")
         row = {s["name"]: s for s in skills}[WRITING]
         assert row["review_status"] == "approved" and row["enabled"]
@@ -80,7 +80,7 @@ async def test_a_rename_whose_row_still_says_pending_is_recorded_as_approved(
         row = {s["name"]: s for s in skills}["chat-brevity"]
         # Automation's skill, not mistaken for one an operator dropped in.
         assert row["source"] == "auto" and row["enabled"] and row["review_status"] == "approved"
-        assert gw.services.catalog.load("chat-brevity") is not None
+        assert gw.parts.catalog.load("chat-brevity") is not None
 
 
 async def test_a_claimed_approval_whose_rename_never_happened_is_promoted_or_made_stale(
@@ -102,7 +102,7 @@ async def test_a_claimed_approval_whose_rename_never_happened_is_promoted_or_mad
         assert brevity.metadata["proposal"] == promote
         assert brevity.metadata["approved_by"] == "web"
         assert not (gw.skills_dir / "chat-brevity" / "SKILL.md.proposed").exists()
-        assert gw.services.catalog.load("chat-brevity") == brevity.body
+        assert gw.parts.catalog.load("chat-brevity") == brevity.body
         _, detail = await gw.call("GET", f"/proposals/{moved_on}")
         assert detail["status"] == "stale"
         assert live.read_text() == edited

@@ -6,9 +6,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
-from gateway.keys import SERVICES
 from gateway.store import SqliteStore
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
@@ -51,7 +50,7 @@ async def test_a_turn_longer_than_the_timeout_resumes_at_the_next_start(
     await runner.setup()
     try:
         await again.wait_sent(1)
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
         assert again.texts() == ["Here I am."]
     finally:
         await runner.cleanup()

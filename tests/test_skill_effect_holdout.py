@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from gateway.app import close_services, open_services
+from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.skills.effect import settled
@@ -34,17 +34,17 @@ async def test_a_withheld_skill_is_neither_offered_nor_loadable_and_the_trace_sa
         llm_base_url=fake_llm.base_url, llm_model="fake-model", skill_holdout=0.5
     )
     fake_llm.default = always_load(SUMMARIZE)
-    services = await open_services(settings)
+    parts = await open_parts(settings)
     try:
-        assert SUMMARIZE in services.catalog.evaluating  # never rated: under evaluation
-        services.agent.rng = random.Random(7)
+        assert SUMMARIZE in parts.catalog.evaluating  # never rated: under evaluation
+        parts.agent.rng = random.Random(7)
         seen = {"withheld": 0, "offered": 0}
         for i in range(12):
             before = len(fake_llm.requests)
             chat = ChatRef(channel="telegram", chat_id=f"c{i}", user_id="u")
-            reply = await services.agent.respond(IncomingMessage(chat=chat, text="sum this up"))
+            reply = await parts.agent.respond(IncomingMessage(chat=chat, text="sum this up"))
             first, second = fake_llm.requests[before:]
-            trace = await services.store.get_trace(reply.message_id or 0)
+            trace = await parts.store.get_trace(reply.message_id or 0)
             assert trace is not None
             assert not set(trace.skills_withheld) & set(trace.skills_offered)
             index = first["messages"][0]["content"]
@@ -61,7 +61,7 @@ async def test_a_withheld_skill_is_neither_offered_nor_loadable_and_the_trace_sa
         # With a seeded RNG the split is repeatable; both kinds of turn happened.
         assert seen["withheld"] > 0 and seen["offered"] > 0
     finally:
-        await close_services(services)
+        await close_parts(parts)
 
 
 async def test_no_holdout_once_a_skill_has_its_evidence_or_when_turned_off(
@@ -70,25 +70,25 @@ async def test_no_holdout_once_a_skill_has_its_evidence_or_when_turned_off(
     fake_llm.default = always_load(SUMMARIZE)
 
     async def withheld(settings: Settings, settle: bool) -> set[str]:
-        services = await open_services(settings)
+        parts = await open_parts(settings)
         try:
             if settle:
                 # As if every skill's current text had reached the minimum evidence.
-                services.catalog.settle(
-                    {r.slug: r.content_hash for r in await services.store.skill_records()}
+                parts.catalog.settle(
+                    {r.slug: r.content_hash for r in await parts.store.skill_records()}
                 )
-                assert services.catalog.evaluating == frozenset()
-            services.agent.rng = random.Random(7)
+                assert parts.catalog.evaluating == frozenset()
+            parts.agent.rng = random.Random(7)
             out: set[str] = set()
             for i in range(10):
                 chat = ChatRef(channel="telegram", chat_id=f"c{i}", user_id="u")
-                reply = await services.agent.respond(IncomingMessage(chat=chat, text="sum up"))
-                trace = await services.store.get_trace(reply.message_id or 0)
+                reply = await parts.agent.respond(IncomingMessage(chat=chat, text="sum up"))
+                trace = await parts.store.get_trace(reply.message_id or 0)
                 assert trace is not None
                 out.update(trace.skills_withheld)
             return out
         finally:
-            await close_services(services)
+            await close_parts(parts)
 
     base = {"llm_base_url": fake_llm.base_url, "llm_model": "fake-model"}
     assert await withheld(make_settings(**base, skill_holdout=0.5), settle=False)
@@ -100,17 +100,17 @@ async def test_a_changed_text_is_under_evaluation_again(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     settings = make_settings(llm_base_url=fake_llm.base_url, llm_model="fake-model")
-    services = await open_services(settings)
+    parts = await open_parts(settings)
     try:
-        records = await services.store.skill_records()
-        services.catalog.settle({r.slug: r.content_hash for r in records})
-        assert services.catalog.evaluating == frozenset()
+        records = await parts.store.skill_records()
+        parts.catalog.settle({r.slug: r.content_hash for r in records})
+        assert parts.catalog.evaluating == frozenset()
         changed = next(r for r in records if r.slug == SUMMARIZE)
-        await services.store.put_skill_records(
+        await parts.store.put_skill_records(
             [changed.model_copy(update={"content_hash": "a-new-text"})]
         )
-        await services.catalog.refresh()
-        assert services.catalog.evaluating == {SUMMARIZE}
-        assert settled(await services.synthesizer.effects()) == {}
+        await parts.catalog.refresh()
+        assert parts.catalog.evaluating == {SUMMARIZE}
+        assert settled(await parts.synthesizer.effects()) == {}
     finally:
-        await close_services(services)
+        await close_parts(parts)

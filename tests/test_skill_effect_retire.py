@@ -46,8 +46,8 @@ def settings(make_settings: Callable[..., Settings], fake_llm: FakeOpenAI) -> Se
 
 async def make_harmful(gw: Gateway, name: str = KITCHEN) -> None:
     """20 rated answers that loaded it (4 👍), 20 comparable ones without it (16 👍)."""
-    await seed_many(gw.services.store, 20, 4, loaded=[name])
-    await seed_many(gw.services.store, 20, 16, offered=[name])
+    await seed_many(gw.parts.store, 20, 4, loaded=[name])
+    await seed_many(gw.parts.store, 20, 16, offered=[name])
 
 
 async def retire_made(gw: Gateway) -> dict[str, object]:
@@ -73,7 +73,7 @@ async def test_a_retirement_is_reviewed_disables_the_skill_and_a_rollback_brings
         assert (made["target"], made["status"]) == (KITCHEN, "pending")
 
         # Until a person decides, the skill stays in use and nothing is staged.
-        assert gw.services.catalog.load(KITCHEN) == RAMBLE
+        assert gw.parts.catalog.load(KITCHEN) == RAMBLE
         assert sorted(p.name for p in live.parent.iterdir()) == ["SKILL.md"]
         status, detail = await gw.call("GET", f"/proposals/{made['id']}")
         assert status == 200 and detail["kind"] == "retire" and detail["content"] == RAMBLE
@@ -105,19 +105,19 @@ async def test_a_retirement_is_reviewed_disables_the_skill_and_a_rollback_brings
 
         status, body = await gw.call("POST", f"/proposals/{made['id']}/approve")
         assert status == 200 and body["outcome"] == "approved"
-        assert gw.services.catalog.load(KITCHEN) is None
+        assert gw.parts.catalog.load(KITCHEN) is None
         assert live.read_text() == text  # the files are kept
         row = await skill_row(gw, KITCHEN)
         assert (row["enabled"], row["review_status"]) == (False, "retired")
         fake_llm.reply("Soup: leeks, potatoes, stock.")
-        await gw.services.agent.respond(ASK)
+        await gw.parts.agent.respond(ASK)
         assert f"- {KITCHEN}:" not in fake_llm.system_prompt()
 
         status, body = await gw.call(
             "POST", f"/proposals/{made['id']}/rollback", {"reason": "the cooks like stories"}
         )
         assert status == 200 and body["proposal"]["status"] == "rolled_back"
-        assert gw.services.catalog.load(KITCHEN) == RAMBLE
+        assert gw.parts.catalog.load(KITCHEN) == RAMBLE
         row = await skill_row(gw, KITCHEN)
         assert (row["enabled"], row["review_status"]) == (True, "rolled_back")
         assert (await gw.call("POST", f"/proposals/{made['id']}/rollback"))[0] == 409
@@ -144,7 +144,7 @@ async def test_a_rejected_retirement_is_not_proposed_again_after_a_restart(
             "POST", f"/proposals/{made['id']}/reject", {"reason": "a seasonal dip"}
         )
         assert status == 200
-        assert gw.services.catalog.load(KITCHEN) == RAMBLE
+        assert gw.parts.catalog.load(KITCHEN) == RAMBLE
 
     async with gateway(settings) as gw:
         await make_harmful(gw)  # and more evidence of the same kind
@@ -158,7 +158,7 @@ async def test_a_rejected_retirement_is_not_proposed_again_after_a_restart(
     live = settings.skills_dir / KITCHEN / "SKILL.md"
     live.write_text(skill_text(KITCHEN, KITCHEN_DESCRIPTION, RAMBLE + "\nAnd a second story."))
     async with gateway(settings) as gw:
-        assert (await gw.services.synthesizer.effects())[KITCHEN].loaded.answers == 0
+        assert (await gw.parts.synthesizer.effects())[KITCHEN].loaded.answers == 0
         await make_harmful(gw)
         again = await retire_made(gw)
         assert again["id"] != made["id"] and again["status"] == "pending"
@@ -177,8 +177,8 @@ async def test_without_required_approval_only_automations_own_skills_are_retired
         run = await gw.synthesize()
         made = {p["target"]: p["status"] for p in run["proposed"]}
         assert made == {KITCHEN: "applied", BIKE: "pending"}
-        assert gw.services.catalog.load(KITCHEN) is None
-        assert gw.services.catalog.load(BIKE) == CRISP
+        assert gw.parts.catalog.load(KITCHEN) is None
+        assert gw.parts.catalog.load(BIKE) == CRISP
         assert (await skill_row(gw, KITCHEN))["review_status"] == "retired"
         # Retirements do not use up the proposals the model may make in a pass.
         assert len(run["proposed"]) == 2 and settings.max_proposals_per_run == 3
@@ -188,7 +188,7 @@ async def test_without_required_approval_only_automations_own_skills_are_retired
         fake_llm.reply(answer(proposal(KITCHEN, kind="update", target=KITCHEN, content=CRISP)))
         (update,) = (await gw.synthesize())["proposed"]
         assert (update["kind"], update["status"]) == ("update", "applied")
-        assert gw.services.catalog.load(KITCHEN) == CRISP
+        assert gw.parts.catalog.load(KITCHEN) == CRISP
         row = await skill_row(gw, KITCHEN)
         assert row["enabled"] is True and row["effect"]["uses"] == 0  # a new text, measured anew
 
@@ -205,8 +205,8 @@ async def test_a_retirement_approved_just_before_a_crash_is_finished_at_start(
             pid, from_status="pending", to_status="approved", by="web", at=time.time()
         )
     async with gateway(settings) as gw:
-        assert gw.services.catalog.load(KITCHEN) is None
-        p = await gw.services.store.get_proposal(pid)
+        assert gw.parts.catalog.load(KITCHEN) is None
+        p = await gw.parts.store.get_proposal(pid)
         assert p is not None and p.status == "approved" and p.promoted_at is not None
         assert (settings.skills_dir / KITCHEN / "SKILL.md").is_file()
         assert not (settings.skills_dir / KITCHEN / "SKILL.md.proposed").exists()

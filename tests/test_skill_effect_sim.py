@@ -45,14 +45,14 @@ async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful
     settings = synth_settings(make_settings, fake_llm, skill_holdout=0.1)  # the default
     world = await planted_world(settings, fake_llm)
     async with gateway(settings) as gw:
-        gw.services.agent.rng = random.Random(3)
+        gw.parts.agent.rng = random.Random(3)
         made: list[dict[str, object]] = []
         for _ in range(MAX_ROUNDS):
-            await world.round(gw.services, times=4)
+            await world.round(gw.parts, times=4)
             made = [p for p in (await gw.synthesize())["proposed"] if p["kind"] == "retire"]
             if made:
                 break
-        kitchen = (await gw.services.synthesizer.effects())[KITCHEN]
+        kitchen = (await gw.parts.synthesizer.effects())[KITCHEN]
         assert [(p["target"], p["status"]) for p in made] == [(KITCHEN, "pending")]
         assert 20 <= kitchen.loaded.rated <= EXPOSURE_BOUND
         assert kitchen.verdict == "harmful"
@@ -61,13 +61,13 @@ async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful
 
         # The helpful skill, with more evidence than that, is never proposed for retirement.
         for _ in range(3):
-            await world.round(gw.services, times=4)
+            await world.round(gw.parts, times=4)
             await gw.synthesize()
-        bike = (await gw.services.synthesizer.effects())[BIKE]
+        bike = (await gw.parts.synthesizer.effects())[BIKE]
         assert bike.loaded.rated > kitchen.loaded.rated and bike.verdict == "helpful"
         assert [p["target"] for p in await retirements(gw)] == [KITCHEN]  # and not twice
         # Once both have their evidence, holdout ends for them.
-        assert {KITCHEN, BIKE}.isdisjoint(gw.services.catalog.evaluating)
+        assert {KITCHEN, BIKE}.isdisjoint(gw.parts.catalog.evaluating)
 
 
 async def test_nothing_is_proposed_without_the_minimum_evidence(
@@ -77,17 +77,17 @@ async def test_nothing_is_proposed_without_the_minimum_evidence(
     # Users always rate the harmful skill's answers down and every other answer up.
     world = await planted_world(settings, fake_llm, p_up={"RAMBLE": 0.0, "CRISP": 1.0}, p_base=1.0)
     async with gateway(settings) as gw:
-        gw.services.agent.rng = random.Random(5)
+        gw.parts.agent.rng = random.Random(5)
         # A round asks each question once, so exposures grow one at a time.
-        while (await gw.services.synthesizer.effects())[KITCHEN].loaded.rated < 19:
-            await world.round(gw.services)
+        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < 19:
+            await world.round(gw.parts)
         run = await gw.synthesize()
         assert [p for p in run["proposed"] if p["kind"] == "retire"] == []
-        kitchen = (await gw.services.synthesizer.effects())[KITCHEN]
+        kitchen = (await gw.parts.synthesizer.effects())[KITCHEN]
         assert (kitchen.loaded.up, kitchen.loaded.down, kitchen.verdict) == (0, 19, "collecting")
         assert kitchen.without.rated >= 20 and kitchen.without.rate == 1.0
         # One more rated exposure reaches the minimum, and the retirement follows.
-        while (await gw.services.synthesizer.effects())[KITCHEN].loaded.rated < 20:
-            await world.round(gw.services)
+        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < 20:
+            await world.round(gw.parts)
         run = await gw.synthesize()
         assert [p["target"] for p in run["proposed"] if p["kind"] == "retire"] == [KITCHEN]

@@ -38,7 +38,7 @@ async def test_sessions_without_a_signal_are_consumed_without_being_shown(
         failed = await gw.seed(rating=None, failed=True)
         rated_up = await gw.seed(rating=1, comment=None)
         await gw.seed(rating=None)  # answered fine, nobody rated it
-        store = gw.services.store
+        store = gw.parts.store
         lonely = await store.current_session("telegram", "alone", "u1", 1000.0, 60)
         await store.add_message(lonely.id, "user", "hello?")  # no answer: too short
         await store.finish_chat_session("telegram", "alone")
@@ -68,7 +68,7 @@ async def test_only_finished_sessions_are_read(
         await gw.synthesize()
         assert shown_sessions(fake_llm.requests[-1]) == [ended, idle]
 
-        assert await gw.services.store.finish_chat_session("telegram", "active", "new")
+        assert await gw.parts.store.finish_chat_session("telegram", "active", "new")
         await gw.synthesize()
         assert shown_sessions(fake_llm.requests[-1]) == [active]
 

@@ -61,7 +61,7 @@ async def test_the_prompt_lists_skills_target_bodies_and_earlier_proposals(
         await gw.seed(loaded=["writing-for-chat"])
         fake_llm.reply(answer())
         await gw.synthesize()
-        writing_body = gw.services.catalog.load("writing-for-chat")
+        writing_body = gw.parts.catalog.load("writing-for-chat")
     assert writing_body is not None
     prompt = evidence_prompt(fake_llm.requests[-1])
     assert "## Enabled skills" in prompt

@@ -144,7 +144,7 @@ async def test_a_second_tap_on_the_same_button_changes_nothing_and_fails_nothing
         prompts = [t for t in gw.fake.sent_texts() if t.startswith("What went wrong")]
         assert len(prompts) == 1  # asked once, not once per tap
         assert [f["rating"] for f in await gw.feedback()] == [-1]
-        errors = await gw.services.store.run(
+        errors = await gw.parts.store.run(
             lambda db: [r["last_error"] for r in db.query("select last_error from inbox")]
         )
         assert errors == [None, None, None]

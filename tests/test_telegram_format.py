@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.channels.telegram_format import render_parts, to_html
+from gateway.channels.telegram.format import render_parts, to_html
 from gateway.channels.text import split_message, utf16_len
 from tests.fakes.telegram_api import html_to_plain
 

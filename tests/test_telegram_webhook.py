@@ -38,7 +38,7 @@ async def test_a_private_message_is_answered_with_rating_buttons(
             f"rate:{answer_id}:+1",
             f"rate:{answer_id}:-1",
         ]
-        stored = await gw.services.store.get_message(answer_id)
+        stored = await gw.parts.store.get_message(answer_id)
         assert stored is not None and stored.platform_message_ids == ["1"]
         assert gw.fake.calls_of("sendChatAction")[0].params["action"] == "typing"
     assert fake_llm.requests[0]["messages"][-1]["content"] == "What is the capital of France?"
@@ -51,7 +51,7 @@ async def test_a_missing_or_wrong_secret_gets_401_and_nothing_is_stored_or_sent(
         for secret in (None, "", "wrong", SECRET + "x", SECRET[:-1], "ünïcode"):
             resp = await gw.post(make_text_update(1, "hello"), secret=secret)
             assert resp.status == 401, secret
-        assert await gw.services.store.inbox_pending_count() == 0
+        assert await gw.parts.store.inbox_pending_count() == 0
         await asyncio.sleep(0.05)  # anything queued by mistake would be on its way now
         assert gw.fake.calls_of("sendMessage") == []
     assert fake_llm.requests == []
@@ -63,7 +63,7 @@ async def test_a_gateway_without_a_webhook_secret_refuses_every_webhook(
     async with telegram_gateway(make_settings, fake_llm, telegram_webhook_secret=None) as gw:
         for secret in (None, "", SECRET):
             assert (await gw.post(make_text_update(1, "hello"), secret=secret)).status == 401
-        assert await gw.services.store.inbox_pending_count() == 0
+        assert await gw.parts.store.inbox_pending_count() == 0
 
 
 async def test_malformed_bodies_get_4xx_and_never_500(
@@ -88,7 +88,7 @@ async def test_malformed_bodies_get_4xx_and_never_500(
         resp = await gw.post({"update_id": 9, "poll": {"id": "1"}})
         assert resp.status == 200
         await gw.idle()
-        assert await gw.services.store.inbox_pending_count() == 0
+        assert await gw.parts.store.inbox_pending_count() == 0
         assert gw.fake.calls_of("sendMessage") == []
 
 
@@ -268,7 +268,7 @@ async def test_an_update_that_cannot_be_stored_is_not_acknowledged(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     async with telegram_gateway(make_settings, fake_llm) as gw:
-        store = gw.services.store
+        store = gw.parts.store
         await store.close()
         resp = await gw.post(make_text_update(1, "hello"))
         assert resp.status == 503  # not 200: Telegram delivers it again later

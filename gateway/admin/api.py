@@ -7,9 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.admin import proposals_api
 from gateway.admin.auth import Handler, bearer_ok, unauthorized
+from gateway.admin.params import int_param
 from gateway.errors import SkillError
-from gateway.keys import SERVICES
+from gateway.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
 
 
 def iso(ts: float | None) -> str | None:
@@ -17,24 +19,10 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-def int_param(request: web.Request, name: str, default: int, *, low: int, high: int) -> int:
-    """An integer query parameter within bounds, or 400."""
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name} must be an integer") from None
-    if not low <= value <= high:
-        raise web.HTTPBadRequest(text=f"{name} must be between {low} and {high}")
-    return value
-
-
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every admin API call needs the bearer token; without a configured token the API is off."""
-    token = request.config_dict[SERVICES].settings.admin_token
+    token = request.config_dict[SETTINGS].admin_token
     if token is None:
         return unauthorized("admin API disabled: set SKILLGATE_ADMIN_TOKEN")
     if not bearer_ok(request, token.get_secret_value()):
@@ -44,7 +32,7 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
 
 async def list_feedback(request: web.Request) -> web.Response:
     """Feedback, newest first: ?limit=&offset=."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     limit = int_param(request, "limit", 100, low=1, high=1000)
     offset = int_param(request, "offset", 0, low=0, high=10**9)
     rows = await store.list_feedback(limit=limit, offset=offset)
@@ -68,17 +56,17 @@ async def list_feedback(request: web.Request) -> web.Response:
 
 async def list_skills(request: web.Request) -> web.Response:
     """Every registered skill: registry state, a pending proposal, the last approval, its effect."""
-    services = request.config_dict[SERVICES]
-    promoted = await services.store.last_promotions()
-    pending = {p.slug: p.id for p in await services.store.pending_proposals()}
-    effects = await services.synthesizer.effects()
-    evaluating = services.catalog.evaluating
+    store, catalog = request.config_dict[STORE], request.config_dict[CATALOG]
+    promoted = await store.last_promotions()
+    pending = {p.slug: p.id for p in await store.pending_proposals()}
+    effects = await request.config_dict[SYNTHESIZER].effects()
+    evaluating = catalog.evaluating
     out: list[dict[str, Any]] = []
-    for rec in await services.store.skill_records():
+    for rec in await store.skill_records():
         last = promoted.get(rec.slug)
         effect = effects.get(rec.slug)
         try:
-            description: str | None = services.catalog.library.read(rec.slug).description
+            description: str | None = catalog.library.read(rec.slug).description
         except SkillError:
             description = None
         out.append(
@@ -114,8 +102,6 @@ async def list_skills(request: web.Request) -> web.Response:
 
 def admin_api() -> web.Application:
     """The sub-application mounted at /admin/api."""
-    from gateway.admin import proposals_api  # it uses this module's helpers
-
     api = web.Application(middlewares=[require_token])
     api.router.add_get("/feedback", list_feedback)
     api.router.add_get("/skills", list_skills)

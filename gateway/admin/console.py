@@ -16,7 +16,7 @@ from gateway import __version__
 from gateway.admin import console_auth as auth
 from gateway.admin.auth import Handler
 from gateway.admin.console_format import FILTERS
-from gateway.keys import SERVICES
+from gateway.keys import SETTINGS, STORE
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def make_env() -> jinja2.Environment:
 
 def admin_key(request: web.Request) -> bytes | None:
     """The console's signing key, or None when no admin token is configured."""
-    token = request.config_dict[SERVICES].settings.admin_token
+    token = request.config_dict[SETTINGS].admin_token
     return None if token is None else auth.console_key(token.get_secret_value())
 
 
@@ -82,7 +82,7 @@ async def page(
     csrf = csrf_for(request)
     pending = 0
     if csrf:
-        pending = (await request.config_dict[SERVICES].store.proposal_counts()).get("pending", 0)
+        pending = (await request.config_dict[STORE].proposal_counts()).get("pending", 0)
     static = request.app.router["console.static"]
     assert isinstance(static, web.StaticResource)
     body = env.get_template(template).render(
@@ -120,7 +120,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
     key = admin_key(request)
     if key is None:
         return await page(request, "disabled.html", status=503)
-    public_url = request.config_dict[SERVICES].settings.public_url
+    public_url = request.config_dict[SETTINGS].public_url
     posting = request.method not in ("GET", "HEAD")
     if posting and not auth.same_origin(request, public_url):
         return await refuse(request, 403, "Refused", "This form was sent from another site.")
@@ -166,7 +166,7 @@ async def login_form(request: web.Request) -> web.Response:
 
 async def login(request: web.Request) -> web.StreamResponse:
     """Check the token; a session cookie on success, a paced refusal otherwise."""
-    settings = request.config_dict[SERVICES].settings
+    settings = request.config_dict[SETTINGS]
     assert settings.admin_token is not None  # the guard answered already otherwise
     try:
         form = await request.post()
@@ -206,24 +206,3 @@ async def logout(request: web.Request) -> web.StreamResponse:
 async def home(request: web.Request) -> web.StreamResponse:
     """The console opens on the review queue."""
     raise web.HTTPSeeOther("/admin/proposals")
-
-
-def console_app() -> web.Application:
-    """The sub-application mounted at /admin (the JSON API lives beside it at /admin/api)."""
-    from gateway.admin import console_pages, console_views
-
-    app = web.Application(middlewares=[guard])
-    app[CONSOLE] = ConsoleState(make_env())
-    app.router.add_get("/", home, name="console.home")
-    app.router.add_get("/login", login_form, name="console.login_form")
-    app.router.add_post("/login", login, name="console.login")
-    app.router.add_post("/logout", logout, name="console.logout")
-    app.router.add_static("/static", HERE / "static", name="console.static")
-    console_views.add_routes(app)
-    console_pages.add_routes(app)
-    return app
-
-
-def add_console(app: web.Application) -> None:
-    """Mount the console on the main application."""
-    app.add_subapp("/admin", console_app())

@@ -10,7 +10,7 @@ from aiohttp import web
 from gateway.admin.console import page
 from gateway.admin.console_chart import rate_chart
 from gateway.admin.console_views import PER_PAGE, page_number
-from gateway.keys import SERVICES
+from gateway.keys import STORE
 
 WINDOWS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
 DEFAULT_WINDOW = "30"
@@ -24,7 +24,7 @@ def _midnight(day: date) -> float:
 
 async def feedback(request: web.Request) -> web.Response:
     """👍 rate per day as a chart, totals, and the latest 👎 with their comments."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     window = request.query.get("days", DEFAULT_WINDOW)
     if window not in WINDOWS:
         window = DEFAULT_WINDOW
@@ -55,7 +55,7 @@ async def feedback(request: web.Request) -> web.Response:
 
 async def conversations(request: web.Request) -> web.Response:
     """Sessions, most recently active first, optionally of one channel."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     channel = request.query.get("channel") or None
     if channel is not None and (len(channel) > 32 or not channel.isidentifier()):
         channel = None
@@ -77,7 +77,7 @@ async def conversations(request: web.Request) -> web.Response:
 
 async def conversation(request: web.Request) -> web.Response:
     """A session's transcript with each answer's trace and ratings."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     raw = request.match_info["id"]
     if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 2**63:
         raise web.HTTPNotFound()
@@ -96,7 +96,7 @@ async def conversation(request: web.Request) -> web.Response:
 
 async def runs(request: web.Request) -> web.Response:
     """Synthesis runs, newest first: when, what they read, proposed, suppressed, errors."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     return await page(request, "runs.html", active="runs", runs=await store.list_runs(RUNS))
 
 

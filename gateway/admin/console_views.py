@@ -8,12 +8,12 @@ from aiohttp import web
 
 from gateway.admin.console import page, refuse
 from gateway.admin.console_diff import side_by_side
-from gateway.channels.base import Services
 from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
-from gateway.keys import SERVICES
+from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import Proposal
-from gateway.skills.review import live_proposal
+from gateway.skills.review import Reviewer, live_proposal
+from gateway.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -38,33 +38,33 @@ def proposal_id(request: web.Request) -> int:
     return int(raw)
 
 
-async def get_proposal(services: Services, pid: int) -> Proposal:
+async def get_proposal(review: Reviewer, pid: int) -> Proposal:
     try:
-        return await services.review.get(pid)
+        return await review.get(pid)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
 
 
-async def text_before(services: Services, p: Proposal) -> str:
+async def text_before(review: Reviewer, store: Store, p: Proposal) -> str:
     """What the proposal changes: the live text, or what its approval replaced."""
     if p.status in DONE:
-        version = await services.store.replaced_version(p.id)
+        version = await store.replaced_version(p.id)
         return version.content if version else ""  # an approved create replaced nothing
-    return services.review.staging.live_text(p.slug) or ""
+    return review.staging.live_text(p.slug) or ""
 
 
-async def can_roll_back(services: Services, p: Proposal) -> bool:
+async def can_roll_back(review: Reviewer, store: Store, p: Proposal) -> bool:
     """True for an approved update that is still the live text and kept what it replaced."""
     if p.kind != "update" or p.status not in ("approved", "applied"):
         return False
-    if live_proposal(services.review.staging.live_text(p.slug)) != p.id:
+    if live_proposal(review.staging.live_text(p.slug)) != p.id:
         return False
-    return await services.store.replaced_version(p.id) is not None
+    return await store.replaced_version(p.id) is not None
 
 
 async def proposals(request: web.Request) -> web.Response:
     """Pending proposals first, then the decided ones, newest first."""
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     number = page_number(request)
     rows = await store.review_queue(limit=PER_PAGE + 1, offset=(number - 1) * PER_PAGE)
     shown = rows[:PER_PAGE]
@@ -81,9 +81,9 @@ async def proposals(request: web.Request) -> web.Response:
 
 async def proposal(request: web.Request) -> web.Response:
     """One proposal: rationale, provenance, the side-by-side diff and the decision forms."""
-    services = request.config_dict[SERVICES]
-    p = await get_proposal(services, proposal_id(request))
-    diff = side_by_side(await text_before(services, p), await services.review.proposed_text(p))
+    review, store = request.config_dict[REVIEW], request.config_dict[STORE]
+    p = await get_proposal(review, proposal_id(request))
+    diff = side_by_side(await text_before(review, store, p), await review.proposed_text(p))
     outcome = request.query.get("outcome")
     return await page(
         request,
@@ -91,9 +91,9 @@ async def proposal(request: web.Request) -> web.Response:
         active="proposals",
         p=p,
         diff=diff,
-        sessions=await services.store.sessions_by_id(p.based_on),
-        ratings=await services.store.feedback_by_session(p.based_on),
-        can_roll_back=await can_roll_back(services, p),
+        sessions=await store.sessions_by_id(p.based_on),
+        ratings=await store.feedback_by_session(p.based_on),
+        can_roll_back=await can_roll_back(review, store, p),
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,
     )
@@ -108,10 +108,10 @@ async def form_reason(request: web.Request) -> str | None:
 
 async def approve(request: web.Request) -> web.StreamResponse:
     """Approve: the same review operation as a tap in chat."""
-    services = request.config_dict[SERVICES]
+    review = request.config_dict[REVIEW]
     pid = proposal_id(request)
     try:
-        result = await services.review.approve(pid, DECIDER)
+        result = await review.approve(pid, DECIDER)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     except (OSError, SkillError) as exc:
@@ -124,11 +124,11 @@ async def approve(request: web.Request) -> web.StreamResponse:
 
 async def reject(request: web.Request) -> web.StreamResponse:
     """Reject with an optional reason; the tombstone keeps it out of later passes."""
-    services = request.config_dict[SERVICES]
+    review = request.config_dict[REVIEW]
     pid = proposal_id(request)
     reason = await form_reason(request)
     try:
-        result = await services.review.reject(pid, DECIDER, reason)
+        result = await review.reject(pid, DECIDER, reason)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
@@ -136,11 +136,11 @@ async def reject(request: web.Request) -> web.StreamResponse:
 
 async def rollback(request: web.Request) -> web.StreamResponse:
     """Put back the text an approved update replaced."""
-    services = request.config_dict[SERVICES]
+    review = request.config_dict[REVIEW]
     pid = proposal_id(request)
     reason = await form_reason(request)
     try:
-        result = await services.review.rollback(pid, DECIDER, reason)
+        result = await review.rollback(pid, DECIDER, reason)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     except RollbackRefused as exc:
@@ -150,13 +150,12 @@ async def rollback(request: web.Request) -> web.StreamResponse:
 
 async def skills(request: web.Request) -> web.Response:
     """Every registered skill with its state, use and 👍 rate."""
-    services = request.config_dict[SERVICES]
-    store = services.store
+    store, catalog = request.config_dict[STORE], request.config_dict[CATALOG]
     descriptions: dict[str, str | None] = {}
     records = await store.skill_records()
     for rec in records:
         try:
-            descriptions[rec.slug] = services.catalog.library.read(rec.slug).description
+            descriptions[rec.slug] = catalog.library.read(rec.slug).description
         except SkillError:
             descriptions[rec.slug] = None
     return await page(
@@ -165,26 +164,25 @@ async def skills(request: web.Request) -> web.Response:
         active="skills",
         records=records,
         descriptions=descriptions,
-        effects=await services.synthesizer.effects(),
+        effects=await request.config_dict[SYNTHESIZER].effects(),
         pending={p.slug: p.id for p in await store.pending_proposals()},
     )
 
 
 async def skill(request: web.Request) -> web.Response:
     """One skill: its live text, use, proposals and replaced versions, with rollback."""
-    services = request.config_dict[SERVICES]
+    review, store = request.config_dict[REVIEW], request.config_dict[STORE]
     slug = request.match_info["slug"]
     if not SLUG_RE.match(slug):
         raise web.HTTPNotFound()
-    store = services.store
     record = await store.get_skill_record(slug)
-    text = services.review.staging.live_text(slug)
+    text = review.staging.live_text(slug)
     history = await store.skill_proposals(slug)
     if record is None and text is None and not history:
         raise web.HTTPNotFound()
     rollback_id = None
     for p in history:
-        if await can_roll_back(services, p):
+        if await can_roll_back(review, store, p):
             rollback_id = p.id
             break
     outcome = request.query.get("outcome")
@@ -197,7 +195,7 @@ async def skill(request: web.Request) -> web.Response:
         text=text,
         history=history,
         versions=await store.skill_versions(slug),
-        effect=(await services.synthesizer.effects()).get(slug),
+        effect=(await request.config_dict[SYNTHESIZER].effects()).get(slug),
         rollback_id=rollback_id,
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,

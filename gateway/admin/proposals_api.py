@@ -8,9 +8,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.admin.api import int_param
+from gateway.admin.params import int_param
 from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
-from gateway.keys import SERVICES
+from gateway.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.proposals import STATUSES, Proposal
 from gateway.skills.review import Decision
 from gateway.skills.staging import iso
@@ -105,7 +105,7 @@ async def list_proposals(request: web.Request) -> web.Response:
         return error(400, f"status must be one of {', '.join(STATUSES)}")
     limit = int_param(request, "limit", 100, low=1, high=1000)
     offset = int_param(request, "offset", 0, low=0, high=10**9)
-    store = request.config_dict[SERVICES].store
+    store = request.config_dict[STORE]
     rows = await store.list_proposals(status, limit=limit, offset=offset)
     return web.json_response([proposal_json(p) for p in rows])
 
@@ -115,7 +115,7 @@ async def get_proposal(request: web.Request) -> web.Response:
     pid = _id(request)
     if pid is None:
         return error(400, "a proposal id is a positive integer")
-    review = request.config_dict[SERVICES].review
+    review = request.config_dict[REVIEW]
     try:
         p = await review.get(pid)
     except ProposalNotFound as exc:
@@ -129,7 +129,7 @@ async def approve(request: web.Request) -> web.Response:
     if pid is None:
         return error(400, "a proposal id is a positive integer")
     try:
-        result = await request.config_dict[SERVICES].review.approve(pid, WEB_DECIDER)
+        result = await request.config_dict[REVIEW].approve(pid, WEB_DECIDER)
     except ProposalNotFound as exc:
         return error(404, str(exc))
     except (OSError, SkillError) as exc:
@@ -148,7 +148,7 @@ async def reject(request: web.Request) -> web.Response:
         return error(400, "a proposal id is a positive integer")
     reason = await _reason(request)
     try:
-        result = await request.config_dict[SERVICES].review.reject(pid, WEB_DECIDER, reason)
+        result = await request.config_dict[REVIEW].reject(pid, WEB_DECIDER, reason)
     except ProposalNotFound as exc:
         return error(404, str(exc))
     return _decision(result)
@@ -161,7 +161,7 @@ async def rollback(request: web.Request) -> web.Response:
         return error(400, "a proposal id is a positive integer")
     reason = await _reason(request)
     try:
-        result = await request.config_dict[SERVICES].review.rollback(pid, WEB_DECIDER, reason)
+        result = await request.config_dict[REVIEW].rollback(pid, WEB_DECIDER, reason)
     except ProposalNotFound as exc:
         return error(404, str(exc))
     except RollbackRefused as exc:
@@ -171,14 +171,14 @@ async def rollback(request: web.Request) -> web.Response:
 
 async def synthesize(request: web.Request) -> web.Response:
     """Run one synthesis pass now; 409 while another pass runs."""
-    summary = await request.config_dict[SERVICES].synthesizer.run("api")
+    summary = await request.config_dict[SYNTHESIZER].run("api")
     return web.json_response(summary.model_dump(), status=409 if summary.status == "busy" else 200)
 
 
 async def list_runs(request: web.Request) -> web.Response:
     """Recent synthesis runs, newest first: ?limit=."""
     limit = int_param(request, "limit", 20, low=1, high=500)
-    runs = await request.config_dict[SERVICES].store.list_runs(limit)
+    runs = await request.config_dict[STORE].list_runs(limit)
     return web.json_response(
         [
             {

@@ -1,1 +1,1 @@
-"""Channel adapters: one module per platform, the only importers of its SDK."""
+"""Channel adapters: one package per platform (the only importers of its SDK), over one protocol."""

@@ -1,1 +1,1 @@
-"""Operator tooling: webhook registration, platform checks for doctor, backups."""
+"""Operator tooling: webhook registration, backups, the move to PostgreSQL."""

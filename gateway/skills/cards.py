@@ -16,7 +16,7 @@ from gateway.errors import SkillError
 from gateway.skills.evidence import SessionEvidence
 from gateway.skills.library import SKILL_FILE, parse_skill
 from gateway.skills.proposals import Proposal, SkillVersion
-from gateway.skills.review import Reviewer
+from gateway.skills.screening import LiveSkill
 
 Length = Callable[[str], int]
 
@@ -218,6 +218,14 @@ def trimmed_note(dropped: int) -> str:
     return f"… {dropped} more diff line{'' if dropped == 1 else 's'} not shown: tap Full diff."
 
 
+class CardReview(Protocol):
+    """What building a card asks the review operations: the live skill, the staged diff."""
+
+    async def live(self, slug: str) -> LiveSkill | None: ...
+
+    async def diff(self, p: Proposal) -> str: ...
+
+
 class CardSource(Protocol):
     """What building a card reads from the store."""
 
@@ -236,7 +244,7 @@ def _reviewable(description: str, body: str) -> list[str]:
 
 
 async def change_diff(
-    p: Proposal, review: Reviewer, source: CardSource, *, context: int = COMPACT_CONTEXT
+    p: Proposal, review: CardReview, source: CardSource, *, context: int = COMPACT_CONTEXT
 ) -> str:
     """What the proposal changes in the skill, the same before and after the decision.
 
@@ -262,14 +270,14 @@ async def change_diff(
     return "".join(list(lines)[2:])  # the card names the skill: no file headers
 
 
-async def full_diff(p: Proposal, review: Reviewer, source: CardSource) -> str:
+async def full_diff(p: Proposal, review: CardReview, source: CardSource) -> str:
     """The whole diff behind 🔍 Full diff: the staged file against the live one while pending."""
     if p.status == "pending":
         return await review.diff(p)
     return await change_diff(p, review, source, context=3)
 
 
-async def build_card(p: Proposal, review: Reviewer, source: CardSource) -> Card:
+async def build_card(p: Proposal, review: CardReview, source: CardSource) -> Card:
     """The card of a proposal as it stands now."""
     sessions = await source.session_evidence(p.based_on)
     name = await source.reviewer_name(p.decided_by) if p.decided_by else None

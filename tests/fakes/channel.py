@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar
 
-from gateway.channels.base import Channel
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.channels.base import Channel, Handler, Ports
+from gateway.conversation.models import Audience, Dialect, Profile
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
+from gateway.skills.card_buttons import CardSigner
+from gateway.skills.cards import Card
+from gateway.skills.proposals import Proposal
+
+FAKE = Dialect(help="help", new="new", refusal="no", thanks_for_comment="thanks")
 
 
 class FakeChannel(Channel):
@@ -17,15 +25,22 @@ class FakeChannel(Channel):
     name: ClassVar[str] = "fake"
 
     def __init__(self, settings: object) -> None:
-        super().__init__(settings)  # type: ignore[arg-type]
+        self.profile = Profile(self.name, FAKE, Audience.of((), ()), CardSigner("fake"))
         self.sent: list[tuple[ChatRef, Reply]] = []
         self.fail_sends = 0
         self._cond = asyncio.Condition()
+        self.ports: Ports | None = None
+
+    async def start(self, ports: Ports) -> Handler:
+        self.ports = ports
+        return self.process
 
     async def process(self, item: InboxItem) -> None:
+        assert self.ports is not None, "the app starts the channel before handing it updates"
         data = json.loads(item.payload)
         chat = ChatRef(channel=self.name, chat_id=data["chat"], user_id=data.get("user", "u1"))
-        await self.answer(IncomingMessage(chat=chat, text=data["text"], inbox_id=item.id))
+        incoming = IncomingMessage(chat=chat, text=data["text"], inbox_id=item.id)
+        await self.ports.conversation.answer(incoming, FakeResponder(self, chat))
 
     async def send(self, chat: ChatRef, reply: Reply) -> list[str]:
         if self.fail_sends:
@@ -38,8 +53,9 @@ class FakeChannel(Channel):
 
     async def accept(self, update_id: str, chat: str, text: str, user: str = "u1") -> bool:
         """Store an update the way a webhook would."""
+        assert self.ports is not None
         payload = json.dumps({"chat": chat, "user": user, "text": text})
-        return await self.services.accept(self.name, update_id, chat, payload)
+        return await self.ports.intake.accept(self.name, update_id, chat, payload)
 
     async def wait_sent(self, count: int, timeout: float = 5.0) -> None:
         async with self._cond:
@@ -47,3 +63,55 @@ class FakeChannel(Channel):
 
     def texts(self, chat: str | None = None) -> list[str]:
         return [r.text for c, r in self.sent if chat is None or c.chat_id == chat]
+
+
+class FakeResponder:
+    """Answers go to the fake platform's list; a notice is a reply of kind "notice"."""
+
+    def __init__(self, channel: FakeChannel, chat: ChatRef) -> None:
+        self.channel = channel
+        self.chat = chat
+
+    async def notice(
+        self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
+    ) -> None:
+        await self.channel.send(self.chat, Reply(text=text, kind="notice", buttons=list(buttons)))
+
+    async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
+        if not courtesy:
+            await self.notice(text)
+
+    @contextlib.asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        yield
+
+    async def deliver(self, reply: Reply) -> list[str]:
+        if reply.delivered_ids:
+            return list(reply.delivered_ids)  # the fake platform sends an answer whole or not
+        return await self.channel.send(self.chat, reply)
+
+    async def show_rating(self, answer_id: int, rating: int) -> None:
+        return None
+
+    async def ask_comment(self, answer_id: int) -> str | None:
+        await self.notice("what went wrong?")
+        return None
+
+    async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
+        await self.notice(decided)
+        return None
+
+    async def reviewer_name(self) -> str | None:
+        return None
+
+    def cards_per_listing(self, pending: int) -> int:
+        return pending
+
+    async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
+        return [None for _ in cards]
+
+    async def show_card(self, card: Card) -> None:
+        return None
+
+    async def send_diff(self, proposal: Proposal, diff: str) -> None:
+        await self.notice(diff)

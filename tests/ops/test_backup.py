@@ -12,10 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from gateway.app import build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
 from gateway.errors import ConfigError
-from gateway.keys import SERVICES
 from gateway.ops.backup import create_backup, restore_backup
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
@@ -48,7 +47,7 @@ async def test_a_backup_taken_while_serving_restores_into_a_working_data_dir(
         fake_llm.reply("Noted: the door is blue.")
         await channel.accept("1", "c1", "remember: the door is blue")
         await channel.wait_sent(1)
-        await runner.app[SERVICES].worker.wait_idle(5)
+        await runner.app[PARTS].worker.wait_idle(5)
         # Another process backs up while this one keeps the database open.
         env = {"SKILLGATE_DATA_DIR": str(settings.data_dir)}
         code, out, err = await skillgate("backup", str(tmp_path), env=env)
@@ -79,11 +78,11 @@ async def test_a_backup_taken_while_serving_restores_into_a_working_data_dir(
         s["name"]: s for s in await (await client.get("/admin/api/skills", headers=AUTH)).json()
     }
     assert skills["door-colours"]["source"] == "custom"
-    store = app[SERVICES].store
+    store = app[PARTS].store
     session = await store.current_session("fake", "c1", "u1", time.time(), 3600)
     texts = [m.text for m in await store.history(session.id, limit=10)]
     assert texts == ["remember: the door is blue", "Noted: the door is blue."]
-    assert "Doorkeeper" in app[SERVICES].agent.config.persona
+    assert "Doorkeeper" in app[PARTS].agent.config.persona
 
 
 async def test_restore_keeps_existing_data_unless_forced(

@@ -28,7 +28,7 @@ async def used_data_dir(settings: Settings, fake_llm: FakeOpenAI) -> None:
         )
         fake_llm.reply(answer(proposal("chat-brevity"), formal))
         await gw.synthesize()
-        pending = await gw.services.store.pending_proposals()
+        pending = await gw.parts.store.pending_proposals()
         assert len(pending) == 2
         status, _ = await gw.call("POST", f"/proposals/{pending[0].id}/approve")
         assert status == 200

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from gateway.keys import CHANNELS
+from gateway.app import CHANNELS
 from tests.cards_support import ALICE, LINE_ADMIN, LINE_OTHER, LINE_SECRET, Rig
 from tests.fakes.line_api import postback_event, sign, text_event, unknown_event, webhook_body
 from tests.fakes.telegram_api import make_callback_update, make_text_update
@@ -58,8 +58,7 @@ def expand(value: Any, rig: Rig, seeded: Seeded) -> Any:
 
 def _fill(name: str, arg: str | None, rig: Rig, seeded: Seeded) -> str:
     channels = {c.name: c for c in rig.client.server.app[CHANNELS]}
-    telegram, line = channels["telegram"].card_transport(), channels["line"].card_transport()
-    assert telegram is not None and line is not None
+    telegram, line = channels["telegram"].profile, channels["line"].profile
     simple = {
         "tg_answer": str(seeded.tg_answer),
         "line_answer": str(seeded.line_answer),

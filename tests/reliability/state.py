@@ -48,8 +48,8 @@ def sent(rig: Rig) -> int:
 
 async def snapshot(rig: Rig) -> dict[str, Any]:
     """The state a hostile request must leave alone."""
-    state: dict[str, Any] = await rig.services.store.run(_tables)
-    state["files"] = data_files(rig.services.settings.data_dir)
+    state: dict[str, Any] = await rig.parts.store.run(_tables)
+    state["files"] = data_files(rig.parts.settings.data_dir)
     state["sent"] = sent(rig)
     state["model_calls"] = len(rig.llm.requests)
     return state
@@ -57,7 +57,7 @@ async def snapshot(rig: Rig) -> dict[str, Any]:
 
 async def inbox_errors(rig: Rig) -> list[tuple[str, str]]:
     """Stored updates whose handler raised (a hostile input must be handled, not crash it)."""
-    rows = await rig.services.store.run(
+    rows = await rig.parts.store.run(
         lambda db: list(db.query("select update_id, last_error from inbox where attempts > 0"))
     )
     return [(str(r["update_id"]), str(r["last_error"])) for r in rows]

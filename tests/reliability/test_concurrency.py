@@ -115,7 +115,7 @@ async def test_simultaneous_decisions_on_two_channels_make_exactly_one(
             await rig.idle()
 
             status, p = await rig.api("GET", f"/proposals/{pid}")
-            rows = await rig.services.store.run(
+            rows = await rig.parts.store.run(
                 lambda db: [dict(r) for r in db.query("select proposal_id from rejections")]
             )
             skill = settings.skills_dir / "chat-brevity"

@@ -55,7 +55,7 @@ async def test_bot_api_429s_and_5xx_are_waited_out_and_each_answer_arrives_once(
         await gw.deliver(make_text_update(4, "still serving"))
         assert gw.fake.sent_texts() == ["re: one", "re: two", "re: still serving"]
         assert [f["rating"] for f in await gw.feedback()] == [1]
-        assert await gw.services.store.inbox_pending_count() == 0
+        assert await gw.parts.store.inbox_pending_count() == 0
 
 
 async def test_line_429_500_and_invalid_reply_tokens_end_in_exactly_one_delivery(
@@ -122,7 +122,7 @@ async def test_a_locked_database_makes_both_webhooks_answer_503_and_nothing_is_l
     async with fakes() as (telegram, line):
         settings = rig_settings(make_settings, fake_llm, telegram, line)
         async with running(settings, telegram, line, fake_llm) as rig:
-            await rig.services.store.run(lambda db: db.execute("pragma busy_timeout = 200"))
+            await rig.parts.store.run(lambda db: db.execute("pragma busy_timeout = 200"))
             update = make_text_update(1, "telegram while locked", chat_id=2001, user_id=2001)
             body = webhook_body(
                 text_event("line while locked", reply_token=rig.line.issue_reply_token(to=USER_ID))
@@ -154,21 +154,21 @@ async def test_an_answer_held_up_by_a_locked_database_goes_out_once_the_lock_is_
     fake_llm.default = echo
     caplog.set_level(logging.WARNING, logger="gateway.inbox")
     async with telegram_gateway(make_settings, fake_llm) as gw:
-        await gw.services.store.run(lambda db: db.execute("pragma busy_timeout = 100"))
+        await gw.parts.store.run(lambda db: db.execute("pragma busy_timeout = 100"))
         fake_llm.pause()
         assert (await gw.post(make_text_update(1, "patience"))).status == 200
         await fake_llm.wait_for_requests(1)
-        with locked(gw.services.settings.db_path):
+        with locked(gw.parts.settings.db_path):
             fake_llm.resume()  # the answer is made but cannot be stored while the lock lasts
             async with asyncio.timeout(5):
                 while not any("waits for the database" in r.message for r in caplog.records):
                     await asyncio.sleep(0.02)
         await gw.idle()
         assert gw.fake.sent_texts() == ["re: patience"]
-        assert await gw.services.store.inbox_pending_count() == 0
+        assert await gw.parts.store.inbox_pending_count() == 0
         # The model may have been asked again (its first answer could not be stored), but
         # the conversation holds the question and one answer.
-        roles = await gw.services.store.run(
+        roles = await gw.parts.store.run(
             lambda db: [r["role"] for r in db.query("select role from messages order by id")]
         )
         assert roles == ["user", "assistant"]

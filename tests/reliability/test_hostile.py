@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from aiohttp import ClientResponse
 
-from gateway.channels.line_format import MAX_TEXT_UTF16
-from gateway.channels.telegram_format import MAX_TEXT
+from gateway.channels.line.format import MAX_TEXT_UTF16
+from gateway.channels.telegram.format import MAX_TEXT
 from gateway.channels.text import utf16_len
 from tests.cards_support import Rig
 from tests.fakes.telegram_api import html_to_plain

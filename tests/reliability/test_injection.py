@@ -72,11 +72,11 @@ async def test_the_synthesizer_cannot_be_talked_out_of_its_rules(
         session = await gw.seed(question=fill(case["chat"]))
         fake_llm.reply(answer({**drafted(case), "based_on": [session]}))
         before = data_files(settings.data_dir)
-        records = await gw.services.store.skill_records()
+        records = await gw.parts.store.skill_records()
         run = await gw.synthesize()
         status, proposals = await gw.call("GET", "/proposals")
         after = data_files(settings.data_dir)
-        records_after = await gw.services.store.skill_records()
+        records_after = await gw.parts.store.skill_records()
     assert status == 200
     new = [f for f in after if f not in before]
     if "forged-fence" in case["id"]:

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.channels.line_feedback import parse_rating as parse_line_rating
-from gateway.channels.telegram_feedback import parse_rating as parse_telegram_rating
+from gateway.conversation.feedback import parse_rating
 from tests.cards_support import ALICE, LINE_ADMIN, LINE_OTHER, LINE_SECRET, Rig
 from tests.fakes.line_api import postback_event, sign, webhook_body
 from tests.fakes.telegram_api import make_callback_update
@@ -130,7 +129,7 @@ async def test_any_telegram_callback_data_changes_only_what_its_button_would(
     update = make_callback_update(
         next(_ids), data, chat_id=ALICE, user_id=user, message_id=seeded.tg_message_id
     )
-    rating = parse_telegram_rating(data)
+    rating = parse_rating(data)
     real = rating is not None and rating[0] == seeded.tg_answer
     body = json.dumps(update).encode()
     assert await handled_without_harm(rig, post_telegram(rig, body), real) == 200
@@ -146,6 +145,6 @@ async def test_any_line_postback_data_changes_only_what_its_button_would(
     user = LINE_ADMIN if admin else LINE_OTHER
     token = rig.line.issue_reply_token(to=user)
     body = webhook_body(postback_event(data, user_id=user, reply_token=token))
-    rating = parse_line_rating(data)
+    rating = parse_rating(data)
     real = rating is not None and rating[0] == seeded.line_answer and user == LINE_OTHER
     assert await handled_without_harm(rig, post_line(rig, body), real) == 200

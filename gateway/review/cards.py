@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
+from gateway.conversation.ports import CardLedger
 from gateway.errors import ChannelError
-from gateway.skills.cards import Card, build_card
+from gateway.skills.cards import Card, CardSource, build_card
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Reviewer, ReviewEvent
 from gateway.store.cards import CardDelivery
-
-if TYPE_CHECKING:
-    from gateway.channels.base import Channel, Services
-    from gateway.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +57,30 @@ class CardTransport(Protocol):
         ...
 
 
+class CardStore(CardSource, CardLedger, Protocol):
+    """Which admin holds which copy of which card, and what each copy shows."""
+
+    async def pending_proposals(self) -> list[Proposal]: ...
+
+    async def claim_card(
+        self,
+        proposal_id: int,
+        channel: str,
+        chat_id: str,
+        *,
+        retake_before: float,
+        now: float | None = None,
+    ) -> bool: ...
+
+    async def card_copies(self, proposal_id: int) -> list[CardDelivery]: ...
+
+    async def outdated_card_copies(self) -> list[CardDelivery]: ...
+
+    async def card_shown(
+        self, proposal_id: int, channel: str, chat_id: str, status: str, reason: str | None
+    ) -> None: ...
+
+
 Job = Callable[[], Awaitable[None]]
 
 
@@ -70,7 +90,7 @@ class ReviewCards:
     def __init__(
         self,
         review: Reviewer,
-        store: Store,
+        store: CardStore,
         transports: Sequence[CardTransport],
         *,
         retake_after: float = RETAKE_AFTER,
@@ -105,11 +125,7 @@ class ReviewCards:
         """Queue work for the background task (run in submission order)."""
         self._jobs.put_nowait(job)
         if self._worker is None or self._worker.done():
-            # A fresh context: the task must not inherit the context of whatever event queued
-            # the first job (a LINE event's reply token belongs to that event's chat only).
-            self._worker = asyncio.create_task(
-                self._work(), name="review-cards", context=contextvars.Context()
-            )
+            self._worker = asyncio.create_task(self._work(), name="review-cards")
 
     async def _work(self) -> None:
         while True:
@@ -226,50 +242,17 @@ class ReviewCards:
 
 
 def start_cards(
-    review: Reviewer, store: Store, channels: Sequence[Channel], *, catch_up: bool = True
+    review: Reviewer,
+    store: CardStore,
+    transports: Sequence[CardTransport | None],
+    *,
+    catch_up: bool = True,
 ) -> ReviewCards | None:
-    """Cards for the channels that have admins, listening to `review`; None when none has."""
-    transports = [t for ch in channels if (t := ch.card_transport()) is not None and t.admins()]
-    if not transports:
+    """Cards for the transports that have admins, listening to `review`; None when none has."""
+    useful = [t for t in transports if t is not None and t.admins()]
+    if not useful:
         return None
-    cards = ReviewCards(review, store, transports)
+    cards = ReviewCards(review, store, useful)
     review.listeners.append(cards.on_review_event)
     cards.start(catch_up=catch_up)
     return cards
-
-
-@contextlib.asynccontextmanager
-async def chat_cards(services: Services, *, timeout: float = 30.0) -> AsyncIterator[None]:
-    """Chat cards for a terminal command: the channels' clients only (no webhook, no polling)."""
-    # A decision or a synthesis made in the terminal reaches the cards before the command ends.
-    from gateway.channels.registry import configured_channels  # imports the SDKs in use
-
-    settings = services.settings.model_copy(update={"telegram_polling": False})
-    started: list[Channel] = []
-    for channel in configured_channels(settings):
-        transport = channel.card_transport()
-        if transport is None or not transport.admins():
-            continue  # no admin to show cards to: not worth starting its client
-        channel.bind(services)
-        try:
-            await channel.start()
-        except ChannelError as exc:
-            log.warning(
-                "%s cards are not updated now (%s); the server catches up", channel.name, exc
-            )
-            continue
-        started.append(channel)
-    cards = start_cards(services.review, services.store, started, catch_up=False)
-    services.cards = cards
-    try:
-        yield
-    finally:
-        if cards is not None:
-            services.review.listeners.remove(cards.on_review_event)
-            await cards.stop(timeout)
-            services.cards = None
-        for channel in reversed(started):
-            try:
-                await channel.stop()
-            except Exception:
-                log.exception("stopping %s failed", channel.name)

@@ -13,12 +13,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from linebot.v3.messaging import Message
 
-from gateway.channels.line_client import (
+from gateway.channels.base import DeliveryLog
+from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
     PushQuotaExhausted,
@@ -26,7 +26,6 @@ from gateway.channels.line_client import (
     text_messages,
 )
 from gateway.core.models import Button
-from gateway.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +58,13 @@ class EventContext:
         return f"event:{self.event_id}:{self.sends}"
 
 
-CURRENT_EVENT: ContextVar[EventContext | None] = ContextVar("line_event", default=None)
-"""Set while an event is processed (each chat's worker task has its own context)."""
-
-
 class LineOutbox:
     """Delivers message batches in order, skipping those LINE accepted, and tracks the quota."""
 
     def __init__(
         self,
         client: LineClient,
-        store: Store,
+        store: DeliveryLog,
         *,
         clock: Callable[[], float] = time.time,
         reply_max_age: float = REPLY_TOKEN_MAX_AGE,
@@ -86,20 +81,24 @@ class LineOutbox:
         self.quota_exhausted_since = float(value) if value else None
 
     async def deliver(
-        self, to: str, texts: Sequence[str], buttons: Sequence[Button], ref: str
+        self,
+        to: str,
+        texts: Sequence[str],
+        buttons: Sequence[Button],
+        ref: str,
+        event: EventContext | None = None,
     ) -> list[str]:
         """Send texts (buttons on the last) to a user, group or room; returns LINE message ids."""
-        return await self.deliver_messages(to, text_messages(texts, buttons), ref)
+        return await self.deliver_messages(to, text_messages(texts, buttons), ref, event)
 
     async def deliver_messages(
-        self, to: str, messages: Sequence[Message], ref: str, *, reply: bool = True
+        self, to: str, messages: Sequence[Message], ref: str, event: EventContext | None = None
     ) -> list[str]:
-        """Send any LINE messages in order; `reply=False` never uses the event's reply token.
+        """Send any LINE messages in order, by the reply token of `event` first if given.
 
         A reply token answers the chat the event came from, so a message for any other
-        chat must be pushed.
+        chat (a card for an admin) is pushed: it is given no event.
         """
-        event = CURRENT_EVENT.get() if reply else None
         ids: list[str] = []
         for n, start in enumerate(range(0, len(messages), MAX_MESSAGES_PER_CALL)):
             batch = messages[start : start + MAX_MESSAGES_PER_CALL]

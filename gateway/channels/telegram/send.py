@@ -31,7 +31,7 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
-from gateway.channels.telegram_format import Part
+from gateway.channels.telegram.format import Part
 from gateway.core.models import ChatRef
 from gateway.errors import ChannelError, RateLimited
 

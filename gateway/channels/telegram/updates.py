@@ -16,11 +16,6 @@ JSON = "application/json"
 """The only content type a webhook accepts: Telegram and LINE send nothing else."""
 ALLOWED_UPDATES = ("message", "callback_query")
 """The update types the channel handles; `skillgate set-webhook` asks Telegram for these only."""
-COMMANDS = (
-    ("start", "Say hello and see what I can do"),
-    ("help", "How to talk to me and rate my answers"),
-    ("new", "Start a new conversation"),
-)
 MAX_UPDATE_BYTES = 1024 * 1024
 """Telegram's updates are a few KB; anything near this is not from Telegram."""
 

@@ -10,7 +10,7 @@ second message.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from collections.abc import Collection
 
 from linebot.v3.messaging import (
     FlexBox,
@@ -24,14 +24,12 @@ from linebot.v3.messaging import (
     PostbackAction,
 )
 
-from gateway.channels.line_client import text_messages
+from gateway.channels.line.client import text_messages
+from gateway.channels.line.delivery import LineOutbox
 from gateway.channels.text import utf16_len
 from gateway.skills.card_buttons import CardAction, CardSigner
 from gateway.skills.cards import Card, clip, fit, trimmed_note
 from gateway.store.cards import CardDelivery
-
-if TYPE_CHECKING:
-    from gateway.channels.line import LineChannel
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500
@@ -43,21 +41,11 @@ def _text(text: str, **style: object) -> FlexText:
     return FlexText(text=text or " ", wrap=True, **style)
 
 
-class LineCards:
-    """Builds card bubbles and pushes them, and decision notices, to LINE admins."""
+class CardBubbles:
+    """Proposal cards as Flex bubbles with signed postback buttons."""
 
-    channel = "line"
-
-    def __init__(self, channel: LineChannel) -> None:
-        assert channel.settings.line_channel_secret is not None
-        self._channel = channel
-        self.signer = CardSigner(channel.settings.line_channel_secret.get_secret_value())
-
-    def admins(self) -> list[str]:
-        return list(self._channel.settings.line_admin_ids)
-
-    def is_admin(self, user_id: str | None) -> bool:
-        return user_id is not None and user_id in self._channel.settings.line_admin_ids
+    def __init__(self, signer: CardSigner) -> None:
+        self.signer = signer
 
     def button(
         self, label: str, action: CardAction, proposal_id: int, **style: object
@@ -106,9 +94,23 @@ class LineCards:
         diff = self.button("Full diff", "diff", pid, style="link")
         return FlexBox(layout="vertical", spacing="sm", contents=[decide, diff])
 
+
+class LineCards:
+    """Pushes card bubbles, and decision notices, to LINE admins."""
+
+    channel = "line"
+
+    def __init__(self, outbox: LineOutbox, bubbles: CardBubbles, admins: Collection[str]) -> None:
+        self.outbox = outbox
+        self.bubbles = bubbles
+        self._admins = list(admins)
+
+    def admins(self) -> list[str]:
+        return list(self._admins)
+
     async def send_card(self, chat_id: str, card: Card) -> str | None:
-        ids = await self._channel.outbox.deliver_messages(
-            chat_id, [self.message(card)], f"card:{card.proposal.id}:{chat_id}", reply=False
+        ids = await self.outbox.deliver_messages(
+            chat_id, [self.bubbles.message(card)], f"card:{card.proposal.id}:{chat_id}"
         )
         return ids[0] if ids else None
 
@@ -119,6 +121,4 @@ class LineCards:
             return
         reason = hashlib.sha256((p.reason or "").encode()).hexdigest()[:12]
         ref = f"card-notice:{p.id}:{copy.chat_id}:{p.status}:{reason}"
-        await self._channel.outbox.deliver_messages(
-            copy.chat_id, text_messages([card.notice()]), ref, reply=False
-        )
+        await self.outbox.deliver_messages(copy.chat_id, text_messages([card.notice()]), ref)

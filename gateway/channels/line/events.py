@@ -8,11 +8,13 @@ from typing import Any
 
 from linebot.v3.webhooks import Event, GroupSource, RoomSource, TextMessageContent, UserSource
 
+from gateway.conversation.dispatch import KNOWN_COMMANDS
 from gateway.core.models import ChatRef
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("/new", "/help", "/proposals", "/skills", "/synthesize")
+COMMANDS = tuple(f"/{name}" for name in KNOWN_COMMANDS if name != "start")
+"""LINE greets on follow, so "/start" is text for the model there."""
 
 
 def parse_event(raw: dict[str, Any]) -> Event | None:

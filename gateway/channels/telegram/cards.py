@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from html import escape
-from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from gateway.channels.review_cards import CopyGone
-from gateway.channels.telegram_format import MAX_TEXT, Part
-from gateway.channels.telegram_send import NotModified, Target, Undeliverable
+from gateway.channels.telegram.format import MAX_TEXT, Part
+from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.text import utf16_len
+from gateway.review.cards import CopyGone
 from gateway.skills.card_buttons import CardSigner
 from gateway.skills.cards import Card, fit, trimmed_note
 from gateway.skills.proposals import Proposal
 from gateway.store.cards import CardDelivery
-
-if TYPE_CHECKING:
-    from gateway.channels.telegram import TelegramChannel
 
 APPROVE, REJECT, FULL_DIFF = "✅ Approve", "❌ Reject", "🔍 Full diff"
 MIN_DIFF = 40
@@ -60,16 +57,13 @@ class TelegramCards:
 
     channel = "telegram"
 
-    def __init__(self, channel: TelegramChannel) -> None:
-        assert channel.settings.telegram_bot_token is not None
-        self._channel = channel
-        self.signer = CardSigner(channel.settings.telegram_bot_token.get_secret_value())
+    def __init__(self, sender: Sender, signer: CardSigner, admins: Collection[int]) -> None:
+        self.sender = sender
+        self.signer = signer
+        self._admins = [str(user_id) for user_id in admins]
 
     def admins(self) -> list[str]:
-        return [str(user_id) for user_id in self._channel.settings.telegram_admin_ids]
-
-    def is_admin(self, user_id: int) -> bool:
-        return user_id in self._channel.settings.telegram_admin_ids
+        return list(self._admins)
 
     def keyboard(self, card: Card) -> InlineKeyboardMarkup | None:
         """✅ Approve / ❌ Reject / 🔍 Full diff while pending; none once decided."""
@@ -84,7 +78,7 @@ class TelegramCards:
         return InlineKeyboardMarkup([decide, diff])
 
     async def send_card(self, chat_id: str, card: Card) -> str | None:
-        message = await self._channel.sender.send(
+        message = await self.sender.send(
             Target(int(chat_id)), card_part(card), markup=self.keyboard(card)
         )
         return str(message.message_id)
@@ -97,9 +91,7 @@ class TelegramCards:
     async def edit(self, chat_id: int, message_id: int, card: Card) -> None:
         """Make one copy show the card as it stands (no keyboard once decided)."""
         try:
-            await self._channel.sender.edit(
-                chat_id, message_id, card_part(card), markup=self.keyboard(card)
-            )
+            await self.sender.edit(chat_id, message_id, card_part(card), markup=self.keyboard(card))
         except NotModified:
             pass  # it already shows this: a second press, or another process got there first
         except Undeliverable as exc:
@@ -111,4 +103,4 @@ class TelegramCards:
         caption = f"Full diff of proposal #{p.id} ({p.slug}): {lines} lines"
         body = diff.encode() if diff.strip() else b"(no differences)\n"
         filename = f"proposal-{p.id}-{p.slug}.diff"
-        await self._channel.sender.document(target, filename, body, caption)
+        await self.sender.document(target, filename, body, caption)

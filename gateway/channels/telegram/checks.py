@@ -1,23 +1,16 @@
-"""Doctor's platform checks: is the bot known, and does its webhook reach us?"""
+"""Doctor's Telegram checks: is the bot known, and does its webhook reach us?"""
 
 from __future__ import annotations
 
 import time
 from datetime import datetime
 
-from gateway.channels.telegram_updates import WEBHOOK_PATH as TELEGRAM_PATH
+from gateway.channels.telegram.operator import secret_fingerprint, telegram_bot, telegram_errors
+from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
-from gateway.doctor import Check
 from gateway.errors import ChannelError, ConfigError
-from gateway.ops.platforms import line_api, line_errors, telegram_bot, telegram_errors
-from gateway.ops.webhooks import (
-    LINE_PATH,
-    LINE_TIMEOUT,
-    public_endpoint,
-    secret_fingerprint,
-)
+from gateway.operator import SET_WEBHOOK, Check, public_endpoint
 
-SET_WEBHOOK = "run `skillgate set-webhook`"
 BACKLOG_WARN = 100
 RECENT_ERROR_SECONDS = 3600
 
@@ -104,43 +97,3 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
 
 def _recent(when: datetime | None) -> bool:
     return when is not None and time.time() - when.timestamp() < RECENT_ERROR_SECONDS
-
-
-async def line_checks(settings: Settings) -> list[Check]:
-    """The bot's info and the webhook endpoint LINE posts to."""
-    try:
-        async with line_errors(settings), line_api(settings) as api:
-            bot = await api.get_bot_info(_request_timeout=LINE_TIMEOUT)
-            endpoint = await api.get_webhook_endpoint(_request_timeout=LINE_TIMEOUT)
-    except ChannelError as exc:
-        fix = (
-            "issue a long-lived channel access token in the LINE Developers console"
-            " (your channel, Messaging API tab) and set LINE_CHANNEL_ACCESS_TOKEN"
-            if "401" in str(exc)
-            else "check the server's outbound HTTPS and LINE_API_BASE_URL"
-        )
-        return [Check("line bot", "fail", str(exc), fix)]
-    checks = [Check("line bot", "ok", f"{bot.display_name} ({bot.basic_id}, {bot.user_id})")]
-    try:
-        expected = public_endpoint(settings, LINE_PATH)
-    except ConfigError as exc:
-        checks.append(Check("line webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
-        return checks
-    if endpoint.endpoint != expected:
-        shown = endpoint.endpoint or "nothing"
-        checks.append(
-            Check("line webhook", "fail", f"points to {shown}, not {expected}", SET_WEBHOOK)
-        )
-    elif not endpoint.active:
-        checks.append(
-            Check(
-                "line webhook",
-                "fail",
-                f"{expected} is set but 'Use webhook' is off: LINE sends nothing",
-                "turn on 'Use webhook' in the LINE Developers console"
-                " (your channel, Messaging API tab, Webhook settings)",
-            )
-        )
-    else:
-        checks.append(Check("line webhook", "ok", f"{expected}, active"))
-    return checks

@@ -88,9 +88,8 @@ class LineClient:
         self._api: AsyncMessagingApi | None = None
 
     async def open(self) -> None:
-        """Create the HTTP session; it must be made inside the running loop."""
-        self._client = AsyncApiClient(self._config)
-        self._api = AsyncMessagingApi(self._client)
+        """Create the HTTP session now (it must be made inside the running loop)."""
+        _ = self.api
 
     async def close(self) -> None:
         if self._client is not None:
@@ -99,8 +98,10 @@ class LineClient:
 
     @property
     def api(self) -> AsyncMessagingApi:
+        """The SDK's API; its HTTP session is made on first use, always inside the loop."""
         if self._api is None:
-            raise ChannelError("LINE client used before start")
+            self._client = AsyncApiClient(self._config)
+            self._api = AsyncMessagingApi(self._client)
         return self._api
 
     async def reply(self, token: str, messages: Sequence[Message]) -> list[str]:
@@ -174,7 +175,7 @@ class _AlreadyAccepted(ChannelError):
 
 def _translate(op: str, exc: ApiException) -> ChannelError:
     status = int(exc.status or 0)
-    message = _message(exc.body)
+    message = error_message(exc.body)
     request_id = (exc.headers or {}).get("x-line-request-id", "-")
     text = f"LINE {op} failed: {status} {message} (request {request_id})"
     if status == 409 and op == "push":
@@ -188,13 +189,14 @@ def _translate(op: str, exc: ApiException) -> ChannelError:
     return ChannelError(text)
 
 
-def _message(body: Any) -> str:
+def error_message(body: Any) -> str:
+    """The `message` of a LINE error body, or the body itself (at most 200 characters)."""
     if not body:
         return ""
     try:
-        return str(json.loads(body).get("message", ""))
-    except (ValueError, AttributeError, TypeError):
-        return str(body)[:200]
+        return str(json.loads(body)["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(body).strip()[:200]
 
 
 def _retry_after(headers: Any) -> float:

@@ -1,0 +1,1 @@
+"""LINE through line-bot-sdk: the only package that imports it."""

@@ -1,0 +1,33 @@
+"""What the bot says in LINE, and how long it waits for the answer to a question."""
+
+from __future__ import annotations
+
+from gateway.conversation.models import Dialect
+
+HELP = (
+    "I'm an AI assistant: ask me anything in plain words.\n"
+    "• In a group, mention me so I know you're talking to me.\n"
+    "• Tap 👍 or 👎 under an answer to tell me how I did.\n"
+    "• /new starts a fresh conversation.\n"
+    "• /help shows this message."
+)
+GREETING = "Hi, thanks for adding me! 👋\n\n" + HELP
+WELCOME_BACK = "Welcome back! 👋\n\n" + HELP
+GROUP_GREETING = "Hi everyone! 👋 Mention me or start a message with /help to see what I can do."
+NEW_SESSION = "Okay, let's start over. I've set our earlier conversation aside."
+REFUSAL = "Sorry, this assistant is private and only answers the people it was set up for."
+ASK_WHAT_WENT_WRONG = "What went wrong? Tell me in your next message (optional)."
+THANKS_FOR_COMMENT = "Thanks, I've noted that. It helps me get better."
+
+LINE = Dialect(
+    help=HELP,
+    new=NEW_SESSION,
+    refusal=REFUSAL,
+    thanks_for_comment=THANKS_FOR_COMMENT,
+    greeting=GREETING,
+    welcome_back=WELCOME_BACK,
+    group_greeting=GROUP_GREETING,
+    # After 👎 or Reject, the user's next text (not a reply to a prompt) is the answer.
+    comment_seconds=300.0,
+    reason_seconds=5 * 60,
+)

@@ -1,0 +1,137 @@
+"""How the conversation layer's replies look in LINE, for one event being handled.
+
+Everything goes to the chat the event came from, by the event's reply token first
+(see `LineOutbox`). LINE has no answer to a postback, so a press that needs one
+gets a notice, and a mere courtesy ("thanks for the feedback") is left out. A
+question (what went wrong, why reject) is a notice; the user's next text answers
+it, or Skip after a rejection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from gateway.channels.line.cards import CardBubbles
+from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, LineClient, text_messages
+from gateway.channels.line.delivery import EventContext, LineOutbox
+from gateway.channels.line.dialect import ASK_WHAT_WENT_WRONG
+from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
+from gateway.channels.text import split_text, utf16_len
+from gateway.conversation.review import MAX_CARDS_SHOWN
+from gateway.core.models import Button, ChatRef, Reply
+from gateway.errors import ChannelError
+from gateway.skills.cards import Card
+from gateway.skills.proposals import Proposal
+
+log = logging.getLogger(__name__)
+
+ASK_REASON = (
+    "Why reject proposal #{id} ({slug})? Send the reason in your next message, or tap Skip."
+)
+DIFF_TOO_LONG = (
+    "… the rest of the diff is too long for chat: skillgate proposals show {id}"
+    " (in a terminal) or the web console shows all of it."
+)
+
+
+def full_diff_texts(proposal_id: int, diff: str) -> list[str]:
+    """The diff as at most five text messages (one push); a longer one ends with a pointer."""
+    parts = split_text(diff, MAX_TEXT_UTF16, utf16_len) or ["(no differences)"]
+    if len(parts) > MAX_MESSAGES_PER_CALL:
+        parts = [*parts[: MAX_MESSAGES_PER_CALL - 1], DIFF_TOO_LONG.format(id=proposal_id)]
+    return parts
+
+
+class LineResponder:
+    """Replies in the chat of one LINE event, with that event's reply token."""
+
+    def __init__(
+        self,
+        chat: ChatRef,
+        event: EventContext,
+        outbox: LineOutbox,
+        client: LineClient,
+        bubbles: CardBubbles,
+        *,
+        loading_seconds: int,
+    ) -> None:
+        self.chat = chat
+        self.event = event
+        self.outbox = outbox
+        self.client = client
+        self.bubbles = bubbles
+        self.loading_seconds = loading_seconds
+
+    async def notice(
+        self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
+    ) -> None:
+        await self._send(Reply(text=text, kind="notice", buttons=list(buttons)))
+
+    async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
+        if not courtesy:
+            await self.notice(text)
+
+    @contextlib.asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        """The loading animation, in 1:1 chats only (LINE shows it nowhere else)."""
+        if not self.chat.is_group and self.chat.user_id is not None:
+            try:
+                await self.client.show_loading(self.chat.user_id, self.loading_seconds)
+            except ChannelError as exc:
+                log.warning("LINE loading animation failed: %s", exc)
+        yield
+
+    async def deliver(self, reply: Reply) -> list[str]:
+        return await self._send(reply)
+
+    async def _send(self, reply: Reply) -> list[str]:
+        """Plain-text parts of at most 5000 UTF-16 units; buttons as quick replies on the last."""
+        if reply.message_id is not None:
+            ref = f"answer:{reply.message_id}"
+        else:
+            ref = self.event.next_ref()
+        parts = line_parts(reply.text) or [reply.text.strip() or "…"]
+        return await self.outbox.deliver(self.chat.chat_id, parts, reply.buttons, ref, self.event)
+
+    async def show_rating(self, answer_id: int, rating: int) -> None:
+        return None  # LINE cannot edit a sent message
+
+    async def ask_comment(self, answer_id: int) -> str | None:
+        await self.notice(ASK_WHAT_WENT_WRONG)
+        return None
+
+    async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
+        action, _, value = self.bubbles.signer.data("skip", proposal.id).partition(":")
+        skip = Button(label="Skip", action=action, value=value)
+        text = f"{decided}\n{ASK_REASON.format(id=proposal.id, slug=proposal.slug)}"
+        await self.notice(text, buttons=[skip])
+        return None
+
+    async def reviewer_name(self) -> str | None:
+        if self.chat.user_id is None:
+            return None
+        return await self.client.display_name(self.chat.user_id)
+
+    def cards_per_listing(self, pending: int) -> int:
+        # One batch of five messages: with more waiting, the last one says so.
+        return MAX_CARDS_SHOWN if pending <= MAX_CARDS_SHOWN else MAX_CARDS_SHOWN - 1
+
+    async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
+        messages = [self.bubbles.message(card) for card in cards]
+        if more is not None:
+            messages += text_messages([more])
+        ids = await self.outbox.deliver_messages(
+            self.chat.chat_id, messages, self.event.next_ref(), self.event
+        )
+        return [message_id for message_id in ids[: len(cards)]]
+
+    async def show_card(self, card: Card) -> None:
+        return None  # LINE cannot edit a sent message; the decision was said already
+
+    async def send_diff(self, proposal: Proposal, diff: str) -> None:
+        texts = full_diff_texts(proposal.id, diff)
+        await self.outbox.deliver_messages(
+            self.chat.chat_id, text_messages(texts), self.event.next_ref(), self.event
+        )

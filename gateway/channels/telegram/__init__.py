@@ -1,0 +1,1 @@
+"""Telegram through python-telegram-bot: the only package that imports it."""

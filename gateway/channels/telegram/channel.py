@@ -1,0 +1,317 @@
+"""The Telegram channel: webhook or polling in, decoded for the conversation layer, replies out.
+
+python-telegram-bot provides the Bot API client and types; its Application is built with
+`updater(None)` because updates come from our own server (or our own polling loop) and go
+through the durable inbox: the webhook stores them, the inbox worker calls `process`.
+Updates are dispatched here rather than by PTB's `process_update`, which would swallow a
+handler's failure instead of letting the worker retry it.
+
+Ordering: messages are keyed by chat, so one chat is answered in order; button presses are
+keyed by the message they belong to, so they never wait behind an answer being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from typing import Any, ClassVar
+
+from aiohttp import web
+from telegram import Bot, CallbackQuery, Update, User
+from telegram import Message as TgMessage
+from telegram.constants import ChatType
+from telegram.error import TelegramError
+from telegram.ext import Application
+
+from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
+from gateway.channels.telegram.cards import TelegramCards
+from gateway.channels.telegram.dialect import TELEGRAM
+from gateway.channels.telegram.responder import TelegramResponder
+from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
+from gateway.channels.telegram.updates import (
+    ALLOWED_UPDATES,
+    JSON,
+    WEBHOOK_PATH,
+    addressed,
+    chat_key,
+    command_of,
+    read_update,
+    without_mention,
+)
+from gateway.config import Settings
+from gateway.conversation.dispatch import KNOWN_COMMANDS
+from gateway.conversation.feedback import STALE
+from gateway.conversation.models import Audience, Message, Press, Profile
+from gateway.core.models import ChatRef
+from gateway.core.records import InboxItem
+from gateway.errors import ChannelError, StoreError
+from gateway.skills.card_buttons import CardSigner
+
+log = logging.getLogger(__name__)
+
+
+class TelegramChannel(Channel):
+    """Telegram through python-telegram-bot, fed by the webhook route or by polling."""
+
+    name: ClassVar[str] = "telegram"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        private_interval: float = 1.0,
+        group_per_minute: float = 20,
+        max_retries: int = 3,
+        typing_interval: float = 4.0,
+        typing_delay: float = 1.0,
+        poll_timeout: float = 30.0,
+    ) -> None:
+        if settings.telegram_bot_token is None:
+            raise ChannelError("Telegram needs TELEGRAM_BOT_TOKEN")
+        self.settings = settings
+        self.token = settings.telegram_bot_token.get_secret_value()
+        self.policy = SendPolicy(
+            private_interval=private_interval,
+            group_per_minute=group_per_minute,
+            overall_per_second=settings.telegram_max_messages_per_second,
+            max_retries=max_retries,
+            typing_interval=typing_interval,
+            typing_delay=typing_delay,
+        )
+        self.poll_timeout = poll_timeout
+        self.mode = "polling" if settings.telegram_polling else "webhook"
+        self.profile = Profile(
+            channel=self.name,
+            dialect=TELEGRAM,
+            audience=Audience.of(settings.telegram_allowed_user_ids, settings.telegram_admin_ids),
+            signer=CardSigner(self.token),
+            # A reason is a reply to the prompt, so a Telegram card has no Skip.
+            card_actions=frozenset(("approve", "reject", "diff")),
+        )
+        self.session: TelegramSession | None = None
+        """The running bot, between `start` and `stop`."""
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(WEBHOOK_PATH, self.webhook)]
+
+    async def start(self, ports: Ports) -> Handler:
+        """Build the PTB application (getMe); in polling mode, start polling."""
+        app = (
+            Application.builder()
+            .token(self.token)
+            .base_url(self.settings.telegram_api_base_url)
+            .request(bot_request())
+            .updater(None)
+            .job_queue(None)
+            .build()
+        )
+        try:
+            await app.initialize()
+        except TelegramError as exc:
+            text = exc.message.replace(self.token, "[redacted]")
+            raise ChannelError(f"Telegram bot could not start: {text}") from exc
+        session = self.session = TelegramSession(self, app, ports)
+        # The webhook and the command menu are registered by `skillgate set-webhook`, once:
+        # Telegram rate-limits setWebhook, so a restart must not repeat it.
+        if self.settings.telegram_polling:
+            await session.start_polling()
+        log.info("telegram: @%s ready (%s)", app.bot.username, self.mode)
+        return session.process
+
+    async def stop(self) -> None:
+        """Stop polling and close the HTTP clients."""
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()
+
+    def health(self) -> dict[str, Any]:
+        bot = self.session.bot.username if self.session is not None else None
+        return {"configured": True, "mode": self.mode, "bot": bot}
+
+    def card_transport(self) -> TelegramCards | None:
+        return self.session.cards if self.session is not None else None
+
+    async def webhook(self, request: web.Request) -> web.Response:
+        """POST /webhook/telegram: verify the secret, store the update, then answer 200."""
+        expected = self.settings.telegram_webhook_secret
+        got = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
+        if expected is None or not hmac.compare_digest(
+            got.encode("utf-8", "surrogatepass"), expected.get_secret_value().encode()
+        ):
+            return web.json_response({"error": "missing or wrong secret token"}, status=401)
+        if request.content_type != JSON:
+            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
+        update, status, problem = await read_update(request)
+        if update is None:
+            return web.json_response({"error": problem}, status=status)
+        try:
+            await accept(request.config_dict[INTAKE], update)
+        except StoreError:
+            log.exception("could not store Telegram update %s", update["update_id"])
+            return web.json_response({"error": "not stored, try again"}, status=503)
+        return web.json_response({"ok": True})
+
+
+async def accept(intake: Intake, update: dict[str, Any]) -> bool:
+    """Store one update (raw Bot API JSON) in the inbox; False when seen before."""
+    payload = json.dumps(update, ensure_ascii=False, separators=(",", ":"))
+    return await intake.accept(
+        TelegramChannel.name, str(update["update_id"]), chat_key(update), payload
+    )
+
+
+class TelegramSession:
+    """A started bot: decodes stored updates for the conversation layer, polls if asked."""
+
+    def __init__(
+        self,
+        channel: TelegramChannel,
+        app: Application[Any, Any, Any, Any, Any, Any],
+        ports: Ports,
+    ) -> None:
+        self.app = app
+        self.bot: Bot = app.bot
+        self.sender = Sender(app.bot, channel.policy)
+        self.cards = TelegramCards(
+            self.sender, channel.profile.signer, channel.settings.telegram_admin_ids
+        )
+        self.ports = ports
+        self.conversation = ports.conversation
+        self.poll_timeout = channel.poll_timeout
+        self._poller: asyncio.Task[None] | None = None
+
+    async def start_polling(self) -> None:
+        try:
+            await self.sender.call("deleteWebhook", self._drop_webhook)
+        except ChannelError as exc:
+            log.warning("%s; continuing without it", exc)
+        self._poller = asyncio.create_task(self._poll(), name="telegram:polling")
+
+    async def _drop_webhook(self) -> None:
+        """getUpdates is refused while a webhook is set; remove one only if there is one."""
+        if (await self.bot.get_webhook_info()).url:
+            await self.bot.delete_webhook()
+
+    async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
+        await self.app.shutdown()
+
+    async def _poll(self) -> None:
+        """Long-poll getUpdates; an update is confirmed (offset) only once it is stored."""
+        offset: int | None = None
+        delay = 1.0
+        while True:
+            try:
+                updates = await self.bot.get_updates(
+                    offset=offset,
+                    timeout=max(1, int(self.poll_timeout)),
+                    allowed_updates=list(ALLOWED_UPDATES),
+                )
+                for update in updates:
+                    await accept(self.ports.intake, update.to_dict())
+                    offset = update.update_id + 1
+                delay = 1.0
+            except Exception as exc:  # the poller outlives any one failure
+                reason = (
+                    self.sender.translate("getUpdates", exc)
+                    if isinstance(exc, TelegramError)
+                    else exc
+                )
+                log.warning("polling Telegram failed (%s); retrying in %.0f s", reason, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    async def process(self, item: InboxItem) -> None:
+        """Handle one stored update: a button press or a message."""
+        try:
+            update = Update.de_json(json.loads(item.payload), self.bot)
+        except Exception as exc:  # retrying cannot make an unreadable update readable
+            log.warning("ignoring unreadable Telegram update %s: %r", item.update_id, exc)
+            return
+        try:
+            if update.callback_query is not None:
+                await self._on_press(update.callback_query)
+            elif update.message is not None:
+                await self._on_message(update.message, item)
+        except Undeliverable as exc:
+            log.warning("%s; dropping update %s", exc, item.update_id)
+
+    async def _on_press(self, query: CallbackQuery) -> None:
+        message = query.message
+        user = query.from_user
+        if not isinstance(message, TgMessage):  # too old for Telegram to say which
+            chat = ChatRef(channel=TelegramChannel.name, chat_id=str(user.id))
+            await self._responder(chat, user=query.from_user, query=query).acknowledge(STALE)
+            return
+        is_group = message.chat.type != ChatType.PRIVATE
+        topic = message.message_thread_id if message.is_topic_message else None
+        chat = ChatRef(
+            channel=TelegramChannel.name,
+            chat_id=str(message.chat.id),
+            user_id=str(user.id),
+            thread_id=str(topic) if topic else None,
+            is_group=is_group,
+        )
+        out = self._responder(chat, user=user, message=message, query=query)
+        press = Press(chat=chat, data=query.data or "", message_id=str(message.message_id))
+        await self.conversation.on_press(press, out)
+
+    async def _on_message(self, message: TgMessage, item: InboxItem) -> None:
+        user, chat = message.from_user, message.chat
+        if user is None or user.is_bot or chat.type == ChatType.CHANNEL:
+            return
+        is_group = chat.type != ChatType.PRIVATE
+        topic = message.message_thread_id if message.is_topic_message else None
+        ref = ChatRef(
+            channel=TelegramChannel.name,
+            chat_id=str(chat.id),
+            user_id=str(user.id),
+            thread_id=str(topic) if topic else None,
+            is_group=is_group,
+        )
+        username = self.bot.username
+        text = message.text
+        command = command_of(message, username) if text is not None else None
+        is_for_us = not is_group or addressed(message, self.bot.id, username)
+        if command is not None and command not in KNOWN_COMMANDS and is_group:
+            # A bare unknown command in a group may be another bot's.
+            is_for_us = is_for_us and "@" in (text or "").split()[0]
+        replied = message.reply_to_message
+        decoded = Message(
+            chat=ref,
+            text=without_mention(text, username) if text is not None else None,
+            attachment=message.effective_attachment is not None,
+            message_id=str(message.message_id),
+            user_name=user.first_name,
+            command=command,
+            addressed=is_for_us,
+            replying_to=str(replied.message_id) if replied is not None else None,
+            inbox_id=item.id,
+        )
+        out = self._responder(ref, user=user, message=message)
+        await self.conversation.on_message(decoded, out)
+
+    def _responder(
+        self,
+        chat: ChatRef,
+        *,
+        user: User,
+        message: TgMessage | None = None,
+        query: CallbackQuery | None = None,
+    ) -> TelegramResponder:
+        return TelegramResponder(
+            chat,
+            self.sender,
+            self.cards,
+            self.ports.deliveries,
+            user=user,
+            message=message,
+            query=query,
+        )

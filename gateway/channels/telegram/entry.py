@@ -1,0 +1,66 @@
+"""What the rest of the gateway uses of Telegram: the channel, doctor's checks, set-webhook.
+
+The registry imports this module only when TELEGRAM_BOT_TOKEN is set.
+"""
+
+from __future__ import annotations
+
+from gateway.channels.base import Channel
+from gateway.channels.telegram.channel import TelegramChannel
+from gateway.channels.telegram.checks import telegram_checks
+from gateway.channels.telegram.operator import (
+    SECRET_META,
+    telegram_register,
+    telegram_unregister,
+)
+from gateway.config import Settings
+from gateway.errors import SkillgateError
+from gateway.operator import Check, Step
+from gateway.store import store_for
+
+
+def channel(settings: Settings) -> Channel:
+    return TelegramChannel(settings)
+
+
+def settings_checks(settings: Settings) -> list[Check]:
+    """What the settings alone tell about the channel."""
+    if settings.telegram_polling:
+        return [Check("telegram", "ok", "bot token set; updates by polling")]
+    if settings.telegram_webhook_secret is None:
+        return [
+            Check(
+                "telegram",
+                "fail",
+                "TELEGRAM_WEBHOOK_SECRET is not set: webhooks get 401",
+                "set TELEGRAM_WEBHOOK_SECRET to 1-256 characters of A-Z a-z 0-9 _ -",
+            )
+        ]
+    return [Check("telegram", "ok", "bot token and webhook secret set")]
+
+
+async def live_checks(settings: Settings) -> list[Check]:
+    """getMe and the webhook Telegram holds, against what set-webhook registered."""
+    known = settings.shared_database or settings.db_path.exists()
+    return await telegram_checks(settings, await registered_secret(settings) if known else None)
+
+
+async def registered_secret(settings: Settings) -> str | None:
+    """The webhook secret fingerprint `set-webhook` stored, if any."""
+    try:
+        async with store_for(settings) as store:
+            return await store.get_meta(SECRET_META)
+    except SkillgateError:
+        return None
+
+
+async def webhook_steps(
+    settings: Settings, *, delete: bool, max_connections: int, force: bool
+) -> list[Step]:
+    """Register (or with `delete`, remove) the webhook, and the command menus."""
+    async with store_for(settings) as store:
+        if delete:
+            return await telegram_unregister(settings, store)
+        return await telegram_register(
+            settings, store, max_connections=max_connections, force=force
+        )

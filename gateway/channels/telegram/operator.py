@@ -1,0 +1,170 @@
+"""Telegram for the operator commands: a Bot for the settings, errors translated, the webhook.
+
+`skillgate set-webhook` and `skillgate doctor` use these; each setting is read back
+first and only written when it differs, because Telegram rate-limits setWebhook.
+Telegram never reveals the secret token it holds, so a keyed hash of the last one
+registered is kept in the database to notice a changed TELEGRAM_WEBHOOK_SECRET.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from telegram import Bot, BotCommand, BotCommandScopeChat
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, TelegramError
+
+from gateway.channels.telegram.updates import ALLOWED_UPDATES, WEBHOOK_PATH
+from gateway.config import Settings
+from gateway.conversation.dispatch import COMMANDS
+from gateway.conversation.review import ADMIN_COMMANDS
+from gateway.errors import ChannelError, ConfigError
+from gateway.logs import mask
+from gateway.operator import Step, public_endpoint
+
+if TYPE_CHECKING:
+    from gateway.store import Store
+
+SECRET_META = "telegram_webhook_secret_hmac"
+
+
+@asynccontextmanager
+async def telegram_bot(settings: Settings) -> AsyncIterator[Bot]:
+    """An initialised Bot (getMe done) for the configured token and API base."""
+    assert settings.telegram_bot_token is not None
+    bot = Bot(
+        settings.telegram_bot_token.get_secret_value(), base_url=settings.telegram_api_base_url
+    )
+    async with bot:
+        yield bot
+
+
+@asynccontextmanager
+async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
+    """Turn python-telegram-bot's errors into ChannelError."""
+    host = urlsplit(settings.telegram_api_base_url).netloc
+    try:
+        yield
+    except InvalidToken as exc:
+        raise ChannelError("Telegram rejected TELEGRAM_BOT_TOKEN") from exc
+    except BadRequest as exc:
+        raise ChannelError(f"Telegram refused: {mask(settings.secrets(), exc.message)}") from exc
+    except NetworkError as exc:
+        detail = mask(settings.secrets(), exc.message)
+        raise ChannelError(f"cannot reach the Bot API at {host}: {detail}") from exc
+    except TelegramError as exc:
+        raise ChannelError(f"Telegram: {mask(settings.secrets(), exc.message)}") from exc
+
+
+def secret_fingerprint(settings: Settings) -> str:
+    """A keyed hash of the webhook secret (the bot token is the key); never the secret."""
+    assert settings.telegram_bot_token is not None
+    if settings.telegram_webhook_secret is None:
+        return ""
+    key = settings.telegram_bot_token.get_secret_value().encode()
+    secret = settings.telegram_webhook_secret.get_secret_value().encode()
+    return hmac.new(key, secret, hashlib.sha256).hexdigest()
+
+
+async def telegram_register(
+    settings: Settings, store: Store, *, max_connections: int = 40, force: bool = False
+) -> list[Step]:
+    """Set the Telegram webhook and commands where they differ from what is wanted."""
+    url = public_endpoint(settings, WEBHOOK_PATH)
+    if settings.telegram_webhook_secret is None:
+        raise ConfigError("TELEGRAM_WEBHOOK_SECRET is not set: the gateway would refuse every post")
+    fingerprint = secret_fingerprint(settings)
+    steps: list[Step] = []
+    async with telegram_errors(settings), telegram_bot(settings) as bot:
+        steps.append(Step("telegram bot", "ok", f"@{bot.username}"))
+        info = await bot.get_webhook_info()
+        same = (
+            info.url == url
+            and info.max_connections == max_connections
+            and set(info.allowed_updates or ()) == set(ALLOWED_UPDATES)
+            and await store.get_meta(SECRET_META) == fingerprint
+        )
+        if same and not force:
+            steps.append(
+                Step(
+                    "telegram webhook", "unchanged", f"{url} ({info.pending_update_count} pending)"
+                )
+            )
+            if info.last_error_message:
+                when = f"{info.last_error_date:%Y-%m-%d %H:%M} UTC" if info.last_error_date else ""
+                steps.append(
+                    Step(
+                        "telegram webhook", "warn", f"last error {when}: {info.last_error_message}"
+                    )
+                )
+        else:
+            await bot.set_webhook(
+                url,
+                secret_token=settings.telegram_webhook_secret.get_secret_value(),
+                allowed_updates=list(ALLOWED_UPDATES),
+                max_connections=max_connections,
+                drop_pending_updates=False,
+            )
+            await store.set_meta(SECRET_META, fingerprint)
+            steps.append(
+                Step(
+                    "telegram webhook",
+                    "set",
+                    f"{url} with the secret token, max_connections={max_connections},"
+                    f" allowed_updates={','.join(ALLOWED_UPDATES)}",
+                )
+            )
+        current = [(c.command, c.description) for c in await bot.get_my_commands()]
+        names = ", ".join(f"/{name}" for name, _ in COMMANDS)
+        if current == list(COMMANDS) and not force:
+            steps.append(Step("telegram commands", "unchanged", names))
+        else:
+            await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
+            steps.append(Step("telegram commands", "set", names))
+        steps += await admin_commands(settings, bot, force=force)
+    return steps
+
+
+async def admin_commands(settings: Settings, bot: Bot, *, force: bool = False) -> list[Step]:
+    """The admins' own command menu: the public commands plus the review commands."""
+    menu = [*COMMANDS, *ADMIN_COMMANDS]
+    names = ", ".join(f"/{name}" for name, _ in ADMIN_COMMANDS)
+    steps: list[Step] = []
+    changed = 0
+    for admin in settings.telegram_admin_ids:
+        scope = BotCommandScopeChat(admin)
+        try:
+            current = [(c.command, c.description) for c in await bot.get_my_commands(scope=scope)]
+            if current == menu and not force:
+                continue
+            await bot.set_my_commands([BotCommand(n, text) for n, text in menu], scope=scope)
+            changed += 1
+        except (BadRequest, Forbidden) as exc:
+            # Telegram knows a private chat only once the person has written to the bot.
+            steps.append(
+                Step(
+                    "telegram admin commands",
+                    "warn",
+                    f"admin {admin}: {exc.message}; they should send /start to the bot",
+                )
+            )
+    if settings.telegram_admin_ids:
+        status = "set" if changed else "unchanged"
+        count = len(settings.telegram_admin_ids)
+        steps.insert(0, Step("telegram admin commands", status, f"{names} for {count} admin(s)"))
+    return steps
+
+
+async def telegram_unregister(settings: Settings, store: Store) -> list[Step]:
+    """Remove the Telegram webhook (pending updates are kept)."""
+    async with telegram_errors(settings), telegram_bot(settings) as bot:
+        info = await bot.get_webhook_info()
+        if not info.url:
+            return [Step("telegram webhook", "absent", "no webhook was registered")]
+        await bot.delete_webhook(drop_pending_updates=False)
+    await store.set_meta(SECRET_META, "")
+    return [Step("telegram webhook", "deleted", f"{info.url} (pending updates kept)")]

@@ -1,0 +1,180 @@
+"""How the conversation layer's replies look in Telegram, for one update being handled.
+
+Notices in a group reply to the message they answer; a press is acknowledged with
+answerCallbackQuery (at most 200 characters; a late answer after a retry is no error).
+A question (what went wrong after 👎, why a proposal was rejected) is a ForceReply
+prompt, so only a reply to it is its answer; in a group a selective ForceReply reaches
+only the users mentioned in the prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from telegram import CallbackQuery, ForceReply, User
+from telegram import Message as TgMessage
+from telegram.helpers import mention_html
+
+from gateway.channels.base import DeliveryLog
+from gateway.channels.telegram.buttons import keyboard
+from gateway.channels.telegram.cards import TelegramCards
+from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
+from gateway.channels.telegram.send import NotModified, Sender, Target
+from gateway.channels.text import split_text, utf16_len
+from gateway.core.models import Button, ChatRef, Reply, rating_buttons
+from gateway.errors import ChannelError
+from gateway.skills.cards import Card
+from gateway.skills.proposals import Proposal
+
+log = logging.getLogger(__name__)
+
+ASK_COMMENT = "What went wrong? Reply to this message, or ignore it."
+ASK_REASON = (
+    "Why reject proposal #{id} ({slug})? Reply to this message with the reason,"
+    " or ignore it to leave the rejection without one."
+)
+MAX_CARDS_SHOWN = 5
+
+
+def readable(user: User) -> str:
+    """How a Telegram user is shown on cards: "Alice Smith (@alice)"."""
+    return user.full_name + (f" (@{user.username})" if user.username else "")
+
+
+class TelegramResponder:
+    """Replies in the chat of one message or button press."""
+
+    def __init__(
+        self,
+        chat: ChatRef,
+        sender: Sender,
+        cards: TelegramCards,
+        parts_log: DeliveryLog,
+        *,
+        user: User,
+        message: TgMessage | None = None,
+        query: CallbackQuery | None = None,
+    ) -> None:
+        self.chat = chat
+        self.sender = sender
+        self.cards = cards
+        self.parts_log = parts_log
+        self.user = user
+        self.message = message
+        """The message handled, or the one whose button was pressed."""
+        self.query = query
+        self.target = Target.of(chat)
+
+    @property
+    def _reply_to(self) -> int | None:
+        """In a group, answers reply to the message they answer."""
+        if self.query is None and self.message is not None and self.chat.is_group:
+            return self.message.message_id
+        return None
+
+    async def notice(
+        self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
+    ) -> None:
+        reply_to = self.message.message_id if quote and self.message else self._reply_to
+        markup = keyboard(list(buttons)) if buttons else None
+        chunks = split_text(text, MAX_TEXT, utf16_len) or [text]
+        for n, chunk in enumerate(chunks):
+            last = n == len(chunks) - 1
+            await self.sender.send(
+                self.target,
+                Part.of_text(chunk),
+                markup=markup if last else None,
+                reply_to=reply_to if n == 0 else None,
+            )
+
+    async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
+        if self.query is None:
+            await self.notice(text)
+            return
+        query = self.query
+        try:
+            await self.sender.call("answerCallbackQuery", lambda: query.answer(text[:200]))
+        except ChannelError as exc:
+            log.info("could not acknowledge a button press: %s", exc)
+
+    @contextlib.asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        async with self.sender.typing(self.target):
+            yield
+
+    async def deliver(self, reply: Reply) -> list[str]:
+        """The answer in parts, the last one with its buttons; continues after a failure."""
+        parts = render_parts(reply.text)
+        ids = list(reply.delivered_ids)
+        if len(ids) >= len(parts):
+            return ids
+        markup = keyboard(reply.buttons) if reply.buttons else None
+        for index in range(len(ids), len(parts)):
+            last = index == len(parts) - 1
+            sent = await self.sender.send(
+                self.target,
+                parts[index],
+                markup=markup if last else None,
+                reply_to=self._reply_to if index == 0 else None,
+            )
+            ids.append(str(sent.message_id))
+            if reply.message_id is not None:
+                # Each part is recorded as it goes out, so a retry after a failure (a 429 that
+                # outlasted the retries, a network error) continues with the next part.
+                await self.parts_log.set_platform_ids(reply.message_id, ids)
+        return ids
+
+    async def show_rating(self, answer_id: int, rating: int) -> None:
+        message = self.message
+        if message is None:
+            return
+        markup = keyboard(rating_buttons(answer_id), f"{answer_id}:{rating:+d}")
+        with contextlib.suppress(NotModified):  # a second tap on the same button
+            await self.sender.call(
+                "editMessageReplyMarkup", lambda: message.edit_reply_markup(markup)
+            )
+
+    async def ask_comment(self, answer_id: int) -> str | None:
+        if self.chat.is_group:
+            mention = mention_html(self.user.id, self.user.first_name)
+            part = Part(f"{mention}, w{ASK_COMMENT[1:]}", ASK_COMMENT)
+        else:
+            part = Part.of_text(ASK_COMMENT)
+        placeholder = "What went wrong?"
+        prompt = await self.sender.send(
+            self.target,
+            part,
+            markup=ForceReply(selective=True, input_field_placeholder=placeholder),
+        )
+        return str(prompt.message_id)
+
+    async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
+        await self.acknowledge(decided)
+        prompt = await self.sender.send(
+            Target(self.target.chat_id),
+            Part.of_text(ASK_REASON.format(id=proposal.id, slug=proposal.slug)),
+            markup=ForceReply(selective=True, input_field_placeholder="Reason (optional)"),
+        )
+        return str(prompt.message_id)
+
+    async def reviewer_name(self) -> str | None:
+        return readable(self.user)
+
+    def cards_per_listing(self, pending: int) -> int:
+        return MAX_CARDS_SHOWN
+
+    async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
+        ids = [await self.cards.send_card(self.chat.chat_id, card) for card in cards]
+        if more is not None:
+            await self.notice(more)
+        return ids
+
+    async def show_card(self, card: Card) -> None:
+        if self.message is not None:
+            await self.cards.edit(self.message.chat.id, self.message.message_id, card)
+
+    async def send_diff(self, proposal: Proposal, diff: str) -> None:
+        await self.acknowledge("Sending the full diff…")
+        await self.cards.send_diff(Target(self.target.chat_id), proposal, diff)

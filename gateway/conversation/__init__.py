@@ -1,0 +1,1 @@
+"""What a message or a button press means, decided once for every platform."""

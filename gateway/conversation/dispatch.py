@@ -1,0 +1,181 @@
+"""What an incoming message, button press or greeting means, for every channel alike.
+
+In order: an answer to a question the bot asked (a rejection's reason, a comment
+after 👎); then, in a group, only what is addressed to the bot; then the allowlist;
+then commands (admin commands go to the review chat); the rest is a turn for the
+agent. The turn is the one place where an answer is delivered and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
+from gateway.conversation.models import Greeting, Message, Press, Profile
+from gateway.conversation.ports import (
+    ConversationStore,
+    Counts,
+    Decisions,
+    Responder,
+    Synthesis,
+    Turns,
+)
+from gateway.conversation.questions import Questions
+from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
+from gateway.core.models import IncomingMessage, Reply
+from gateway.skills.card_buttons import is_card_data
+
+log = logging.getLogger(__name__)
+
+COMMANDS = (
+    ("start", "Say hello and see what I can do"),
+    ("help", "How to talk to me and rate my answers"),
+    ("new", "Start a new conversation"),
+)
+"""Commands everyone may use (with the description a command menu shows); admins also have
+ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
+KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+
+
+class Conversation:
+    """One channel's conversation policy over the shared agent, store and review."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        store: ConversationStore,
+        turns: Turns,
+        counts: Counts,
+        review: Decisions,
+        synthesis: Synthesis,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.profile = profile
+        self.store = store
+        self.turns = turns
+        self.counts = counts
+        self.questions = Questions(store, clock)
+        """Open questions; their windows follow its clock (tests move it)."""
+        self.feedback = Feedback(profile, store, self.questions)
+        self.review = ReviewChat(profile, store, review, synthesis, self.questions)
+
+    @property
+    def channel(self) -> str:
+        return self.profile.channel
+
+    # ---- in -------------------------------------------------------------------------------
+
+    async def on_message(self, message: Message, out: Responder) -> None:
+        """Handle one user message: an awaited answer, a command, or a turn."""
+        chat, dialect = message.chat, self.profile.dialect
+        if message.text is not None and await self._awaited(message, message.text, out):
+            return
+        if chat.is_group and not message.addressed:
+            return
+        if not self.profile.audience.allowed(chat.user_id):
+            await out.notice(dialect.refusal.format(user_id=chat.user_id))
+            return
+        if message.text is None:
+            if message.attachment and not chat.is_group and dialect.text_only:
+                await out.notice(dialect.text_only)
+            return
+        if message.command is not None:
+            await self._command(message, out)
+            return
+        incoming = IncomingMessage(
+            chat=chat,
+            text=message.text,
+            user_name=message.user_name,
+            platform_message_id=message.message_id,
+            inbox_id=message.inbox_id,
+        )
+        await self.answer(incoming, out)
+
+    async def on_press(self, press: Press, out: Responder) -> None:
+        """A button: a proposal card's, or a rating under an answer."""
+        if is_card_data(press.data):
+            await self.review.on_press(press, out)
+        else:
+            await self.feedback.on_press(press, out)
+
+    async def on_greeting(self, greeting: Greeting, out: Responder) -> None:
+        """The bot was added to a chat or followed again."""
+        dialect = self.profile.dialect
+        if greeting.kind == "join":
+            text = dialect.group_greeting
+        elif not self.profile.audience.allowed(greeting.chat.user_id):
+            text = dialect.refusal.format(user_id=greeting.chat.user_id)
+        else:
+            text = dialect.welcome_back if greeting.kind == "refollow" else dialect.greeting
+        if text:
+            await out.notice(text)
+
+    async def _awaited(self, message: Message, text: str, out: Responder) -> bool:
+        """Take the text as the answer to the user's open question, if it is one."""
+        user = message.chat.user_id
+        if user is None or message.command is not None:
+            return False
+        question = await self.questions.open(message.chat, user)
+        if question is None:
+            return False
+        if question.prompt_message_id is not None and (
+            question.prompt_message_id != message.replying_to
+        ):
+            return False  # only a reply to the prompt answers it
+        if question.purpose == REASON_PURPOSE:
+            return await self.review.take_reason(question, text, out)
+        if question.purpose == COMMENT_PURPOSE:
+            await self.feedback.take_comment(question, text, out)
+            return True
+        return False
+
+    async def _command(self, message: Message, out: Responder) -> None:
+        chat, dialect, command = message.chat, self.profile.dialect, message.command
+        assert command is not None
+        if command in ADMIN_COMMAND_NAMES:
+            await self.review.on_command(command, chat, out)
+            return
+        hint = dialect.group_hint if chat.is_group else ""
+        if not chat.is_group and self.review.is_admin(chat.user_id):
+            hint = ADMIN_HELP
+        if command == "start" and dialect.start is not None:
+            text = dialect.start.format(name=message.user_name or "") + hint
+        elif command == "help":
+            text = dialect.help + hint
+        elif command == "new":
+            await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
+            text = dialect.new
+        elif dialect.unknown is not None:
+            text = dialect.unknown.format(command=command)
+        else:
+            return
+        await out.notice(text)
+
+    # ---- the turn -------------------------------------------------------------------------
+
+    async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
+        """Ask the agent (showing that it works), deliver once, remember and count it."""
+        started = time.monotonic()
+        async with out.working():
+            reply = await self.turns.respond(incoming)
+        before = list(reply.delivered_ids)
+        ids = await out.deliver(reply)
+        if ids == before:
+            log.info("answer %s was delivered before; not sending again", reply.message_id)
+            return reply
+        if reply.message_id is not None:
+            await self.store.set_platform_ids(reply.message_id, ids)
+        reply.delivered_ids = ids
+        await self._count(reply, time.monotonic() - started)
+        return reply
+
+    async def _count(self, reply: Reply, seconds: float) -> None:
+        """Metrics for a delivered answer; its trace says whether the model failed."""
+        trace = None
+        if reply.message_id is not None:
+            trace = await self.store.get_trace(reply.message_id)
+        failed = trace is not None and not trace.completed
+        self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)

@@ -1,0 +1,109 @@
+"""👍/👎 on answers, for every platform: a press rates an answer, after 👎 a comment may follow.
+
+A press is checked against the stored answer (a normal answer given in this chat, and on
+platforms that say so, carried by the pressed message) before it is stored as the user's one
+rating of that answer. After 👎 the bot asks what went wrong; the answer to that question
+(on Telegram only a reply to the prompt) becomes the comment, anything else is a normal turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from gateway.conversation.models import Press, Profile
+from gateway.conversation.ports import ConversationStore, Responder
+from gateway.conversation.questions import Questions
+from gateway.core.records import Awaiting
+from gateway.errors import ChannelError
+
+log = logging.getLogger(__name__)
+
+COMMENT_PURPOSE = "feedback_comment"
+MAX_COMMENT = 2000
+_RATE = re.compile(r"rate:([0-9]{1,18}):([+-]1)")  # \d would take any script's digits
+
+STALE = "This button no longer works."
+PRIVATE = "Sorry, this bot is private."
+THANKS_UP = "Thanks for the feedback!"
+THANKS_DOWN = "Thanks, noted."
+
+
+def parse_rating(data: str | None) -> tuple[int, int] | None:
+    """(answer id, +1 or -1) from a rating button's data "rate:<id>:<±1>", or None."""
+    match = _RATE.fullmatch(data or "")
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+class Feedback:
+    """Rating presses and the comments that follow a 👎, for one channel."""
+
+    def __init__(self, profile: Profile, store: ConversationStore, questions: Questions) -> None:
+        self.profile = profile
+        self.store = store
+        self.questions = questions
+
+    async def on_press(self, press: Press, out: Responder) -> None:
+        """Check and store one rating press, then show it and, after 👎, ask what went wrong."""
+        rating = parse_rating(press.data)
+        if rating is None:
+            log.info("ignoring %s button data %r", self.profile.channel, press.data[:50])
+            await out.acknowledge(STALE, courtesy=True)
+            return
+        user = press.chat.user_id
+        if user is None or not self.profile.audience.allowed(user):
+            await out.acknowledge(PRIVATE, courtesy=True)
+            return
+        answer_id, value = rating
+        if not await self._belongs(answer_id, press):
+            log.warning(
+                "rejected a rating of answer %s from chat %s", answer_id, press.chat.chat_id
+            )
+            await out.acknowledge(STALE, courtesy=True)
+            return
+        await out.acknowledge(THANKS_UP if value > 0 else THANKS_DOWN, courtesy=True)
+        await self.store.set_feedback(answer_id, user, value)
+        try:
+            await out.show_rating(answer_id, value)
+        except ChannelError as exc:  # the rating is stored; showing it is a courtesy
+            log.warning("could not show the rating on the answer: %s", exc)
+        asked = await self.questions.open(press.chat, user, COMMENT_PURPOSE)
+        about_this = asked is not None and asked.ref == str(answer_id)
+        if value < 0 and not about_this:
+            prompt = await out.ask_comment(answer_id)
+            await self.questions.ask(
+                press.chat,
+                user,
+                COMMENT_PURPOSE,
+                str(answer_id),
+                prompt_message_id=prompt,
+                seconds=self.profile.dialect.comment_seconds,
+            )
+        elif value > 0 and asked is not None and about_this:
+            # Changed to 👍: the question about this answer no longer applies.
+            await self.questions.close(asked)
+
+    async def take_comment(self, question: Awaiting, text: str, out: Responder) -> None:
+        """Keep `text` as the comment the question asked for, thank, and close the question."""
+        await self.store.set_feedback_comment(
+            int(question.ref), question.user_id, text.strip()[:MAX_COMMENT]
+        )
+        try:
+            await out.notice(self.profile.dialect.thanks_for_comment, quote=True)
+        except ChannelError as exc:  # the comment is stored; the thank-you is a courtesy
+            log.warning("could not thank for a comment: %s", exc)
+        await self.questions.close(question)
+
+    async def _belongs(self, answer_id: int, press: Press) -> bool:
+        """The rated answer is a normal answer sent in this chat (by the pressed message)."""
+        answer = await self.store.get_message(answer_id)
+        if answer is None or answer.role != "assistant" or answer.kind != "normal":
+            return False
+        session = await self.store.get_session(answer.session_id)
+        if session is None or (session.channel, session.chat_id) != (
+            press.chat.channel,
+            press.chat.chat_id,
+        ):
+            return False
+        ids = answer.platform_message_ids
+        return press.message_id is None or not ids or press.message_id in ids

@@ -1,0 +1,116 @@
+"""What a channel hands the conversation layer: platform-free messages, presses and greetings.
+
+A platform package decodes its webhook into one of these, and says how its platform
+speaks (`Dialect`) and who may use the bot there (`Audience`); the layer decides the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.core.models import ChatRef
+from gateway.skills.card_buttons import CardAction, CardSigner
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message from a user; `text` is None for anything else."""
+
+    chat: ChatRef
+    text: str | None
+    attachment: bool = False
+    """Not text but something the user sent: a photo, a sticker, a file."""
+    message_id: str | None = None
+    """The platform's id of this message."""
+    user_name: str | None = None
+    command: str | None = None
+    """A command for this bot ("new", "help", ...) starting the text, without its slash."""
+    addressed: bool = True
+    """In a group: the bot was mentioned, replied to or given a command."""
+    replying_to: str | None = None
+    """The platform id of the message this one replies to, if any."""
+    inbox_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Press:
+    """A button press (Telegram callback query, LINE postback) by `chat.user_id`."""
+
+    chat: ChatRef
+    data: str
+    message_id: str | None = None
+    """The message carrying the button, where the platform says which."""
+
+
+@dataclass(frozen=True)
+class Greeting:
+    """The bot was added: by a user (`follow`, `refollow` after a block) or to a group."""
+
+    chat: ChatRef
+    kind: Literal["follow", "refollow", "join"]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The words one platform uses, and how long it waits for an answer to a question."""
+
+    help: str
+    new: str
+    refusal: str
+    """To a user not on the allowlist; may name `{user_id}`."""
+    thanks_for_comment: str
+    start: str | None = None
+    """The answer to /start (`{name}`), on platforms that have it."""
+    unknown: str | None = None
+    """The answer to an unknown command (`{command}`); None where those are plain text."""
+    group_hint: str = ""
+    text_only: str | None = None
+    greeting: str | None = None
+    welcome_back: str | None = None
+    group_greeting: str | None = None
+    running_synthesis: str | None = None
+    """Said before a synthesis pass starts, where a second message costs nothing."""
+    comment_seconds: float = 600.0
+    reason_seconds: float = 600.0
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who may use the bot and who reviews, by platform user id."""
+
+    allowlist: frozenset[str]
+    admins: frozenset[str]
+
+    @classmethod
+    def of(cls, allowlist: Collection[object], admins: Collection[object]) -> Audience:
+        return cls(frozenset(str(u) for u in allowlist), frozenset(str(u) for u in admins))
+
+    def allowed(self, user_id: str | None) -> bool:
+        """Everyone without an allowlist; else those users and the admins."""
+        if not self.allowlist:
+            return True
+        return user_id is not None and (user_id in self.allowlist or user_id in self.admins)
+
+    def is_admin(self, user_id: str | None) -> bool:
+        return user_id is not None and user_id in self.admins
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One channel as the conversation layer knows it."""
+
+    channel: str
+    dialect: Dialect
+    audience: Audience
+    signer: CardSigner
+    """Signs and verifies this channel's proposal-card buttons."""
+    card_actions: frozenset[CardAction] = frozenset(("approve", "reject", "diff", "skip"))
+    """The card buttons this platform shows; data for any other is refused."""
+    label: str = ""
+    """How log lines name the platform ("telegram", "LINE"); the channel name if empty."""
+
+    @property
+    def who(self) -> str:
+        return self.label or self.channel

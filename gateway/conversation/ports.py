@@ -1,0 +1,175 @@
+"""What the conversation layer needs from the outside, as protocols.
+
+`Responder` is the one a platform implements: how to say things in the chat an
+event came from. The store, the agent, the review operations and the metrics
+implement the rest; app.py hands each to the layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.records import (
+    Awaiting,
+    FeedbackRecord,
+    MessageRecord,
+    SessionRecord,
+    SkillRecord,
+    Trace,
+)
+from gateway.skills.cards import Card, CardReview, CardSource
+from gateway.skills.effect import SkillEffect
+from gateway.skills.proposals import Proposal
+from gateway.skills.review import Decision
+from gateway.skills.synthesizer import RunSummary
+
+
+class Responder(Protocol):
+    """How a platform answers in the chat of the event being handled."""
+
+    chat: ChatRef
+
+    async def notice(
+        self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
+    ) -> None:
+        """Say something that is not the model's answer; `quote` replies to the message."""
+        ...
+
+    async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
+        """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
+        ...
+
+    def working(self) -> AbstractAsyncContextManager[None]:
+        """Show that an answer is being written ("typing…", the loading animation)."""
+        ...
+
+    async def deliver(self, reply: Reply) -> list[str]:
+        """Send an answer with its buttons, continuing what an earlier attempt sent."""
+        ...
+
+    async def show_rating(self, answer_id: int, rating: int) -> None:
+        """Show the rating on the rated answer, where the platform can."""
+        ...
+
+    async def ask_comment(self, answer_id: int) -> str | None:
+        """Ask what went wrong; the prompt's id when only a reply to it is the answer."""
+        ...
+
+    async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
+        """Say `decided` and ask why; the prompt's id when only a reply to it is the answer."""
+        ...
+
+    async def reviewer_name(self) -> str | None:
+        """How the user who pressed is shown on cards."""
+        ...
+
+    def cards_per_listing(self, pending: int) -> int:
+        """How many of `pending` proposal cards one /proposals shows."""
+        ...
+
+    async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
+        """Send cards (then `more`, if given); each card's message id where known."""
+        ...
+
+    async def show_card(self, card: Card) -> None:
+        """Make the pressed card show its state now, where the platform can edit it."""
+        ...
+
+    async def send_diff(self, proposal: Proposal, diff: str) -> None:
+        """The full diff of a proposal."""
+        ...
+
+
+class CardLedger(Protocol):
+    """Which chat holds a copy of which proposal card, and what it shows."""
+
+    async def card_delivered(
+        self,
+        proposal_id: int,
+        channel: str,
+        chat_id: str,
+        message_id: str | None,
+        *,
+        status: str,
+        reason: str | None,
+        now: float | None = None,
+    ) -> None: ...
+
+
+class ConversationStore(CardSource, CardLedger, Protocol):
+    """The part of the store the conversation layer reads and writes."""
+
+    async def get_message(self, message_id: int) -> MessageRecord | None: ...
+
+    async def get_session(self, session_id: int) -> SessionRecord | None: ...
+
+    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
+
+    async def get_trace(self, message_id: int) -> Trace | None: ...
+
+    async def finish_chat_session(
+        self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
+    ) -> bool: ...
+
+    async def set_feedback(
+        self, message_id: int, user_id: str, rating: int, now: float | None = None
+    ) -> FeedbackRecord | None: ...
+
+    async def set_feedback_comment(
+        self, message_id: int, user_id: str, comment: str, now: float | None = None
+    ) -> bool: ...
+
+    async def set_awaiting(self, question: Awaiting) -> None: ...
+
+    async def peek_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None: ...
+
+    async def take_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None: ...
+
+    async def pending_proposals(self) -> list[Proposal]: ...
+
+    async def set_reviewer_name(
+        self, decider: str, name: str, now: float | None = None
+    ) -> None: ...
+
+    async def skill_records(self) -> list[SkillRecord]: ...
+
+
+class Turns(Protocol):
+    """The agent: one user message in, the stored answer out."""
+
+    async def respond(self, incoming: IncomingMessage) -> Reply: ...
+
+
+class Counts(Protocol):
+    """Where delivered answers are counted (/metrics)."""
+
+    def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None: ...
+
+
+class Decisions(CardReview, Protocol):
+    """The review operations a chat admin uses."""
+
+    async def get(self, proposal_id: int) -> Proposal: ...
+
+    async def approve(self, proposal_id: int, decider: str) -> Decision: ...
+
+    async def reject(
+        self, proposal_id: int, decider: str, reason: str | None = None
+    ) -> Decision: ...
+
+    async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...
+
+
+class Synthesis(Protocol):
+    """Running a synthesis pass, and the measured effect of each skill."""
+
+    async def run(self, trigger: str = "manual") -> RunSummary: ...
+
+    async def effects(self) -> dict[str, SkillEffect]: ...

@@ -1,0 +1,1 @@
+"""Proposal cards for chat admins: delivery and updates, whatever the platform."""

@@ -1,0 +1,1 @@
+"""The contract every channel passes, run against each platform over its loopback fake."""
