@@ -49,6 +49,7 @@ from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
 from gateway.skills.synthesizer import SynthesisConfig, Synthesizer
 from gateway.store import Store, open_store
+from gateway.store.synthesis import SynthesisQueries
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
     )
 
 
-async def last_run_started(store: Store) -> float | None:
+async def last_run_started(store: SynthesisQueries) -> float | None:
     """When the newest synthesis pass (on any replica) started."""
     runs = await store.list_runs(1)
     return runs[0].started_at if runs else None

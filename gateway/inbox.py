@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 
 from gateway.core.records import InboxItem
 from gateway.errors import StoreBusy, StoreError
-from gateway.store import Store
+from gateway.store.inbox import InboxQueries
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Received(Protocol):
 class Inbox:
     """The door of the durable inbox: an update is stored, counted, then queued."""
 
-    def __init__(self, store: Store, worker: InboxWorker, counts: Received) -> None:
+    def __init__(self, store: InboxQueries, worker: InboxWorker, counts: Received) -> None:
         self.store = store
         self.worker = worker
         self.counts = counts
@@ -60,7 +60,7 @@ class InboxWorker:
 
     def __init__(
         self,
-        store: Store,
+        store: InboxQueries,
         *,
         max_attempts: int = 5,
         concurrency: int = 256,

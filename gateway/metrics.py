@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -19,14 +19,21 @@ from gateway.admin.auth import bearer_ok, unauthorized
 from gateway.errors import StoreError
 from gateway.keys import SETTINGS, STORE
 
-if TYPE_CHECKING:
-    from gateway.store import Store
-
 log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 # Headers a reverse proxy adds: a request carrying one is not trusted as local.
 PROXY_HEADERS = ("X-Forwarded-For", "X-Real-IP", "Forwarded")
+
+
+class Totals(Protocol):
+    """The stored totals a scrape reads (the store has them)."""
+
+    async def feedback_counts(self) -> dict[int, int]: ...
+
+    async def proposal_counts(self) -> dict[str, int]: ...
+
+    async def inbox_pending_count(self) -> int: ...
 
 
 class Metrics:
@@ -81,7 +88,7 @@ class Metrics:
         if model_failed:
             self.model_errors.labels(channel).inc()
 
-    async def refresh(self, store: Store) -> None:
+    async def refresh(self, store: Totals) -> None:
         """Read the stored totals that the gauges show."""
         ratings = await store.feedback_counts()
         self.feedback.labels("up").set(ratings.get(1, 0))

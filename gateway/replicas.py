@@ -31,7 +31,9 @@ from pathlib import Path
 from gateway.core.records import InboxItem
 from gateway.errors import ConfigError, StoreError
 from gateway.inbox import InboxWorker, finish
-from gateway.store import Store
+from gateway.store.registry import RegistryQueries
+from gateway.store.replicas import ReplicaQueries
+from gateway.store.synthesis import SynthesisQueries
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +56,11 @@ class SharedInboxWorker(InboxWorker):
     backoff and giving up are the single-process worker's, unchanged.
     """
 
+    store: ReplicaQueries
+
     def __init__(
         self,
-        store: Store,
+        store: ReplicaQueries,
         *,
         holder: str,
         lease: float = 30.0,
@@ -163,7 +167,7 @@ class SharedInboxWorker(InboxWorker):
 
 @contextlib.asynccontextmanager
 async def startup_lock(
-    store: Store, holder: str, *, wait: float = 120.0, lease: float = 120.0
+    store: SynthesisQueries, holder: str, *, wait: float = 120.0, lease: float = 120.0
 ) -> AsyncIterator[None]:
     """Hold the start-up lease: one replica at a time repairs, checks and registers."""
     deadline = time.monotonic() + wait
@@ -184,7 +188,7 @@ def volume_marker(skills_dir: Path) -> str | None:
     return marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
 
 
-async def check_skills_volume(store: Store, skills_dir: Path) -> str:
+async def check_skills_volume(store: RegistryQueries, skills_dir: Path) -> str:
     """Make sure this replica's skills folder is the one every replica shares.
 
     The first replica writes a random id into the folder and the database. A later
@@ -217,7 +221,7 @@ class RegistryWatcher:
     """Reloads this replica's skills when the registry changes on any replica."""
 
     def __init__(
-        self, store: Store, reload: Callable[[], Awaitable[None]], every: float = 2.0
+        self, store: ReplicaQueries, reload: Callable[[], Awaitable[None]], every: float = 2.0
     ) -> None:
         self.store = store
         self.reload = reload

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from gateway.store import Store
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from gateway.store import SqliteStore, Store
+from gateway.store.postgres import numbered
+from gateway.store.sql import Conn
 
 
 async def test_inbox_dedupes_and_keeps_arrival_order(any_store: Store) -> None:
@@ -123,3 +130,33 @@ async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> Non
     finally:
         for store in replicas:
             await store.close()
+
+
+async def test_a_transaction_that_fails_midway_leaves_nothing(any_store: Store) -> None:
+    async def half(c: Conn) -> None:
+        await c.execute("insert into meta (key, value) values (?, ?)", "half", "written")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        await any_store._run(half, transaction=True)
+    assert await any_store.get_meta("half") is None
+    await any_store.set_meta("after", "ok")  # the connection is usable again
+    assert await any_store.get_meta("after") == "ok"
+
+
+def test_question_marks_are_numbered_outside_string_literals() -> None:
+    sql = "select '?' as a, ? as b, 'it''s ?' as c from t where x = ? and y = '??'"
+    assert (
+        numbered(sql) == "select '?' as a, $1 as b, 'it''s ?' as c from t where x = $2 and y = '??'"
+    )
+
+
+async def test_a_sqlite_unit_of_work_that_awaits_anything_else_is_refused(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite") as store:
+
+        async def suspends(c: Conn) -> None:
+            await asyncio.sleep(0)  # would let another unit in between its statements
+
+        with pytest.raises(RuntimeError, match="awaited something other than"):
+            await store._run(suspends, transaction=True)
+        assert await store.ping()

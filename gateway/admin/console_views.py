@@ -13,7 +13,7 @@ from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Reviewer, live_proposal
-from gateway.store import Store
+from gateway.store.proposals import ProposalQueries
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ async def get_proposal(review: Reviewer, pid: int) -> Proposal:
         raise web.HTTPNotFound() from None
 
 
-async def text_before(review: Reviewer, store: Store, p: Proposal) -> str:
+async def text_before(review: Reviewer, store: ProposalQueries, p: Proposal) -> str:
     """What the proposal changes: the live text, or what its approval replaced."""
     if p.status in DONE:
         version = await store.replaced_version(p.id)
@@ -53,7 +53,7 @@ async def text_before(review: Reviewer, store: Store, p: Proposal) -> str:
     return review.staging.live_text(p.slug) or ""
 
 
-async def can_roll_back(review: Reviewer, store: Store, p: Proposal) -> bool:
+async def can_roll_back(review: Reviewer, store: ProposalQueries, p: Proposal) -> bool:
     """True for an approved update that is still the live text and kept what it replaced."""
     if p.kind != "update" or p.status not in ("approved", "applied"):
         return False

@@ -16,7 +16,6 @@ from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
-from gateway.store.inbox import InboxQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
@@ -26,7 +25,6 @@ from gateway.store.synthesis import SynthesisQueries
 
 
 class Store(
-    InboxQueries,
     ConversationQueries,
     RegistryQueries,
     DeliveryQueries,
@@ -36,7 +34,7 @@ class Store(
     EffectQueries,
     ConsoleQueries,
     CardQueries,
-    ReplicaQueries,
+    ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""
 

@@ -18,10 +18,6 @@ _BIGINT = range(-(2**63), 2**63)
 _TRACE_FIELDS = tuple(Trace.model_fields)
 
 
-def _rate(ups: int, total: int) -> float | None:
-    return ups / total if total else None
-
-
 def _ids(ids: Sequence[int]) -> list[int]:
     """The ids an integer column can hold (no row has any other; drivers refuse them)."""
     return [int(i) for i in ids if int(i) in _BIGINT]

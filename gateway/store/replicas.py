@@ -10,12 +10,12 @@ import hashlib
 import time
 
 from gateway.core.records import InboxItem
-from gateway.store.inbox import ITEM
-from gateway.store.sql import Conn, QueriesBase, marks, query
+from gateway.store.inbox import ITEM, InboxQueries
+from gateway.store.sql import Conn, marks, query
 
 
-class ReplicaQueries(QueriesBase):
-    """Claims on stored updates, and a cheap way to see the skill registry change."""
+class ReplicaQueries(InboxQueries):
+    """The inbox shared by replicas: claims on stored updates, and a registry fingerprint."""
 
     @query
     async def inbox_claim(

@@ -27,7 +27,7 @@ from gateway.logs import mask
 from gateway.operator import Step, public_endpoint
 
 if TYPE_CHECKING:
-    from gateway.store import Store
+    from gateway.store.registry import RegistryQueries
 
 SECRET_META = "telegram_webhook_secret_hmac"
 
@@ -71,7 +71,7 @@ def secret_fingerprint(settings: Settings) -> str:
 
 
 async def telegram_register(
-    settings: Settings, store: Store, *, max_connections: int = 40, force: bool = False
+    settings: Settings, store: RegistryQueries, *, max_connections: int = 40, force: bool = False
 ) -> list[Step]:
     """Set the Telegram webhook and commands where they differ from what is wanted."""
     url = public_endpoint(settings, WEBHOOK_PATH)
@@ -159,7 +159,7 @@ async def admin_commands(settings: Settings, bot: Bot, *, force: bool = False) -
     return steps
 
 
-async def telegram_unregister(settings: Settings, store: Store) -> list[Step]:
+async def telegram_unregister(settings: Settings, store: RegistryQueries) -> list[Step]:
     """Remove the Telegram webhook (pending updates are kept)."""
     async with telegram_errors(settings), telegram_bot(settings) as bot:
         info = await bot.get_webhook_info()
