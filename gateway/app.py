@@ -26,6 +26,7 @@ from gateway.channels.registry import configured_channels
 from gateway.config import Settings
 from gateway.conversation.dispatch import Conversation
 from gateway.core.agent import Agent, AgentConfig
+from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.errors import ChannelError
@@ -99,18 +100,31 @@ CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
 
 
 def make_llm(settings: Settings) -> LLM:
-    """The configured model, or a stand-in that answers 'not configured'."""
+    """The configured model (and its fallbacks), or a stand-in that answers 'not configured'."""
     if not settings.model_configured:
         return UnconfiguredLLM()
     assert settings.llm_base_url is not None and settings.llm_model is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return OpenAIChat(
+    keys = settings.llm_fallback_api_keys
+    fallbacks = parse_fallbacks(
+        settings.llm_fallback_models,
+        keys.get_secret_value().split(",") if keys else [],
         settings.llm_base_url,
-        settings.llm_model,
         key,
-        timeout=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
     )
+    chain = [(settings.llm_model, settings.llm_base_url, key), *fallbacks]
+    models: list[LLM] = [
+        OpenAIChat(
+            url,
+            model,
+            model_key,
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+            max_tokens=settings.llm_max_tokens,
+        )
+        for model, url, model_key in chain
+    ]
+    return models[0] if len(models) == 1 else FallbackLLM(models)
 
 
 def load_persona(settings: Settings) -> str:

@@ -87,6 +87,13 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
+    # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
+    llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
+    # Tried in order when the primary fails or refuses: `model` or `model@base_url`.
+    llm_fallback_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
+    )
+    llm_fallback_api_keys: SecretStr | None = Field(None, validation_alias="LLM_FALLBACK_API_KEYS")
 
     # Synthesis and review.
     max_proposals_per_run: int = Field(
@@ -147,6 +154,7 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_api_key",
         "llm_model",
+        "llm_fallback_api_keys",
         "persona_file",
         "database_url",
         mode="before",
@@ -156,6 +164,22 @@ class Settings(BaseSettings):
         # `FOO=` in .env means "not set", as operators expect from .env.example.
         if isinstance(value, str) and not value.strip():
             return None
+        return value
+
+    @field_validator("llm_fallback_models", mode="before")
+    @classmethod
+    def _model_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @field_validator("llm_fallback_models")
+    @classmethod
+    def _fallback_urls(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            model, at, url = entry.partition("@")
+            if not model.strip() or (at and not re.match(r"^https?://[^/\s]+", url.strip())):
+                raise ValueError(f"{entry!r}: each entry is a model or model@http(s)://base-url")
         return value
 
     @field_validator("public_url", "llm_base_url", "line_api_base_url")
@@ -235,6 +259,9 @@ class Settings(BaseSettings):
             self.llm_api_key,
         )
         values = [f.get_secret_value() for f in fields if f is not None]
+        if self.llm_fallback_api_keys is not None:
+            keys = self.llm_fallback_api_keys.get_secret_value().split(",")
+            values.extend(k.strip() for k in keys if k.strip())
         if self.database_url is not None:
             password = urlsplit(self.database_url.get_secret_value()).password
             if password:
@@ -250,6 +277,7 @@ _SECRET_FIELDS = {
     "LINE_CHANNEL_SECRET",
     "LINE_CHANNEL_ACCESS_TOKEN",
     "LLM_API_KEY",
+    "LLM_FALLBACK_API_KEYS",
 }
 
 

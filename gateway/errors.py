@@ -14,7 +14,10 @@
      ├── SynthesisError         a synthesis pass could not use the model's answer
      ├── ModelError             the LLM call failed
      │    ├── ModelNotConfigured
-     │    └── ModelUnavailable  transient failures outlasted the retries
+     │    ├── ModelUnavailable  transient failures outlasted the retries (or a timeout)
+     │    ├── ContextOverflow   the prompt does not fit the model's context window
+     │    ├── ToolsUnsupported  the server or model refuses tool definitions
+     │    └── JsonModeUnsupported  the server refuses the asked response_format
      └── ChannelError           a platform API call failed
           └── RateLimited       the platform asked us to slow down
 
@@ -83,6 +86,18 @@ class ModelNotConfigured(ModelError):
 
 class ModelUnavailable(ModelError):
     """The model kept failing after retries (timeouts, 5xx, rate limits)."""
+
+
+class ContextOverflow(ModelError):
+    """The prompt is longer than the model's context window."""
+
+
+class ToolsUnsupported(ModelError):
+    """The server or model refuses requests that define tools."""
+
+
+class JsonModeUnsupported(ModelError):
+    """The server refuses the requested `response_format`."""
 
 
 class ChannelError(SkillgateError):

@@ -10,18 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.core.llm import LLM
+from gateway.core.llm import LLM, Completion
 from gateway.core.models import IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
-from gateway.core.prompt import LOAD_SKILL_TOOL, build_messages
+from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
-from gateway.errors import ModelError, ModelNotConfigured
+from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
 
 log = logging.getLogger(__name__)
 
 APOLOGY = "⚠️ Sorry, I couldn't answer that just now. Please try again in a moment."
 NOT_CONFIGURED = "⚠️ I can't answer yet: no language model is configured on this gateway."
-TOOL_LIMIT = "⚠️ Sorry, I got stuck preparing that answer. Please rephrase and try again."
+TOO_LONG = "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
+FILTERED = "⚠️ The model's provider withheld this answer (its content filter). Please rephrase."
+CUT_MARK = "\n\n[…answer cut short at the length limit]"
 
 
 @dataclass(frozen=True)
@@ -88,32 +90,23 @@ class Agent:
         withheld = self._hold_out(offered)
         if withheld:
             offered, section = self.skills.offer(query, budget, exclude=withheld)
-        messages = build_messages(self.config.persona, section, history, self.config.history_tokens)
         trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
-        tools = [LOAD_SKILL_TOOL] if offered else None
+        history_tokens = self.config.history_tokens
         try:
-            for _ in range(self.config.max_tool_rounds + 1):
-                completion = await self.llm.complete(messages, tools=tools)
-                trace.prompt_tokens += completion.prompt_tokens
-                trace.completion_tokens += completion.completion_tokens
-                trace.model = completion.model or trace.model
-                if not completion.tool_calls:
-                    text = (completion.text or "").strip()
-                    if not text:
-                        raise ModelError("model returned an empty answer")
-                    return text, "normal", _finish(trace, started)
-                messages.append(_assistant_tool_message(completion.text, completion.tool_calls))
-                for call in completion.tool_calls:
-                    trace.tools_used.append(call.name)
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "content": self._tool(call, trace),
-                        }
-                    )
-            trace.error = "tool rounds exhausted"
-            return TOOL_LIMIT, "error", _finish(trace, started, completed=False)
+            try:
+                messages = build_messages(self.config.persona, section, history, history_tokens)
+                return await self._rounds(messages, offered, trace, started)
+            except ContextOverflow as exc:
+                # Once with half the history; a second overflow is the user's to end (/new).
+                log.warning("context overflow, retrying with half the history: %s", exc)
+                trace.notes.append(f"context overflow, history halved: {exc}")
+                half = history_tokens // 2
+                messages = build_messages(self.config.persona, section, history, half)
+                return await self._rounds(messages, offered, trace, started)
+        except ContextOverflow as exc:
+            log.warning("context overflow: %s", exc)
+            trace.error = str(exc)
+            return TOO_LONG, "error", _finish(trace, started, completed=False)
         except ModelNotConfigured as exc:
             trace.error = str(exc)
             return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
@@ -121,6 +114,45 @@ class Agent:
             log.warning("model failed: %s", exc)
             trace.error = str(exc)
             return APOLOGY, "error", _finish(trace, started, completed=False)
+
+    async def _rounds(
+        self, messages: list[dict[str, Any]], offered: list[str], trace: Trace, started: float
+    ) -> tuple[str, Any, Trace]:
+        """Tool rounds, then one last call without tools if the model still wants one."""
+        tools = [load_skill_tool(offered)] if offered else None
+        rounds = self.config.max_tool_rounds
+        for round_ in range(rounds + 1):
+            completion = await self.llm.complete(messages, tools=tools if round_ < rounds else None)
+            trace.prompt_tokens += completion.prompt_tokens
+            trace.completion_tokens += completion.completion_tokens
+            trace.model = completion.model or trace.model
+            trace.finish_reason = completion.finish_reason
+            trace.notes.extend(n for n in completion.notes if n not in trace.notes)
+            if not completion.tool_calls or round_ == rounds:
+                return self._answer(completion, trace, started)
+            messages.append(_assistant_tool_message(completion))
+            for call in completion.tool_calls:
+                trace.tools_used.append(call.name)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": self._tool(call, trace)}
+                )
+        raise AssertionError("unreachable: the last round has no tools")
+
+    def _answer(
+        self, completion: Completion, trace: Trace, started: float
+    ) -> tuple[str, Any, Trace]:
+        """The text to show, marked when cut short; a filtered answer is explained."""
+        text = (completion.text or "").strip()
+        if completion.finish_reason == "content_filter":
+            trace.error = "the provider's content filter stopped the answer"
+            return FILTERED, "error", _finish(trace, started, completed=False)
+        if not text:
+            why = f" (finish_reason {completion.finish_reason})" if completion.finish_reason else ""
+            raise ModelError(f"model returned an empty answer{why}")
+        if completion.finish_reason == "length":
+            trace.notes.append("answer cut at the token limit (LLM_MAX_TOKENS)")
+            text = f"{text}{CUT_MARK}"
+        return text, "normal", _finish(trace, started)
 
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with the holdout chance."""
@@ -150,19 +182,25 @@ def _finish(trace: Trace, started: float, *, completed: bool = True) -> Trace:
     return trace
 
 
-def _assistant_tool_message(text: str | None, calls: list[Any]) -> dict[str, Any]:
-    return {
+def _assistant_tool_message(completion: Completion) -> dict[str, Any]:
+    """The model's tool-calling turn, as sent back within the same turn's next round."""
+    message: dict[str, Any] = {
         "role": "assistant",
-        "content": text,
+        # "" rather than null: some servers (llama-cpp-python) refuse a null content.
+        "content": completion.text or "",
         "tool_calls": [
             {
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.name, "arguments": c.arguments or json.dumps({})},
             }
-            for c in calls
+            for c in completion.tool_calls
         ],
     }
+    if completion.reasoning:
+        # Thinking-mode servers (DeepSeek, vLLM) want it back within the tool round.
+        message["reasoning_content"] = completion.reasoning
+    return message
 
 
 def _reply(message: MessageRecord) -> Reply:

@@ -1,48 +1,37 @@
 """Model access through any OpenAI-compatible chat-completions endpoint.
 
-The official `openai` client does the HTTP, the timeouts and the retries with
-backoff (429, 5xx, timeouts, connection errors); its errors are translated
-here into ModelError. The client is imported on first use: it costs about a
-second at start-up.
+The official `openai` client does the HTTP and the timeouts; the retries are
+ours, so that a timed-out chat turn is not silently re-run from scratch while
+the user waits, and so that an error inside an HTTP 200 is retried like a
+503. Responses are read by `llm_wire` as raw JSON, which tolerates the shapes
+real servers send. What a server refuses once (tools, a JSON mode, the
+`max_tokens` field) is remembered for the process and not asked again. The
+client is imported on first use: it costs about a second at start-up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, Field
-
-from gateway.errors import ModelError, ModelNotConfigured, ModelUnavailable
+from gateway.core.llm_wire import Completion, ToolCall, classify, error_message, mask
+from gateway.core.llm_wire import parse_completion as parse_completion
+from gateway.errors import (
+    JsonModeUnsupported,
+    ModelError,
+    ModelNotConfigured,
+    ModelUnavailable,
+    ToolsUnsupported,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-
-class ToolCall(BaseModel):
-    """A function call the model asked for."""
-
-    id: str
-    name: str
-    arguments: str = "{}"
-
-    def args(self) -> dict[str, Any]:
-        """Arguments as a dict; {} when the model sent something that is not a JSON object."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-
-class Completion(BaseModel):
-    """One model answer: text, or tool calls, and the tokens it cost."""
-
-    text: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    model: str | None = None
+__all__ = ["LLM", "Completion", "OpenAIChat", "ToolCall", "UnconfiguredLLM"]
+log = logging.getLogger(__name__)
+JSON_MODES = ("json_object", "json_schema", "text")
 
 
 class LLM(Protocol):
@@ -56,6 +45,9 @@ class LLM(Protocol):
         *,
         tools: list[dict[str, Any]] | None = None,
         json_mode: bool = False,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        retry_timeouts: bool = False,
     ) -> Completion: ...
 
     async def ping(self) -> str: ...
@@ -74,6 +66,9 @@ class UnconfiguredLLM:
         *,
         tools: list[dict[str, Any]] | None = None,
         json_mode: bool = False,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        retry_timeouts: bool = False,
     ) -> Completion:
         raise ModelNotConfigured("no model configured: set LLM_BASE_URL and LLM_MODEL")
 
@@ -95,13 +90,21 @@ class OpenAIChat:
         *,
         timeout: float = 60.0,
         max_retries: int = 2,
+        max_tokens: int | None = None,
+        backoff: float = 0.5,
     ) -> None:
         self.base_url = base_url
         self.model: str | None = model
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
+        self._max_tokens = max_tokens
+        self._backoff = backoff
         self._client: AsyncOpenAI | None = None
+        # What this server refused once, remembered for the process.
+        self.tools_refused: str | None = None
+        self.json_mode = JSON_MODES[0]
+        self._max_tokens_field = "max_tokens"
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
@@ -113,10 +116,13 @@ class OpenAIChat:
                 base_url=self.base_url,
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
-                max_retries=self._max_retries,
+                max_retries=0,
                 http_client=DefaultAioHttpClient(),
             )
         return self._client
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key,) if self._api_key else ()
 
     async def complete(
         self,
@@ -124,62 +130,133 @@ class OpenAIChat:
         *,
         tools: list[dict[str, Any]] | None = None,
         json_mode: bool = False,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        retry_timeouts: bool = False,
     ) -> Completion:
-        import openai
-        from openai.types.chat import ChatCompletion
+        """One answer; what the server refuses (tools, a JSON mode) is dropped and retried."""
+        notes: list[str] = []
+        limit = max_tokens or self._max_tokens
+        while True:
+            body: dict[str, Any] = {"model": self.model, "messages": messages}
+            use_tools = bool(tools) and self.tools_refused is None
+            if use_tools:
+                body["tools"] = tools
+                body["tool_choice"] = "auto"  # some servers ignore tools without it
+            elif tools:
+                notes.append(f"tools not sent: the server refused them ({self.tools_refused})")
+            mode = self._json_format(json_schema) if json_mode else None
+            if mode is not None:
+                body["response_format"] = mode
+            if limit:
+                body[self._max_tokens_field] = limit
+            try:
+                completion = await self._send(body, retry_timeouts=retry_timeouts)
+            except ToolsUnsupported as exc:
+                if not use_tools:
+                    raise
+                self.tools_refused = _reason(exc)
+                log.warning("model %s refuses tools, answering without skills: %s", self.model, exc)
+                continue
+            except JsonModeUnsupported as exc:
+                if mode is None or self.json_mode == JSON_MODES[-1]:
+                    raise
+                self._next_json_mode(json_schema, exc)
+                continue
+            except ModelError as exc:
+                if "max_completion_tokens" in str(exc) and self._max_tokens_field == "max_tokens":
+                    self._max_tokens_field = "max_completion_tokens"
+                    continue
+                raise
+            completion.notes[:0] = notes
+            if json_mode and self.json_mode != JSON_MODES[0]:
+                completion.notes.append(f"JSON mode: {self.json_mode}")
+            return completion
 
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if json_mode:
-            body["response_format"] = {"type": "json_object"}
+    def _json_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if self.json_mode == "json_schema" and schema is not None:
+            return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+        if self.json_mode == "json_object":
+            return {"type": "json_object"}
+        return None  # plain text: the contract is in the prompt
+
+    def _next_json_mode(self, schema: dict[str, Any] | None, exc: ModelError) -> None:
+        index = JSON_MODES.index(self.json_mode) + 1
+        if JSON_MODES[index] == "json_schema" and schema is None:
+            index += 1
+        self.json_mode = JSON_MODES[index]
+        log.warning("model %s refuses a JSON mode, now %s: %s", self.model, self.json_mode, exc)
+
+    async def _send(self, body: dict[str, Any], *, retry_timeouts: bool) -> Completion:
+        """POST with our retries: transient errors back off; a timeout only when asked."""
+        import openai
+
+        attempt = 0
+        while True:
+            wait = self._backoff * 2**attempt
+            try:
+                # The SDK's typed transform costs 0.5-9 ms of CPU per call for what is plain
+                # JSON already; the documented custom-request path skips it. Raw text back:
+                # the response model refuses shapes real servers send (see llm_wire).
+                raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
+                try:
+                    data = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise ModelError(
+                        f"model answered something that is not JSON: {mask(raw[:120])}"
+                    ) from exc
+                return parse_completion(data, self.model)
+            except openai.APITimeoutError as exc:
+                if not retry_timeouts or attempt >= self._max_retries:
+                    raise ModelUnavailable(
+                        f"model did not answer within {self._timeout:g} s"
+                    ) from exc
+            except openai.APIConnectionError as exc:
+                if attempt >= self._max_retries:
+                    raise ModelUnavailable(
+                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
+                    ) from exc
+            except openai.APIStatusError as exc:
+                message = mask(error_message(exc.body) or exc.response.text, self._secrets())
+                cls = classify(exc.status_code, message)
+                if cls is not ModelUnavailable or attempt >= self._max_retries:
+                    raise cls(f"model answered HTTP {exc.status_code}: {message}") from exc
+                wait = _retry_after(exc.response.headers) or wait
+            except ModelUnavailable:
+                if attempt >= self._max_retries:
+                    raise
+            except openai.OpenAIError as exc:
+                raise ModelError(f"model call failed: {type(exc).__name__}") from exc
+            attempt += 1
+            await asyncio.sleep(min(wait, 8.0))
+
+    async def models(self) -> list[dict[str, Any]]:
+        """The endpoint's /models list, raw; ModelError or ModelUnavailable with the cause."""
+        import openai
+
         try:
-            # `chat.completions.create` first walks every message through the SDK's typed
-            # transform: 0.5 ms of CPU with a short history, 9 ms with 60 messages. Ours are
-            # plain JSON already, so they go through the client's documented custom-request
-            # path as they are: same retries, timeouts, errors and response model.
-            response = await self._get_client().post(
-                "/chat/completions", body=body, cast_to=ChatCompletion
-            )
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise ModelUnavailable(f"model unreachable: {type(exc).__name__}") from exc
+            raw = await self._get_client().get("/models", cast_to=str)
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ModelError(
+                "the endpoint's /models is not JSON: does LLM_BASE_URL end in /v1?"
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise ModelUnavailable(f"no answer within {self._timeout:g} s") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelUnavailable(_connection_cause(exc)) from exc
         except openai.APIStatusError as exc:
-            detail = f"model answered HTTP {exc.status_code}"
-            if exc.status_code == 429 or exc.status_code >= 500:
-                raise ModelUnavailable(detail) from exc
-            raise ModelError(detail) from exc
+            message = mask(error_message(exc.body) or exc.response.text, self._secrets())
+            hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
+            raise ModelError(f"endpoint answered HTTP {exc.status_code}: {message}{hint}") from exc
         except openai.OpenAIError as exc:
-            raise ModelError(f"model call failed: {type(exc).__name__}") from exc
-        if not response.choices:
-            raise ModelError("model returned no choices")
-        message = response.choices[0].message
-        calls = []
-        for call in message.tool_calls or []:
-            function = getattr(call, "function", None)  # custom tool calls have none
-            if function is not None:
-                calls.append(
-                    ToolCall(id=call.id, name=function.name, arguments=function.arguments or "{}")
-                )
-        usage = response.usage
-        return Completion(
-            text=message.content,
-            tool_calls=calls,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            model=response.model or self.model,
-        )
+            raise ModelError(f"endpoint call failed: {type(exc).__name__}") from exc
+        items = data.get("data") if isinstance(data, dict) else None
+        return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
 
     async def ping(self) -> str:
-        """Check the endpoint answers; returns a short description for `doctor`."""
-        import openai
-
-        try:
-            models = await self._get_client().with_options(max_retries=0).models.list()
-        except openai.APIStatusError as exc:
-            raise ModelError(f"endpoint answered HTTP {exc.status_code}") from exc
-        except openai.OpenAIError as exc:
-            raise ModelUnavailable(f"endpoint unreachable: {type(exc).__name__}") from exc
-        names = [m.id for m in models.data]
+        """Check the endpoint answers and serves the model; a short description for `doctor`."""
+        names = [str(m.get("id")) for m in await self.models()]
         if names and self.model not in names:
             raise ModelError(
                 f"endpoint does not serve model {self.model!r} (it has: {', '.join(names[:5])})"
@@ -190,3 +267,34 @@ class OpenAIChat:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _reason(exc: ModelError) -> str:
+    return str(exc).split(": ", 1)[-1]
+
+
+def _connection_cause(exc: BaseException) -> str:
+    """'connection refused' and friends, rather than the SDK's generic class name."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        text = str(seen).lower()
+        if "refused" in text:
+            return "connection refused"
+        if "name or service not known" in text or "nodename nor servname" in text:
+            return "host name not found"
+        seen = seen.__cause__ or seen.__context__
+    return f"connection failed ({type(exc).__name__})"
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue
+    return None

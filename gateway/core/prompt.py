@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from gateway.core.llm_wire import strip_think
 from gateway.core.records import MessageRecord
 from gateway.core.tokens import estimate_tokens
 
@@ -30,6 +32,13 @@ LOAD_SKILL_TOOL: dict[str, Any] = {
         },
     },
 }
+
+
+def load_skill_tool(offered: list[str]) -> dict[str, Any]:
+    """The load_skill tool with `name` limited to this turn's offered skills."""
+    tool = copy.deepcopy(LOAD_SKILL_TOOL)
+    tool["function"]["parameters"]["properties"]["name"]["enum"] = list(offered)
+    return tool
 
 
 def system_prompt(persona: str, skill_section: str) -> str:
@@ -67,5 +76,7 @@ def build_messages(
         {"role": "system", "content": system_prompt(persona, skill_section)}
     ]
     for message in bounded_history(history, history_budget):
-        messages.append({"role": message.role, "content": message.text})
+        # Answers stored before reasoning was stripped must not feed it back either.
+        text = strip_think(message.text)[0] if message.role == "assistant" else message.text
+        messages.append({"role": message.role, "content": text})
     return messages

@@ -68,6 +68,8 @@ class Trace(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: str | None = None
+    finish_reason: str | None = None
+    notes: list[str] = Field(default_factory=list)
 
 
 class FeedbackRecord(BaseModel):

@@ -8,11 +8,13 @@ The model's answer follows the fixed synthesis contract
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gateway.core.llm_wire import strip_think
 from gateway.errors import SynthesisError
 
 DraftKind = Literal["create", "update"]
@@ -53,13 +55,14 @@ class SynthesisAnswer(BaseModel):
 
 def parse_answer(text: str | None) -> list[ProposalDraft]:
     """The drafts in a model answer; SynthesisError when it is not the agreed JSON."""
-    raw = (text or "").strip()
+    raw = strip_think(text or "")[0].strip()
     if not raw:
         raise SynthesisError("the model answered nothing")
     # Some servers wrap JSON in a code fence even in JSON mode.
     fenced = _CODE_FENCE.match(raw)
     if fenced:
         raw = fenced.group(1)
+    raw = _json_object(raw)
     try:
         return SynthesisAnswer.model_validate_json(raw).proposals
     except ValidationError as exc:
@@ -68,6 +71,21 @@ def parse_answer(text: str | None) -> list[ProposalDraft]:
             for e in exc.errors()[:5]
         )
         raise SynthesisError(f"the model's answer is not valid proposal JSON ({problems})") from exc
+
+
+def _json_object(raw: str) -> str:
+    """The first JSON object in `raw` when prose surrounds it (plain-text mode); else `raw`."""
+    if raw.startswith("{"):
+        return raw
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", raw):
+        try:
+            value, _ = decoder.raw_decode(raw, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "proposals" in value:
+            return json.dumps(value)
+    return raw
 
 
 class Claim(BaseModel):

@@ -5,7 +5,9 @@ several, and a crashed holder blocks nobody for longer than the lease. Each
 batch is one JSON-mode model call; its sessions are consumed once the answer
 was used, so a restart neither repeats nor loses them. A batch whose answer is
 not the agreed JSON ends the run as failed, stages nothing and leaves its
-sessions for the next pass. Each pass first measures every skill's effect on
+sessions for the next pass; after BATCH_ATTEMPTS such answers in a row the
+batch is recorded in the run's error and skipped (consumed), so one batch a
+model cannot answer is not re-sent forever. Each pass first measures every skill's effect on
 ratings and proposes retiring the harmful ones (see `effect` and `retire`);
 retirements do not count against the per-pass proposal limit.
 """
@@ -13,6 +15,7 @@ retirements do not count against the per-pass proposal limit.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -30,7 +33,7 @@ from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
 from gateway.skills.ports import SynthesisStore
-from gateway.skills.proposals import Proposal, RunRecord, parse_answer
+from gateway.skills.proposals import Proposal, RunRecord, SynthesisAnswer, parse_answer
 from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
 from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
@@ -38,6 +41,9 @@ from gateway.skills.synthesis_prompt import build_messages
 
 log = logging.getLogger(__name__)
 LOCK_NAME = "synthesis"
+BATCH_ATTEMPTS = 3
+FAILED_BATCH_KEY = "synthesis.failed_batch"
+ANSWER_SCHEMA = SynthesisAnswer.model_json_schema()
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,12 @@ class Synthesizer:
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 if batch.sessions:
                     summary.batches += 1
-                    await self._batch(batch, run, summary)
+                    try:
+                        await self._batch(batch, run, summary)
+                    except SynthesisError as exc:
+                        await self._unusable(batch, exc, summary)  # re-raises until skipped
+                    else:
+                        await self.store.set_meta(FAILED_BATCH_KEY, "{}")
                 await self.store.consume_sessions(batch.consumed_ids, run.id, self.clock())
                 summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
@@ -228,6 +239,24 @@ class Synthesizer:
         summary.suppressed.extend(DroppedBrief(name=d.name, reason=d.reason) for d in done.dropped)
         self.catalog.settle(settled(effects))
 
+    async def _unusable(self, batch: Batch, exc: SynthesisError, summary: RunSummary) -> None:
+        """Count an unusable answer for this batch; skip the batch at the limit, else fail."""
+        try:
+            seen = json.loads(await self.store.get_meta(FAILED_BATCH_KEY) or "{}")
+        except json.JSONDecodeError:
+            seen = {}
+        ids = set(batch.shown_ids)
+        same = isinstance(seen, dict) and ids & set(seen.get("ids", []))
+        attempts = int(seen.get("attempts", 0)) + 1 if same else 1
+        if attempts < BATCH_ATTEMPTS:
+            record = {"ids": sorted(ids), "attempts": attempts}
+            await self.store.set_meta(FAILED_BATCH_KEY, json.dumps(record))
+            raise SynthesisError(f"{exc} (attempt {attempts} of {BATCH_ATTEMPTS})") from exc
+        await self.store.set_meta(FAILED_BATCH_KEY, "{}")
+        note = f"skipped a batch of {len(ids)} session(s) after {attempts} unusable answers: {exc}"
+        log.warning("synthesis %s", note)
+        summary.error = note if summary.error is None else f"{summary.error}; {note}"
+
     async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> None:
         """Ask the model about one batch, then screen and submit what it proposed."""
         cfg = self.config
@@ -241,7 +270,13 @@ class Synthesizer:
             max_proposals=cfg.max_proposals - _drafted(summary),
             max_bytes=cfg.max_skill_bytes,
         )
-        completion = await self.llm.complete(messages, json_mode=True)
+        completion = await self.llm.complete(
+            messages,
+            json_mode=True,
+            json_schema=ANSWER_SCHEMA,
+            max_tokens=answer_tokens(cfg.max_proposals, cfg.max_skill_bytes),
+            retry_timeouts=True,  # nobody waits on a pass; a slow model deserves a second try
+        )
         run.prompt_tokens += completion.prompt_tokens
         run.completion_tokens += completion.completion_tokens
         drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
@@ -272,6 +307,12 @@ class Synthesizer:
             summary.proposed.append(_brief(proposal))
             if proposal.status == "pending":
                 ctx.pending.append(proposal)
+
+
+def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
+    """Room for the most proposals a pass may make: each a skill of the largest size, and JSON."""
+    # About 3.5 bytes a token for English prose; 300 tokens of fields and JSON per proposal.
+    return max_proposals * (max_skill_bytes * 2 // 7 + 300) + 200
 
 
 def _drafted(summary: RunSummary) -> int:

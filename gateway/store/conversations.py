@@ -25,7 +25,7 @@ from gateway.store.sql import (
     transaction,
 )
 
-TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used")
+TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used", "notes")
 _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 

@@ -388,6 +388,13 @@ _INBOX_CLAIMS: list[Step] = [
 ]
 
 
+# How the model's answer ended (stop, length, content_filter) and what was degraded.
+_TRACE_FINISH: list[Step] = [
+    "alter table traces add column finish_reason text",
+    "alter table traces add column notes text not null default '[]'",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -404,6 +411,7 @@ MIGRATIONS: list[Migration] = [
         _SKILL_EFFECTS,
     ),
     (7, "inbox claims: which replica works on an update, and until when", _INBOX_CLAIMS),
+    (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
 ]
 
 

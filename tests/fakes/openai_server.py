@@ -1,7 +1,8 @@
 """A recording fake of an OpenAI-compatible server (chat completions and models) on loopback.
 
 The real `openai` client is pointed at `fake.base_url`. Answers are scripted
-in order with `reply`, `tool_call`, `error` and `stall`; when the script is
+in order with `reply`, `tool_call`, `error`, `stall` and `raw` (any body a real
+server was seen to send, for the odd shapes); when the script is
 empty, `default` (a function of the request body) answers. `pause()` holds
 every answer until `resume()`, to keep a call in flight.
 """
@@ -28,6 +29,9 @@ class Scripted:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     status: int = 200
     delay: float = 0.0
+    message: str | None = None
+    body: Any = None
+    finish_reason: str | None = None
 
 
 Responder = Callable[[dict[str, Any]], "Scripted | str"]
@@ -79,10 +83,22 @@ class FakeOpenAI:
         """Next answer: a single tool call."""
         self.script.append(Scripted(tool_calls=[(tool, arguments)]))
 
-    def error(self, status: int, times: int = 1) -> None:
-        """Next `times` answers: HTTP errors."""
+    def error(self, status: int, times: int = 1, message: str | None = None) -> None:
+        """Next `times` answers: HTTP errors, with the server's `message` when given."""
         for _ in range(times):
-            self.script.append(Scripted(status=status))
+            self.script.append(Scripted(status=status, message=message))
+
+    def raw(self, body: Any, status: int = 200) -> None:
+        """Next answer: exactly this body (a dict is sent as JSON, a str as it is)."""
+        self.script.append(Scripted(status=status, body=body))
+
+    def reply_message(self, message: dict[str, Any], finish_reason: str = "stop") -> None:
+        """Next answer: a 200 whose choice carries exactly this `message` object."""
+        self.script.append(Scripted(body={"message": message}, finish_reason=finish_reason))
+
+    def cut(self, text: str, finish_reason: str = "length") -> None:
+        """Next answer: text that ended for `finish_reason` (length, content_filter)."""
+        self.script.append(Scripted(text=text, finish_reason=finish_reason))
 
     def stall(self, seconds: float, times: int = 1) -> None:
         """Next `times` answers arrive only after `seconds` (to trigger client timeouts)."""
@@ -114,13 +130,20 @@ class FakeOpenAI:
             step = Scripted(text=step)
         if step.delay:
             await asyncio.sleep(step.delay)
+        if step.body is not None and not (isinstance(step.body, dict) and "message" in step.body):
+            if isinstance(step.body, str):
+                return web.Response(text=step.body, status=step.status)
+            return web.json_response(step.body, status=step.status)
         if step.status != 200:
+            text = step.message or f"scripted {step.status}"
             return web.json_response(
-                {"error": {"message": f"scripted {step.status}", "type": "server_error"}},
+                {"error": {"message": text, "type": "server_error"}},
                 status=step.status,
                 headers={"retry-after-ms": "1"},
             )
         message: dict[str, Any] = {"role": "assistant", "content": step.text}
+        if step.body is not None:
+            message = step.body["message"]
         if step.tool_calls:
             message["content"] = None
             message["tool_calls"] = [
@@ -142,7 +165,8 @@ class FakeOpenAI:
                     {
                         "index": 0,
                         "message": message,
-                        "finish_reason": "tool_calls" if step.tool_calls else "stop",
+                        "finish_reason": step.finish_reason
+                        or ("tool_calls" if step.tool_calls else "stop"),
                     }
                 ],
                 "usage": {

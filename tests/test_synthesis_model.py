@@ -1,0 +1,88 @@
+"""Synthesis against servers that refuse JSON mode, wrap JSON in prose, or never answer usably."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.config import Settings
+from gateway.skills.synthesizer import BATCH_ATTEMPTS, answer_tokens
+from tests.fakes.openai_server import FakeOpenAI
+from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, synth_settings
+
+LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
+
+
+async def test_a_refused_json_mode_falls_back_to_json_schema_then_plain_text(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.error(400, message=LM_STUDIO)
+        fake_llm.error(400, message="json_schema is not supported by this server")
+        fake_llm.reply(answer(proposal()))
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and len(run["proposed"]) == 1
+        formats = [r.get("response_format") for r in fake_llm.requests]
+        assert formats[0] == {"type": "json_object"}
+        assert formats[1]["type"] == "json_schema"
+        assert "proposals" in formats[1]["json_schema"]["schema"]["properties"]
+        assert formats[2] is None  # plain text: the contract is in the prompt
+        # Remembered for the process: the next pass asks in plain text at once.
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        assert fake_llm.requests[-1].get("response_format") is None
+
+
+async def test_json_with_prose_and_thinking_around_it_is_used(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.reply(
+            "<think>Users dislike long answers.</think>Here is my answer:\n"
+            + answer(proposal())
+            + "\nI hope this helps!"
+        )
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and [p["name"] for p in run["proposed"]] == ["chat-brevity"]
+
+
+async def test_synthesis_asks_for_room_sized_from_the_proposal_limits(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, max_proposals_per_run=2)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+    sent = fake_llm.requests[-1]["max_tokens"]
+    assert sent == answer_tokens(2, settings.max_skill_bytes) > settings.llm_max_tokens
+
+
+async def test_a_batch_the_model_cannot_answer_is_skipped_after_bounded_attempts(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        sid = await gw.seed()
+        for attempt in range(1, BATCH_ATTEMPTS):
+            fake_llm.reply("I cannot do that.")
+            run = await gw.synthesize()
+            assert run["status"] == "failed"
+            assert f"attempt {attempt} of {BATCH_ATTEMPTS}" in run["error"]
+        fake_llm.reply("I cannot do that.")
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and "skipped a batch of 1 session" in run["error"]
+        _, runs = await gw.call("GET", "/runs")
+        assert "skipped a batch" in runs[0]["error"]
+        # The skipped sessions are not sent again; a new one is.
+        asked = len(fake_llm.requests)
+        await gw.synthesize()
+        assert len(fake_llm.requests) == asked
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        assert f'session="{sid}"' not in evidence_prompt(fake_llm.requests[-1])
