@@ -12,6 +12,7 @@ from gateway.channels.registry import PLATFORMS, configured_platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
+from gateway.model_probe import probe
 from gateway.operator import Check
 from gateway.store import store_for
 
@@ -102,29 +103,24 @@ async def check_skills_volume(settings: Settings) -> Check:
     return Check("skills volume", "ok", f"{settings.skills_dir} is the shared volume")
 
 
-async def check_model(settings: Settings) -> Check:
+async def check_model(settings: Settings) -> list[Check]:
+    """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
     if not settings.model_configured:
-        return Check(
-            "model",
-            "fail",
-            "no model configured: replies will say so",
-            "set LLM_BASE_URL (ending in /v1), LLM_MODEL and, if needed, LLM_API_KEY",
-        )
+        return [
+            Check(
+                "model",
+                "fail",
+                "no model configured: replies will say so",
+                "set LLM_BASE_URL (ending in /v1), LLM_MODEL and, if needed, LLM_API_KEY",
+            )
+        ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=10, max_retries=0)
+    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=15, max_retries=0)
     try:
-        detail = await llm.ping()
-    except SkillgateError as exc:
-        return Check(
-            "model",
-            "fail",
-            f"{settings.llm_base_url}: {exc}",
-            "check LLM_BASE_URL, LLM_MODEL and LLM_API_KEY, and that the server is running",
-        )
+        return await probe(llm)
     finally:
         await llm.close()
-    return Check("model", "ok", f"{settings.llm_model} at {settings.llm_base_url}: {detail}")
 
 
 def check_channels(settings: Settings) -> list[Check]:
@@ -161,7 +157,7 @@ async def collect(settings: Settings) -> list[Check]:
         checks.append(await check_database(settings))
         if settings.shared_database:
             checks.append(await check_skills_volume(settings))
-    checks.append(await check_model(settings))
+    checks.extend(await check_model(settings))
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))

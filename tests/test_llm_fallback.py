@@ -70,5 +70,5 @@ def test_a_fallback_entry_with_a_bad_base_url_is_refused_at_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LLM_FALLBACK_MODELS", "good, m@ftp://nowhere")
-    with pytest.raises(ConfigError, match="LLM_FALLBACK_MODELS.*m@ftp://nowhere"):
+    with pytest.raises(ConfigError, match=r"LLM_FALLBACK_MODELS.*m@ftp://nowhere"):
         load_settings(_env_file=None)

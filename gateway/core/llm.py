@@ -207,9 +207,15 @@ class OpenAIChat:
                     ) from exc
                 return parse_completion(data, self.model)
             except openai.APITimeoutError as exc:
-                if not retry_timeouts or attempt >= self._max_retries:
+                # The aiohttp backend reports a refused connection as a connect timeout.
+                refused = _refused(exc) is not None
+                if not refused and (not retry_timeouts or attempt >= self._max_retries):
                     raise ModelUnavailable(
                         f"model did not answer within {self._timeout:g} s"
+                    ) from exc
+                if refused and attempt >= self._max_retries:
+                    raise ModelUnavailable(
+                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
                     ) from exc
             except openai.APIConnectionError as exc:
                 if attempt >= self._max_retries:
@@ -242,6 +248,8 @@ class OpenAIChat:
                 "the endpoint's /models is not JSON: does LLM_BASE_URL end in /v1?"
             ) from exc
         except openai.APITimeoutError as exc:
+            if _refused(exc) is not None:
+                raise ModelUnavailable(_connection_cause(exc)) from exc
             raise ModelUnavailable(f"no answer within {self._timeout:g} s") from exc
         except openai.APIConnectionError as exc:
             raise ModelUnavailable(_connection_cause(exc)) from exc
@@ -271,6 +279,16 @@ class OpenAIChat:
 
 def _reason(exc: ModelError) -> str:
     return str(exc).split(": ", 1)[-1]
+
+
+def _refused(exc: BaseException) -> OSError | None:
+    """The socket error under an SDK error, when the connection itself failed."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and not isinstance(seen, TimeoutError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _connection_cause(exc: BaseException) -> str:

@@ -42,6 +42,8 @@ class FakeOpenAI:
 
     def __init__(self, models: tuple[str, ...] = ("fake-model",)) -> None:
         self.models = list(models)
+        # Extra fields of every /v1/models entry (context sizes, as servers report them).
+        self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
@@ -183,6 +185,7 @@ class FakeOpenAI:
                 "object": "list",
                 "data": [
                     {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                    | self.model_fields
                     for m in self.models
                 ],
             }

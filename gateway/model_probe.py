@@ -1,0 +1,183 @@
+"""`doctor`'s model checks: tiny real requests for what the agent needs from the server.
+
+Each capability is answered yes (ok), ignored (warn: the server took the request
+but did not do it) or refused (warn or fail: with the server's own words), with
+the fix for the common servers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gateway.core.llm import OpenAIChat
+from gateway.errors import ModelError, ModelUnavailable
+from gateway.operator import Check
+
+SMALL_CONTEXT = 4096
+PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "load_skill",
+        "description": "Load the instructions of one skill.",
+        "parameters": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": ["greeting"]}},
+            "required": ["name"],
+        },
+    },
+}
+PROBE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+TOOLS_FIX = (
+    "vLLM: start with --enable-auto-tool-choice --tool-call-parser <parser for the model>; "
+    "llama.cpp: llama-server --jinja with a model whose chat template has tool markup; "
+    "Ollama: a model whose `ollama show` lists tools; or a model that can call tools"
+)
+JSON_FIX = (
+    "synthesis falls back to json_schema, then to plain text with the contract in the "
+    "prompt; a server with JSON mode (response_format) makes it reliable"
+)
+CONTEXT_FIX = (
+    "give the model a larger context: Ollama OLLAMA_CONTEXT_LENGTH=8192 (or num_ctx), "
+    "llama.cpp -c 8192, vLLM --max-model-len 8192"
+)
+_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
+
+
+async def probe(llm: OpenAIChat) -> list[Check]:
+    """Reachability and context size, then chat, tools and JSON mode, each one tiny request."""
+    where = f"{llm.model} at {llm.base_url}"
+    try:
+        models = await llm.models()
+    except ModelUnavailable as exc:
+        return [Check("model", "fail", f"{llm.base_url}: {exc}", _unreachable_fix(str(exc)))]
+    except ModelError as exc:
+        return [
+            Check(
+                "model",
+                "fail",
+                f"{llm.base_url}: {exc}",
+                "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY",
+            )
+        ]
+    names = [str(m.get("id")) for m in models]
+    if names and llm.model not in names:
+        return [
+            Check(
+                "model",
+                "fail",
+                f"{llm.base_url} does not serve {llm.model!r} (it has: {', '.join(names[:5])})",
+                "set LLM_MODEL to one of the names it lists",
+            )
+        ]
+    checks = [_context(where, next((m for m in models if m.get("id") == llm.model), None))]
+    chat = await _chat(llm)
+    checks.append(chat)
+    if chat.status != "fail":
+        checks.append(await _tools(llm))
+        checks.append(await _json(llm))
+    return checks
+
+
+def _context(where: str, entry: dict[str, Any] | None) -> Check:
+    size = _context_size(entry or {})
+    if size is None:
+        return Check("model", "ok", f"{where}: reachable; context size not reported")
+    if size < SMALL_CONTEXT:
+        return Check("model", "warn", f"{where}: context of only {size} tokens", CONTEXT_FIX)
+    return Check("model", "ok", f"{where}: reachable; context {size} tokens")
+
+
+def _context_size(entry: dict[str, Any]) -> int | None:
+    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
+        if not isinstance(source, dict):
+            continue
+        for key in (*_CONTEXT_KEYS, "n_ctx"):
+            value = source.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+async def _chat(llm: OpenAIChat) -> Check:
+    messages = [{"role": "user", "content": "Reply with the single word OK."}]
+    try:
+        done = await llm.complete(messages, max_tokens=16)
+    except ModelError as exc:
+        return Check("model chat", "fail", f"refused: {exc}", _unreachable_fix(str(exc)))
+    if not (done.text or "").strip():
+        return Check(
+            "model chat",
+            "warn",
+            f"answered nothing (finish_reason {done.finish_reason})",
+            "check the model: it may only think, or need a larger LLM_MAX_TOKENS",
+        )
+    return Check(
+        "model chat",
+        "ok",
+        f"yes: answered in {done.completion_tokens} token(s), finish_reason {done.finish_reason}",
+    )
+
+
+async def _tools(llm: OpenAIChat) -> Check:
+    messages = [
+        {
+            "role": "user",
+            "content": "Call the load_skill tool with the name greeting. Do not write text.",
+        }
+    ]
+    try:
+        done = await llm.complete(messages, tools=[PROBE_TOOL], max_tokens=64)
+    except ModelError as exc:
+        return Check("model tools", "warn", f"refused: {exc}; skills will not load", TOOLS_FIX)
+    if llm.tools_refused is not None:
+        return Check(
+            "model tools",
+            "warn",
+            f"refused: {llm.tools_refused}; the agent answers without skills",
+            TOOLS_FIX,
+        )
+    if done.tool_calls:
+        return Check("model tools", "ok", f"yes: the model called {done.tool_calls[0].name}")
+    return Check(
+        "model tools",
+        "warn",
+        "ignored: the server took the tools but the model answered in text; skills will not load",
+        TOOLS_FIX,
+    )
+
+
+async def _json(llm: OpenAIChat) -> Check:
+    messages = [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}]
+    try:
+        done = await llm.complete(messages, json_mode=True, json_schema=PROBE_SCHEMA, max_tokens=32)
+    except ModelError as exc:
+        return Check("model JSON", "warn", f"refused: {exc}", JSON_FIX)
+    mode = llm.json_mode
+    try:
+        parsed = json.loads((done.text or "").strip())
+    except json.JSONDecodeError:
+        parsed = None
+    refused = f"; the server refused the other modes ({mode} now)" if mode != "json_object" else ""
+    if mode == "text":
+        return Check("model JSON", "warn", f"refused: JSON mode{refused}", JSON_FIX)
+    if isinstance(parsed, dict):
+        return Check("model JSON", "ok", f"yes: {mode}{refused}")
+    return Check(
+        "model JSON",
+        "warn",
+        f"ignored: {mode} was accepted but the answer is not a JSON object",
+        JSON_FIX,
+    )
+
+
+def _unreachable_fix(detail: str) -> str:
+    if "refused" in detail:
+        return "start the model server, or fix the host and port in LLM_BASE_URL"
+    if "within" in detail or "no answer" in detail:
+        return "the server is slow or stuck: check it, or raise LLM_TIMEOUT_SECONDS"
+    return "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY"

@@ -1,0 +1,88 @@
+"""`doctor` probes the model with tiny real requests: yes, ignored or refused, and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.config import Settings
+from gateway.doctor import check_model
+from gateway.operator import Check
+from tests.fakes.openai_server import FakeOpenAI
+from tests.serve_process import free_port
+
+VLLM_TOOLS = (
+    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+)
+LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
+
+
+async def probed(settings: Settings) -> dict[str, Check]:
+    return {c.name: c for c in await check_model(settings)}
+
+
+async def test_a_capable_server_gets_yes_for_each_and_its_context_size(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.model_fields = {"meta": {"n_ctx": 8192}}  # llama.cpp's way of saying it
+    fake_llm.reply("OK")
+    fake_llm.tool_call("load_skill", name="greeting")
+    fake_llm.reply('{"ok": true}')
+    checks = await probed(settings)
+    assert [c.status for c in checks.values()] == ["ok"] * 4
+    assert "context 8192 tokens" in checks["model"].detail
+    assert checks["model chat"].detail.startswith("yes")
+    assert checks["model tools"].detail.startswith("yes")
+    assert checks["model JSON"].detail == "yes: json_object"
+    chat, tools, json_mode = fake_llm.requests
+    assert chat["max_tokens"] <= 16 and tools["tool_choice"] == "auto"
+    assert json_mode["response_format"] == {"type": "json_object"}
+
+
+async def test_tools_and_json_taken_but_not_done_are_reported_as_ignored(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    checks = await probed(settings)  # the fake answers plain text to everything
+    assert checks["model chat"].status == "ok"
+    assert checks["model tools"].status == "warn"
+    assert checks["model tools"].detail.startswith("ignored")
+    assert "--jinja" in checks["model tools"].fix
+    assert checks["model JSON"].detail.startswith("ignored")
+    assert "context size not reported" in checks["model"].detail
+
+
+async def test_refusals_carry_the_servers_words_and_the_fix(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.model_fields = {"context_length": 2048}
+    fake_llm.reply("OK")
+    fake_llm.error(400, message=VLLM_TOOLS)
+    fake_llm.reply("I answer in text.")  # the same probe, sent again without tools
+    fake_llm.error(400, message=LM_STUDIO)
+    fake_llm.reply('{"ok": true}')
+    checks = await probed(settings)
+    assert checks["model"].status == "warn" and "2048" in checks["model"].detail
+    assert "OLLAMA_CONTEXT_LENGTH" in checks["model"].fix
+    tools = checks["model tools"]
+    assert tools.status == "warn" and tools.detail.startswith("refused")
+    assert "--enable-auto-tool-choice" in tools.detail and "--tool-call-parser" in tools.fix
+    json_check = checks["model JSON"]
+    assert json_check.status == "ok" and "json_schema" in json_check.detail
+
+
+async def test_a_refused_connection_is_not_called_a_timeout(
+    make_settings: Callable[..., Settings],
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    checks = await probed(make_settings(llm_base_url=url, llm_model="m"))
+    assert checks["model"].status == "fail"
+    assert "connection refused" in checks["model"].detail
+    assert "start the model server" in checks["model"].fix
+
+
+async def test_a_base_url_without_v1_gets_a_hint(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    url = fake_llm.base_url.removesuffix("/v1")
+    checks = await probed(make_settings(llm_base_url=url, llm_model="fake-model"))
+    assert checks["model"].status == "fail"
+    assert "HTTP 404" in checks["model"].detail and "/v1" in checks["model"].detail
