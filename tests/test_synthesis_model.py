@@ -86,3 +86,14 @@ async def test_a_batch_the_model_cannot_answer_is_skipped_after_bounded_attempts
         fake_llm.reply(answer())
         await gw.synthesize()
         assert f'session="{sid}"' not in evidence_prompt(fake_llm.requests[-1])
+
+
+async def test_a_synthesis_answer_cut_at_the_token_limit_says_so(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.cut('{"proposals": [{"kind": "create", "name": "chat-bre')
+        run = await gw.synthesize()
+        assert run["status"] == "failed" and "cut at the token limit" in run["error"]

@@ -279,7 +279,15 @@ class Synthesizer:
         )
         run.prompt_tokens += completion.prompt_tokens
         run.completion_tokens += completion.completion_tokens
-        drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
+        try:
+            drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
+        except SynthesisError as exc:
+            if completion.finish_reason == "length":
+                raise SynthesisError(
+                    f"the model's answer was cut at the token limit"
+                    f" ({completion.completion_tokens} tokens): {exc}"
+                ) from exc
+            raise
         sources = {r.slug: r.source for r in await self.store.skill_records()}
         library = self.catalog.library
         ctx = ScreenContext(

@@ -4,7 +4,9 @@ The real `openai` client is pointed at `fake.base_url`. Answers are scripted
 in order with `reply`, `tool_call`, `error`, `stall` and `raw` (any body a real
 server was seen to send, for the odd shapes); when the script is
 empty, `default` (a function of the request body) answers. `pause()` holds
-every answer until `resume()`, to keep a call in flight.
+every answer until `resume()`, to keep a call in flight. With `upstream` set
+(a real server's /v1 URL), unscripted requests are passed on to it and its
+answers recorded in `forwarded`: a recording proxy in front of a real model.
 """
 
 from __future__ import annotations
@@ -40,8 +42,14 @@ Responder = Callable[[dict[str, Any]], "Scripted | str"]
 class FakeOpenAI:
     """Serves /v1/chat/completions and /v1/models; records every request body."""
 
-    def __init__(self, models: tuple[str, ...] = ("fake-model",)) -> None:
+    def __init__(
+        self, models: tuple[str, ...] = ("fake-model",), upstream: str | None = None
+    ) -> None:
         self.models = list(models)
+        self.upstream = upstream
+        self.forwarded: list[tuple[int, Any]] = []
+        # Forwarded requests ask for at most this many tokens (a small CPU is slow).
+        self.max_tokens_cap: int | None = None
         # Extra fields of every /v1/models entry (context sizes, as servers report them).
         self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
@@ -127,6 +135,8 @@ class FakeOpenAI:
             self.requests.append(body)
             self._cond.notify_all()
         await self._open.wait()
+        if not self.script and self.upstream is not None:
+            return await self._forward("/chat/completions", body)
         step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):
             step = Scripted(text=step)
@@ -179,7 +189,27 @@ class FakeOpenAI:
             }
         )
 
+    async def _forward(self, path: str, body: dict[str, Any] | None) -> web.Response:
+        """Pass a request on to the real server; record and return its answer as it is."""
+        import aiohttp
+
+        if body is not None and self.max_tokens_cap is not None:
+            body = body | {"max_tokens": min(body.get("max_tokens", 1 << 30), self.max_tokens_cap)}
+        async with aiohttp.ClientSession() as session:
+            method = session.post if body is not None else session.get
+            async with method(f"{self.upstream}{path}", json=body) as resp:
+                text = await resp.text()
+                status = resp.status
+        try:
+            decoded: Any = json.loads(text)
+        except json.JSONDecodeError:
+            decoded = text
+        self.forwarded.append((status, decoded))
+        return web.Response(text=text, status=status, content_type="application/json")
+
     async def _models(self, request: web.Request) -> web.Response:
+        if self.upstream is not None:
+            return await self._forward("/models", None)
         return web.json_response(
             {
                 "object": "list",
