@@ -11,7 +11,9 @@ from gateway.app import Parts, close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY, CUT_MARK, FILTERED, TOO_LONG
 from gateway.core.models import ChatRef, IncomingMessage
+from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
+from tests.synthesis_support import gateway
 
 CHAT = ChatRef(channel="console", chat_id="c1", user_id="u1")
 SKILL_QUESTION = "Please summarize this text for me"
@@ -248,3 +250,31 @@ async def test_llm_max_tokens_is_sent(
     finally:
         await close_parts(parts)
     assert fake_llm.requests[0]["max_tokens"] == 77
+
+
+async def test_the_console_shows_the_servers_words_the_finish_reason_and_notes(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    async with gateway(settings) as gw:
+        fake_llm.error(400, message="Invalid 'messages[1].content': expected a string")
+        await gw.parts.agent.respond(say("first"))
+        fake_llm.error(400, message="model does not support tools")
+        fake_llm.cut("A long answer that")
+        await gw.parts.agent.respond(say(SKILL_QUESTION))
+        await sign_in(gw.client)
+        page = await (await gw.client.get("/admin/conversations/1")).text()
+    assert "HTTP 400: Invalid &#39;messages[1].content&#39;: expected a string" in page
+    assert "finish: length" in page
+    assert "tools not sent: the server refused them (model does not support tools)" in page
+
+
+async def test_a_failed_tool_generation_is_answered_without_tools_this_once(
+    parts: Parts, fake_llm: FakeOpenAI
+) -> None:
+    groq = "Failed to call a function. Please adjust your prompt. (tool_use_failed)"
+    fake_llm.error(400, message=groq)
+    fake_llm.reply("Plain answer.")
+    reply = await parts.agent.respond(say(SKILL_QUESTION))
+    assert reply.text == "Plain answer." and "tools" not in fake_llm.requests[1]
+    await parts.agent.respond(say(SKILL_QUESTION))
+    assert "tools" in fake_llm.requests[2]  # not a lasting refusal: tools are offered again

@@ -137,13 +137,14 @@ class OpenAIChat:
         """One answer; what the server refuses (tools, a JSON mode) is dropped and retried."""
         notes: list[str] = []
         limit = max_tokens or self._max_tokens
+        skip_tools = False
         while True:
             body: dict[str, Any] = {"model": self.model, "messages": messages}
-            use_tools = bool(tools) and self.tools_refused is None
+            use_tools = bool(tools) and self.tools_refused is None and not skip_tools
             if use_tools:
                 body["tools"] = tools
                 body["tool_choice"] = "auto"  # some servers ignore tools without it
-            elif tools:
+            elif tools and self.tools_refused is not None:
                 notes.append(f"tools not sent: the server refused them ({self.tools_refused})")
             mode = self._json_format(json_schema) if json_mode else None
             if mode is not None:
@@ -155,6 +156,11 @@ class OpenAIChat:
             except ToolsUnsupported as exc:
                 if not use_tools:
                     raise
+                if "tool_use_failed" in str(exc):
+                    # The model botched one tool call (Groq): this answer goes without tools.
+                    notes.append(f"answered without tools after a failed tool call: {_reason(exc)}")
+                    skip_tools = True
+                    continue
                 self.tools_refused = _reason(exc)
                 log.warning("model %s refuses tools, answering without skills: %s", self.model, exc)
                 continue
