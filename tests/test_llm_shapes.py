@@ -13,6 +13,7 @@ from gateway.core.agent import APOLOGY, CUT_MARK, FILTERED, TOO_LONG
 from gateway.core.models import ChatRef, IncomingMessage
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
+from tests.serve_process import free_port
 from tests.synthesis_support import gateway
 
 CHAT = ChatRef(channel="console", chat_id="c1", user_id="u1")
@@ -278,3 +279,20 @@ async def test_a_failed_tool_generation_is_answered_without_tools_this_once(
     assert reply.text == "Plain answer." and "tools" not in fake_llm.requests[1]
     await parts.agent.respond(say(SKILL_QUESTION))
     assert "tools" in fake_llm.requests[2]  # not a lasting refusal: tools are offered again
+
+
+async def test_a_refused_connection_and_a_missing_v1_are_named_in_the_trace(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    for url, expected in (
+        (f"http://127.0.0.1:{free_port()}/v1", "connection refused"),
+        (fake_llm.base_url.removesuffix("/v1"), "does LLM_BASE_URL end in /v1?"),
+    ):
+        settings = make_settings(llm_base_url=url, llm_model="m", llm_max_retries=0)
+        parts = await open_parts(settings)
+        try:
+            reply = await parts.agent.respond(say("hi"))
+            trace = await traced(parts, reply.message_id)
+        finally:
+            await close_parts(parts)
+        assert reply.text == APOLOGY and expected in trace.error

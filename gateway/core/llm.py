@@ -16,8 +16,14 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gateway.core.llm_wire import Completion, ToolCall, classify, error_message, mask
-from gateway.core.llm_wire import parse_completion as parse_completion
+from gateway.core.llm_wire import (
+    Completion,
+    ToolCall,
+    classify,
+    error_message,
+    mask,
+    parse_completion,
+)
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
@@ -231,6 +237,8 @@ class OpenAIChat:
             except openai.APIStatusError as exc:
                 message = mask(error_message(exc.body) or exc.response.text, self._secrets())
                 cls = classify(exc.status_code, message)
+                if exc.status_code == 404 and not self.base_url.rstrip("/").endswith("/v1"):
+                    message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
                     raise cls(f"model answered HTTP {exc.status_code}: {message}") from exc
                 wait = _retry_after(exc.response.headers) or wait
