@@ -18,7 +18,6 @@ from gateway.core.records import (
     MessageRecord,
     SessionRecord,
     SkillRecord,
-    Trace,
 )
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
@@ -107,8 +106,6 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
 
     async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
 
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
