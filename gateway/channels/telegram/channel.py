@@ -234,6 +234,9 @@ class TelegramSession:
         """Handle one stored update: a button press or a message (an edit too)."""
         raw = json.loads(item.payload)
         update, problem = read(raw, self.bot)
+        query = update.callback_query if update is not None else None
+        if query is not None and query.from_user is None:  # PTB lets this through
+            update, problem = None, "a button press without its user"
         if update is None:
             self.conversation.unreadable(item.update_id, problem)
             await self._answer_unreadable(raw)
