@@ -239,3 +239,16 @@ async def test_in_a_group_only_the_user_asked_answers_with_a_reply_to_the_prompt
     await gw.deliver(mine)
     assert [(f["rating"], f["comment"]) for f in await gw.feedback()] == [(-1, "Too vague.")]
     assert gw.fake.sent_texts(GROUP)[-1] == "Thanks, I've noted that."
+
+
+async def test_polling_takes_updates_the_sdk_refuses_without_stalling(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, telegram_polling=True) as gw:
+        refused = make_text_update(1, "no is_bot here")
+        del refused["message"]["from"]["is_bot"]
+        gw.fake.push_update(refused)
+        gw.fake.push_update(make_text_update(2, "and then this"))
+        await gw.fake.wait_for("sendMessage", 2)
+        await gw.idle()
+        assert prompts(gw) == ["no is_bot here", "and then this"]

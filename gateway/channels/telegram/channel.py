@@ -17,6 +17,7 @@ import contextlib
 import hmac
 import json
 import logging
+import warnings
 from typing import Any, ClassVar
 
 from aiohttp import web
@@ -25,6 +26,7 @@ from telegram import Message as TgMessage
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
+from telegram.warnings import PTBUserWarning
 
 from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
 from gateway.channels.telegram.cards import TelegramCards
@@ -211,14 +213,9 @@ class TelegramSession:
         delay = 1.0
         while True:
             try:
-                updates = await self.bot.get_updates(
-                    offset=offset,
-                    timeout=max(1, int(self.poll_timeout)),
-                    allowed_updates=list(ALLOWED_UPDATES),
-                )
-                for update in updates:
-                    await accept(self.ports.intake, update.to_dict())
-                    offset = update.update_id + 1
+                for update in await self._get_updates(offset):
+                    await accept(self.ports.intake, update)
+                    offset = update["update_id"] + 1
                 delay = 1.0
             except Exception as exc:  # the poller outlives any one failure
                 reason = (
@@ -229,6 +226,26 @@ class TelegramSession:
                 log.warning("polling Telegram failed (%s); retrying in %.0f s", reason, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
+
+    async def _get_updates(self, offset: int | None) -> list[dict[str, Any]]:
+        """getUpdates as raw JSON: PTB's `get_updates` would refuse the whole batch for one
+        update it cannot model, and polling would stall on it for good."""
+        timeout = max(1, int(self.poll_timeout))
+        with warnings.catch_warnings():
+            # PTB suggests its typed method, which is the one that cannot be used here.
+            warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
+            result = await self.bot.do_api_request(
+                "getUpdates",
+                api_kwargs={
+                    "offset": offset,
+                    "timeout": timeout,
+                    "allowed_updates": list(ALLOWED_UPDATES),
+                },
+                read_timeout=timeout + 10,
+            )
+        if not isinstance(result, list):
+            raise ChannelError("getUpdates answered something that is not a list")
+        return [u for u in result if isinstance(u, dict) and _is_int(u.get("update_id"))]
 
     async def process(self, item: InboxItem) -> None:
         """Handle one stored update: a button press or a message (an edit too)."""
@@ -346,3 +363,7 @@ class TelegramSession:
             message=message,
             query=query,
         )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
