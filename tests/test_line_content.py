@@ -211,3 +211,19 @@ async def test_a_second_thumbs_down_after_a_comment_does_not_ask_again(line: Lin
     asked = [t for t in line.fake.delivered_texts() if t.startswith("What went wrong?")]
     assert len(asked) == 1
     assert [(r["rating"], r["comment"]) for r in await line.feedback()] == [(-1, "Too vague.")]
+
+
+async def test_an_unsent_comment_is_forgotten(line: LineRig) -> None:
+    await line.deliver(text_event("help", reply_token=line.token()))
+    _up, down = quick_reply_data(line.fake.calls_to(REPLY)[-1].body["messages"][-1])
+    await line.deliver(postback_event(down, reply_token=line.token()))
+    comment = text_event("the answer was about my neighbour Ann", reply_token=line.token())
+    await line.deliver(comment)
+    assert [r["comment"] for r in await line.feedback()] == [
+        "the answer was about my neighbour Ann"
+    ]
+    unsend = text_event("", reply_token=None)
+    del unsend["message"], unsend["replyToken"]
+    unsend.update(type="unsend", unsend={"messageId": comment["message"]["id"]})
+    await line.deliver(unsend)
+    assert [(r["rating"], r["comment"]) for r in await line.feedback()] == [(-1, None)]

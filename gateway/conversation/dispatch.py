@@ -157,7 +157,7 @@ class Conversation:
         if question.purpose == REASON_PURPOSE:
             return await self.review.take_reason(question, text, out)
         if question.purpose == COMMENT_PURPOSE:
-            await self.feedback.take_comment(question, text, out)
+            await self.feedback.take_comment(question, text, out, message_id=message.message_id)
             return True
         return False
 

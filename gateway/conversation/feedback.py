@@ -85,10 +85,18 @@ class Feedback:
             # Changed to 👍: the question about this answer no longer applies.
             await self.questions.close(asked)
 
-    async def take_comment(self, question: Awaiting, text: str, out: Responder) -> None:
-        """Keep `text` as the comment the question asked for, thank, and close the question."""
+    async def take_comment(
+        self, question: Awaiting, text: str, out: Responder, *, message_id: str | None = None
+    ) -> None:
+        """Keep `text` as the comment the question asked for, thank, and close the question.
+
+        `message_id` is the platform's id of the message it came in (so unsend can forget it).
+        """
         await self.store.set_feedback_comment(
-            int(question.ref), question.user_id, text.strip()[:MAX_COMMENT]
+            int(question.ref),
+            question.user_id,
+            text.strip()[:MAX_COMMENT],
+            platform_message_id=message_id,
         )
         try:
             await out.notice(self.profile.dialect.thanks_for_comment, quote=True)

@@ -119,7 +119,13 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     ) -> FeedbackRecord | None: ...
 
     async def set_feedback_comment(
-        self, message_id: int, user_id: str, comment: str, now: float | None = None
+        self,
+        message_id: int,
+        user_id: str,
+        comment: str,
+        now: float | None = None,
+        *,
+        platform_message_id: str | None = None,
     ) -> bool: ...
 
     async def set_awaiting(self, question: Awaiting) -> None: ...

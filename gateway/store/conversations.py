@@ -162,9 +162,18 @@ class ConversationQueries(QueriesBase):
     ) -> bool:
         """Mark a user's message unsent, and the answer given to it; its text is forgotten.
 
-        False when no stored message of that chat has that platform id.
+        A comment given in that message is forgotten too. False when nothing of that chat
+        came in a message with that platform id.
         """
         at = time.time() if now is None else now
+        comments = await c.execute(
+            "update feedback set comment = null, comment_message_id = null, updated_at = ?"
+            " where comment_message_id = ? and channel = ? and chat_id = ?",
+            at,
+            platform_id,
+            channel,
+            chat_id,
+        )
         row = await c.fetchrow(
             "select m.id, m.inbox_id from messages m join sessions s on s.id = m.session_id"
             " where m.platform_message_id = ? and m.role = 'user'"
@@ -174,7 +183,7 @@ class ConversationQueries(QueriesBase):
             chat_id,
         )
         if row is None:
-            return False
+            return comments > 0
         await c.execute("update messages set unsent_at = ?, text = '' where id = ?", at, row["id"])
         if row["inbox_id"] is not None:
             await c.execute(
@@ -243,13 +252,25 @@ class ConversationQueries(QueriesBase):
 
     @query
     async def set_feedback_comment(
-        self, c: Conn, message_id: int, user_id: str, comment: str, now: float | None = None
+        self,
+        c: Conn,
+        message_id: int,
+        user_id: str,
+        comment: str,
+        now: float | None = None,
+        *,
+        platform_message_id: str | None = None,
     ) -> bool:
-        """Attach a comment to an existing rating; False when there is no rating."""
+        """Attach a comment (and the platform's id of the message it came in) to a rating.
+
+        False when there is no rating.
+        """
         at = time.time() if now is None else now
         changed = await c.execute(
-            "update feedback set comment = ?, updated_at = ? where message_id = ? and user_id = ?",
+            "update feedback set comment = ?, comment_message_id = ?, updated_at = ?"
+            " where message_id = ? and user_id = ?",
             comment,
+            platform_message_id,
             at,
             message_id,
             user_id,

@@ -393,6 +393,7 @@ _UNSEND: list[Step] = [
     "alter table messages add column unsent_at {time}",
     "create index messages_platform on messages (platform_message_id)"
     " where platform_message_id is not null",
+    "alter table feedback add column comment_message_id text",
 ]
 
 
@@ -412,7 +413,11 @@ MIGRATIONS: list[Migration] = [
         _SKILL_EFFECTS,
     ),
     (7, "inbox claims: which replica works on an update, and until when", _INBOX_CLAIMS),
-    (9, "the platform's id of each user message, and when the user unsent it", _UNSEND),
+    (
+        9,
+        "the platform's id of each user message and comment, and when a message was unsent",
+        _UNSEND,
+    ),
 ]
 
 
