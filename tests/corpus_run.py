@@ -3,8 +3,10 @@
     python -m tests.corpus_run CORPUS_DIR [--verbose]
 
 CORPUS_DIR holds `telegram/*.json` (Bot API updates) and `line/*.json` (webhook bodies).
-Each payload gets fresh ids (update_id; webhookEventId, replyToken, timestamp), is posted to
-the real app's webhook against the loopback fakes, and is waited for. Per payload the report
+Each payload gets fresh ids (update_id; webhookEventId, replyToken, timestamp; an image set
+restarts at its first image), is posted to the real app's webhook against the loopback fakes
+(the Telegram bot is user 42, as replies and text mentions in the corpus name it), and is
+waited for. Per payload the report
 says the HTTP status, what the user saw (model answer, notice, button answered, nothing)
 and any WARNING or traceback logged. It exits 1 on a 5xx, a traceback, or a user's message
 in a 1:1 chat that got no answer at all.
@@ -22,7 +24,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +87,7 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
-def _settings(root: Path):  # type: ignore[no-untyped-def]
+def _settings(root: Path) -> Callable[..., Settings]:
     def make(**values: Any) -> Settings:
         values.setdefault("data_dir", root / "data")
         values.setdefault("llm_timeout_seconds", 5)
@@ -233,11 +235,14 @@ def _image_set(event: dict[str, Any]) -> str | None:
 
 async def main(corpus: Path, verbose: bool) -> int:
     records = _Records()
-    logging.getLogger().addHandler(records)
-    logging.getLogger().setLevel(logging.INFO)
-    async with FakeOpenAI() as llm:
-        results = await run_telegram(sorted((corpus / "telegram").glob("*.json")), llm, records)
-        results += await run_line(sorted((corpus / "line").glob("*.json")), llm, records)
+    root = logging.getLogger()
+    root.addHandler(records)
+    try:
+        async with FakeOpenAI() as llm:
+            results = await run_telegram(sorted((corpus / "telegram").glob("*.json")), llm, records)
+            results += await run_line(sorted((corpus / "line").glob("*.json")), llm, records)
+    finally:
+        root.removeHandler(records)
     noticed: set[str] = set()
     for r in results:
         if r.album is not None:
