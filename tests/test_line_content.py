@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway.channels.line.dialect import ASK_IN_GROUP, TEXT_ONLY, THANKS_FOR_COMMENT
+from gateway.channels.line.dialect import ASK_IN_GROUP, LINE, TEXT_ONLY, THANKS_FOR_COMMENT
 from gateway.config import Settings
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
@@ -227,3 +227,12 @@ async def test_an_unsent_comment_is_forgotten(line: LineRig) -> None:
     unsend.update(type="unsend", unsend={"messageId": comment["message"]["id"]})
     await line.deliver(unsend)
     assert [(r["rating"], r["comment"]) for r in await line.feedback()] == [(-1, None)]
+
+
+async def test_a_bare_mention_in_a_group_gets_the_help(line: LineRig) -> None:
+    event = text_event(
+        "@FakeBot", group_id=GROUP_ID, mention_self=True, reply_token=line.token(GROUP_ID)
+    )
+    await line.deliver(event)
+    assert line.fake.delivered_texts(GROUP_ID) == [LINE.help]
+    assert line.llm.requests == []

@@ -3,8 +3,8 @@
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
 group only when said to the bot; then, in a group, only what is addressed to the bot;
-then the allowlist; then media without words (a notice, `content`); then commands (admin
-commands go to the review chat); the rest is a turn for the agent. The turn is the one
+then the allowlist; then commands (admin commands go to the review chat); then media
+without words (a notice, `content`); the rest is a turn for the agent. The turn is the one
 place where an answer is delivered and counted.
 """
 
@@ -85,12 +85,12 @@ class Conversation:
         if not self.profile.audience.allowed(chat.user_id):
             await out.notice(dialect.refusal.format(user_id=chat.user_id))
             return
+        if message.command is not None:
+            await self._command(message, out)
+            return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(dialect.text_only)
-            return
-        if message.command is not None:
-            await self._command(message, out)
             return
         incoming = IncomingMessage(
             chat=chat,
