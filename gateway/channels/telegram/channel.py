@@ -228,8 +228,10 @@ class TelegramSession:
                 delay = min(delay * 2, 30.0)
 
     async def _get_updates(self, offset: int | None) -> list[dict[str, Any]]:
-        """getUpdates as raw JSON: PTB's `get_updates` would refuse the whole batch for one
-        update it cannot model, and polling would stall on it for good."""
+        """getUpdates as raw JSON, so one update PTB cannot model does not stall polling.
+
+        PTB's typed `get_updates` refuses the whole batch then, and would again on every try.
+        """
         timeout = max(1, int(self.poll_timeout))
         with warnings.catch_warnings():
             # PTB suggests its typed method, which is the one that cannot be used here.
