@@ -48,6 +48,12 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        self.unreadable_updates = Counter(
+            "skillgate_updates_unreadable",
+            "Stored updates that could not be read at all, even from their raw JSON",
+            ["channel"],
+            registry=r,
+        )
         self.answers = Counter(
             "skillgate_answers",
             "Answers delivered, by kind (normal, error, notice)",
@@ -80,6 +86,10 @@ class Metrics:
     def received(self, channel: str) -> None:
         """Count one update stored for answering."""
         self.updates_received.labels(channel).inc()
+
+    def unreadable(self, channel: str) -> None:
+        """Count one update that could not be read."""
+        self.unreadable_updates.labels(channel).inc()
 
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None:
         """Count one delivered answer."""

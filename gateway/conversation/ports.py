@@ -116,7 +116,13 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     ) -> FeedbackRecord | None: ...
 
     async def set_feedback_comment(
-        self, message_id: int, user_id: str, comment: str, now: float | None = None
+        self,
+        message_id: int,
+        user_id: str,
+        comment: str,
+        now: float | None = None,
+        *,
+        platform_message_id: str | None = None,
     ) -> bool: ...
 
     async def set_awaiting(self, question: Awaiting) -> None: ...
@@ -137,6 +143,12 @@ class ConversationStore(CardSource, CardLedger, Protocol):
 
     async def skill_records(self) -> list[SkillRecord]: ...
 
+    async def unsend_message(self, channel: str, chat_id: str, platform_id: str) -> bool: ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
 
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
@@ -148,6 +160,8 @@ class Counts(Protocol):
     """Where delivered answers are counted (/metrics)."""
 
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None: ...
+
+    def unreadable(self, channel: str) -> None: ...
 
 
 class Decisions(CardReview, Protocol):

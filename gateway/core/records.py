@@ -45,6 +45,11 @@ class MessageRecord(BaseModel):
     platform_message_ids: list[str] = Field(default_factory=list)
     inbox_id: int | None = None
     created_at: float
+    platform_message_id: str | None = None
+    """The platform's id of a user's message."""
+    unsent_at: float | None = None
+    """When the user took the message back (LINE unsend): neither the model nor synthesis
+    sees it again, nor the answer given to it."""
 
 
 class OpenedTurn(BaseModel):

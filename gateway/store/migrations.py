@@ -388,6 +388,15 @@ _INBOX_CLAIMS: list[Step] = [
 ]
 
 
+_UNSEND: list[Step] = [
+    "alter table messages add column platform_message_id text",
+    "alter table messages add column unsent_at {time}",
+    "create index messages_platform on messages (platform_message_id)"
+    " where platform_message_id is not null",
+    "alter table feedback add column comment_message_id text",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -404,6 +413,11 @@ MIGRATIONS: list[Migration] = [
         _SKILL_EFFECTS,
     ),
     (7, "inbox claims: which replica works on an update, and until when", _INBOX_CLAIMS),
+    (
+        9,
+        "the platform's id of each user message and comment, and when a message was unsent",
+        _UNSEND,
+    ),
 ]
 
 
