@@ -337,7 +337,8 @@ async def test_markdown_is_rendered_without_raw_html_in_transcripts_downvotes_an
             assert "<em>too</em> long" in page
         skill = await (await gw.client.get(f"/admin/skills/{WRITING}")).text()
         body = skill.split('id="skill-body"')[1].split("</div>")[0]
-        assert ("<h1>" in body and "<ol>" in body) or "<ul>" in body
+        assert "<h1>Writing for a chat screen</h1>" in body and "<li>" in body
+        assert "description:" not in body  # the frontmatter is not part of the rendered body
 
 
 async def test_the_csrf_form_token_differs_per_admin(
