@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway.admin.auth import bearer_ok, unauthorized
+from gateway.admin.auth import bearer_admin, unauthorized
 from gateway.errors import StoreError
 from gateway.keys import SETTINGS, STORE
 
@@ -132,10 +132,8 @@ def is_local(request: web.Request) -> bool:
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
     """GET /metrics: from localhost, or anywhere with the admin bearer token."""
-    token = request.app[SETTINGS].admin_token
-    allowed = is_local(request) or bearer_ok(
-        request, token.get_secret_value() if token is not None else None
-    )
+    admins = request.app[SETTINGS].admins()
+    allowed = is_local(request) or (bool(admins) and bearer_admin(request, admins) is not None)
     if not allowed:
         return unauthorized("metrics need the admin bearer token or a local connection")
     metrics = request.app[METRICS]

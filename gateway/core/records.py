@@ -101,6 +101,16 @@ class SkillRecord(BaseModel):
     updated_at: float
 
 
+class SkillSwitch(BaseModel):
+    """A skill switched off or on by hand: by whom, why and when."""
+
+    slug: str
+    enabled: bool
+    switched_by: str
+    reason: str | None = None
+    switched_at: float
+
+
 class Awaiting(BaseModel):
     """A question the bot asked a user, whose answer is not a normal turn."""
 
