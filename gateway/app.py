@@ -31,7 +31,7 @@ from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.errors import ChannelError
 from gateway.inbox import Inbox, InboxWorker
-from gateway.keys import CATALOG, REVIEW, SETTINGS, STORE, SYNTHESIZER
+from gateway.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.metrics import METRICS, Metrics, metrics_endpoint
 from gateway.replicas import (
     RegistryWatcher,
@@ -325,6 +325,7 @@ def build_app(
                     else None,
                 )
                 schedule.start(await last_run_started(parts.store))
+            app[SCHEDULE] = schedule
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,

@@ -92,24 +92,36 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
     if args.action == "show":
         return asyncio.run(cli_review.show_proposal(settings, args.id))
-    try:
-        login = getpass.getuser()
-    except (OSError, KeyError):  # no login name in this environment (a bare container)
-        login = "unknown"
-    decider = f"cli:{login}"
+    decider = _cli_decider()
     reason = getattr(args, "reason", None)
+    if args.action == "rollback":
+        return asyncio.run(cli_review.rollback(settings, args.id, decider, reason))
     return asyncio.run(
         cli_review.decide(settings, args.id, decider, reject=args.action == "reject", reason=reason)
     )
 
 
+def _cli_decider() -> str:
+    """`cli:<login>`: who a decision made in this terminal is recorded as."""
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name in this environment (a bare container)
+        login = "unknown"
+    return f"cli:{login}"
+
+
 def cmd_skills(args: argparse.Namespace) -> int:
-    """List the registered skills: source, status and the 👍 rate of answers that used them."""
+    """List the registered skills, or disable or enable one by hand (recorded with who and why)."""
     from gateway import cli_review
     from gateway.logs import setup_logging
 
     settings = _settings(args)
     setup_logging("WARNING", settings.secrets())
+    if args.action in ("disable", "enable"):
+        enabled = args.action == "enable"
+        return asyncio.run(
+            cli_review.switch_skill(settings, args.name, enabled, _cli_decider(), args.reason)
+        )
     return asyncio.run(cli_review.list_skills(settings))
 
 
@@ -133,6 +145,20 @@ def _add_proposals(proposals: argparse.ArgumentParser) -> None:
     reject = actions.add_parser("reject", help="reject a pending proposal for good")
     reject.add_argument("id", type=_proposal_id)
     reject.add_argument("--reason", metavar="TEXT", help="why; kept with the rejection")
+    rollback = actions.add_parser(
+        "rollback", help="undo an approved update (its old text back) or retirement"
+    )
+    rollback.add_argument("id", type=_proposal_id)
+    rollback.add_argument("--reason", metavar="TEXT", help="why; kept with the rollback")
+
+
+def _add_skills(skills: argparse.ArgumentParser) -> None:
+    actions = skills.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every registered skill with its source, status and 👍 rate")
+    for action, what in (("disable", "stop offering and loading"), ("enable", "offer again")):
+        switch = actions.add_parser(action, help=f"{what} a skill by hand; its files stay")
+        switch.add_argument("name", help="the skill's name (its folder)")
+        switch.add_argument("--reason", metavar="TEXT", help="why; kept with the switch")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -271,10 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("synthesize", cmd_synthesize)
 
     _add_proposals(command("proposals", cmd_proposals))
-    skills = command("skills", cmd_skills)
-    skills.add_subparsers(dest="action", metavar="ACTION", required=True).add_parser(
-        "list", help="every registered skill with its source, status and 👍 rate"
-    )
+    _add_skills(command("skills", cmd_skills))
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")

@@ -1,4 +1,4 @@
-"""`skillgate proposals ...` and `skillgate skills list`: review from the terminal.
+"""`skillgate proposals ...` and `skillgate skills ...`: review from the terminal.
 
 The rules are the chat's: the first decision wins, a later one says who won.
 A decision made here also updates the admins' chat cards (Telegram copies are
@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
-from gateway.errors import ProposalNotFound, SkillError
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
 from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
@@ -87,8 +87,43 @@ async def decide(
     return _report(result, name)
 
 
+async def rollback(settings: Settings, proposal_id: int, decider: str, reason: str | None) -> int:
+    """Undo an approved update or retirement; exit status 1 when it cannot be undone (now)."""
+    async with _parts(settings) as parts, chat_cards(parts):
+        try:
+            result = await parts.review.rollback(proposal_id, decider, reason)
+        except (ProposalNotFound, RollbackRefused) as exc:
+            print(f"skillgate: {exc}", file=sys.stderr)
+            return 1
+        except (OSError, SkillError) as exc:
+            print(f"skillgate: could not roll back #{proposal_id}: {exc}", file=sys.stderr)
+            return 1
+        name = await parts.store.reviewer_name(result.proposal.decided_by or "")
+    return _report(result, name)
+
+
+async def switch_skill(
+    settings: Settings, slug: str, enabled: bool, decider: str, reason: str | None
+) -> int:
+    """Turn a registered skill off or on by hand; its files are left as they are."""
+    async with _parts(settings) as parts:
+        try:
+            record = await parts.review.switch(slug, enabled, decider, reason)
+        except SkillError as exc:
+            print(f"skillgate: {exc}", file=sys.stderr)
+            return 1
+    state = "enabled" if enabled else "disabled"
+    because = f" ({reason.strip()})" if reason and reason.strip() else ""
+    print(f"{record.slug} is {state}{because}; its files are unchanged")
+    return 0
+
+
 def _report(result: Decision, name: str | None) -> int:
     p = result.proposal
+    if result.outcome == "rolled_back":
+        what = "enabled again" if p.kind == "retire" else "back to the text it replaced"
+        print(f"rolled back #{p.id}: {p.slug} is {what}")
+        return 0
     if result.outcome == "approved":
         print(f"approved #{p.id}: {p.slug} is live now")
         return 0

@@ -13,6 +13,31 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from gateway.errors import ConfigError
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+"""A named admin: lower-case letters, digits, `_` and `-`, at most 32 characters."""
+
+
+def parse_admin_tokens(value: str) -> dict[str, str]:
+    """`name:token,name:token` as {name: token}; ValueError naming the entry, never a token."""
+    admins: dict[str, str] = {}
+    for position, entry in enumerate((e.strip() for e in value.split(",")), start=1):
+        if not entry:
+            continue
+        name, sep, token = entry.partition(":")
+        name, token = name.strip(), token.strip()
+        if not sep or not token:
+            raise ValueError(f"entry {position} is not name:token")
+        if not ADMIN_NAME.match(name):
+            raise ValueError(
+                f"entry {position}: an admin name is 1-32 of a-z, 0-9, _ and -, starting"
+                " with a letter or digit"
+            )
+        if name in admins:
+            raise ValueError(f"admin {name} is named twice")
+        if token in admins.values():
+            raise ValueError(f"admin {name} has the same token as another admin")
+        admins[name] = token
+    return admins
 
 
 def _split_ids(value: Any) -> Any:
@@ -36,6 +61,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("./data"), validation_alias="SKILLGATE_DATA_DIR")
     public_url: str | None = Field(None, validation_alias="SKILLGATE_PUBLIC_URL")
     admin_token: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKEN")
+    admin_tokens: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKENS")
+    """Named admins for the console and the admin API: `name:token,name:token`."""
     session_idle_minutes: float = Field(
         30.0, ge=0, validation_alias="SKILLGATE_SESSION_IDLE_MINUTES"
     )
@@ -147,6 +174,7 @@ class Settings(BaseSettings):
     @field_validator(
         "public_url",
         "admin_token",
+        "admin_tokens",
         "telegram_bot_token",
         "telegram_webhook_secret",
         "line_channel_secret",
@@ -208,6 +236,13 @@ class Settings(BaseSettings):
             raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
+    @field_validator("admin_tokens")
+    @classmethod
+    def _admin_tokens(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_admin_tokens(value.get_secret_value())
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
@@ -222,6 +257,15 @@ class Settings(BaseSettings):
         if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return value
+
+    def admins(self) -> dict[str, str]:
+        """Every admin token by name; "" names the single SKILLGATE_ADMIN_TOKEN."""
+        named = {}
+        if self.admin_tokens is not None:
+            named = parse_admin_tokens(self.admin_tokens.get_secret_value())
+        if self.admin_token is not None:
+            named[""] = self.admin_token.get_secret_value()
+        return named
 
     @property
     def telegram_enabled(self) -> bool:
@@ -262,6 +306,9 @@ class Settings(BaseSettings):
         if self.llm_fallback_api_keys is not None:
             keys = self.llm_fallback_api_keys.get_secret_value().split(",")
             values.extend(k.strip() for k in keys if k.strip())
+        if self.admin_tokens is not None:
+            values.append(self.admin_tokens.get_secret_value())
+            values.extend(parse_admin_tokens(self.admin_tokens.get_secret_value()).values())
         if self.database_url is not None:
             password = urlsplit(self.database_url.get_secret_value()).password
             if password:
@@ -272,6 +319,7 @@ class Settings(BaseSettings):
 _SECRET_FIELDS = {
     "SKILLGATE_DATABASE_URL",
     "SKILLGATE_ADMIN_TOKEN",
+    "SKILLGATE_ADMIN_TOKENS",
     "TELEGRAM_BOT_TOKEN",
     "TELEGRAM_WEBHOOK_SECRET",
     "LINE_CHANNEL_SECRET",

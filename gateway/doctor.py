@@ -138,12 +138,13 @@ def check_channels(settings: Settings) -> list[Check]:
         )
     for platform in platforms:
         checks.extend(platform.load().settings_checks(settings))
-    if settings.admin_token is None:
+    if not settings.admins():
         checks.append(
             Check(
                 "admin",
                 "warn",
-                "SKILLGATE_ADMIN_TOKEN not set: admin API and console are off",
+                "neither SKILLGATE_ADMIN_TOKEN nor SKILLGATE_ADMIN_TOKENS set:"
+                " admin API and console are off",
                 "set SKILLGATE_ADMIN_TOKEN to a long random string",
             )
         )

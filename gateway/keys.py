@@ -12,6 +12,7 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from gateway.config import Settings
+    from gateway.scheduler import SynthesisSchedule
     from gateway.skills.catalog import SkillCatalog
     from gateway.skills.review import Reviewer
     from gateway.skills.synthesizer import Synthesizer
@@ -22,3 +23,5 @@ STORE: web.AppKey[Store] = web.AppKey("store")
 REVIEW: web.AppKey[Reviewer] = web.AppKey("review")
 SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
 CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")
+SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
+"""The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""

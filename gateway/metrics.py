@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway.admin.auth import bearer_ok, unauthorized
+from gateway.admin.auth import bearer_admin, unauthorized
 from gateway.errors import StoreError
 from gateway.keys import SETTINGS, STORE
 
@@ -45,6 +45,12 @@ class Metrics:
         self.updates_received = Counter(
             "skillgate_updates_received",
             "Platform updates stored for answering (redeliveries not counted)",
+            ["channel"],
+            registry=r,
+        )
+        self.unreadable_updates = Counter(
+            "skillgate_updates_unreadable",
+            "Stored updates that could not be read at all, even from their raw JSON",
             ["channel"],
             registry=r,
         )
@@ -80,6 +86,10 @@ class Metrics:
     def received(self, channel: str) -> None:
         """Count one update stored for answering."""
         self.updates_received.labels(channel).inc()
+
+    def unreadable(self, channel: str) -> None:
+        """Count one update that could not be read."""
+        self.unreadable_updates.labels(channel).inc()
 
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None:
         """Count one delivered answer."""
@@ -122,10 +132,8 @@ def is_local(request: web.Request) -> bool:
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
     """GET /metrics: from localhost, or anywhere with the admin bearer token."""
-    token = request.app[SETTINGS].admin_token
-    allowed = is_local(request) or bearer_ok(
-        request, token.get_secret_value() if token is not None else None
-    )
+    admins = request.app[SETTINGS].admins()
+    allowed = is_local(request) or (bool(admins) and bearer_admin(request, admins) is not None)
     if not allowed:
         return unauthorized("metrics need the admin bearer token or a local connection")
     metrics = request.app[METRICS]

@@ -64,6 +64,12 @@ class SynthesisSchedule:
         self._scheduler = scheduler
         log.info("synthesis scheduled every %g minute(s)", self.interval_minutes)
 
+    def next_pass_at(self) -> float | None:
+        """When the next scheduled pass starts (epoch seconds), or None when not scheduled."""
+        job = self._scheduler.get_job(JOB_ID) if self._scheduler is not None else None
+        when = job.next_run_time if job is not None else None
+        return None if when is None else float(when.timestamp())
+
     async def _tick(self) -> None:
         if self.last_started is not None:
             last = await self.last_started()

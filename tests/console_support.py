@@ -92,7 +92,12 @@ async def seed_proposals(gw: Gateway, fake_llm: FakeOpenAI) -> dict[str, int]:
     run = await gw.synthesize()
     ids = {p["name"]: p["id"] for p in run["proposed"]}
     assert len(ids) == 2, run
-    return {"create": ids["chat-brevity"], "update": ids[WRITING], "session": sid}
+    return {
+        "create": ids["chat-brevity"],
+        "update": ids[WRITING],
+        "session": sid,
+        "run": run["run_id"],
+    }
 
 
 class Decisions:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from gateway.config import Settings
+from gateway.skills.synthesizer import LOCK_NAME
 from tests.console_support import (
     TOKEN,
     WRITING,
@@ -26,7 +28,7 @@ from tests.console_support import (
     seed_rated_answer,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.synthesis_support import Gateway, gateway, synth_settings
+from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
@@ -42,7 +44,7 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DESKTOP = {"width": 1280, "height": 900}
+DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 pytestmark = [
@@ -117,8 +119,13 @@ async def test_approving_a_proposal_from_its_diff_page_enables_the_skill(
     await sign_in(page, gw)
     await page.click(f'#pending a[href="/admin/proposals/{ids["create"]}"]')
     staged = (gw.skills_dir / "chat-brevity" / "SKILL.md.proposed").read_text()
-    await expect(page.locator("table.diff tr.insert")).to_have_count(len(staged.splitlines()))
+    # A new skill is its text alone, without the bookkeeping lines (listed apart).
+    bookkeeping = ("  proposal:", "  based_on:", "  - ", "  model:", "  generated_at:", "  review:")
+    shown = [line for line in staged.splitlines() if not line.startswith(bookkeeping)]
+    await expect(page.locator("table.diff-new tr.insert")).to_have_count(len(shown))
     await expect(page.locator("table.diff tr.equal")).to_have_count(0)
+    await expect(page.locator("td.code.old")).to_have_count(0)
+    await expect(page.locator("#bookkeeping summary")).to_contain_text("generated_at")
     await expect(page.locator(".area-provenance")).to_contain_text("far too long for a chat")
 
     await page.click("#approve")
@@ -137,13 +144,21 @@ async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: 
     decisions = Decisions()
     gw.parts.review.listeners.append(decisions)
     await sign_in(page, gw, f"/admin/proposals/{ids['update']}")
-    await expect(page.locator("table.diff tr.replace").first).to_be_visible()
-    unchanged = page.locator("table.diff tr.equal").first
+    await expect(page.locator("table.diff-split tr.replace").first).to_be_visible()
+    unchanged = page.locator("table.diff-split tr.equal.folded").first
+    gap = page.locator("table.diff-split tr.gap").first
     await expect(unchanged).to_be_visible()
+    await expect(gap).to_be_hidden()
     await page.check("text=Only changed lines")
     await expect(unchanged).to_be_hidden()
+    await expect(gap).to_have_text(re.compile(r"⋯ \d+ unchanged lines? ⋯"))
     await page.fill("#reason", "Numbered lists help here; keep them.")
     await page.click("#reject")
+    # Nothing is rejected yet: a confirmation page first, the reason carried over.
+    await expect(page.locator("h1")).to_contain_text("Reject")
+    await expect(page.locator("#reason")).to_have_value("Numbered lists help here; keep them.")
+    assert [e.proposal.status for e in decisions.events] == []
+    await page.click("#confirm-reject-button")
     await expect(page.locator(".banner.ok")).to_contain_text("Rejected.")
     await expect(page.locator("#decision-reason")).to_have_text(
         "Numbered lists help here; keep them."
@@ -204,3 +219,128 @@ async def test_a_request_without_the_cookie_or_with_a_bad_csrf_token_is_refused(
     _, detail = await gw.call("GET", f"/proposals/{ids['create']}")
     assert detail["status"] == "pending"
     assert not (gw.skills_dir / "chat-brevity" / "SKILL.md").exists()
+
+
+PAGES = ("proposals", "skills", "feedback", "conversations", "runs")
+
+
+async def tabs_in_sight(page: Page, width: int) -> None:
+    """Every console tab lies inside the viewport and is what a tap on it would hit."""
+    tabs = page.locator("nav.nav a")
+    await expect(tabs).to_have_count(len(PAGES))
+    for tab in await tabs.all():
+        box = await tab.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, await tab.text_content()
+        hit = await page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y)?.closest('a')?.getAttribute('href')",
+            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+        )
+        assert hit == await tab.get_attribute("href")
+    scroll = await page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"the page scrolls sideways at {width} px"
+
+
+async def test_every_tab_is_in_reach_at_desk_and_phone_widths_and_sessions_stay_compact(
+    page: Page, gw: Gateway, llm: FakeOpenAI
+) -> None:
+    ids = await seed_proposals(gw, llm)
+    for n in range(12):
+        await seed_rated_answer(
+            gw.parts.store, at=day_at(n % 3), rating=1 if n % 2 else -1, question=f"Question {n}"
+        )
+    await sign_in(page, gw)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for size, label in ((DESKTOP, "desk"), (PHONE, "phone")):
+        await page.set_viewport_size(size)
+        for name in (*PAGES, f"runs/{ids['run']}", f"proposals/{ids['update']}"):
+            await page.goto(url(gw, f"/admin/{name}"))
+            await tabs_in_sight(page, size["width"])
+            current = page.locator('nav.nav a[aria-current="page"]')
+            await expect(current).to_have_count(1)
+            shot = name.replace("/", "-")
+            await page.screenshot(path=SHOTS / f"layout_{shot}_{size['width']}.png", full_page=True)
+        await page.goto(url(gw, "/admin/conversations"))
+        if label == "desk":
+            await expect(page.locator("#sessions")).to_be_visible()
+            await expect(page.locator("#session-list")).to_be_hidden()
+            continue
+        await expect(page.locator("#sessions")).to_be_hidden()
+        rows = page.locator("#session-list li")
+        await expect(rows).to_have_count(13)  # the 12 seeded and the proposals' source session
+        for row in await rows.all():
+            box = await row.bounding_box()
+            assert box is not None and box["height"] < 100, box
+
+        # The stacked diff: one column, minus and plus marks, the old and new numbers apart.
+        await page.goto(url(gw, f"/admin/proposals/{ids['update']}"))
+        await expect(page.locator("table.diff-split")).to_be_hidden()
+        unified = page.locator("table.diff-unified")
+        await expect(unified).to_be_visible()
+        removed = unified.locator("tr.delete").first
+        await expect(removed.locator("td.mark")).to_have_text("\N{MINUS SIGN}")
+        await expect(removed.locator("td.num").nth(1)).to_have_text("")
+        added = unified.locator("tr.insert").first
+        await expect(added.locator("td.mark")).to_have_text("+")
+        await expect(added.locator("td.num").first).to_have_text("")
+    await page.set_viewport_size(DESKTOP)
+
+
+async def test_reject_asks_first_and_cancel_leaves_the_proposal_pending(
+    page: Page, gw: Gateway, llm: FakeOpenAI
+) -> None:
+    ids = await seed_proposals(gw, llm)
+    await sign_in(page, gw, f"/admin/proposals/{ids['create']}")
+    await page.click("#reject")
+    await expect(page.locator("#confirm-reject")).to_contain_text("A rejection is permanent")
+    await page.click("#cancel-reject")
+    await expect(page).to_have_url(url(gw, f"/admin/proposals/{ids['create']}"))
+    await expect(page.locator("#approve")).to_be_visible()
+    _, detail = await gw.call("GET", f"/proposals/{ids['create']}")
+    assert detail["status"] == "pending"
+    assert await gw.parts.store.rejections() == []
+
+
+async def test_run_synthesis_now_opens_the_run_with_what_it_did(
+    page: Page, gw: Gateway, llm: FakeOpenAI
+) -> None:
+    sid = await gw.seed(comment="far too long for a chat", loaded=[WRITING])
+    llm.reply(
+        answer(
+            proposal(based_on=[sid]),
+            proposal("Bad Name", based_on=[sid]),
+        )
+    )
+    await sign_in(page, gw, "/admin/runs")
+    await expect(page.locator("#next-pass")).to_contain_text("No scheduled passes")
+    await page.click("#run-now")
+    await expect(page.locator("h1")).to_contain_text("Run #")
+    proposed = page.locator("#run-proposed a")
+    await expect(proposed).to_have_count(1)
+    await expect(page.locator("#run-refused")).to_contain_text("invalid skill name")
+    await page.set_viewport_size(PHONE)
+    await tabs_in_sight(page, PHONE["width"])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=SHOTS / "run_page_on_a_phone.png", full_page=True)
+    await page.set_viewport_size(DESKTOP)
+
+    # Run again: the same proposal is suppressed, with the pending one it matched linked.
+    sid = await gw.seed(comment="still too long")
+    llm.reply(answer(proposal(based_on=[sid])))
+    await page.goto(url(gw, "/admin/runs"))
+    await page.click("#run-now")
+    matched = page.locator("#run-suppressed a")
+    await expect(matched).to_have_text(re.compile(r"proposal #\d+"))
+    await matched.click()
+    await expect(page.locator("h1")).to_contain_text("chat-brevity")
+
+    # While another pass holds the lock, the button answers with a kind 409.
+    assert await gw.parts.store.acquire_lock(LOCK_NAME, "elsewhere", time.time(), 60)
+    await page.goto(url(gw, "/admin/runs"))
+    await expect(page.locator("#run-now")).to_be_disabled()
+    await page.evaluate("document.querySelector('#run-now').disabled = false")
+    async with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        await page.click("#run-now")
+    assert (await posted.value).status == 409
+    await expect(page.locator("h1")).to_have_text("A pass is running")
+    await gw.parts.store.release_lock(LOCK_NAME, "elsewhere")

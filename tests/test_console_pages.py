@@ -91,7 +91,10 @@ async def test_the_feedback_page_charts_each_day_and_lists_the_latest_downvotes(
         page = await (await gw.client.get("/admin/feedback")).text()
         days = [datetime.fromtimestamp(day_at(n), UTC).date().isoformat() for n in (6, 3, 1, 0)]
         assert points(page) == days
-        assert f'data-day="{days[2]}" data-rate="0.667"' in page
+        # Yesterday's point is the rolling rate: 3 👍 of the 6 ratings of the last 7 days,
+        # with yesterday's own count (3) beside it and as a bar.
+        assert f'data-day="{days[2]}" data-rate="0.500" data-total="6" data-day-total="3"' in page
+        assert '<rect class="bar"' in page and f'data-day="{days[2]}" data-total="3"' in page
         assert '<div class="stat-value" id="total-ratings">7</div>' in page
         assert "wrong timezone in the answer" in page
         assert f'href="/admin/conversations/{sid}#m{answer_id}"' in page

@@ -53,9 +53,23 @@ async def test_the_proposal_page_shows_rationale_provenance_and_a_side_by_side_d
         assert "Never use Markdown tables: they break on narrow screens." in removed
         assert any("# Writing for a chat screen" in row for row in rows_of(page, "equal"))
         assert 'id="approve"' in page and 'name="reason"' in page
+        # Bookkeeping is listed apart and counted nowhere; the phone view marks every line.
+        bookkeeping = page.split('id="bookkeeping"')[1].split("</details>")[0]
+        assert "proposal, based_on, model, generated_at, review" in bookkeeping
+        assert f"<dd>{ids['update']}</dd>" in bookkeeping
+        assert not any(
+            "generated_at" in row or "based_on" in row for row in rows_of(page, "insert")
+        )
+        unified = page.split('class="diff diff-unified"')[1].split("</table>")[0]
+        assert (
+            'aria-label="removed">\N{MINUS SIGN}</td>' in unified
+            and 'aria-label="added">+</td>' in unified
+        )
 
         new_skill = await (await gw.client.get(f"/admin/proposals/{ids['create']}")).text()
-        assert "nothing yet (new skill)" in new_skill
+        assert "a new skill: nothing before it" in new_skill
+        assert 'class="diff diff-new"' in new_skill and 'class="code old"' not in new_skill
+        assert "Only changed lines" not in new_skill
         assert not rows_of(new_skill, "equal") and not rows_of(new_skill, "delete")
 
         missing = await gw.client.get("/admin/proposals/999")
@@ -104,8 +118,18 @@ async def test_rejecting_in_the_console_keeps_the_reason_for_good(
         gw.parts.review.listeners.append(decisions)
         csrf = await sign_in(gw.client)
         reason = "Too terse <for> support questions"
-        resp = await gw.client.post(
+        asked = await gw.client.post(
             f"/admin/proposals/{ids['update']}/reject", data={"csrf": csrf, "reason": reason}
+        )
+        question = await asked.text()
+        assert asked.status == 200 and "A rejection is permanent" in question
+        assert 'name="confirmed" value="yes"' in question
+        assert "Too terse &lt;for&gt; support questions</textarea>" in question
+        assert decisions.events == []  # nothing is rejected before the confirmation
+        assert (await gw.call("GET", f"/proposals/{ids['update']}"))[1]["status"] == "pending"
+        resp = await gw.client.post(
+            f"/admin/proposals/{ids['update']}/reject",
+            data={"csrf": csrf, "reason": reason, "confirmed": "yes"},
         )
         page = await resp.text()
         assert "Rejected." in page

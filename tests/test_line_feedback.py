@@ -109,9 +109,12 @@ async def test_group_feedback_comes_from_the_user_who_tapped(line: LineRig) -> N
             down, group_id=GROUP_ID, user_id=OTHER_USER, reply_token=line.token(GROUP_ID)
         )
     )
-    # The comment needs no mention, and only the user who tapped is asked.
+    # Only the user who tapped is asked, and only a message to the bot is the answer.
     await line.deliver(text_event("unrelated chatter", group_id=GROUP_ID))
-    await line.deliver(text_event("Too vague.", group_id=GROUP_ID, user_id=OTHER_USER))
+    await line.deliver(text_event("Too vague, I said", group_id=GROUP_ID, user_id=OTHER_USER))
+    await line.deliver(
+        text_event("@FakeBot Too vague.", group_id=GROUP_ID, user_id=OTHER_USER, mention_self=True)
+    )
     [row] = await line.feedback()
     assert (row["chat"], row["user"], row["rating"], row["comment"]) == (
         GROUP_ID,

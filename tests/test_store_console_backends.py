@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gateway.core.models import MessageKind, Role
-from gateway.core.records import MessageRecord, Trace
-from gateway.skills.proposals import Candidate, Proposal
+from gateway.core.records import MessageRecord, SkillRecord, Trace
+from gateway.skills.proposals import Candidate, Proposal, RunDropped, RunRecord
 from gateway.store import Store
 
 IDLE = 10**9  # no session goes idle between the moments a test picks
@@ -424,3 +424,47 @@ async def test_a_skills_history_its_proposals_and_replaced_texts(any_store: Stor
     assert versions[0].id > versions[1].id and versions[0].slug == "writing"
     assert [v.content for v in await store.skill_versions("brevity")] == ["# Brevity v1"]
     assert await store.skill_versions("nothing") == []
+
+
+async def test_a_skill_switched_by_hand_keeps_who_why_and_when(any_store: Store) -> None:
+    store = any_store
+    record = SkillRecord(
+        slug="notes", source="custom", content_hash="h", created_at=1.0, updated_at=1.0
+    )
+    await store.put_skill_records([record])
+    assert await store.switch_skill("missing", False, "web:alice", None, 5.0) is None
+    off = await store.switch_skill("notes", False, "web:alice", "wrong hours", 10.0)
+    assert off is not None and (off.enabled, off.updated_at, off.source) == (False, 10.0, "custom")
+    stored = await store.get_skill_record("notes")
+    assert stored is not None and not stored.enabled and stored.content_hash == "h"
+    await store.switch_skill("notes", True, "cli:bob", None, 20.0)
+    switches = await store.skill_switches("notes")
+    assert [(w.enabled, w.switched_by, w.reason, w.switched_at) for w in switches] == [
+        (True, "cli:bob", None, 20.0),
+        (False, "web:alice", "wrong hours", 10.0),
+    ]
+    latest = await store.last_switches()
+    assert list(latest) == ["notes"] and latest["notes"].switched_by == "cli:bob"
+    assert await store.skill_switches("other") == []
+
+
+async def test_a_run_keeps_what_it_proposed_suppressed_and_refused(any_store: Store) -> None:
+    store = any_store
+    rid = await store.start_run("console", "fake-model", 100.0)
+    made = await store.add_proposal(candidate("brevity"), rid)
+    await store.add_proposal(candidate("other"), None)
+    dropped = [
+        RunDropped(kind="suppressed", name="brevity", reason="awaits review", matched=made.id),
+        RunDropped(kind="refused", name="Bad Name", reason="invalid skill name"),
+    ]
+    run = RunRecord(id=rid, trigger="console", started_at=100.0, status="ok", proposed=1)
+    await store.finish_run(run.model_copy(update={"finished_at": 130.0, "suppressed": 1}), dropped)
+    found = await store.get_run(rid)
+    assert found is not None and (found.status, found.finished_at, found.suppressed) == (
+        "ok",
+        130.0,
+        1,
+    )
+    assert await store.run_dropped(rid) == dropped
+    assert [p.id for p in await store.run_proposals(rid)] == [made.id]
+    assert await store.get_run(rid + 100) is None and await store.run_dropped(rid + 100) == []

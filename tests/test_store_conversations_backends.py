@@ -498,3 +498,30 @@ async def test_a_question_is_taken_by_one_caller_and_a_batch_keeps_one_key(
         *(any_store.delivery_batch("line", "m", 0, f"key-{i}") for i in range(6))
     )
     assert len({b.retry_key for b in batches}) == 1
+
+
+async def test_an_unsent_message_and_its_answer_leave_history_and_evidence(
+    any_store: Store,
+) -> None:
+    item = await any_store.inbox_add("line", "e1", "c", "{}")
+    assert item is not None
+    turn = await any_store.open_turn(
+        "line", "c", "u", "secret", inbox_id=item.id, platform_message_id="m1", **LIMITS
+    )
+    await any_store.add_message(turn.session_id, "assistant", "a1", inbox_id=item.id, now=1001.0)
+    # Another chat's message with the same platform id is not touched.
+    await any_store.open_turn(
+        "line", "other", "u", "keep", inbox_id=None, platform_message_id="m1", **LIMITS
+    )
+    assert not await any_store.unsend_message("line", "c", "m2")
+    assert await any_store.unsend_message("line", "c", "m1", now=1005.0)
+    later = await any_store.open_turn(
+        "line", "c", "u", "q2", inbox_id=None, **{**LIMITS, "now": 1010.0}
+    )
+    assert [m.text for m in later.history] == ["q2"]
+    [evidence] = await any_store.session_evidence([turn.session_id])
+    assert [t.text for t in evidence.turns] == ["q2"]
+    unsent = [
+        r for r in await rows(any_store, "select text, unsent_at from messages") if r["unsent_at"]
+    ]
+    assert [(r["text"], r["unsent_at"]) for r in unsent] == [("", 1005.0), ("a1", 1005.0)]

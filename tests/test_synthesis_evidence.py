@@ -115,7 +115,11 @@ async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
         run = await gw.synthesize()
         assert [p["name"] for p in run["proposed"]] == ["chat-brevity"]
         assert run["refused"] == [
-            {"name": "unit-conversions", "reason": "over the limit of 1 proposals per run"}
+            {
+                "name": "unit-conversions",
+                "reason": "over the limit of 1 proposals per run",
+                "matched": None,
+            }
         ]
         assert len(fake_llm.requests) == 1  # the cap was reached: no second batch
         assert "At most 1 proposals." in fake_llm.system_prompt()

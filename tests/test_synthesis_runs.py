@@ -86,7 +86,11 @@ async def test_a_proposal_carrying_a_key_is_refused_and_never_written(
         run = await gw.synthesize()
         assert run["proposed"] == []
         assert run["refused"] == [
-            {"name": "api-helper", "reason": "refused: it contains an OpenAI-style API key"}
+            {
+                "name": "api-helper",
+                "reason": "refused: it contains an OpenAI-style API key",
+                "matched": None,
+            }
         ]
         assert staged_files(settings) == []
         assert key not in json.dumps(run)

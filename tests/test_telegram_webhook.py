@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from gateway.channels.telegram.dialect import TEXT_ONLY
 from gateway.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update, mention_entity
@@ -209,7 +210,7 @@ async def test_a_photo_in_a_private_chat_gets_a_short_notice(
     ]
     async with telegram_gateway(make_settings, fake_llm) as gw:
         await gw.deliver(update)
-        assert gw.fake.sent_texts() == ["Sorry, I can only read text messages."]
+        assert gw.fake.sent_texts() == [TEXT_ONLY]
     assert fake_llm.requests == []
 
 

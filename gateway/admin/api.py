@@ -1,4 +1,4 @@
-"""The admin JSON API under /admin/api (bearer SKILLGATE_ADMIN_TOKEN)."""
+"""The admin JSON API under /admin/api (bearer SKILLGATE_ADMIN_TOKEN or a named admin's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.admin import proposals_api
-from gateway.admin.auth import Handler, bearer_ok, unauthorized
+from gateway.admin.auth import API_ADMIN, Handler, bearer_admin, unauthorized
 from gateway.admin.params import int_param
 from gateway.errors import SkillError
 from gateway.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
@@ -22,11 +22,15 @@ def iso(ts: float | None) -> str | None:
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every admin API call needs the bearer token; without a configured token the API is off."""
-    token = request.config_dict[SETTINGS].admin_token
-    if token is None:
-        return unauthorized("admin API disabled: set SKILLGATE_ADMIN_TOKEN")
-    if not bearer_ok(request, token.get_secret_value()):
+    admins = request.config_dict[SETTINGS].admins()
+    if not admins:
+        return unauthorized(
+            "admin API disabled: set SKILLGATE_ADMIN_TOKEN or SKILLGATE_ADMIN_TOKENS"
+        )
+    admin = bearer_admin(request, admins)
+    if admin is None:
         return unauthorized("missing or wrong bearer token")
+    request[API_ADMIN] = admin
     return await handler(request)
 
 
@@ -58,6 +62,7 @@ async def list_skills(request: web.Request) -> web.Response:
     """Every registered skill: registry state, a pending proposal, the last approval, its effect."""
     store, catalog = request.config_dict[STORE], request.config_dict[CATALOG]
     promoted = await store.last_promotions()
+    switches = await store.last_switches()
     pending = {p.slug: p.id for p in await store.pending_proposals()}
     effects = await request.config_dict[SYNTHESIZER].effects()
     evaluating = catalog.evaluating
@@ -87,6 +92,14 @@ async def list_skills(request: web.Request) -> web.Response:
                     "at": iso(last.decided_at),
                     "based_on": last.based_on,
                     "model": last.model,
+                },
+                "switched": None
+                if (switch := switches.get(rec.slug)) is None
+                else {
+                    "enabled": switch.enabled,
+                    "by": switch.switched_by,
+                    "reason": switch.reason,
+                    "at": iso(switch.switched_at),
                 },
                 "effect": None
                 if effect is None

@@ -59,19 +59,34 @@ def make_env() -> jinja2.Environment:
     return env
 
 
-def admin_key(request: web.Request) -> bytes | None:
-    """The console's signing key, or None when no admin token is configured."""
-    token = request.config_dict[SETTINGS].admin_token
-    return None if token is None else auth.console_key(token.get_secret_value())
+ADMIN: web.RequestKey[str] = web.RequestKey("console.admin", str)
+"""The signed-in admin's name ("" for the single token)."""
+
+
+def admin_keys(request: web.Request) -> dict[str, bytes]:
+    """Each admin's signing key by name; empty when no admin token is configured."""
+    admins = request.config_dict[SETTINGS].admins()
+    return {name: auth.console_key(token) for name, token in admins.items()}
+
+
+def signed_in(request: web.Request) -> str | None:
+    """The admin whose valid session cookie came with the request, or None."""
+    return auth.session_admin(admin_keys(request), request.cookies.get(auth.COOKIE))
+
+
+def decider(request: web.Request) -> str:
+    """Who a console decision is recorded as: "web", or "web:<name>" for a named admin."""
+    return auth.decider(request.get(ADMIN, ""))
 
 
 def csrf_for(request: web.Request) -> str:
     """The form token of the request's session; empty when it has no valid session."""
-    key = admin_key(request)
+    keys = admin_keys(request)
     session = request.cookies.get(auth.COOKIE)
-    if key is None or session is None or not auth.session_valid(key, session):
+    admin = auth.session_admin(keys, session)
+    if admin is None or session is None:
         return ""
-    return auth.csrf_token(key, session)
+    return auth.csrf_token(keys[admin], session)
 
 
 async def page(
@@ -89,6 +104,7 @@ async def page(
         csrf=csrf,
         csrf_field=auth.CSRF_FIELD,
         logged_in=bool(csrf),
+        admin_name=request.get(ADMIN) or None,
         pending_count=pending,
         version=__version__,
         static=lambda name: static.url_for(filename=name, append_version=True),
@@ -117,8 +133,8 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 async def _guarded(request: web.Request, handler: Handler, route: str | None) -> web.StreamResponse:
-    key = admin_key(request)
-    if key is None:
+    keys = admin_keys(request)
+    if not keys:
         return await page(request, "disabled.html", status=503)
     public_url = request.config_dict[SETTINGS].public_url
     posting = request.method not in ("GET", "HEAD")
@@ -127,13 +143,16 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
     if route in PUBLIC_ROUTES:
         return await handler(request)
     session = request.cookies.get(auth.COOKIE)
-    if not auth.session_valid(key, session):
+    admin = auth.session_admin(keys, session)
+    if admin is None:
         if not posting:
             raise web.HTTPSeeOther(URL("/admin/login").with_query(next=request.path_qs))
         return await refuse(
             request, 403, "Not signed in", "Your session has ended. Sign in and try again."
         )
     assert session is not None
+    request[ADMIN] = admin
+    key = keys[admin]
     if posting:
         try:
             given = (await request.post()).get(auth.CSRF_FIELD)
@@ -152,8 +171,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
 async def login_form(request: web.Request) -> web.Response:
     """The sign-in page; straight on for a browser that is signed in already."""
     target = auth.safe_next(request.query.get("next"))
-    key = admin_key(request)
-    if key is not None and auth.session_valid(key, request.cookies.get(auth.COOKIE)):
+    if signed_in(request) is not None:
         raise web.HTTPSeeOther(target)
     return await page(
         request,
@@ -167,19 +185,22 @@ async def login_form(request: web.Request) -> web.Response:
 async def login(request: web.Request) -> web.StreamResponse:
     """Check the token; a session cookie on success, a paced refusal otherwise."""
     settings = request.config_dict[SETTINGS]
-    assert settings.admin_token is not None  # the guard answered already otherwise
+    admins = settings.admins()  # not empty: the guard answered already otherwise
     try:
         form = await request.post()
     except ValueError:
         raise web.HTTPBadRequest(text="not a valid form") from None
     given = form.get("token")
     target = auth.safe_next(str(form.get("next") or ""))
-    token = settings.admin_token.get_secret_value()
-    if isinstance(given, str) and len(given) <= MAX_TOKEN_CHARS and auth.token_ok(given, token):
+    admin = None
+    if isinstance(given, str) and len(given) <= MAX_TOKEN_CHARS:
+        admin = auth.token_admin(given, admins)
+    if admin is not None:
         response = web.HTTPSeeOther(target)
-        key = auth.console_key(token)
-        auth.set_session_cookie(response, request, auth.issue_session(key), settings.public_url)
-        log.info("console sign-in from %s", request.remote)
+        key = auth.console_key(admins[admin])
+        session = auth.issue_session(key, admin=admin)
+        auth.set_session_cookie(response, request, session, settings.public_url)
+        log.info("console sign-in by %s from %s", admin or "the admin token", request.remote)
         raise response
     state = request.config_dict[CONSOLE]
     # Failed attempts wait their turn, one at a time: guessing is slow, the right token is not.

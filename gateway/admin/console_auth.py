@@ -1,10 +1,11 @@
-"""Console sessions and CSRF: stateless signed cookies, derived from SKILLGATE_ADMIN_TOKEN.
+"""Console sessions and CSRF: stateless signed cookies, derived from the admin tokens.
 
-A session cookie is `v1.<expiry>.<nonce>.<hmac>`, signed with a key derived from
-the admin token, so changing the token ends every session and nothing needs to
-be stored. The CSRF token of a session is another HMAC of the cookie, sent in a
-hidden field of every form and checked on every POST, together with Origin or
-Referer when the browser sends them.
+A session cookie is `v1.<expiry>.<nonce>.<hmac>` for SKILLGATE_ADMIN_TOKEN, or
+`v1.<expiry>.<nonce>.<name>.<hmac>` for a named admin of SKILLGATE_ADMIN_TOKENS,
+signed with a key derived from that admin's token, so changing a token ends
+that admin's sessions and nothing needs to be stored. The CSRF token of a
+session is another HMAC of the cookie, sent in a hidden field of every form and
+checked on every POST, together with Origin or Referer when the browser sends them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -38,25 +40,38 @@ def _sign(key: bytes, payload: str) -> str:
     return _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
 
 
-def issue_session(key: bytes, now: float | None = None, lifetime: float = SESSION_SECONDS) -> str:
-    """A new session cookie value, valid for `lifetime` seconds."""
+def issue_session(
+    key: bytes, now: float | None = None, lifetime: float = SESSION_SECONDS, admin: str = ""
+) -> str:
+    """A new session cookie value for `admin` ("" for the single token), valid `lifetime` s."""
     expires = int((time.time() if now is None else now) + lifetime)
     payload = f"{_VERSION}.{expires}.{secrets.token_urlsafe(16)}"
+    if admin:
+        payload += f".{admin}"
     return f"{payload}.{_sign(key, payload)}"
 
 
-def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
-    """True for an untampered, unexpired cookie signed with this key."""
+def session_admin(
+    keys: Mapping[str, bytes], value: str | None, now: float | None = None
+) -> str | None:
+    """Who an untampered, unexpired cookie belongs to ("" the single token), else None."""
     if not value or len(value) > 200:
-        return False
+        return None
     payload, _, signature = value.rpartition(".")
     version, _, rest = payload.partition(".")
-    expires, _, nonce = rest.partition(".")
-    if version != _VERSION or not expires.isdigit() or not nonce:
-        return False
+    expires, _, rest = rest.partition(".")
+    nonce, _, admin = rest.partition(".")
+    key = keys.get(admin)
+    if version != _VERSION or not expires.isdigit() or not nonce or key is None:
+        return None
     if not hmac.compare_digest(signature.encode(), _sign(key, payload).encode()):
-        return False
-    return int(expires) > (time.time() if now is None else now)
+        return None
+    return admin if int(expires) > (time.time() if now is None else now) else None
+
+
+def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
+    """True for an untampered, unexpired cookie of the single admin token's key."""
+    return session_admin({"": key}, value, now) == ""
 
 
 def csrf_token(key: bytes, session: str) -> str:
@@ -72,6 +87,20 @@ def csrf_ok(key: bytes, session: str, given: str) -> bool:
 def token_ok(given: str, admin_token: str) -> bool:
     """Constant-time comparison of a typed token with the configured one."""
     return hmac.compare_digest(given.encode(), admin_token.encode())
+
+
+def token_admin(given: str, admins: Mapping[str, str]) -> str | None:
+    """The admin whose token this is ("" the single token), comparing with every one."""
+    found = None
+    for name, token in admins.items():
+        if token_ok(given, token):
+            found = name
+    return found
+
+
+def decider(admin: str) -> str:
+    """How a decision made in the console or the admin API records its maker."""
+    return f"web:{admin}" if admin else "web"
 
 
 def same_origin(request: web.Request, public_url: str | None) -> bool:

@@ -1,4 +1,4 @@
-"""Template filters: times, rates, durations and excerpts as the console shows them."""
+"""Template filters: times, rates, durations, excerpts and Markdown as the console shows them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,35 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 _SPACE = re.compile(r"\s+")
+# Raw HTML stays text, images are not fetched (the page loads nothing from elsewhere), and
+# markdown-it's own check already refuses javascript: and similar link targets.
+_MARKDOWN = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    .enable(["table", "strikethrough"])
+    .disable("image")
+)
+
+
+def _link_open(
+    self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    tokens[idx].attrSet("rel", "noopener nofollow")
+    return self.renderToken(tokens, idx, options, env)
+
+
+_MARKDOWN.add_render_rule("link_open", _link_open)
+
+
+def markdown(text: str | None) -> Markup:
+    """Markdown as safe HTML: no raw HTML, links marked rel="noopener nofollow"."""
+    return Markup(_MARKDOWN.render(text or ""))
 
 
 def when(ts: float | None) -> Markup:
@@ -52,4 +78,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "pct": pct,
     "duration": duration,
     "excerpt": excerpt,
+    "markdown": markdown,
 }

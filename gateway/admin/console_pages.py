@@ -7,10 +7,11 @@ from datetime import UTC, date, datetime, timedelta
 
 from aiohttp import web
 
-from gateway.admin.console import page
-from gateway.admin.console_chart import rate_chart
+from gateway.admin.console import page, refuse
+from gateway.admin.console_chart import ROLLING_DAYS, rate_chart
 from gateway.admin.console_views import PER_PAGE, page_number
-from gateway.keys import STORE
+from gateway.keys import SCHEDULE, STORE, SYNTHESIZER
+from gateway.skills.synthesizer import LOCK_NAME
 
 WINDOWS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
 DEFAULT_WINDOW = "30"
@@ -23,7 +24,7 @@ def _midnight(day: date) -> float:
 
 
 async def feedback(request: web.Request) -> web.Response:
-    """👍 rate per day as a chart, totals, and the latest 👎 with their comments."""
+    """The rolling 👍 rate over daily counts as a chart, totals, and the latest 👎 with comments."""
     store = request.config_dict[STORE]
     window = request.query.get("days", DEFAULT_WINDOW)
     if window not in WINDOWS:
@@ -31,11 +32,13 @@ async def feedback(request: web.Request) -> web.Response:
     days = WINDOWS[window]
     today = datetime.fromtimestamp(time.time(), UTC).date()
     if days is None:
-        daily = await store.daily_ratings()
-        start = date.fromisoformat(daily[0].day) if daily else today
+        history = await store.daily_ratings()
+        start = date.fromisoformat(history[0].day) if history else today
     else:
         start = today - timedelta(days=days - 1)
-        daily = await store.daily_ratings(_midnight(start))
+        # The rolling rate of the first days shown counts the days just before them.
+        history = await store.daily_ratings(_midnight(start - timedelta(days=ROLLING_DAYS - 1)))
+    daily = [d for d in history if date.fromisoformat(d.day) >= start]
     ups = sum(d.ups for d in daily)
     downs = sum(d.downs for d in daily)
     return await page(
@@ -44,7 +47,8 @@ async def feedback(request: web.Request) -> web.Response:
         active="feedback",
         window=window,
         windows=list(WINDOWS),
-        chart=rate_chart(daily, start, today),
+        chart=rate_chart(history, start, today),
+        rolling_days=ROLLING_DAYS,
         daily=daily,
         ups=ups,
         downs=downs,
@@ -94,10 +98,64 @@ async def conversation(request: web.Request) -> web.Response:
     )
 
 
+def _next_pass(request: web.Request) -> float | None:
+    schedule = request.config_dict.get(SCHEDULE)
+    return None if schedule is None else schedule.next_pass_at()
+
+
 async def runs(request: web.Request) -> web.Response:
-    """Synthesis runs, newest first: when, what they read, proposed, suppressed, errors."""
+    """Synthesis runs, newest first, the next scheduled pass and a button to run one now."""
     store = request.config_dict[STORE]
-    return await page(request, "runs.html", active="runs", runs=await store.list_runs(RUNS))
+    return await page(
+        request,
+        "runs.html",
+        active="runs",
+        runs=await store.list_runs(RUNS),
+        next_pass=_next_pass(request),
+        busy=await store.lock_holder(LOCK_NAME, time.time()) is not None,
+    )
+
+
+async def run(request: web.Request) -> web.Response:
+    """One run: the proposals it made, what it suppressed (and matched), what it refused."""
+    store = request.config_dict[STORE]
+    raw = request.match_info["id"]
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 2**63:
+        raise web.HTTPNotFound()
+    record = await store.get_run(int(raw))
+    if record is None:
+        raise web.HTTPNotFound()
+    dropped = await store.run_dropped(record.id)
+    matched_ids = [d.matched for d in dropped if d.matched is not None]
+    matched = {}
+    for pid in dict.fromkeys(matched_ids):
+        found = await store.get_proposal(pid)
+        if found is not None:
+            matched[pid] = found
+    return await page(
+        request,
+        "run.html",
+        active="runs",
+        r=record,
+        proposals=await store.run_proposals(record.id),
+        suppressed=[d for d in dropped if d.kind == "suppressed"],
+        refused=[d for d in dropped if d.kind == "refused"],
+        matched=matched,
+    )
+
+
+async def run_now(request: web.Request) -> web.StreamResponse:
+    """Run one synthesis pass now and show it; a kind 409 while another pass runs."""
+    summary = await request.config_dict[SYNTHESIZER].run("console")
+    if summary.status == "busy" or summary.run_id is None:
+        return await refuse(
+            request,
+            409,
+            "A pass is running",
+            "Another synthesis pass is running right now. Its results appear on the Runs page"
+            " when it ends; try again after that.",
+        )
+    raise web.HTTPSeeOther(f"/admin/runs/{summary.run_id}")
 
 
 def add_routes(app: web.Application) -> None:
@@ -105,3 +163,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/conversations", conversations)
     app.router.add_get("/conversations/{id}", conversation)
     app.router.add_get("/runs", runs)
+    app.router.add_post("/runs", run_now)
+    app.router.add_get("/runs/{id}", run)

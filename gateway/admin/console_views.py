@@ -6,22 +6,22 @@ import logging
 
 from aiohttp import web
 
-from gateway.admin.console import page, refuse
+from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_diff import side_by_side
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
 from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
-from gateway.skills.library import SLUG_RE
+from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Reviewer, live_proposal
 from gateway.store.proposals import ProposalQueries
 
 log = logging.getLogger(__name__)
 
-DECIDER = "web"
 MAX_REASON = 2000
 PER_PAGE = 50
 DONE = ("approved", "applied", "rolled_back")
 OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "decided")
+SWITCHES = ("disabled", "enabled")
 _MAX_ID = 2**63 - 1
 
 
@@ -111,7 +111,7 @@ async def approve(request: web.Request) -> web.StreamResponse:
     review = request.config_dict[REVIEW]
     pid = proposal_id(request)
     try:
-        result = await review.approve(pid, DECIDER)
+        result = await review.approve(pid, decider(request))
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     except (OSError, SkillError) as exc:
@@ -123,12 +123,28 @@ async def approve(request: web.Request) -> web.StreamResponse:
 
 
 async def reject(request: web.Request) -> web.StreamResponse:
-    """Reject with an optional reason; the tombstone keeps it out of later passes."""
+    """Reject with an optional reason, once confirmed; the tombstone keeps it out of later passes.
+
+    A rejection is permanent, so the first POST only asks: the confirmation page
+    carries the reason on to a second POST with `confirmed=yes`.
+    """
     review = request.config_dict[REVIEW]
     pid = proposal_id(request)
     reason = await form_reason(request)
+    if (await request.post()).get("confirmed") != "yes":
+        p = await get_proposal(review, pid)
+        if p.status != "pending":
+            raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome=decided")
+        return await page(
+            request,
+            "confirm_reject.html",
+            active="proposals",
+            p=p,
+            reason=(reason or "").strip(),
+            max_reason=MAX_REASON,
+        )
     try:
-        result = await review.reject(pid, DECIDER, reason)
+        result = await review.reject(pid, decider(request), reason)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
@@ -140,7 +156,7 @@ async def rollback(request: web.Request) -> web.StreamResponse:
     pid = proposal_id(request)
     reason = await form_reason(request)
     try:
-        result = await review.rollback(pid, DECIDER, reason)
+        result = await review.rollback(pid, decider(request), reason)
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
     except RollbackRefused as exc:
@@ -166,6 +182,7 @@ async def skills(request: web.Request) -> web.Response:
         descriptions=descriptions,
         effects=await request.config_dict[SYNTHESIZER].effects(),
         pending={p.slug: p.id for p in await store.pending_proposals()},
+        switches=await store.last_switches(),
     )
 
 
@@ -185,21 +202,43 @@ async def skill(request: web.Request) -> web.Response:
         if await can_roll_back(review, store, p):
             rollback_id = p.id
             break
+    parsed: Skill | None = None
+    if text is not None:
+        try:
+            parsed = parse_skill(text)
+        except SkillError:
+            parsed = None  # shown as its source only
     outcome = request.query.get("outcome")
     return await page(
         request,
         "skill.html",
+        parsed=parsed,
         active="skills",
         slug=slug,
         record=record,
         text=text,
         history=history,
         versions=await store.skill_versions(slug),
+        switches=await store.skill_switches(slug),
         effect=(await request.config_dict[SYNTHESIZER].effects()).get(slug),
         rollback_id=rollback_id,
-        outcome=outcome if outcome in OUTCOMES else None,
+        outcome=outcome if outcome in OUTCOMES + SWITCHES else None,
         max_reason=MAX_REASON,
     )
+
+
+async def switch(request: web.Request) -> web.StreamResponse:
+    """Disable or enable a skill by hand; only its registry row changes, never its files."""
+    slug = request.match_info["slug"]
+    if not SLUG_RE.match(slug):
+        raise web.HTTPNotFound()
+    enabled = request.match_info["action"] == "enable"
+    reason = await form_reason(request)
+    try:
+        await request.config_dict[REVIEW].switch(slug, enabled, decider(request), reason)
+    except SkillNotFound:
+        raise web.HTTPNotFound() from None
+    raise web.HTTPSeeOther(f"/admin/skills/{slug}?outcome={'enabled' if enabled else 'disabled'}")
 
 
 def add_routes(app: web.Application) -> None:
@@ -210,3 +249,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/proposals/{id}/rollback", rollback)
     app.router.add_get("/skills", skills)
     app.router.add_get("/skills/{slug}", skill)
+    app.router.add_post("/skills/{slug}/{action:disable|enable}", switch)

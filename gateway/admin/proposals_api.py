@@ -8,18 +8,25 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.admin.auth import API_ADMIN
+from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
 from gateway.keys import REVIEW, STORE, SYNTHESIZER
+from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import STATUSES, Proposal
 from gateway.skills.review import Decision
 from gateway.skills.staging import iso
 
 log = logging.getLogger(__name__)
 
-WEB_DECIDER = "web"
 MAX_REASON = 2000
 _MAX_ID = 2**63 - 1
+
+
+def _decider(request: web.Request) -> str:
+    """ "web", or "web:<name>" when a named admin's token made the call."""
+    return decider(request.get(API_ADMIN, ""))
 
 
 def error(status: int, message: str, **extra: Any) -> web.Response:
@@ -72,7 +79,7 @@ def _decision(result: Decision) -> web.Response:
     return web.json_response(body)
 
 
-async def _reason(request: web.Request) -> str | None:
+async def reason_of(request: web.Request) -> str | None:
     """The optional reason from a JSON or form body; 400 when the body is malformed."""
     if not request.can_read_body:
         return None
@@ -129,7 +136,7 @@ async def approve(request: web.Request) -> web.Response:
     if pid is None:
         return error(400, "a proposal id is a positive integer")
     try:
-        result = await request.config_dict[REVIEW].approve(pid, WEB_DECIDER)
+        result = await request.config_dict[REVIEW].approve(pid, _decider(request))
     except ProposalNotFound as exc:
         return error(404, str(exc))
     except (OSError, SkillError) as exc:
@@ -146,9 +153,9 @@ async def reject(request: web.Request) -> web.Response:
     pid = _id(request)
     if pid is None:
         return error(400, "a proposal id is a positive integer")
-    reason = await _reason(request)
+    reason = await reason_of(request)
     try:
-        result = await request.config_dict[REVIEW].reject(pid, WEB_DECIDER, reason)
+        result = await request.config_dict[REVIEW].reject(pid, _decider(request), reason)
     except ProposalNotFound as exc:
         return error(404, str(exc))
     return _decision(result)
@@ -159,9 +166,9 @@ async def rollback(request: web.Request) -> web.Response:
     pid = _id(request)
     if pid is None:
         return error(400, "a proposal id is a positive integer")
-    reason = await _reason(request)
+    reason = await reason_of(request)
     try:
-        result = await request.config_dict[REVIEW].rollback(pid, WEB_DECIDER, reason)
+        result = await request.config_dict[REVIEW].rollback(pid, _decider(request), reason)
     except ProposalNotFound as exc:
         return error(404, str(exc))
     except RollbackRefused as exc:
@@ -191,6 +198,55 @@ async def list_runs(request: web.Request) -> web.Response:
     )
 
 
+async def switch_skill(request: web.Request) -> web.Response:
+    """Disable or enable a registered skill by hand, with an optional reason."""
+    name = request.match_info["name"]
+    enabled = request.match_info["action"] == "enable"
+    if not SLUG_RE.match(name):
+        return error(400, "a skill name is lower-case letters, digits and hyphens")
+    reason = await reason_of(request)
+    try:
+        record = await request.config_dict[REVIEW].switch(name, enabled, _decider(request), reason)
+    except SkillNotFound as exc:
+        return error(404, str(exc))
+    return web.json_response(
+        {
+            "name": record.slug,
+            "enabled": record.enabled,
+            "source": record.source,
+            "by": _decider(request),
+            "reason": (reason or "").strip() or None,
+            "updated": iso(record.updated_at),
+        }
+    )
+
+
+async def get_run(request: web.Request) -> web.Response:
+    """One synthesis run: its counts, the proposals it made, what it suppressed and refused."""
+    rid = _id(request)
+    if rid is None:
+        return error(400, "a run id is a positive integer")
+    store = request.config_dict[STORE]
+    run = await store.get_run(rid)
+    if run is None:
+        return error(404, f"no synthesis run #{rid}")
+    dropped = await store.run_dropped(rid)
+    return web.json_response(
+        {
+            **run.model_dump(exclude={"started_at", "finished_at"}),
+            "started": iso(run.started_at),
+            "finished": iso(run.finished_at),
+            "proposals": [proposal_json(p) for p in await store.run_proposals(rid)],
+            "suppressed_items": [
+                d.model_dump(exclude={"kind"}) for d in dropped if d.kind == "suppressed"
+            ],
+            "refused_items": [
+                d.model_dump(exclude={"kind", "matched"}) for d in dropped if d.kind == "refused"
+            ],
+        }
+    )
+
+
 def add_routes(api: web.Application) -> None:
     """Register these routes on the admin sub-application."""
     api.router.add_get("/proposals", list_proposals)
@@ -200,3 +256,5 @@ def add_routes(api: web.Application) -> None:
     api.router.add_post("/proposals/{id}/rollback", rollback)
     api.router.add_post("/synthesize", synthesize)
     api.router.add_get("/runs", list_runs)
+    api.router.add_get("/runs/{id}", get_run)
+    api.router.add_post("/skills/{name}/{action:disable|enable}", switch_skill)

@@ -1,9 +1,11 @@
 """What an incoming message, button press or greeting means, for every channel alike.
 
-In order: an answer to a question the bot asked (a rejection's reason, a comment
-after 👎); then, in a group, only what is addressed to the bot; then the allowlist;
-then commands (admin commands go to the review chat); the rest is a turn for the
-agent. The turn is the one place where an answer is delivered and counted.
+In order: an edit is not answered again; an answer to a question the bot asked (a
+rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
+group only when said to the bot; then, in a group, only what is addressed to the bot;
+then the allowlist; then commands (admin commands go to the review chat); then media
+without words (a notice, `content`); the rest is a turn for the agent. The turn is the one
+place where an answer is delivered and counted.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import (
@@ -24,7 +27,7 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.questions import Questions
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
-from gateway.core.models import IncomingMessage, Reply
+from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
@@ -69,30 +72,54 @@ class Conversation:
     # ---- in -------------------------------------------------------------------------------
 
     async def on_message(self, message: Message, out: Responder) -> None:
-        """Handle one user message: an awaited answer, a command, or a turn."""
+        """Handle one user message: an awaited answer, a command, a turn, or a notice."""
         chat, dialect = message.chat, self.profile.dialect
-        if message.text is not None and await self._awaited(message, message.text, out):
+        if message.edited:
+            log.info("%s: an edited message is not answered again", self.profile.who)
+            return
+        text = words(message)
+        if text is not None and await self._awaited(message, text, out):
             return
         if chat.is_group and not message.addressed:
             return
         if not self.profile.audience.allowed(chat.user_id):
             await out.notice(dialect.refusal.format(user_id=chat.user_id))
             return
-        if message.text is None:
-            if message.attachment and not chat.is_group and dialect.text_only:
-                await out.notice(dialect.text_only)
-            return
         if message.command is not None:
             await self._command(message, out)
             return
+        if text is None:
+            if message.media is not None and dialect.text_only and await self._first(message):
+                await out.notice(dialect.text_only)
+            return
         incoming = IncomingMessage(
             chat=chat,
-            text=message.text,
+            text=text,
             user_name=message.user_name,
             platform_message_id=message.message_id,
             inbox_id=message.inbox_id,
         )
         await self.answer(incoming, out)
+
+    async def on_unsend(self, chat: ChatRef, message_id: str) -> None:
+        """The user took a message back: the model and synthesis never see it again."""
+        if await self.store.unsend_message(self.channel, chat.chat_id, message_id):
+            log.info("%s: a message in chat %s was unsent", self.profile.who, chat.chat_id)
+
+    def unreadable(self, update_id: str, problem: str) -> None:
+        """An update even the raw reading could not use: counted and logged, never its text."""
+        log.warning("unreadable %s update %s (%s)", self.profile.who, update_id, problem)
+        self.counts.unreadable(self.channel)
+
+    async def _first(self, message: Message) -> bool:
+        """Whether this is the first item of its album to get the notice (or no album)."""
+        if message.album is None:
+            return True
+        key = album_key(message)
+        if await self.store.get_meta(key) == message.album:
+            return False
+        await self.store.set_meta(key, message.album)
+        return True
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """A button: a proposal card's, or a rating under an answer."""
@@ -118,6 +145,8 @@ class Conversation:
         user = message.chat.user_id
         if user is None or message.command is not None:
             return False
+        if message.chat.is_group and not message.addressed:
+            return False  # in a group, only what is said to the bot answers its question
         question = await self.questions.open(message.chat, user)
         if question is None:
             return False
@@ -128,7 +157,7 @@ class Conversation:
         if question.purpose == REASON_PURPOSE:
             return await self.review.take_reason(question, text, out)
         if question.purpose == COMMENT_PURPOSE:
-            await self.feedback.take_comment(question, text, out)
+            await self.feedback.take_comment(question, text, out, message_id=message.message_id)
             return True
         return False
 
@@ -169,13 +198,12 @@ class Conversation:
         if reply.message_id is not None:
             await self.store.set_platform_ids(reply.message_id, ids)
         reply.delivered_ids = ids
-        await self._count(reply, time.monotonic() - started)
+        self._count(reply, time.monotonic() - started)
         return reply
 
-    async def _count(self, reply: Reply, seconds: float) -> None:
-        """Metrics for a delivered answer; its trace says whether the model failed."""
-        trace = None
-        if reply.message_id is not None:
-            trace = await self.store.get_trace(reply.message_id)
-        failed = trace is not None and not trace.completed
+    def _count(self, reply: Reply, seconds: float) -> None:
+        """Metrics for a delivered answer."""
+        # The agent answers with an error placeholder exactly when the model failed (its
+        # trace is then not completed), so the kind says it without reading the trace back.
+        failed = reply.kind == "error"
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)

@@ -2,8 +2,9 @@
 
 A press is checked against the stored answer (a normal answer given in this chat, and on
 platforms that say so, carried by the pressed message) before it is stored as the user's one
-rating of that answer. After 👎 the bot asks what went wrong; the answer to that question
-(on Telegram only a reply to the prompt) becomes the comment, anything else is a normal turn.
+rating of that answer. After 👎 the bot asks what went wrong (not again once a comment was
+given); the answer to that question (on Telegram only a reply to the prompt, in a group only
+a message to the bot) becomes the comment, anything else is a normal turn.
 """
 
 from __future__ import annotations
@@ -62,14 +63,15 @@ class Feedback:
             await out.acknowledge(STALE, courtesy=True)
             return
         await out.acknowledge(THANKS_UP if value > 0 else THANKS_DOWN, courtesy=True)
-        await self.store.set_feedback(answer_id, user, value)
+        stored = await self.store.set_feedback(answer_id, user, value)
         try:
             await out.show_rating(answer_id, value)
         except ChannelError as exc:  # the rating is stored; showing it is a courtesy
             log.warning("could not show the rating on the answer: %s", exc)
         asked = await self.questions.open(press.chat, user, COMMENT_PURPOSE)
         about_this = asked is not None and asked.ref == str(answer_id)
-        if value < 0 and not about_this:
+        commented = stored is not None and bool(stored.comment)
+        if value < 0 and not about_this and not commented:
             prompt = await out.ask_comment(answer_id)
             await self.questions.ask(
                 press.chat,
@@ -83,10 +85,18 @@ class Feedback:
             # Changed to 👍: the question about this answer no longer applies.
             await self.questions.close(asked)
 
-    async def take_comment(self, question: Awaiting, text: str, out: Responder) -> None:
-        """Keep `text` as the comment the question asked for, thank, and close the question."""
+    async def take_comment(
+        self, question: Awaiting, text: str, out: Responder, *, message_id: str | None = None
+    ) -> None:
+        """Keep `text` as the comment the question asked for, thank, and close the question.
+
+        `message_id` is the platform's id of the message it came in (so unsend can forget it).
+        """
         await self.store.set_feedback_comment(
-            int(question.ref), question.user_id, text.strip()[:MAX_COMMENT]
+            int(question.ref),
+            question.user_id,
+            text.strip()[:MAX_COMMENT],
+            platform_message_id=message_id,
         )
         try:
             await out.notice(self.profile.dialect.thanks_for_comment, quote=True)

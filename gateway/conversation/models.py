@@ -16,12 +16,22 @@ from gateway.skills.card_buttons import CardAction, CardSigner
 
 @dataclass(frozen=True)
 class Message:
-    """A message from a user; `text` is None for anything else."""
+    """A message from a user: its words (text or caption, None without any) and what else it holds.
+
+    What the gateway makes of it (answer, notice, silence) is decided in `content`.
+    """
 
     chat: ChatRef
     text: str | None
-    attachment: bool = False
-    """Not text but something the user sent: a photo, a sticker, a file."""
+    media: str | None = None
+    """What else the user sent: "photo", "voice", "sticker", "location", "file", ..."""
+    details: tuple[str, ...] = ()
+    """Words the platform gives about the media: a place's title and address, a sticker's
+    text or keywords."""
+    album: str | None = None
+    """The album (Telegram media group, LINE image set) the message is one item of."""
+    edited: bool = False
+    """An edit of a message sent earlier."""
     message_id: str | None = None
     """The platform's id of this message."""
     user_name: str | None = None

@@ -18,7 +18,6 @@ from gateway.core.records import (
     MessageRecord,
     SessionRecord,
     SkillRecord,
-    Trace,
 )
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
@@ -108,8 +107,6 @@ class ConversationStore(CardSource, CardLedger, Protocol):
 
     async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
 
-    async def get_trace(self, message_id: int) -> Trace | None: ...
-
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
     ) -> bool: ...
@@ -119,7 +116,13 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     ) -> FeedbackRecord | None: ...
 
     async def set_feedback_comment(
-        self, message_id: int, user_id: str, comment: str, now: float | None = None
+        self,
+        message_id: int,
+        user_id: str,
+        comment: str,
+        now: float | None = None,
+        *,
+        platform_message_id: str | None = None,
     ) -> bool: ...
 
     async def set_awaiting(self, question: Awaiting) -> None: ...
@@ -140,6 +143,12 @@ class ConversationStore(CardSource, CardLedger, Protocol):
 
     async def skill_records(self) -> list[SkillRecord]: ...
 
+    async def unsend_message(self, channel: str, chat_id: str, platform_id: str) -> bool: ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
 
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
@@ -151,6 +160,8 @@ class Counts(Protocol):
     """Where delivered answers are counted (/metrics)."""
 
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None: ...
+
+    def unreadable(self, channel: str) -> None: ...
 
 
 class Decisions(CardReview, Protocol):

@@ -73,6 +73,7 @@ class Agent:
             idle_seconds=self.config.session_idle_seconds,
             history_limit=self.config.history_messages,
             exclude_kinds=("error",),
+            platform_message_id=incoming.platform_message_id,
         )
         if turn.answer is not None:
             return _reply(turn.answer)

@@ -24,6 +24,7 @@ class ConversationStore(Protocol):
         idle_seconds: float,
         history_limit: int,
         exclude_kinds: Sequence[MessageKind] = (),
+        platform_message_id: str | None = None,
     ) -> OpenedTurn: ...
 
     async def add_message(

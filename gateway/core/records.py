@@ -45,6 +45,11 @@ class MessageRecord(BaseModel):
     platform_message_ids: list[str] = Field(default_factory=list)
     inbox_id: int | None = None
     created_at: float
+    platform_message_id: str | None = None
+    """The platform's id of a user's message."""
+    unsent_at: float | None = None
+    """When the user took the message back (LINE unsend): neither the model nor synthesis
+    sees it again, nor the answer given to it."""
 
 
 class OpenedTurn(BaseModel):
@@ -96,6 +101,16 @@ class SkillRecord(BaseModel):
     content_hash: str
     created_at: float
     updated_at: float
+
+
+class SkillSwitch(BaseModel):
+    """A skill switched off or on by hand: by whom, why and when."""
+
+    slug: str
+    enabled: bool
+    switched_by: str
+    reason: str | None = None
+    switched_at: float
 
 
 class Awaiting(BaseModel):

@@ -40,6 +40,8 @@ TABLES = (
     "deliveries",
     "card_deliveries",
     "reviewer_names",
+    "skill_switches",
+    "run_dropped",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks")

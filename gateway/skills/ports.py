@@ -8,7 +8,14 @@ from typing import Protocol
 from gateway.core.records import SkillRecord
 from gateway.skills.effect import EffectStore
 from gateway.skills.evidence import EvidenceSource
-from gateway.skills.proposals import Candidate, Proposal, Rejection, RunRecord, SkillVersion
+from gateway.skills.proposals import (
+    Candidate,
+    Proposal,
+    Rejection,
+    RunDropped,
+    RunRecord,
+    SkillVersion,
+)
 
 
 class ReviewStore(Protocol):
@@ -49,6 +56,10 @@ class ReviewStore(Protocol):
 
     async def get_skill_record(self, slug: str) -> SkillRecord | None: ...
 
+    async def switch_skill(
+        self, slug: str, enabled: bool, by: str, reason: str | None, at: float
+    ) -> SkillRecord | None: ...
+
 
 class RetireStore(EffectStore, Protocol):
     """What proposing retirements reads: tallies, exposures, open and refused proposals."""
@@ -73,7 +84,7 @@ class SynthesisStore(EvidenceSource, RetireStore, Protocol):
 
     async def start_run(self, trigger: str, model: str | None, at: float) -> int: ...
 
-    async def finish_run(self, run: RunRecord) -> None: ...
+    async def finish_run(self, run: RunRecord, dropped: Sequence[RunDropped] = ()) -> None: ...
 
     async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
 

@@ -166,3 +166,12 @@ class RunRecord(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+
+
+class RunDropped(BaseModel):
+    """A draft a run did not stage: a suppressed repeat (with what it matched) or a refusal."""
+
+    kind: Literal["suppressed", "refused"]
+    name: str
+    reason: str
+    matched: int | None = None

@@ -81,10 +81,14 @@ def repeat(
         if r.kind == "retire" and r.content_hash == c.content_hash:
             ref = f" #{r.proposal_id}" if r.proposal_id else ""
             why = f": {r.reason}" if r.reason else ""
-            return Dropped(c.name, f"matches refused retirement{ref}{why}", suppressed=True)
+            return Dropped(
+                c.name, f"matches refused retirement{ref}{why}", True, matched=r.proposal_id
+            )
     for p in pending:
         if p.slug == c.slug:
-            return Dropped(c.name, f"proposal #{p.id} for {p.slug} awaits review", suppressed=True)
+            return Dropped(
+                c.name, f"proposal #{p.id} for {p.slug} awaits review", True, matched=p.id
+            )
     return None
 
 

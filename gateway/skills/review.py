@@ -4,7 +4,7 @@ Every decision is claimed in the database first (a conditional update from
 `pending`), so the first decision wins across processes; the file step
 follows, then the registry. Whatever a crash interrupts, `reconcile` finishes
 or undoes at start-up from the rows and the files. Deciders are strings such
-as "telegram:123", "line:U…", "web" or "cli:alice".
+as "telegram:123", "line:U…", "web", "web:alice" (a named admin) or "cli:alice".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.core.records import SkillRecord
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
 from gateway.skills.library import SKILL_FILE, SkillLibrary, content_hash, parse_skill
 from gateway.skills.ports import ReviewStore
 from gateway.skills.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
@@ -319,6 +319,23 @@ class Reviewer:
         if self.on_change is not None:
             await self.on_change()
         return await self._decided("rolled_back", await self.get(p.id))
+
+    async def switch(
+        self, slug: str, enabled: bool, decider: str, reason: str | None = None
+    ) -> SkillRecord:
+        """Turn a registered skill off or on by hand, recording who and why.
+
+        Only the registry row changes: the skill's files, a custom skill's above
+        all, stay exactly as they are, and a later switch undoes this one.
+        """
+        reason = (reason or "").strip() or None
+        record = await self.store.switch_skill(slug, enabled, decider, reason, self.clock())
+        if record is None:
+            raise SkillNotFound(f"no registered skill {slug}")
+        log.info("skill %s %s by %s", slug, "enabled" if enabled else "disabled", decider)
+        if self.on_change is not None:
+            await self.on_change()
+        return record
 
     async def proposed_text(self, p: Proposal) -> str:
         """The SKILL.md text the proposal makes: the staged file while it is pending."""

@@ -54,6 +54,8 @@ class Dropped:
     name: str
     reason: str
     suppressed: bool
+    matched: int | None = None
+    """The earlier proposal a suppressed repeat matched, when there is one."""
 
 
 @dataclass
@@ -153,10 +155,18 @@ def _repeat(c: Candidate, live: LiveSkill | None, ctx: ScreenContext) -> Dropped
         if same_claim(c, rejection, ctx.threshold):
             ref = f" #{rejection.proposal_id}" if rejection.proposal_id else ""
             why = f": {rejection.reason}" if rejection.reason else ""
-            return Dropped(c.name, f"matches rejected proposal{ref}{why}", suppressed=True)
+            return Dropped(
+                c.name,
+                f"matches rejected proposal{ref}{why}",
+                suppressed=True,
+                matched=rejection.proposal_id,
+            )
     for pending in ctx.pending:
         if pending.slug == c.slug or same_claim(c, pending, ctx.threshold):
             return Dropped(
-                c.name, f"proposal #{pending.id} for {pending.slug} awaits review", suppressed=True
+                c.name,
+                f"proposal #{pending.id} for {pending.slug} awaits review",
+                suppressed=True,
+                matched=pending.id,
             )
     return None

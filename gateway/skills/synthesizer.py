@@ -33,7 +33,13 @@ from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
 from gateway.skills.ports import SynthesisStore
-from gateway.skills.proposals import Proposal, RunRecord, SynthesisAnswer, parse_answer
+from gateway.skills.proposals import (
+    Proposal,
+    RunDropped,
+    RunRecord,
+    SynthesisAnswer,
+    parse_answer,
+)
 from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
 from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
@@ -77,6 +83,7 @@ class DroppedBrief(BaseModel):
 
     name: str
     reason: str
+    matched: int | None = None
 
 
 class BatchReport(BaseModel):
@@ -206,7 +213,11 @@ class Synthesizer:
                     "refused": len(summary.refused),
                     "error": summary.error,
                 }
-            )
+            ),
+            [
+                *(RunDropped(kind="suppressed", **d.model_dump()) for d in summary.suppressed),
+                *(RunDropped(kind="refused", **d.model_dump()) for d in summary.refused),
+            ],
         )
         log.info(
             "synthesis run %s %s: %d session(s), %d proposed, %d suppressed, %d refused%s",
@@ -236,7 +247,9 @@ class Synthesizer:
             now=self.clock(),
         )
         summary.proposed.extend(_brief(p) for p in done.proposed)
-        summary.suppressed.extend(DroppedBrief(name=d.name, reason=d.reason) for d in done.dropped)
+        summary.suppressed.extend(
+            DroppedBrief(name=d.name, reason=d.reason, matched=d.matched) for d in done.dropped
+        )
         self.catalog.settle(settled(effects))
 
     async def _unusable(self, batch: Batch, exc: SynthesisError, summary: RunSummary) -> None:
@@ -308,7 +321,7 @@ class Synthesizer:
                 continue
             result = screen(draft, ctx)
             if isinstance(result, Dropped):
-                brief = DroppedBrief(name=result.name, reason=result.reason)
+                brief = DroppedBrief(name=result.name, reason=result.reason, matched=result.matched)
                 (summary.suppressed if result.suppressed else summary.refused).append(brief)
                 continue
             proposal = await self.reviewer.submit(result, run.id)

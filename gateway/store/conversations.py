@@ -65,6 +65,7 @@ class ConversationQueries(QueriesBase):
         idle_seconds: float,
         history_limit: int,
         exclude_kinds: Sequence[MessageKind] = (),
+        platform_message_id: str | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once), history.
 
@@ -84,7 +85,13 @@ class ConversationQueries(QueriesBase):
         else:
             session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
             session_id = session.id
-            await _add_message(c, session_id, "user", text, "normal", inbox_id, None, now)
+            message = await _add_message(c, session_id, "user", text, "normal", inbox_id, None, now)
+            if platform_message_id is not None:
+                await c.execute(
+                    "update messages set platform_message_id = ? where id = ?",
+                    platform_message_id,
+                    message.id,
+                )
         history = await _history(c, session_id, history_limit, exclude_kinds)
         return OpenedTurn(session_id=session_id, history=history)
 
@@ -149,6 +156,43 @@ class ConversationQueries(QueriesBase):
         """The session's last `limit` messages, oldest first, without the excluded kinds."""
         return await _history(c, session_id, limit, exclude_kinds)
 
+    @transaction
+    async def unsend_message(
+        self, c: Conn, channel: str, chat_id: str, platform_id: str, now: float | None = None
+    ) -> bool:
+        """Mark a user's message unsent, and the answer given to it; its text is forgotten.
+
+        A comment given in that message is forgotten too. False when nothing of that chat
+        came in a message with that platform id.
+        """
+        at = time.time() if now is None else now
+        comments = await c.execute(
+            "update feedback set comment = null, comment_message_id = null, updated_at = ?"
+            " where comment_message_id = ? and channel = ? and chat_id = ?",
+            at,
+            platform_id,
+            channel,
+            chat_id,
+        )
+        row = await c.fetchrow(
+            "select m.id, m.inbox_id from messages m join sessions s on s.id = m.session_id"
+            " where m.platform_message_id = ? and m.role = 'user'"
+            " and s.channel = ? and s.chat_id = ? order by m.id desc limit 1",
+            platform_id,
+            channel,
+            chat_id,
+        )
+        if row is None:
+            return comments > 0
+        await c.execute("update messages set unsent_at = ?, text = '' where id = ?", at, row["id"])
+        if row["inbox_id"] is not None:
+            await c.execute(
+                "update messages set unsent_at = ? where inbox_id = ? and role = 'assistant'",
+                at,
+                row["inbox_id"],
+            )
+        return True
+
     @query
     async def get_message(self, c: Conn, message_id: int) -> MessageRecord | None:
         """One message by id."""
@@ -208,13 +252,25 @@ class ConversationQueries(QueriesBase):
 
     @query
     async def set_feedback_comment(
-        self, c: Conn, message_id: int, user_id: str, comment: str, now: float | None = None
+        self,
+        c: Conn,
+        message_id: int,
+        user_id: str,
+        comment: str,
+        now: float | None = None,
+        *,
+        platform_message_id: str | None = None,
     ) -> bool:
-        """Attach a comment to an existing rating; False when there is no rating."""
+        """Attach a comment (and the platform's id of the message it came in) to a rating.
+
+        False when there is no rating.
+        """
         at = time.time() if now is None else now
         changed = await c.execute(
-            "update feedback set comment = ?, updated_at = ? where message_id = ? and user_id = ?",
+            "update feedback set comment = ?, comment_message_id = ?, updated_at = ?"
+            " where message_id = ? and user_id = ?",
             comment,
+            platform_message_id,
             at,
             message_id,
             user_id,
@@ -304,7 +360,7 @@ async def _history(
 ) -> list[MessageRecord]:
     kinds = list(exclude_kinds)
     rows = await c.fetch(
-        "select * from messages where session_id = ?"
+        "select * from messages where session_id = ? and unsent_at is null"
         + (f" and kind not in ({marks(kinds)})" if kinds else "")
         + " order by id desc limit ?",
         session_id,

@@ -387,6 +387,42 @@ _INBOX_CLAIMS: list[Step] = [
     "create index inbox_chat_pending on inbox (chat_key, channel, id) where processed_at is null",
 ]
 
+# Skills switched off or on by hand (who, why, when), and what each synthesis run held back:
+# suppressed repeats with the proposal they matched, refused drafts with the rule they broke.
+_CONSOLE_ADMIN: list[Step] = [
+    """
+    create table skill_switches (
+        id {id},
+        slug text not null,
+        enabled integer not null,
+        switched_by text not null,
+        reason text,
+        switched_at {time} not null
+    )
+    """,
+    "create index skill_switches_slug on skill_switches (slug, id)",
+    """
+    create table run_dropped (
+        id {id},
+        run_id {bigint} not null references synthesis_runs(id),
+        kind text not null check (kind in ('suppressed', 'refused')),
+        name text not null,
+        reason text not null,
+        matched {bigint}
+    )
+    """,
+    "create index run_dropped_run on run_dropped (run_id, id)",
+]
+
+
+_UNSEND: list[Step] = [
+    "alter table messages add column platform_message_id text",
+    "alter table messages add column unsent_at {time}",
+    "create index messages_platform on messages (platform_message_id)"
+    " where platform_message_id is not null",
+    "alter table feedback add column comment_message_id text",
+]
+
 
 # How the model's answer ended (stop, length, content_filter) and what was degraded.
 _TRACE_FINISH: list[Step] = [
@@ -411,7 +447,13 @@ MIGRATIONS: list[Migration] = [
         _SKILL_EFFECTS,
     ),
     (7, "inbox claims: which replica works on an update, and until when", _INBOX_CLAIMS),
+    (
+        9,
+        "the platform's id of each user message and comment, and when a message was unsent",
+        _UNSEND,
+    ),
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
+    (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
 ]
 
 

@@ -58,6 +58,12 @@ class ProposalQueries(QueriesBase):
         return None if row is None else proposal_record(row)
 
     @query
+    async def run_proposals(self, c: Conn, run_id: int) -> list[Proposal]:
+        """The proposals one synthesis run made, in the order it made them."""
+        rows = await c.fetch("select * from proposals where run_id = ? order by id", run_id)
+        return [proposal_record(r) for r in rows]
+
+    @query
     async def list_proposals(
         self, c: Conn, status: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> list[Proposal]:

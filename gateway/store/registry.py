@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.core.records import Awaiting, SkillRecord
+from gateway.core.records import Awaiting, SkillRecord, SkillSwitch
 from gateway.store.sql import Conn, QueriesBase, insert_sql, query, transaction
 
 _PK = "channel = ? and chat_id = ? and user_id = ?"
@@ -52,6 +52,49 @@ class RegistryQueries(QueriesBase):
         """Insert or replace registry rows in one transaction."""
         if records:
             await c.executemany(UPSERT_SKILL, [skill_args(r) for r in records])
+
+    @transaction
+    async def switch_skill(
+        self, c: Conn, slug: str, enabled: bool, by: str, reason: str | None, at: float
+    ) -> SkillRecord | None:
+        """Turn a registered skill off or on and record who did it and why; None if unknown."""
+        row = await c.fetchrow(f"select * from skills where slug = ? {c.dialect.for_update}", slug)
+        if row is None:
+            return None
+        await c.execute(
+            "update skills set enabled = ?, updated_at = ? where slug = ?", int(enabled), at, slug
+        )
+        await c.execute(
+            "insert into skill_switches (slug, enabled, switched_by, reason, switched_at)"
+            " values (?, ?, ?, ?, ?)",
+            slug,
+            int(enabled),
+            by,
+            reason,
+            at,
+        )
+        record = SkillRecord.model_validate(row)
+        return record.model_copy(update={"enabled": enabled, "updated_at": at})
+
+    @query
+    async def skill_switches(self, c: Conn, slug: str, limit: int = 20) -> list[SkillSwitch]:
+        """The hand switches of one skill, newest first."""
+        rows = await c.fetch(
+            "select slug, enabled, switched_by, reason, switched_at from skill_switches"
+            " where slug = ? order by id desc limit ?",
+            slug,
+            c.dialect.limit(limit),
+        )
+        return [SkillSwitch.model_validate(r) for r in rows]
+
+    @query
+    async def last_switches(self, c: Conn) -> dict[str, SkillSwitch]:
+        """The latest hand switch of every skill that has one."""
+        rows = await c.fetch(
+            "select slug, enabled, switched_by, reason, switched_at from skill_switches w"
+            " where id = (select max(id) from skill_switches x where x.slug = w.slug)"
+        )
+        return {r["slug"]: SkillSwitch.model_validate(r) for r in rows}
 
     @query
     async def get_meta(self, c: Conn, key: str) -> str | None:

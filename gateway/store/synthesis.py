@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from gateway.skills.evidence import Rating, SessionEvidence, Turn
-from gateway.skills.proposals import RunRecord
+from gateway.skills.proposals import RunDropped, RunRecord
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 
 
@@ -53,7 +53,7 @@ class SynthesisQueries(QueriesBase):
             "select m.id, m.session_id, m.role, m.text, m.kind, t.skills_loaded,"
             " t.tools_used, t.completed, t.error from messages m left join traces t"
             f" on t.message_id = m.id where m.session_id in ({marks(ids)})"
-            " order by m.session_id, m.id",
+            " and m.unsent_at is null order by m.session_id, m.id",
             *ids,
         ):
             sessions[r["session_id"]].turns.append(
@@ -96,15 +96,36 @@ class SynthesisQueries(QueriesBase):
         )
         return int(run_id or 0)
 
-    @query
-    async def finish_run(self, c: Conn, run: RunRecord) -> None:
-        """Store a run's final counts, timing and error."""
+    @transaction
+    async def finish_run(self, c: Conn, run: RunRecord, dropped: Sequence[RunDropped] = ()) -> None:
+        """Store a run's final counts, timing and error, and what it held back."""
         row = run.model_dump(exclude={"id", "trigger", "started_at"})
         await c.execute(
             f"update synthesis_runs set {', '.join(f'{k} = ?' for k in row)} where id = ?",
             *row.values(),
             run.id,
         )
+        if dropped:
+            await c.executemany(
+                "insert into run_dropped (run_id, kind, name, reason, matched)"
+                " values (?, ?, ?, ?, ?)",
+                [(run.id, d.kind, d.name, d.reason, d.matched) for d in dropped],
+            )
+
+    @query
+    async def get_run(self, c: Conn, run_id: int) -> RunRecord | None:
+        """One run record, or None."""
+        row = await c.fetchrow("select * from synthesis_runs where id = ?", run_id)
+        return None if row is None else RunRecord.model_validate(row)
+
+    @query
+    async def run_dropped(self, c: Conn, run_id: int) -> list[RunDropped]:
+        """What one run suppressed and refused, in the order it decided."""
+        rows = await c.fetch(
+            "select kind, name, reason, matched from run_dropped where run_id = ? order by id",
+            run_id,
+        )
+        return [RunDropped.model_validate(r) for r in rows]
 
     @query
     async def list_runs(self, c: Conn, limit: int = 20) -> list[RunRecord]:

@@ -2,10 +2,11 @@
 
 The webhook verifies the signature on the raw body, stores every event under
 its webhookEventId and answers 200 at once (LINE waits about 2 s). The inbox
-worker then hands each stored event to the session: text in 1:1 chats, and in
-groups and rooms when the bot is mentioned or a command is used, becomes a
-message for the conversation layer; postbacks become presses, and have their
-own inbox key, so a rating never waits behind a turn. Replies go out by the
+worker then hands each stored event to the session, read from its JSON (the
+SDK's models refuse events LINE sends): every message becomes a message for
+the conversation layer, which decides what it gets (`conversation.content`);
+postbacks become presses, and have their own inbox key, so a rating never
+waits behind a turn; unsend takes a message back. Replies go out by the
 event's reply token first, then by push (`LineOutbox`).
 """
 
@@ -14,19 +15,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from aiohttp import web
 from linebot.v3.webhook import SignatureValidator
-from linebot.v3.webhooks import (
-    Event,
-    FollowEvent,
-    JoinEvent,
-    MessageEvent,
-    PostbackEvent,
-    TextMessageContent,
-)
 
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
 from gateway.channels.line.cards import CardBubbles, LineCards
@@ -34,10 +28,12 @@ from gateway.channels.line.client import LineClient, PushQuotaExhausted
 from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
-    chat_of,
+    LineEvent,
     command_of,
+    content_of,
+    event_id_of,
     inbox_key,
-    parse_event,
+    read_event,
     self_mentions,
     without_spans,
 )
@@ -54,6 +50,8 @@ log = logging.getLogger(__name__)
 WEBHOOK_PATH = "/webhook/line"
 JSON = "application/json"
 MAX_WEBHOOK_BYTES = 1024 * 1024
+USER_EVENTS = ("message", "postback", "follow", "unsend")
+"""Events a user's action makes: one the gateway cannot place in a chat is counted."""
 
 
 class LineChannel(Channel):
@@ -143,10 +141,10 @@ class LineChannel(Channel):
         intake = request.config_dict[INTAKE]
         destination = payload.get("destination")
         for event in events:
-            event_id = event.get("webhookEventId") if isinstance(event, dict) else None
-            if not isinstance(event_id, str) or not event_id:
-                log.warning("skipping a LINE event without webhookEventId")
+            if not isinstance(event, dict):
+                log.warning("skipping a LINE event that is not an object")
                 continue
+            event_id = event_id_of(event)
             stored = json.dumps({**event, "destination": destination}, ensure_ascii=False)
             try:
                 await intake.accept(self.name, event_id, inbox_key(event, event_id), stored)
@@ -170,18 +168,21 @@ class LineSession:
         self.conversation = ports.conversation
 
     async def process(self, item: InboxItem) -> None:
-        event = parse_event(json.loads(item.payload))
-        if event is None or event.mode != "active":
-            return  # unknown, malformed, or meant for another channel in standby mode
-        chat = chat_of(event.source)
+        event = read_event(json.loads(item.payload), item.update_id)
+        if event.mode != "active":
+            return  # meant for another channel in standby mode
+        chat = event.chat
         if chat is None:
-            log.info("skipping LINE %s event %s without a source", event.type, item.update_id)
+            if event.type in USER_EVENTS:
+                self.conversation.unreadable(item.update_id, f"{event.type} without a source")
+            else:
+                log.info("skipping LINE %s event %s without a source", event.type, event.event_id)
             return
         context = EventContext(
-            event_id=event.webhook_event_id,
-            reply_token=getattr(event, "reply_token", None),
-            timestamp=event.timestamp / 1000,
-            redelivery=bool(event.delivery_context.is_redelivery),
+            event_id=event.event_id,
+            reply_token=event.reply_token,
+            timestamp=event.timestamp,
+            redelivery=event.redelivery,
         )
         out = LineResponder(
             chat,
@@ -198,25 +199,52 @@ class LineSession:
             log.error("LINE event %s could not be answered: push quota exhausted", item.update_id)
 
     async def _dispatch(
-        self, event: Event, chat: ChatRef, item: InboxItem, out: LineResponder
+        self, event: LineEvent, chat: ChatRef, item: InboxItem, out: LineResponder
     ) -> None:
         conversation = self.conversation
-        if isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent):
-            await conversation.on_message(decode_text(event.message, chat, item), out)
-        elif isinstance(event, PostbackEvent):
-            await conversation.on_press(Press(chat=chat, data=event.postback.data), out)
-        elif isinstance(event, FollowEvent):
-            back = bool(getattr(event.follow, "is_unblocked", False))
+        if event.type in ("message", "messageEdited"):
+            message = decode_message(event.part("message"), chat, item)
+            if event.type == "messageEdited":
+                message = replace(message, edited=True)
+            await conversation.on_message(message, out)
+        elif event.type == "postback":
+            data = event.part("postback").get("data")
+            await conversation.on_press(
+                Press(chat=chat, data=data if isinstance(data, str) else ""), out
+            )
+        elif event.type == "follow":
+            back = event.part("follow").get("isUnblocked") is True
             await conversation.on_greeting(
                 Greeting(chat=chat, kind="refollow" if back else "follow"), out
             )
-        elif isinstance(event, JoinEvent):
+        elif event.type == "join":
             await conversation.on_greeting(Greeting(chat=chat, kind="join"), out)
+        elif event.type == "unsend":
+            unsent = event.part("unsend").get("messageId")
+            if isinstance(unsent, str) and unsent:
+                await conversation.on_unsend(chat, unsent)
+        else:
+            log.info("LINE %s event %s needs no answer", event.type or "untyped", event.event_id)
 
 
-def decode_text(message: TextMessageContent, chat: ChatRef, item: InboxItem) -> Message:
-    """A text message as the conversation layer reads it; the bot's own @mention taken out."""
-    text, mentioned = message.text, False
+def decode_message(message: dict[str, Any], chat: ChatRef, item: InboxItem) -> Message:
+    """A message as the conversation layer reads it; text loses the bot's own @mention."""
+    raw_id = message.get("id")
+    message_id = raw_id if isinstance(raw_id, str) and raw_id else None
+    text = message.get("text")
+    if message.get("type") != "text" or not isinstance(text, str):
+        media, details, album = content_of(message)
+        return Message(
+            chat=chat,
+            text=None,
+            media=media,
+            details=details,
+            album=album,
+            message_id=message_id,
+            addressed=False,  # LINE has no way to mention the bot on media
+            inbox_id=item.id,
+        )
+    mentioned = False
     if chat.is_group:
         spans = self_mentions(message)
         mentioned, text = bool(spans), without_spans(text, spans)
@@ -226,7 +254,7 @@ def decode_text(message: TextMessageContent, chat: ChatRef, item: InboxItem) -> 
     return Message(
         chat=chat,
         text=text.strip(),
-        message_id=message.id,
+        message_id=message_id,
         command=command[1:] if command else None,
         addressed=mentioned or command is not None,
         inbox_id=item.id,

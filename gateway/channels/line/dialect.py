@@ -17,6 +17,9 @@ GROUP_GREETING = "Hi everyone! 👋 Mention me or start a message with /help to 
 NEW_SESSION = "Okay, let's start over. I've set our earlier conversation aside."
 REFUSAL = "Sorry, this assistant is private and only answers the people it was set up for."
 ASK_WHAT_WENT_WRONG = "What went wrong? Tell me in your next message (optional)."
+ASK_IN_GROUP = "What went wrong? Mention me in your next message to tell me (optional)."
+"""In a group only a message to the bot answers its question."""
+TEXT_ONLY = "Sorry, I can only read text so far: please send your question as a message."
 THANKS_FOR_COMMENT = "Thanks, I've noted that. It helps me get better."
 
 LINE = Dialect(
@@ -27,6 +30,7 @@ LINE = Dialect(
     greeting=GREETING,
     welcome_back=WELCOME_BACK,
     group_greeting=GROUP_GREETING,
+    text_only=TEXT_ONLY,
     # After 👎 or Reject, the user's next text (not a reply to a prompt) is the answer.
     comment_seconds=300.0,
     reason_seconds=5 * 60,

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from gateway.channels.line.cards import CardBubbles
 from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, LineClient, text_messages
 from gateway.channels.line.delivery import EventContext, LineOutbox
-from gateway.channels.line.dialect import ASK_WHAT_WENT_WRONG
+from gateway.channels.line.dialect import ASK_IN_GROUP, ASK_WHAT_WENT_WRONG
 from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
 from gateway.channels.text import split_text, utf16_len
 from gateway.conversation.review import MAX_CARDS_SHOWN
@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 ASK_REASON = (
     "Why reject proposal #{id} ({slug})? Send the reason in your next message, or tap Skip."
+)
+ASK_REASON_IN_GROUP = (
+    "Why reject proposal #{id} ({slug})? Mention me in your next message with the reason,"
+    " or tap Skip."
 )
 DIFF_TOO_LONG = (
     "… the rest of the diff is too long for chat: skillgate proposals show {id}"
@@ -99,13 +103,14 @@ class LineResponder:
         return None  # LINE cannot edit a sent message
 
     async def ask_comment(self, answer_id: int) -> str | None:
-        await self.notice(ASK_WHAT_WENT_WRONG)
+        await self.notice(ASK_IN_GROUP if self.chat.is_group else ASK_WHAT_WENT_WRONG)
         return None
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         action, _, value = self.bubbles.signer.data("skip", proposal.id).partition(":")
         skip = Button(label="Skip", action=action, value=value)
-        text = f"{decided}\n{ASK_REASON.format(id=proposal.id, slug=proposal.slug)}"
+        ask = ASK_REASON_IN_GROUP if self.chat.is_group else ASK_REASON
+        text = f"{decided}\n{ask.format(id=proposal.id, slug=proposal.slug)}"
         await self.notice(text, buttons=[skip])
         return None
 

@@ -17,19 +17,22 @@ import contextlib
 import hmac
 import json
 import logging
+import warnings
 from typing import Any, ClassVar
 
 from aiohttp import web
-from telegram import Bot, CallbackQuery, Update, User
+from telegram import Bot, CallbackQuery, User
 from telegram import Message as TgMessage
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
+from telegram.warnings import PTBUserWarning
 
 from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
 from gateway.channels.telegram.responder import TelegramResponder
+from gateway.channels.telegram.salvage import query_id, raw_message, read
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
 from gateway.channels.telegram.updates import (
     ALLOWED_UPDATES,
@@ -38,6 +41,7 @@ from gateway.channels.telegram.updates import (
     addressed,
     chat_key,
     command_of,
+    media_of,
     read_update,
     without_mention,
 )
@@ -209,14 +213,9 @@ class TelegramSession:
         delay = 1.0
         while True:
             try:
-                updates = await self.bot.get_updates(
-                    offset=offset,
-                    timeout=max(1, int(self.poll_timeout)),
-                    allowed_updates=list(ALLOWED_UPDATES),
-                )
-                for update in updates:
-                    await accept(self.ports.intake, update.to_dict())
-                    offset = update.update_id + 1
+                for update in await self._get_updates(offset):
+                    await accept(self.ports.intake, update)
+                    offset = update["update_id"] + 1
                 delay = 1.0
             except Exception as exc:  # the poller outlives any one failure
                 reason = (
@@ -228,20 +227,61 @@ class TelegramSession:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
 
+    async def _get_updates(self, offset: int | None) -> list[dict[str, Any]]:
+        """getUpdates as raw JSON, so one update PTB cannot model does not stall polling.
+
+        PTB's typed `get_updates` refuses the whole batch then, and would again on every try.
+        """
+        timeout = max(1, int(self.poll_timeout))
+        with warnings.catch_warnings():
+            # PTB suggests its typed method, which is the one that cannot be used here.
+            warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
+            result = await self.bot.do_api_request(
+                "getUpdates",
+                api_kwargs={
+                    "offset": offset,
+                    "timeout": timeout,
+                    "allowed_updates": list(ALLOWED_UPDATES),
+                },
+                read_timeout=timeout + 10,
+            )
+        if not isinstance(result, list):
+            raise ChannelError("getUpdates answered something that is not a list")
+        return [u for u in result if isinstance(u, dict) and _is_int(u.get("update_id"))]
+
     async def process(self, item: InboxItem) -> None:
-        """Handle one stored update: a button press or a message."""
-        try:
-            update = Update.de_json(json.loads(item.payload), self.bot)
-        except Exception as exc:  # retrying cannot make an unreadable update readable
-            log.warning("ignoring unreadable Telegram update %s: %r", item.update_id, exc)
+        """Handle one stored update: a button press or a message (an edit too)."""
+        raw = json.loads(item.payload)
+        update, problem = read(raw, self.bot)
+        query = update.callback_query if update is not None else None
+        if query is not None and query.from_user is None:  # PTB lets this through
+            update, problem = None, "a button press without its user"
+        if update is None:
+            self.conversation.unreadable(item.update_id, problem)
+            await self._answer_unreadable(raw)
             return
         try:
             if update.callback_query is not None:
                 await self._on_press(update.callback_query)
             elif update.message is not None:
-                await self._on_message(update.message, item)
+                await self._on_message(update.message, raw_message(raw) or {}, item)
+            elif update.edited_message is not None:
+                message = update.edited_message
+                await self._on_message(message, raw_message(raw) or {}, item, edited=True)
         except Undeliverable as exc:
             log.warning("%s; dropping update %s", exc, item.update_id)
+
+    async def _answer_unreadable(self, raw: dict[str, Any]) -> None:
+        """A press nobody can read still gets its answer, or the button keeps spinning."""
+        query = query_id(raw)
+        if query is None:
+            return
+        try:
+            await self.sender.call(
+                "answerCallbackQuery", lambda: self.bot.answer_callback_query(query, STALE)
+            )
+        except ChannelError as exc:
+            log.warning("could not answer an unreadable button press: %s", exc)
 
     async def _on_press(self, query: CallbackQuery) -> None:
         message = query.message
@@ -263,8 +303,13 @@ class TelegramSession:
         press = Press(chat=chat, data=query.data or "", message_id=str(message.message_id))
         await self.conversation.on_press(press, out)
 
-    async def _on_message(self, message: TgMessage, item: InboxItem) -> None:
+    async def _on_message(
+        self, message: TgMessage, raw: dict[str, Any], item: InboxItem, *, edited: bool = False
+    ) -> None:
         user, chat = message.from_user, message.chat
+        if user is None and chat.type == ChatType.PRIVATE:
+            # Some sources leave `from` out; in a 1:1 chat the chat is the user.
+            user = User(id=chat.id, first_name=chat.first_name or "", is_bot=False)
         if user is None or user.is_bot or chat.type == ChatType.CHANNEL:
             return
         is_group = chat.type != ChatType.PRIVATE
@@ -283,11 +328,16 @@ class TelegramSession:
         if command is not None and command not in KNOWN_COMMANDS and is_group:
             # A bare unknown command in a group may be another bot's.
             is_for_us = is_for_us and "@" in (text or "").split()[0]
+        words = text if text is not None else message.caption
+        media, details = media_of(raw)
         replied = message.reply_to_message
         decoded = Message(
             chat=ref,
-            text=without_mention(text, username) if text is not None else None,
-            attachment=message.effective_attachment is not None,
+            text=without_mention(words, username) if words is not None else None,
+            media=media,
+            details=details,
+            album=message.media_group_id,
+            edited=edited,
             message_id=str(message.message_id),
             user_name=user.first_name,
             command=command,
@@ -315,3 +365,7 @@ class TelegramSession:
             message=message,
             query=query,
         )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -22,7 +22,7 @@ REFUSAL = (
     "Sorry, this bot is private. If you should have access, ask its owner to add your"
     " Telegram user id: {user_id}"
 )
-TEXT_ONLY = "Sorry, I can only read text messages."
+TEXT_ONLY = "Sorry, I can only read text so far: send your question as a message or a caption."
 UNKNOWN = "I don't know /{command}. /help lists what I understand."
 
 TELEGRAM = Dialect(

@@ -20,6 +20,28 @@ MAX_UPDATE_BYTES = 1024 * 1024
 """Telegram's updates are a few KB; anything near this is not from Telegram."""
 
 _MESSAGE_KEYS = ("message", "edited_message", "channel_post", "edited_channel_post")
+_MEDIA = {
+    "venue": "location",
+    "location": "location",
+    "sticker": "sticker",
+    "photo": "photo",
+    "animation": "animation",
+    "video": "video",
+    "video_note": "video",
+    "voice": "voice",
+    "audio": "audio",
+    "document": "file",
+    "contact": "contact",
+    "poll": "poll",
+    "dice": "dice",
+    "game": "game",
+    "story": "story",
+    "paid_media": "paid media",
+    "invoice": "invoice",
+    "checklist": "checklist",
+}
+"""Message fields that hold something other than words, and what the gateway calls it
+(the first present wins: a venue also carries its location)."""
 
 
 async def read_bounded(request: web.Request, limit: int) -> bytes | None:
@@ -71,6 +93,30 @@ def chat_key(update: dict[str, Any]) -> str:
     return f"u:{update_id}"
 
 
+def media_of(raw: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+    """What a raw message holds besides words, and the words Telegram gives about it."""
+    for key, media in _MEDIA.items():
+        value = raw.get(key)
+        if value is None:
+            continue
+        details: tuple[Any, ...] = ()
+        if key == "venue" and isinstance(value, dict):
+            details = (value.get("title"), value.get("address"))
+        elif key == "location" and isinstance(value, dict):
+            details = (_coordinates(value),)
+        elif key == "sticker" and isinstance(value, dict):
+            details = (value.get("emoji"),)
+        return media, tuple(d for d in details if isinstance(d, str) and d)
+    return None, ()
+
+
+def _coordinates(location: dict[str, Any]) -> str | None:
+    lat, lon = location.get("latitude"), location.get("longitude")
+    if isinstance(lat, int | float) and isinstance(lon, int | float):
+        return f"{lat:.5f}, {lon:.5f}"
+    return None
+
+
 def addressed(message: Message, bot_id: int, username: str) -> bool:
     """Whether a group message is for the bot: it is mentioned, replied to or given a command."""
     username = username.lower()
@@ -79,7 +125,8 @@ def addressed(message: Message, bot_id: int, username: str) -> bool:
         MessageEntity.TEXT_MENTION,
         MessageEntity.BOT_COMMAND,
     ]
-    for entity, value in message.parse_entities(kinds).items():
+    found = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
+    for entity, value in found.items():
         # Usernames are case-insensitive on Telegram.
         if entity.type == MessageEntity.MENTION and value[1:].lower() == username:
             return True

@@ -1,0 +1,34 @@
+"""What the gateway makes of a message's content, for every channel alike.
+
+- Text, and a caption on media, is answered (media itself is not read yet).
+- A place (its title and address, else its coordinates) and a sticker (its text or
+  keywords, Telegram's emoji) are passed on as text.
+- Media with no usable words gets one short notice in a 1:1 chat, once per album (Telegram
+  media group, LINE image set); in a group only when the message is addressed to the bot.
+- An edited message is not answered again: the answer given stays, and the edit does not
+  count as a new message (it would answer the same question twice).
+"""
+
+from __future__ import annotations
+
+from gateway.conversation.models import Message
+
+AS_TEXT = {"location": "Shared a place", "sticker": "Sent a sticker"}
+"""Media whose platform details are passed on as text, with how the text starts."""
+ALBUM_META = "album:{channel}:{chat}"
+"""The last album of a chat that got the notice (items of one album arrive in a row)."""
+
+
+def words(message: Message) -> str | None:
+    """The text the model gets: the text or caption, else a place's or sticker's words."""
+    if message.text is not None and message.text.strip():
+        return message.text
+    label = AS_TEXT.get(message.media or "")
+    details = [d.strip() for d in message.details if d and d.strip()]
+    if label is None or not details:
+        return None
+    return f"[{label}: {', '.join(details)}]"
+
+
+def album_key(message: Message) -> str:
+    return ALBUM_META.format(channel=message.chat.channel, chat=message.chat.chat_id)
