@@ -12,6 +12,7 @@ import pytest
 from gateway.config import Settings
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
+from tests.line_support import LineRig, line_rig
 from tests.pg_support import drop_schema, fresh_schema, postgres_url
 
 __all__ = ["postgres_url"]  # a fixture, shared with every test module
@@ -83,3 +84,12 @@ async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
             yield pg
     finally:
         await drop_schema(name)
+
+
+@pytest.fixture
+async def line(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> AsyncIterator[LineRig]:
+    """The gateway with the LINE channel against the fake LINE API and model."""
+    async with line_rig(make_settings, fake_llm) as rig:
+        yield rig

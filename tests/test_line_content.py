@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from gateway.channels.line.dialect import ASK_IN_GROUP, LINE, TEXT_ONLY, THANKS_FOR_COMMENT
-from gateway.config import Settings
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
-from tests.fakes.openai_server import FakeOpenAI
-from tests.line_support import GROUP_ID, REPLY, LineRig, line_rig, quick_reply_data
+from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
 
 ANSWER = "Hello from the fake model."
-
-
-@pytest.fixture
-async def line(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
-) -> AsyncIterator[LineRig]:
-    async with line_rig(make_settings, fake_llm) as rig:
-        yield rig
 
 
 def media_event(

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
 
-import pytest
-
-from gateway.config import Settings
 from tests.fakes.line_api import USER_ID, postback_event, text_event
-from tests.fakes.openai_server import FakeOpenAI, Scripted
-from tests.line_support import GROUP_ID, REPLY, LineRig, line_rig, quick_reply_data
+from tests.fakes.openai_server import Scripted
+from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
 
 OTHER_USER = "U" + "2" * 32
-
-
-@pytest.fixture
-async def line(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
-) -> AsyncIterator[LineRig]:
-    async with line_rig(make_settings, fake_llm) as rig:
-        yield rig
 
 
 async def answered(line: LineRig, text: str = "question", **event: object) -> list[str]:

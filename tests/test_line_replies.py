@@ -6,7 +6,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -14,14 +14,6 @@ from gateway.config import Settings
 from tests.fakes.line_api import USER_ID, text_event, utf16_len
 from tests.fakes.openai_server import FakeOpenAI
 from tests.line_support import LOADING, PUSH, REPLY, LineRig, line_rig, quick_reply_data
-
-
-@pytest.fixture
-async def line(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
-) -> AsyncIterator[LineRig]:
-    async with line_rig(make_settings, fake_llm) as rig:
-        yield rig
 
 
 def squeeze(text: str) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-
-import pytest
+from collections.abc import Callable
 
 from gateway.channels.line.dialect import TEXT_ONLY
 from gateway.config import Settings
@@ -29,14 +27,6 @@ from tests.line_support import (
     line_rig,
     quick_reply_data,
 )
-
-
-@pytest.fixture
-async def line(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
-) -> AsyncIterator[LineRig]:
-    async with line_rig(make_settings, fake_llm) as rig:
-        yield rig
 
 
 async def test_a_signed_message_is_answered_by_reply_with_rating_quick_replies(
