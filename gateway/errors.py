@@ -15,8 +15,9 @@
      ├── ModelError             the LLM call failed
      │    ├── ModelNotConfigured
      │    └── ModelUnavailable  transient failures outlasted the retries
-     └── ChannelError           a platform API call failed
-          └── RateLimited       the platform asked us to slow down
+     ├── ChannelError           a platform API call failed
+     │    └── RateLimited       the platform asked us to slow down
+     └── ClaimLost              another replica took over the update being handled
 
 Library errors are translated into these at the edge (``raise ... from exc``),
 so callers never catch an SDK's exception type.
@@ -95,3 +96,7 @@ class RateLimited(ChannelError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ClaimLost(SkillgateError):
+    """This replica's claim on the update it handles is gone: it must not send for it."""

@@ -44,6 +44,7 @@ from gateway.channels.line.events import (
 from gateway.channels.line.responder import LineResponder
 from gateway.config import Settings
 from gateway.conversation.models import Audience, Greeting, Message, Press, Profile
+from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
@@ -168,6 +169,7 @@ class LineSession:
         self.outbox = outbox
         self.cards = LineCards(outbox, channel.bubbles, channel.settings.line_admin_ids)
         self.conversation = ports.conversation
+        self.ports = ports
 
     async def process(self, item: InboxItem) -> None:
         event = parse_event(json.loads(item.payload))
@@ -183,7 +185,7 @@ class LineSession:
             timestamp=event.timestamp / 1000,
             redelivery=bool(event.delivery_context.is_redelivery),
         )
-        out = LineResponder(
+        line_out = LineResponder(
             chat,
             context,
             self.outbox,
@@ -191,15 +193,14 @@ class LineSession:
             self.bubbles,
             loading_seconds=self.loading_seconds,
         )
+        out = self.ports.fenced(line_out, item)  # nothing is said once the claim is gone
         try:
             await self._dispatch(event, chat, item, out)
         except PushQuotaExhausted:
             # No retry can help before the quota resets; the outbox logged it, /healthz shows it.
             log.error("LINE event %s could not be answered: push quota exhausted", item.update_id)
 
-    async def _dispatch(
-        self, event: Event, chat: ChatRef, item: InboxItem, out: LineResponder
-    ) -> None:
+    async def _dispatch(self, event: Event, chat: ChatRef, item: InboxItem, out: Responder) -> None:
         conversation = self.conversation
         if isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent):
             await conversation.on_message(decode_text(event.message, chat, item), out)
