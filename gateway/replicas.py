@@ -97,6 +97,7 @@ class SharedInboxWorker(InboxWorker):
     def submit(self, item: InboxItem) -> None:
         """An update was stored here: claim it (or let another replica) without waiting."""
         if self._accepting:
+            self._idle.clear()  # until it is claimed and done, here or elsewhere
             self._wake.set()
 
     async def hold(self, item: InboxItem) -> None:
@@ -137,6 +138,8 @@ class SharedInboxWorker(InboxWorker):
                 self._inflight[item.id] = (item.claim, task)
             if items and len(items) == batch:
                 continue  # there may be more right away
+            if not self._inflight and not self._wake.is_set():
+                self._idle.set()  # nothing here, nor anything stored since the claim
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll)
 
