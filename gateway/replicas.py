@@ -59,7 +59,8 @@ class SharedInboxWorker(InboxWorker):
     paused VM) finds the update taken over. So every reply checks the claim first
     (`hold`, the channels' fenced responders), the bookkeeping is fenced by the claim
     number, and work whose claim a renewal finds gone is cancelled. Renewals run four
-    times a lease on a connection of their own, never queued behind busy handlers.
+    times a lease on a connection of their own (`@urgent`), never queued behind busy
+    handlers: a slow renewal is what let claims expire under load.
     """
 
     store: ReplicaQueries

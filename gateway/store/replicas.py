@@ -99,7 +99,7 @@ class ReplicaQueries(InboxQueries):
         )
         return sorted(int(r["id"]) for r in rows)
 
-    @urgent
+    @query  # a fence waiting for a connection delays a send; it never lets a wrong one out
     async def inbox_fence(
         self,
         c: Conn,
