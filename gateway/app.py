@@ -92,7 +92,12 @@ class Parts:
             synthesis=self.synthesizer,
             clock=self.clock,
         )
-        return Ports(intake=self.inbox, conversation=conversation, deliveries=self.store)
+        return Ports(
+            intake=self.inbox,
+            conversation=conversation,
+            deliveries=self.store,
+            claims=self.worker,
+        )
 
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")

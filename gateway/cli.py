@@ -7,6 +7,8 @@ import asyncio
 import getpass
 import json
 import logging
+import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -35,25 +37,58 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise SystemExit(2) from None
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound and listening; OSError when the address is taken or bad."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return socket.create_server(address, family=family, backlog=1024)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the HTTP server (webhooks, health, metrics, admin)."""
+    settings = _settings(args)
+    # Bind first, then hold the data dir, then start: a taken port or a data dir in use
+    # stops here with one line, before anything touches the database or the skills.
+    url = f"http://{args.host}:{args.port}"
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        # create_server adds the address to the text; the bare reason reads better.
+        why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or exc
+        print(f"skillgate: cannot listen on {url}: {why}", file=sys.stderr)
+        return 1
+    from gateway.datadir import lock_data_dir
+
+    try:
+        held = None if settings.shared_database else lock_data_dir(settings.data_dir)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        return _serve(args, settings, sock)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) -> int:
     from aiohttp import web
 
     from gateway.app import build_app
     from gateway.logs import setup_logging
 
-    settings = _settings(args)
     if args.polling:
         settings = settings.model_copy(update={"telegram_polling": True})
     log_format = args.log_format or settings.log_format
     setup_logging(settings.log_level, settings.secrets(), log_format)
+    port = sock.getsockname()[1]
     logging.getLogger("gateway").info(
-        "skillgate %s listening on http://%s:%s", __version__, args.host, args.port
+        "skillgate %s listening on http://%s:%s", __version__, args.host, port
     )
     web.run_app(
         build_app(settings, settle_after_start=True),
-        host=args.host,
-        port=args.port,
+        sock=sock,
         print=None,
         access_log=None,
         shutdown_timeout=settings.shutdown_timeout_seconds,

@@ -23,7 +23,7 @@ DISK_WARN_MB = 500
 def check_data_dir(settings: Settings) -> Check:
     path = settings.data_dir
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-"):
             pass
     except OSError as exc:
@@ -78,6 +78,20 @@ async def check_database(settings: Settings) -> Check:
         return Check("database", "fail", str(exc), fix)
     return Check(
         "database", "ok", f"{store.location} schema v{max(versions)}, {pending} update(s) pending"
+    )
+
+
+def check_server(settings: Settings) -> Check:
+    """With SQLite: which `skillgate serve` holds the data dir, if one does."""
+    from gateway.datadir import LOCK_FILE, lock_holder
+
+    holder = lock_holder(settings.data_dir)
+    if holder is None:
+        return Check("server", "ok", f"no skillgate serve holds {settings.data_dir.resolve()}")
+    return Check(
+        "server",
+        "ok",
+        f"{holder} serves this data dir (it holds {LOCK_FILE}); a second serve is refused",
     )
 
 
@@ -158,6 +172,8 @@ async def collect(settings: Settings) -> list[Check]:
         checks.append(await check_database(settings))
         if settings.shared_database:
             checks.append(await check_skills_volume(settings))
+        else:
+            checks.append(check_server(settings))
     checks.extend(await check_model(settings))
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):

@@ -18,8 +18,9 @@
      │    ├── ContextOverflow   the prompt does not fit the model's context window
      │    ├── ToolsUnsupported  the server or model refuses tool definitions
      │    └── JsonModeUnsupported  the server refuses the asked response_format
-     └── ChannelError           a platform API call failed
-          └── RateLimited       the platform asked us to slow down
+     ├── ChannelError           a platform API call failed
+     │    └── RateLimited       the platform asked us to slow down
+     └── ClaimLost              another replica took over the update being handled
 
 Library errors are translated into these at the edge (``raise ... from exc``),
 so callers never catch an SDK's exception type.
@@ -110,3 +111,7 @@ class RateLimited(ChannelError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ClaimLost(SkillgateError):
+    """This replica's claim on the update it handles is gone: it must not send for it."""

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from gateway.core.records import InboxItem
-from gateway.errors import StoreBusy, StoreError
+from gateway.errors import ClaimLost, StoreBusy, StoreError
 from gateway.store.inbox import InboxQueries
 
 log = logging.getLogger(__name__)
@@ -116,17 +116,32 @@ class InboxWorker:
             if not self._tasks:
                 self._idle.set()
 
+    async def hold(self, item: InboxItem) -> None:
+        """One process holds every update it stores: nothing can take one over."""
+
+    def _fence(self, item: InboxItem) -> int | None:
+        """The claim number the bookkeeping of `item` is fenced by (None: no claims here)."""
+        return None
+
     async def _process(self, item: InboxItem) -> None:
         handler = self.handlers.get(item.channel)
         if handler is None:
             return
         attempt = item.attempts
+        claim = self._fence(item)
         while True:
             try:
                 async with self._limit:
                     await handler(item)
             except asyncio.CancelledError:
                 raise
+            except ClaimLost:
+                log.warning(
+                    "%s update %s was taken over by another replica; stopped before sending",
+                    item.channel,
+                    item.update_id,
+                )
+                return
             except StoreBusy as exc:
                 # The database is locked by someone else: not this update's fault, so it
                 # costs no attempt; it waits as long as the lock lasts.
@@ -137,7 +152,10 @@ class InboxWorker:
                 continue
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                attempt = await self._persist(partial(self.store.inbox_failed, item.id, error))
+                failed = partial(self.store.inbox_failed, item.id, error, claim=claim)
+                attempt = await self._persist(failed)
+                if claim is not None and attempt == 0:
+                    return  # the claim is gone: the replica that holds it now retries
                 if attempt >= self.max_attempts:
                     log.error(
                         "giving up on %s update %s after %d attempts: %s",
@@ -147,7 +165,9 @@ class InboxWorker:
                         exc,
                     )
                     gave_up = f"gave up: {exc}"
-                    await self._persist(partial(self.store.inbox_done, item.id, error=gave_up))
+                    await self._persist(
+                        partial(self.store.inbox_done, item.id, error=gave_up, claim=claim)
+                    )
                     return
                 log.warning(
                     "%s update %s failed (attempt %d), retrying: %s",
@@ -158,7 +178,7 @@ class InboxWorker:
                 )
                 await asyncio.sleep(self.backoff(attempt))
                 continue
-            await self._persist(partial(self.store.inbox_done, item.id))
+            await self._persist(partial(self.store.inbox_done, item.id, claim=claim))
             return
 
     async def _persist(self, write: Callable[[], Awaitable[T]]) -> T:

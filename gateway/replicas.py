@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from gateway.core.records import InboxItem
-from gateway.errors import ConfigError, StoreError
+from gateway.errors import ClaimLost, ConfigError, StoreError
 from gateway.inbox import InboxWorker, finish
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
@@ -54,6 +54,13 @@ class SharedInboxWorker(InboxWorker):
     `submit` (an update this replica just stored) only wakes the claim loop; the loop
     also polls every `poll` seconds for updates stored by other replicas. Retries,
     backoff and giving up are the single-process worker's, unchanged.
+
+    A claim can be lost: a replica that stalls past its lease (an overloaded host, a
+    paused VM) finds the update taken over. So every reply checks the claim first
+    (`hold`, the channels' fenced responders), the bookkeeping is fenced by the claim
+    number, and work whose claim a renewal finds gone is cancelled. Renewals run four
+    times a lease on a connection of their own (`@urgent`), never queued behind busy
+    handlers: a slow renewal is what let claims expire under load.
     """
 
     store: ReplicaQueries
@@ -73,7 +80,8 @@ class SharedInboxWorker(InboxWorker):
         self.poll = poll
         self._capacity = concurrency
         self._wake = asyncio.Event()
-        self._inflight: dict[int, asyncio.Task[None]] = {}
+        self._inflight: dict[int, tuple[int, asyncio.Task[None]]] = {}
+        """Update id: the claim number it is worked on under, and the task doing it."""
         self._loops: list[asyncio.Task[None]] = []
 
     async def start(self) -> int:
@@ -90,7 +98,23 @@ class SharedInboxWorker(InboxWorker):
     def submit(self, item: InboxItem) -> None:
         """An update was stored here: claim it (or let another replica) without waiting."""
         if self._accepting:
+            self._idle.clear()  # until it is claimed and done, here or elsewhere
             self._wake.set()
+
+    async def hold(self, item: InboxItem) -> None:
+        """Before a reply for `item`: raise ClaimLost unless its claim still holds.
+
+        The database decides (a statement that also extends the lease); the local check
+        only saves that round trip for work already known to be lost.
+        """
+        working = self._inflight.get(item.id)
+        if working is None or working[0] != item.claim:
+            raise ClaimLost(f"update {item.id} is no longer claimed by this replica")
+        if not await self.store.inbox_fence(self.holder, item.id, item.claim, self.lease):
+            raise ClaimLost(f"update {item.id} was claimed by another replica")
+
+    def _fence(self, item: InboxItem) -> int | None:
+        return item.claim
 
     async def _claim_loop(self) -> None:
         while self._accepting:
@@ -106,11 +130,17 @@ class SharedInboxWorker(InboxWorker):
                     log.warning("claiming stored updates failed (%s); trying again", exc)
             for item in items:
                 self._idle.clear()
-                self._inflight[item.id] = asyncio.create_task(
+                stale = self._inflight.get(item.id)
+                if stale is not None:  # this replica lost it, then claimed it again
+                    stale[1].cancel()
+                task = asyncio.create_task(
                     self._work(item), name=f"inbox:{item.channel}:{item.chat_key}"
                 )
+                self._inflight[item.id] = (item.claim, task)
             if items and len(items) == batch:
                 continue  # there may be more right away
+            if not self._inflight and not self._wake.is_set():
+                self._idle.set()  # nothing here, nor anything stored since the claim
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll)
 
@@ -118,25 +148,53 @@ class SharedInboxWorker(InboxWorker):
         try:
             await self._process(item)
         finally:
-            self._inflight.pop(item.id, None)
+            working = self._inflight.get(item.id)
+            if working is not None and working[0] == item.claim:
+                del self._inflight[item.id]
             if not self._inflight:
                 self._idle.set()
             self._wake.set()  # the chat's next update may be claimable now
 
     async def _renew_loop(self) -> None:
+        every = self.lease / 4
         while True:
-            await asyncio.sleep(self.lease / 3)
-            ids = sorted(self._inflight)
-            if not ids:
-                continue
+            started = time.monotonic()
+            await asyncio.sleep(every)
+            late = time.monotonic() - started - every
+            if late > every:
+                log.warning(
+                    "the event loop stalled for %.1f s; checking the inbox claims", late + every
+                )
             try:
-                kept = set(await self.store.inbox_renew(self.holder, ids, self.lease))
+                await self.renew()
             except StoreError as exc:
                 log.warning("renewing inbox claims failed (%s); trying again", exc)
+
+    async def renew(self) -> list[int]:
+        """Extend the leases of the work in flight; cancel the work whose claim is gone.
+
+        Returns the ids of the updates whose work was cancelled.
+        """
+        claims = sorted((item_id, claim) for item_id, (claim, _) in self._inflight.items())
+        if not claims:
+            return []
+        kept = set(await self.store.inbox_renew(self.holder, claims, self.lease))
+        lost = []
+        for item_id, claim in claims:
+            working = self._inflight.get(item_id)
+            if item_id in kept or working is None or working[0] != claim:
+                continue  # renewed, or finished (or claimed anew) meanwhile
+            if working[1].done():
                 continue
-            lost = [i for i in ids if i not in kept and i in self._inflight]
-            if lost:
-                log.warning("lost the claim on update(s) %s: another replica may answer them", lost)
+            working[1].cancel()
+            lost.append(item_id)
+        if lost:
+            log.warning(
+                "lost the claim on update(s) %s (another replica took them over):"
+                " stopped working on them",
+                lost,
+            )
+        return lost
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop claiming, let answers in flight finish within `timeout`, give back the rest."""
@@ -151,7 +209,7 @@ class SharedInboxWorker(InboxWorker):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
             self._pruner = None
-        unfinished = await finish(list(self._inflight.values()), timeout)
+        unfinished = await finish([task for _, task in self._inflight.values()], timeout)
         if unfinished:
             log.warning(
                 "stopped with %d update(s) unfinished; another replica takes them", unfinished

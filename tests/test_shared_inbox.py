@@ -81,3 +81,87 @@ async def test_a_clean_stop_hands_unfinished_work_over_at_once(postgres_url: str
         await asyncio.wait_for(answered.wait(), 5)  # long before the 60 s lease
         await workers[1].stop(1)
     assert handled == [["u1"], ["u1"]]
+
+
+async def expire_leases(store: PostgresStore) -> None:
+    """What a replica stalled past its lease looks like to the others."""
+    async with store.connection() as conn:
+        await conn.execute("update inbox set lease_until = 0 where processed_at is null")
+
+
+async def test_a_replica_that_lost_its_claim_never_sends(postgres_url: str) -> None:
+    """Stalled past the lease, taken over: the first replica's late reply is not sent."""
+    sent: list[str] = []
+    async with two_workers(postgres_url, lease=60.0) as (store, workers, handled):
+        go = asyncio.Event()
+
+        async def stalled(item: InboxItem) -> None:
+            handled[0].append(item.update_id)
+            await go.wait()  # the stall
+            await workers[0].hold(item)  # what a fenced reply does before sending
+            sent.append("r0")
+
+        async def other(item: InboxItem) -> None:
+            handled[1].append(item.update_id)
+            await workers[1].hold(item)
+            sent.append("r1")
+
+        workers[0].handlers["telegram"] = stalled
+        workers[1].handlers["telegram"] = other
+        await workers[0].start()
+        item = await store.inbox_add("telegram", "u1", "chat", "{}")
+        assert item is not None
+        workers[0].submit(item)
+        while not handled[0]:
+            await asyncio.sleep(0.01)
+        await expire_leases(store)
+        await workers[1].start()
+        while not handled[1]:
+            await asyncio.sleep(0.01)
+        await workers[1].wait_idle(5)
+        go.set()  # the stalled replica wakes up and tries to answer
+        await workers[0].wait_idle(5)
+        assert await store.inbox_pending_count() == 0
+        for worker in workers:
+            await worker.stop(1)
+    assert sent == ["r1"]
+    assert handled == [["u1"], ["u1"]]
+
+
+async def test_work_whose_claim_is_gone_is_cancelled_at_the_next_renewal(
+    postgres_url: str,
+) -> None:
+    cancelled = asyncio.Event()
+    async with two_workers(postgres_url, lease=60.0) as (store, workers, handled):
+
+        async def thinking(item: InboxItem) -> None:
+            handled[0].append(item.update_id)
+            try:
+                await asyncio.Event().wait()  # a model call that takes its time
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        async def other(item: InboxItem) -> None:
+            handled[1].append(item.update_id)
+
+        workers[0].handlers["telegram"] = thinking
+        workers[1].handlers["telegram"] = other
+        await workers[0].start()
+        item = await store.inbox_add("telegram", "u1", "chat", "{}")
+        assert item is not None
+        workers[0].submit(item)
+        while not handled[0]:
+            await asyncio.sleep(0.01)
+        await expire_leases(store)
+        await workers[1].start()
+        while not handled[1]:
+            await asyncio.sleep(0.01)
+        await workers[1].wait_idle(5)
+        assert await workers[0].renew() == [item.id]
+        await asyncio.wait_for(cancelled.wait(), 5)
+        await workers[0].wait_idle(5)
+        assert await store.inbox_pending_count() == 0
+        for worker in workers:
+            await worker.stop(1)
+    assert handled == [["u1"], ["u1"]]

@@ -58,13 +58,45 @@ async def test_a_claim_takes_only_the_head_of_each_chat(any_store: Store) -> Non
 
 async def test_an_expired_lease_is_taken_over_and_renewal_keeps_it(any_store: Store) -> None:
     (a1, b1) = await _stored(any_store, "a", "b")
-    await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=10, now=100)
-    assert await any_store.inbox_renew("r1", [a1], 10, now=105) == [a1]  # a1 until 115
+    first = await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=10, now=100)
+    claims = [(i.id, i.claim) for i in first]
+    assert await any_store.inbox_renew("r1", claims[:1], 10, now=105) == [a1]  # a1 until 115
     got = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=10, now=111)
     assert [i.id for i in got] == [b1]  # r1's lease on b1 ran out at 110
-    assert await any_store.inbox_renew("r1", [a1, b1], 10, now=112) == [a1]  # b1 is lost
+    assert await any_store.inbox_renew("r1", claims, 10, now=112) == [a1]  # b1 is lost
     await any_store.inbox_done(a1)
-    assert await any_store.inbox_renew("r1", [a1], 10, now=113) == []
+    assert await any_store.inbox_renew("r1", claims[:1], 10, now=113) == []
+
+
+async def test_a_send_is_fenced_by_the_claim_it_was_made_under(any_store: Store) -> None:
+    (a1,) = await _stored(any_store, "a")
+    (mine,) = await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=1, now=100)
+    assert mine.claim == 1
+    # The fence holds while the claim does, and extends the lease: nobody takes it at 112.
+    assert await any_store.inbox_fence("r1", a1, mine.claim, 10, now=105)
+    assert await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1, now=112) == []
+    # r1 stalls past the lease; r2 takes the update over, with the next claim number.
+    (theirs,) = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1, now=116)
+    assert theirs.claim == 2
+    assert not await any_store.inbox_fence("r1", a1, mine.claim, 10, now=117)
+    assert await any_store.inbox_fence("r2", a1, theirs.claim, 10, now=117)
+    # The stalled replica's bookkeeping no longer counts either.
+    assert await any_store.inbox_failed(a1, "late", claim=mine.claim) == 0
+    assert not await any_store.inbox_done(a1, claim=mine.claim)
+    assert [i.id for i in await any_store.inbox_pending()] == [a1]
+    assert await any_store.inbox_done(a1, claim=theirs.claim)
+    assert not await any_store.inbox_fence("r2", a1, theirs.claim, 10, now=118)  # done
+
+
+async def test_a_claim_lost_and_taken_again_by_the_same_replica_is_a_new_claim(
+    any_store: Store,
+) -> None:
+    (a1,) = await _stored(any_store, "a")
+    (old,) = await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=1, now=100)
+    (new,) = await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=1, now=111)
+    assert not await any_store.inbox_fence("r1", a1, old.claim, 10, now=112)
+    assert await any_store.inbox_renew("r1", [(a1, old.claim)], 10, now=112) == []
+    assert await any_store.inbox_renew("r1", [(a1, new.claim)], 10, now=112) == [a1]
 
 
 async def test_released_claims_are_free_at_once(any_store: Store) -> None:

@@ -18,7 +18,9 @@ from typing import Any, ClassVar, Protocol
 from aiohttp import web
 
 from gateway.conversation.dispatch import Conversation
+from gateway.conversation.fence import Claims, FencedResponder
 from gateway.conversation.models import Profile
+from gateway.conversation.ports import Responder
 from gateway.core.records import InboxItem
 from gateway.review.cards import CardTransport
 
@@ -84,11 +86,17 @@ class DeliveryLog(Protocol):
 
 @dataclass(frozen=True)
 class Ports:
-    """What a running channel uses: the inbox, its conversation, its delivery records."""
+    """What a running channel uses: the inbox, its conversation, its delivery records, and
+    the inbox's claims, which every reply made for a stored update is fenced by."""
 
     intake: Intake
     conversation: Conversation
     deliveries: DeliveryLog
+    claims: Claims
+
+    def fenced(self, out: Responder, item: InboxItem) -> Responder:
+        """`out`, saying nothing more once this process no longer holds `item`'s claim."""
+        return FencedResponder(out, self.claims, item)
 
 
 class Channel(ABC):

@@ -19,6 +19,8 @@ class InboxItem(BaseModel):
     attempts: int = 0
     processed_at: float | None = None
     last_error: str | None = None
+    claim: int = 0
+    """How many times replicas claimed it; work is fenced by the number it was claimed with."""
 
 
 class SessionRecord(BaseModel):

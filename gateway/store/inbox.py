@@ -7,7 +7,10 @@ import time
 from gateway.core.records import InboxItem
 from gateway.store.sql import Conn, QueriesBase, query
 
-ITEM = "id, channel, update_id, chat_key, payload, received_at, processed_at, attempts, last_error"
+ITEM = (
+    "id, channel, update_id, chat_key, payload, received_at, processed_at, attempts, last_error,"
+    " claim"
+)
 """The columns of an InboxItem."""
 
 
@@ -45,24 +48,38 @@ class InboxQueries(QueriesBase):
         return [InboxItem.model_validate(r) for r in rows]
 
     @query
-    async def inbox_done(self, c: Conn, item_id: int, *, error: str | None = None) -> None:
-        """Mark an update processed (with the error that ended it, if any)."""
-        await c.execute(
-            "update inbox set processed_at = ?, last_error = coalesce(?, last_error),"
-            " claimed_by = null, lease_until = null where id = ?",
-            time.time(),
-            error,
-            item_id,
+    async def inbox_done(
+        self, c: Conn, item_id: int, *, error: str | None = None, claim: int | None = None
+    ) -> bool:
+        """Mark an update processed (with the error that ended it, if any).
+
+        With `claim` (replicas), only while that claim holds; False when it did not.
+        """
+        fenced = "" if claim is None else " and claim = ?"
+        return (
+            await c.execute(
+                "update inbox set processed_at = ?, last_error = coalesce(?, last_error),"
+                f" claimed_by = null, lease_until = null where id = ?{fenced}",
+                time.time(),
+                error,
+                item_id,
+                *(() if claim is None else (claim,)),
+            )
+            == 1
         )
 
     @query
-    async def inbox_failed(self, c: Conn, item_id: int, error: str) -> int:
-        """Record a failed attempt; returns the attempts so far."""
+    async def inbox_failed(
+        self, c: Conn, item_id: int, error: str, *, claim: int | None = None
+    ) -> int:
+        """Record a failed attempt; returns the attempts so far (0: `claim` no longer holds)."""
+        fenced = "" if claim is None else " and claim = ?"
         attempts = await c.fetchval(
-            "update inbox set attempts = attempts + 1, last_error = ? where id = ?"
+            f"update inbox set attempts = attempts + 1, last_error = ? where id = ?{fenced}"
             " returning attempts",
             error[:2000],
             item_id,
+            *(() if claim is None else (claim,)),
         )
         return 0 if attempts is None else int(attempts)
 

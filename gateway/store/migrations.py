@@ -387,6 +387,13 @@ _INBOX_CLAIMS: list[Step] = [
     "create index inbox_chat_pending on inbox (chat_key, channel, id) where processed_at is null",
 ]
 
+_CLAIM_FENCE: list[Step] = [
+    # Counts the claims on an update: a replica's work is fenced by the number it claimed
+    # with, so work that lost its claim (even to the same replica) can no longer send.
+    "alter table inbox add column claim integer not null default 0",
+]
+
+
 # Skills switched off or on by hand (who, why, when), and what each synthesis run held back:
 # suppressed repeats with the proposal they matched, refused drafts with the rule they broke.
 _CONSOLE_ADMIN: list[Step] = [
@@ -447,6 +454,7 @@ MIGRATIONS: list[Migration] = [
         _SKILL_EFFECTS,
     ),
     (7, "inbox claims: which replica works on an update, and until when", _INBOX_CLAIMS),
+    (8, "inbox claim numbers: a send is fenced by the claim it was made under", _CLAIM_FENCE),
     (
         9,
         "the platform's id of each user message and comment, and when a message was unsent",

@@ -168,6 +168,8 @@ class PostgresStore(Store):
         self._max_size = max_size
         self._connect_timeout = connect_timeout
         self._pool: asyncpg.Pool | None = None
+        self._urgent: asyncpg.Pool | None = None
+        """Two connections for `@urgent` methods, apart from the handlers' pool."""
 
     @property
     def location(self) -> str:
@@ -188,6 +190,13 @@ class PostgresStore(Store):
             )
             async with self._pool.acquire() as conn:
                 await migrate(conn)
+            self._urgent = await asyncpg.create_pool(
+                self.url,
+                min_size=1,
+                max_size=2,
+                timeout=self._connect_timeout,
+                server_settings=settings,
+            )
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError, TimeoutError) as exc:
             await self.close()
             raise StoreError(
@@ -200,9 +209,10 @@ class PostgresStore(Store):
 
     async def close(self) -> None:
         """Wait for borrowed connections, then close the pool."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        for pool in (self._urgent, self._pool):
+            if pool is not None:
+                await pool.close()
+        self._pool = self._urgent = None
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -213,7 +223,11 @@ class PostgresStore(Store):
             async with self._pool.acquire() as conn:
                 yield conn
 
-    async def _run(self, work: Work[T], *, transaction: bool) -> T:
+    async def _run(self, work: Work[T], *, transaction: bool, urgent: bool = False) -> T:
+        if urgent and self._urgent is not None:
+            with database_errors():
+                async with self._urgent.acquire() as conn:
+                    return await work(PgConn(conn))
         async with self.connection() as conn:
             if transaction:
                 async with conn.transaction():

@@ -11,7 +11,7 @@ import time
 
 from gateway.core.records import InboxItem
 from gateway.store.inbox import ITEM, InboxQueries
-from gateway.store.sql import Conn, marks, query
+from gateway.store.sql import Conn, marks, query, urgent
 
 
 class ReplicaQueries(InboxQueries):
@@ -36,14 +36,15 @@ class ReplicaQueries(InboxQueries):
         taken over once its lease expires. On PostgreSQL `for update skip locked` lets
         replicas claim at the same moment without waiting on each other; a row another
         replica claimed meanwhile is checked again on its new version (its lease now
-        runs), so no row is claimed twice.
+        runs), so no row is claimed twice. Each claim counts up the row's `claim`: the
+        number the work is fenced by (`inbox_fence`).
         """
         at = time.time() if now is None else now
         if limit <= 0 or not channels:
             return []
         rows = await c.fetch(
             f"""
-            update inbox set claimed_by = ?, lease_until = ?
+            update inbox set claimed_by = ?, lease_until = ?, claim = claim + 1
             where id in (
                 select i.id from inbox i
                 where i.processed_at is null
@@ -71,22 +72,59 @@ class ReplicaQueries(InboxQueries):
         )
         return sorted((InboxItem.model_validate(r) for r in rows), key=lambda item: item.id)
 
-    @query
+    @urgent
     async def inbox_renew(
-        self, c: Conn, holder: str, item_ids: list[int], lease: float, now: float | None = None
+        self,
+        c: Conn,
+        holder: str,
+        claims: list[tuple[int, int]],
+        lease: float,
+        now: float | None = None,
     ) -> list[int]:
-        """Extend `holder`'s leases; returns the ids it still holds."""
+        """Extend `holder`'s leases on (update id, claim number) pairs; returns the ids kept.
+
+        An update claimed again since (by another replica, or by this one after its lease
+        ran out) has another claim number: the work of the old claim is not renewed.
+        """
         at = time.time() if now is None else now
-        if not item_ids:
+        if not claims:
             return []
+        which = " or ".join("(id = ? and claim = ?)" for _ in claims)
         rows = await c.fetch(
-            f"update inbox set lease_until = ? where claimed_by = ? and id in ({marks(item_ids)})"
-            " and processed_at is null returning id",
+            f"update inbox set lease_until = ? where claimed_by = ? and processed_at is null"
+            f" and ({which}) returning id",
             at + lease,
             holder,
-            *item_ids,
+            *(value for pair in claims for value in pair),
         )
         return sorted(int(r["id"]) for r in rows)
+
+    @query  # a fence waiting for a connection delays a send; it never lets a wrong one out
+    async def inbox_fence(
+        self,
+        c: Conn,
+        holder: str,
+        item_id: int,
+        claim: int,
+        lease: float,
+        now: float | None = None,
+    ) -> bool:
+        """Before a send: True when `holder` still holds claim `claim` on the update.
+
+        The check extends the lease in the same statement, so the send that follows has a
+        whole lease before anyone may take the update over. A claim taken over is another
+        number (the row's lock orders the two updates), so it fails here for good.
+        """
+        at = time.time() if now is None else now
+        kept = await c.execute(
+            "update inbox set lease_until = ? where id = ? and claimed_by = ? and claim = ?"
+            " and processed_at is null",
+            at + lease,
+            item_id,
+            holder,
+            claim,
+        )
+        return kept == 1
 
     @query
     async def inbox_release(self, c: Conn, holder: str) -> int:

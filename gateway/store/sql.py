@@ -2,7 +2,9 @@
 
 Each store method exists once. It is an `async def` taking a `Conn` after `self`,
 decorated with `@query` (one unit of work on one connection) or `@transaction` (the
-same, inside one transaction). The decorator hides the connection from callers:
+same, inside one transaction); `@urgent` is a `@query` that must not queue behind the
+others (a replica keeping its inbox claims alive while its handlers fill the pool).
+The decorator hides the connection from callers:
 
     @query
     async def get_session(self, c: Conn, session_id: int) -> SessionRecord | None:
@@ -98,7 +100,9 @@ Work = Callable[[Conn], Coroutine[Any, Any, T]]
 class QueriesBase:
     """What the query mixins rely on: a backend that runs one unit of work."""
 
-    async def _run(self, work: Work[T], *, transaction: bool) -> T:  # pragma: no cover
+    async def _run(
+        self, work: Work[T], *, transaction: bool, urgent: bool = False
+    ) -> T:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -116,12 +120,28 @@ def transaction(
     return _unit(method, transaction=True)
 
 
+def urgent(
+    method: Callable[Concatenate[Q, Conn, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[Q, P], Coroutine[Any, Any, T]]:
+    """A `@query` on a connection of its own where the backend has several: it never waits
+    for one that busy handlers hold (claims would expire while the pool is full)."""
+    return _unit(method, transaction=False, urgent=True)
+
+
 def _unit(
-    method: Callable[Concatenate[Q, Conn, P], Coroutine[Any, Any, T]], *, transaction: bool
+    method: Callable[Concatenate[Q, Conn, P], Coroutine[Any, Any, T]],
+    *,
+    transaction: bool,
+    urgent: bool = False,
 ) -> Callable[Concatenate[Q, P], Coroutine[Any, Any, T]]:
     @functools.wraps(method)
     async def run(self: Q, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._run(lambda c: method(self, c, *args, **kwargs), transaction=transaction)
+        def work(c: Conn) -> Coroutine[Any, Any, T]:
+            return method(self, c, *args, **kwargs)
+
+        if urgent:
+            return await self._run(work, transaction=transaction, urgent=True)
+        return await self._run(work, transaction=transaction)
 
     return run
 

@@ -133,7 +133,7 @@ class SqliteStore(Store):
                 f"SQLite {sqlite3.sqlite_version} is too old: Skillgate needs"
                 f" {'.'.join(map(str, MIN_VERSION))} or newer"
             )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # conversations
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         loop = asyncio.get_running_loop()
         try:
@@ -179,7 +179,8 @@ class SqliteStore(Store):
         """Run `fn(db)` on the store thread: raw sqlite-utils access (backups, tests)."""
         return await self._on_thread(lambda conn: fn(conn.db))
 
-    async def _run(self, work: Work[T], *, transaction: bool) -> T:
+    async def _run(self, work: Work[T], *, transaction: bool, urgent: bool = False) -> T:
+        # `urgent` changes nothing here: one thread, and one process owns the file.
         if transaction:
 
             def unit(conn: SqliteConn) -> T:

@@ -224,19 +224,28 @@ class LineDriver:
 
 @asynccontextmanager
 async def running(
-    name: str, make_settings: MakeSettings, llm: FakeOpenAI, *, only_other: bool = False
+    name: str,
+    make_settings: MakeSettings,
+    llm: FakeOpenAI,
+    *,
+    only_other: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[Driver]:
     """The gateway with the named channel only, driven through its platform's fake.
 
-    `only_other` sets the allowlist to the other user alone.
+    `only_other` sets the allowlist to the other user alone; `settings` are added.
     """
     if name == "telegram":
         allowed = [int(TelegramDriver.other)] if only_other else []
-        async with telegram_gateway(make_settings, llm, telegram_allowed_user_ids=allowed) as gw:
+        async with telegram_gateway(
+            make_settings, llm, telegram_allowed_user_ids=allowed, **settings
+        ) as gw:
             yield TelegramDriver(gw)
     else:
         allowed_ids = [LineDriver.other] if only_other else []
-        async with line_rig(make_settings, llm, line_allowed_user_ids=allowed_ids) as rig:
+        async with line_rig(
+            make_settings, llm, line_allowed_user_ids=allowed_ids, **settings
+        ) as rig:
             yield LineDriver(rig)
 
 

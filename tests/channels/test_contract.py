@@ -7,6 +7,7 @@ adding a driver to tests/channels/drivers.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -14,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config import Settings
 from gateway.conversation.review import NOT_ALLOWED
+from gateway.store.postgres import PostgresStore
 from tests.channels.drivers import DRIVERS, Driver, running
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -159,3 +161,26 @@ async def test_review_commands_from_someone_who_is_no_admin_change_nothing(
         assert chat.texts()[-1] == NOT_ALLOWED
     assert fake_llm.requests == []
     assert await chat.parts.store.list_runs(5) == []
+
+
+@pytest.mark.parametrize("name", DRIVERS)
+async def test_a_replica_whose_claim_was_taken_over_sends_nothing(
+    name: str, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, postgres_url: str
+) -> None:
+    """Stalled while the model answered, the update taken over meanwhile: not a word."""
+    async with running(name, make_settings, fake_llm, database_url=postgres_url) as chat:
+        fake_llm.reply("Late answer.")
+        fake_llm.pause()
+        saying = asyncio.create_task(chat.say("hello"))
+        await fake_llm.wait_for_requests(1)
+        store = chat.parts.store
+        assert isinstance(store, PostgresStore)
+        async with store.connection() as conn:  # what another replica's claim does
+            await conn.execute(
+                "update inbox set claimed_by = 'another-replica', claim = claim + 1,"
+                " lease_until = extract(epoch from now()) + 600 where processed_at is null"
+            )
+        fake_llm.resume()
+        await saying
+        assert chat.texts() == []
+        assert await store.inbox_pending_count() == 1  # the other replica's to answer

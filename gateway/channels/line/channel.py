@@ -40,6 +40,7 @@ from gateway.channels.line.events import (
 from gateway.channels.line.responder import LineResponder
 from gateway.config import Settings
 from gateway.conversation.models import Audience, Greeting, Message, Press, Profile
+from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
@@ -166,6 +167,7 @@ class LineSession:
         self.outbox = outbox
         self.cards = LineCards(outbox, channel.bubbles, channel.settings.line_admin_ids)
         self.conversation = ports.conversation
+        self.ports = ports
 
     async def process(self, item: InboxItem) -> None:
         event = read_event(json.loads(item.payload), item.update_id)
@@ -184,7 +186,7 @@ class LineSession:
             timestamp=event.timestamp,
             redelivery=event.redelivery,
         )
-        out = LineResponder(
+        line_out = LineResponder(
             chat,
             context,
             self.outbox,
@@ -192,6 +194,7 @@ class LineSession:
             self.bubbles,
             loading_seconds=self.loading_seconds,
         )
+        out = self.ports.fenced(line_out, item)  # nothing is said once the claim is gone
         try:
             await self._dispatch(event, chat, item, out)
         except PushQuotaExhausted:
@@ -199,7 +202,7 @@ class LineSession:
             log.error("LINE event %s could not be answered: push quota exhausted", item.update_id)
 
     async def _dispatch(
-        self, event: LineEvent, chat: ChatRef, item: InboxItem, out: LineResponder
+        self, event: LineEvent, chat: ChatRef, item: InboxItem, out: Responder
     ) -> None:
         conversation = self.conversation
         if event.type in ("message", "messageEdited"):

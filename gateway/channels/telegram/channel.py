@@ -49,6 +49,7 @@ from gateway.config import Settings
 from gateway.conversation.dispatch import KNOWN_COMMANDS
 from gateway.conversation.feedback import STALE
 from gateway.conversation.models import Audience, Message, Press, Profile
+from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
@@ -262,7 +263,7 @@ class TelegramSession:
             return
         try:
             if update.callback_query is not None:
-                await self._on_press(update.callback_query)
+                await self._on_press(update.callback_query, item)
             elif update.message is not None:
                 await self._on_message(update.message, raw_message(raw) or {}, item)
             elif update.edited_message is not None:
@@ -283,12 +284,13 @@ class TelegramSession:
         except ChannelError as exc:
             log.warning("could not answer an unreadable button press: %s", exc)
 
-    async def _on_press(self, query: CallbackQuery) -> None:
+    async def _on_press(self, query: CallbackQuery, item: InboxItem) -> None:
         message = query.message
         user = query.from_user
         if not isinstance(message, TgMessage):  # too old for Telegram to say which
             chat = ChatRef(channel=TelegramChannel.name, chat_id=str(user.id))
-            await self._responder(chat, user=query.from_user, query=query).acknowledge(STALE)
+            out = self._responder(item, chat, user=query.from_user, query=query)
+            await out.acknowledge(STALE)
             return
         is_group = message.chat.type != ChatType.PRIVATE
         topic = message.message_thread_id if message.is_topic_message else None
@@ -299,7 +301,7 @@ class TelegramSession:
             thread_id=str(topic) if topic else None,
             is_group=is_group,
         )
-        out = self._responder(chat, user=user, message=message, query=query)
+        out = self._responder(item, chat, user=user, message=message, query=query)
         press = Press(chat=chat, data=query.data or "", message_id=str(message.message_id))
         await self.conversation.on_press(press, out)
 
@@ -345,18 +347,20 @@ class TelegramSession:
             replying_to=str(replied.message_id) if replied is not None else None,
             inbox_id=item.id,
         )
-        out = self._responder(ref, user=user, message=message)
+        out = self._responder(item, ref, user=user, message=message)
         await self.conversation.on_message(decoded, out)
 
     def _responder(
         self,
+        item: InboxItem,
         chat: ChatRef,
         *,
         user: User,
         message: TgMessage | None = None,
         query: CallbackQuery | None = None,
-    ) -> TelegramResponder:
-        return TelegramResponder(
+    ) -> Responder:
+        """Replies for the update `item`, fenced by its inbox claim."""
+        out = TelegramResponder(
             chat,
             self.sender,
             self.cards,
@@ -365,6 +369,7 @@ class TelegramSession:
             message=message,
             query=query,
         )
+        return self.ports.fenced(out, item)
 
 
 def _is_int(value: Any) -> bool:
