@@ -33,7 +33,7 @@ from gateway.skills.ports import SynthesisStore
 from gateway.skills.proposals import Proposal, RunDropped, RunRecord, parse_answer
 from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
-from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
+from gateway.skills.screening import Dropped, ScreenContext, load_live, safe_label, screen
 from gateway.skills.synthesis_prompt import build_messages
 
 log = logging.getLogger(__name__)
@@ -268,7 +268,8 @@ class Synthesizer:
         for draft in drafts:
             if _drafted(summary) >= cfg.max_proposals:
                 reason = f"over the limit of {cfg.max_proposals} proposals per run"
-                summary.refused.append(DroppedBrief(name=draft.name[:80], reason=reason))
+                label = safe_label(draft.name, cfg.secrets)
+                summary.refused.append(DroppedBrief(name=label, reason=reason))
                 continue
             result = screen(draft, ctx)
             if isinstance(result, Dropped):
