@@ -15,7 +15,8 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -25,6 +26,8 @@ COOKIE_PATH = "/admin"
 SESSION_SECONDS = 12 * 3600
 CSRF_FIELD = "csrf"
 _VERSION = "v1"
+SIGN_IN_SECONDS = 0.25
+"""Every sign-in attempt, right or wrong, is answered this long after it arrived."""
 
 
 def _b64(data: bytes) -> str:
@@ -161,3 +164,55 @@ def safe_next(value: str | None) -> str:
     ):
         return "/admin/"
     return value
+
+
+class SignInLimiter:
+    """Sign-in attempts admitted per client address and overall, in a sliding window.
+
+    Checked before any token is compared, so a guess over the limit learns nothing,
+    and nothing waits in a queue: an attempt is admitted at once or refused at once.
+    """
+
+    def __init__(
+        self,
+        per_client: int = 10,
+        overall: int = 30,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_clients: int = 10_000,
+    ) -> None:
+        self.per_client = per_client
+        self.overall = overall
+        self.window = window
+        self.clock = clock
+        self.max_clients = max_clients
+        self._all: deque[float] = deque()
+        self._by_client: dict[str, deque[float]] = {}
+
+    def admit(self, client: str) -> float:
+        """0 when this attempt may go on (and counts); else the seconds until one may."""
+        now = self.clock()
+        horizon = now - self.window
+        while self._all and self._all[0] <= horizon:
+            self._all.popleft()
+        mine = self._by_client.get(client)
+        if mine is not None:
+            while mine and mine[0] <= horizon:
+                mine.popleft()
+        if mine is not None and len(mine) >= self.per_client:
+            return mine[0] - horizon
+        if len(self._all) >= self.overall:
+            return self._all[0] - horizon
+        if mine is None:
+            if len(self._by_client) >= self.max_clients:
+                self._forget_idle(horizon)
+            mine = self._by_client.setdefault(client, deque())
+        mine.append(now)
+        self._all.append(now)
+        return 0.0
+
+    def _forget_idle(self, horizon: float) -> None:
+        for name in [n for n, q in self._by_client.items() if not q or q[-1] <= horizon]:
+            del self._by_client[name]
+        while len(self._by_client) >= self.max_clients:  # all busy: the oldest goes
+            del self._by_client[next(iter(self._by_client))]

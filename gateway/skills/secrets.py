@@ -82,7 +82,12 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("a Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}")),
     # No \b before the digits: in a Bot API URL the token follows "/bot".
     ("a Telegram bot token", re.compile(r"(?<!\d)\d{6,}:[A-Za-z0-9_-]{30,}")),
-    ("a URL with a password", re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,200}:[^\s/@]{1,200}@[^\s/]")),
+    (
+        "a URL with a password",
+        re.compile(
+            r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,200}:[^\s/@]{1,200}@[^\s/]"
+        ),
+    ),
     (
         "an Authorization header",
         re.compile(r"(?i)\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{16,}"),
