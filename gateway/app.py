@@ -41,6 +41,7 @@ from gateway.replicas import (
 )
 from gateway.review.cards import ReviewCards, start_cards
 from gateway.scheduler import SynthesisSchedule
+from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, settled
@@ -278,8 +279,10 @@ def build_app(
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
     """
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
+    # Webhooks check their credentials before they read the body, under the same deadline.
+    app[OWN_BODY] = frozenset(route.path for channel in chans for route in channel.routes())
     app[CHANNELS] = chans
     app[SETTINGS] = settings
     metrics = app[METRICS] = Metrics()

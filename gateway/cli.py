@@ -37,8 +37,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the HTTP server (webhooks, health, metrics, admin)."""
-    from aiohttp import web
-
+    from gateway import serving
     from gateway.app import build_app
     from gateway.logs import setup_logging
 
@@ -50,12 +49,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger("gateway").info(
         "skillgate %s listening on http://%s:%s", __version__, args.host, args.port
     )
-    web.run_app(
+    serving.run(
         build_app(settings, settle_after_start=True),
-        host=args.host,
-        port=args.port,
-        print=None,
-        access_log=None,
+        args.host,
+        args.port,
+        limits=serving.Limits(),
         shutdown_timeout=settings.shutdown_timeout_seconds,
     )
     return 0

@@ -81,7 +81,7 @@ def _decision(result: Decision) -> web.Response:
 
 async def reason_of(request: web.Request) -> str | None:
     """The optional reason from a JSON or form body; 400 when the body is malformed."""
-    if not request.can_read_body:
+    if not request.body_exists or not await request.read():
         return None
     if request.content_type == "application/json":
         try:

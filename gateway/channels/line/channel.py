@@ -43,6 +43,7 @@ from gateway.conversation.models import Audience, Greeting, Message, Press, Prof
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
+from gateway.serving import read_body
 from gateway.skills.card_buttons import CardSigner
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,8 @@ class LineChannel(Channel):
         signature = request.headers.get("X-Line-Signature", "")
         if not signature:
             return web.json_response({"error": "missing X-Line-Signature"}, status=401)
-        raw = await request.read()
-        if len(raw) > MAX_WEBHOOK_BYTES:
-            raise web.HTTPRequestEntityTooLarge(MAX_WEBHOOK_BYTES, len(raw))
+        # Read only now that a signature was sent, at most 1 MB and within the body deadline.
+        raw = await read_body(request, MAX_WEBHOOK_BYTES)
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from aiohttp import web
 from telegram import Message, MessageEntity
 
 from gateway.channels.base import storable
+from gateway.serving import body_seconds
 
 WEBHOOK_PATH = "/webhook/telegram"
 JSON = "application/json"
@@ -45,14 +47,18 @@ _MEDIA = {
 
 
 async def read_bounded(request: web.Request, limit: int) -> bytes | None:
-    """The request body, or None as soon as it is longer than `limit` bytes."""
+    """The request body, or None as soon as it is longer than `limit` bytes (408 if slow)."""
     if request.content_length is not None and request.content_length > limit:
         return None
     body = bytearray()
-    async for chunk in request.content.iter_chunked(64 * 1024):
-        body += chunk
-        if len(body) > limit:
-            return None
+    try:
+        async with asyncio.timeout(body_seconds(request)):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > limit:
+                    return None
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text="the body was not sent in time") from None
     return bytes(body)
 
 
