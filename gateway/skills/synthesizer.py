@@ -29,6 +29,7 @@ from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
+from gateway.skills.fence import new_tag
 from gateway.skills.ports import SynthesisStore
 from gateway.skills.proposals import Proposal, RunDropped, RunRecord, parse_answer
 from gateway.skills.retire import propose_retirements
@@ -151,7 +152,10 @@ class Synthesizer:
         try:
             await self._retirements(run, summary)
             async for batch in batches(
-                self.store, max_sessions=cfg.batch_sessions, max_tokens=cfg.batch_tokens
+                self.store,
+                max_sessions=cfg.batch_sessions,
+                max_tokens=cfg.batch_tokens,
+                tag=new_tag(),  # unguessable by chat text written before this pass
             ):
                 if _drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
