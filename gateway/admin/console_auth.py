@@ -67,7 +67,9 @@ def session_admin(
     key = keys.get(admin)
     if version != _VERSION or not expires.isdigit() or not nonce or key is None:
         return None
-    if not hmac.compare_digest(signature.encode(), _sign(key, payload).encode()):
+    if not hmac.compare_digest(
+        signature.encode("utf-8", "surrogatepass"), _sign(key, payload).encode()
+    ):
         return None
     return admin if int(expires) > (time.time() if now is None else now) else None
 
@@ -84,12 +86,14 @@ def csrf_token(key: bytes, session: str) -> str:
 
 def csrf_ok(key: bytes, session: str, given: str) -> bool:
     """Constant-time check of a submitted form token."""
-    return hmac.compare_digest(given.encode(), csrf_token(key, session).encode())
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), csrf_token(key, session).encode()
+    )
 
 
 def token_ok(given: str, admin_token: str) -> bool:
     """Constant-time comparison of a typed token with the configured one."""
-    return hmac.compare_digest(given.encode(), admin_token.encode())
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), admin_token.encode())
 
 
 def token_admin(given: str, admins: Mapping[str, str]) -> str | None:

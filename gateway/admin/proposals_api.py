@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from aiohttp import web
 
+from gateway import jsonlimits
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
-from gateway.admin.params import int_param
+from gateway.admin.params import int_param, positive
 from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
 from gateway.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
@@ -21,7 +21,6 @@ from gateway.skills.staging import iso
 log = logging.getLogger(__name__)
 
 MAX_REASON = 2000
-_MAX_ID = 2**63 - 1
 
 
 def _decider(request: web.Request) -> str:
@@ -59,10 +58,7 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
 
 
 def _id(request: web.Request) -> int | None:
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= _MAX_ID:
-        return None
-    return int(raw)
+    return positive(request.match_info["id"])
 
 
 def _decision(result: Decision) -> web.Response:
@@ -85,8 +81,8 @@ async def reason_of(request: web.Request) -> str | None:
         return None
     if request.content_type == "application/json":
         try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            data = jsonlimits.loads(await request.read())
+        except ValueError:  # not JSON, not UTF-8, or nested too deep
             raise web.HTTPBadRequest(text="body is not valid JSON") from None
         if data is None:
             return None
@@ -102,6 +98,13 @@ async def reason_of(request: web.Request) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_REASON:
         raise web.HTTPBadRequest(text=f"reason must be text of at most {MAX_REASON} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise web.HTTPBadRequest(
+                text="reason is not valid Unicode (a lone surrogate)"
+            ) from None
     return value
 
 

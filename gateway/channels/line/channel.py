@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 from linebot.v3.webhook import SignatureValidator
 
+from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
 from gateway.channels.line.cards import CardBubbles, LineCards
 from gateway.channels.line.client import LineClient, PushQuotaExhausted
@@ -130,7 +131,7 @@ class LineChannel(Channel):
         if request.content_type != JSON:
             return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         try:
-            payload = json.loads(body)
+            payload = jsonlimits.loads(body)
             events = payload["events"]
             if not isinstance(events, list):
                 raise TypeError("events is not a list")

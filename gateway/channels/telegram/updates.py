@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
 from aiohttp import web
 from telegram import Message, MessageEntity
 
+from gateway import jsonlimits
 from gateway.channels.base import storable
 from gateway.serving import body_seconds
 
@@ -68,9 +68,9 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
     if body is None:
         return None, 413, f"update larger than {MAX_UPDATE_BYTES} bytes"
     try:
-        update = json.loads(body)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
-        return None, 400, "body is not JSON"
+        update = jsonlimits.loads(body)
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        return None, 400, f"body is not JSON: {exc}"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
     if not storable(update):
