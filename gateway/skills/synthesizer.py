@@ -41,6 +41,34 @@ log = logging.getLogger(__name__)
 LOCK_NAME = "synthesis"
 
 
+_BOOT = uuid.uuid4().hex[:8]
+"""This process's start: a lock holder with our pid but another start is a dead predecessor."""
+INTERRUPTED = "interrupted: the process running this pass stopped before it finished"
+
+
+def holder_dead(holder: str) -> bool:
+    """True when a lock holder is a process on this machine that no longer runs.
+
+    A holder is `host:pid:start:pass`. Holders on other machines are never judged
+    (their lease still ends them); neither is a pid this user may not signal.
+    """
+    host, _, rest = holder.partition(":")
+    pid_text, _, rest = rest.partition(":")
+    start = rest.partition(":")[0] if rest.count(":") >= 1 else None
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return start is not None and start != _BOOT
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
+
+
 @dataclass(frozen=True)
 class SynthesisConfig:
     """The synthesizer's knobs, from Settings."""
@@ -129,10 +157,16 @@ class Synthesizer:
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
         # One holder per pass, so a second pass in this process is kept out too.
-        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        holder = f"{socket.gethostname()}:{os.getpid()}:{_BOOT}:{uuid.uuid4().hex[:12]}"
         lease = self.config.lease_seconds
         if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
-            return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+            current = await self.store.lock_holder(LOCK_NAME, self.clock())
+            if current is None or not holder_dead(current):
+                return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+            log.warning("the synthesis lock's holder %s is gone; taking the lock over", current)
+            await self.store.release_lock(LOCK_NAME, current)
+            if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
+                return RunSummary(status="busy", trigger=trigger, error="another pass is running")
         try:
             return await self._run(trigger, progress, holder)
         finally:
@@ -141,6 +175,9 @@ class Synthesizer:
     async def _run(self, trigger: str, progress: Progress | None, holder: str) -> RunSummary:
         cfg = self.config
         now = self.clock()
+        # We hold the lock, so a run still marked running belongs to a pass that died.
+        if stale := await self.store.fail_interrupted_runs(now, INTERRUPTED):
+            log.warning("%d synthesis run(s) were interrupted and are now marked failed", stale)
         await self.store.finish_idle_sessions(now, cfg.session_idle_seconds)
         run = RunRecord(
             id=await self.store.start_run(trigger, self.llm.model, now),
