@@ -138,12 +138,41 @@ async def test_the_form_token_belongs_to_one_session_and_sign_out_ends_it(
     assert resp.status == 403
 
     page = await (await client.get("/admin/skills")).text()
+    second = session_cookie(client)
     resp = await client.post("/admin/logout", data={"csrf": csrf_of(page)})
     assert resp.status == 200 and "You are signed out." in await resp.text()
     assert (await client.get("/admin/skills", allow_redirects=False)).status == 303
-    # Sign-out is per browser: the cookie is stateless, valid until it expires.
+    # Sign-out ends that session on the server too: a copy of its cookie opens nothing,
+    # and the sign-in page does not send it on as if it were signed in.
+    client.session.cookie_jar.clear()
+    stolen = {console_auth.COOKIE: second}
+    resp = await client.get("/admin/skills", cookies=stolen, allow_redirects=False)
+    assert resp.status == 303 and resp.headers["Location"].startswith("/admin/login")
+    resp = await client.get("/admin/login", cookies=stolen, allow_redirects=False)
+    assert resp.status == 200
+    # Another browser's session is its own, and goes on.
+    client.session.cookie_jar.clear()
     resp = await client.get("/admin/skills", cookies={console_auth.COOKIE: cookie})
     assert resp.status == 200
+
+
+async def test_405s_and_redirects_carry_the_framing_headers(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    await sign_in(client)
+    for method, path in (
+        ("GET", "/admin/logout"),
+        ("PUT", "/admin/skills"),
+        ("POST", "/healthz"),
+        ("GET", "/admin/proposals/1/approve"),
+    ):
+        resp = await client.request(method, path, allow_redirects=False)
+        assert resp.headers["X-Frame-Options"] == "DENY", (method, path, resp.status)
+        assert resp.headers["X-Content-Type-Options"] == "nosniff"
+        if path.startswith("/admin"):
+            assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+    assert (await client.get("/admin/logout", allow_redirects=False)).status == 405
 
 
 async def test_the_console_is_off_without_an_admin_token(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,14 @@ def admin_keys(request: web.Request) -> dict[str, bytes]:
     return {name: auth.console_key(token) for name, token in admins.items()}
 
 
-def signed_in(request: web.Request) -> str | None:
-    """The admin whose valid session cookie came with the request, or None."""
-    return auth.session_admin(admin_keys(request), request.cookies.get(auth.COOKIE))
+async def signed_in(request: web.Request) -> str | None:
+    """The admin whose valid, not signed-out session cookie came with the request, or None."""
+    session = request.cookies.get(auth.COOKIE)
+    admin = auth.session_admin(admin_keys(request), session)
+    if admin is None or session is None:
+        return None
+    nonce, _ = auth.session_nonce(session)
+    return None if await request.config_dict[STORE].signed_out(nonce) else admin
 
 
 def decider(request: web.Request) -> str:
@@ -144,7 +150,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
     if route in PUBLIC_ROUTES:
         return await handler(request)
     session = request.cookies.get(auth.COOKIE)
-    admin = auth.session_admin(keys, session)
+    admin = await signed_in(request)
     if admin is None:
         if not posting:
             raise web.HTTPSeeOther(URL("/admin/login").with_query(next=request.path_qs))
@@ -172,7 +178,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
 async def login_form(request: web.Request) -> web.Response:
     """The sign-in page; straight on for a browser that is signed in already."""
     target = auth.safe_next(request.query.get("next"))
-    if signed_in(request) is not None:
+    if await signed_in(request) is not None:
         raise web.HTTPSeeOther(target)
     return await page(
         request,
@@ -239,7 +245,11 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    """Forget the session cookie in this browser."""
+    """End the session for good (recorded server-side) and forget its cookie here."""
+    session = request.cookies.get(auth.COOKIE)
+    if session is not None:  # the guard let this POST through, so the cookie is valid
+        nonce, expires = auth.session_nonce(session)
+        await request.config_dict[STORE].sign_out(nonce, float(expires), time.time())
     response = web.HTTPSeeOther("/admin/login?signed_out")
     auth.clear_session_cookie(response)
     raise response

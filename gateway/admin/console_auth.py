@@ -3,7 +3,8 @@
 A session cookie is `v1.<expiry>.<nonce>.<hmac>` for SKILLGATE_ADMIN_TOKEN, or
 `v1.<expiry>.<nonce>.<name>.<hmac>` for a named admin of SKILLGATE_ADMIN_TOKENS,
 signed with a key derived from that admin's token, so changing a token ends
-that admin's sessions and nothing needs to be stored. The CSRF token of a
+that admin's sessions. Signing out records the session's nonce in the database
+until the cookie would have expired, so a copied cookie is refused after it. The CSRF token of a
 session is another HMAC of the cookie, sent in a hidden field of every form and
 checked on every POST, together with Origin or Referer when the browser sends them.
 """
@@ -72,6 +73,12 @@ def session_admin(
     ):
         return None
     return admin if int(expires) > (time.time() if now is None else now) else None
+
+
+def session_nonce(value: str) -> tuple[str, int]:
+    """The nonce and expiry of a cookie `session_admin` accepted (what sign-out records)."""
+    _, expires, nonce = value.split(".")[:3]
+    return nonce, int(expires)
 
 
 def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
