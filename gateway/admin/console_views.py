@@ -9,7 +9,7 @@ from aiohttp import web
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
 from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.skills.proposals import Proposal
@@ -113,11 +113,15 @@ async def approve(request: web.Request) -> web.StreamResponse:
         result = await review.approve(pid, decider(request))
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
-    except (OSError, SkillError) as exc:
+    except (OSError, SkillError, StoreError) as exc:
+        # Nothing changed and the proposal is still pending: approve again once there is room.
         log.exception("approving proposal #%d failed", pid)
-        return await refuse(
-            request, 500, "Not approved", f"The skill files could not be changed: {exc}"
+        what = (
+            "the database could not be written"
+            if isinstance(exc, StoreError)
+            else ("the skill files could not be changed")
         )
+        return await refuse(request, 503, "Not approved", f"Not applied: {what} ({exc}).")
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 

@@ -11,7 +11,7 @@ from gateway import jsonlimits
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param, positive
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
 from gateway.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import STATUSES, Proposal
@@ -142,12 +142,15 @@ async def approve(request: web.Request) -> web.Response:
         result = await request.config_dict[REVIEW].approve(pid, _decider(request))
     except ProposalNotFound as exc:
         return error(404, str(exc))
-    except (OSError, SkillError) as exc:
+    except (OSError, SkillError, StoreError) as exc:
         # The files did not change and the proposal is pending again: try once there is room.
         log.exception("approving proposal #%d failed", pid)
-        return error(
-            503, f"proposal #{pid} was not applied: the skill files could not be changed ({exc})"
+        what = (
+            "the database could not be written"
+            if isinstance(exc, StoreError)
+            else ("the skill files could not be changed")
         )
+        return error(503, f"proposal #{pid} was not applied: {what} ({exc})")
     return _decision(result)
 
 
