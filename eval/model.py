@@ -28,7 +28,10 @@ from eval.world import PREFERENCES
 from gateway.skills.selection import INDEX_HEADER
 from tests.fakes.openai_server import Scripted
 
-_FENCED = re.compile(r'<untrusted-chat session="(\d+)"[^>]*>\n(.*?)\n</untrusted-chat>', re.DOTALL)
+# Each pass fences its evidence with a tag of its own: untrusted-chat-<12 hex digits>.
+_FENCED = re.compile(
+    r'<(untrusted-chat-[0-9a-f]{12}) session="(\d+)"[^>]*>\n(.*?)\n</\1>', re.DOTALL
+)
 _DOWN = re.compile(r'^  rating: 👎(?: comment: "(.*)")?$', re.MULTILINE)
 _LISTED = re.compile(r"^- ([a-z0-9-]+)[: ]", re.MULTILINE)
 
@@ -112,7 +115,7 @@ class ScriptedModel:
         rejected = sorted(set(_LISTED.findall(_section(prompt, "Rejected proposals"))))
         asked: dict[str, list[int]] = defaultdict(list)
         sessions: list[int] = []
-        for raw_id, text in _FENCED.findall(prompt):
+        for _tag, raw_id, text in _FENCED.findall(prompt):
             sessions.append(int(raw_id))
             for comment in _DOWN.findall(text):
                 topic = topic_of(comment) if comment else None

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from gateway import __version__
 from gateway.admin.api import admin_api
+from gateway.admin.console import SECURITY_HEADERS
 from gateway.admin.console_app import add_console
 from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
@@ -42,6 +43,7 @@ from gateway.replicas import (
 )
 from gateway.review.cards import ReviewCards, start_cards
 from gateway.scheduler import SynthesisSchedule
+from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, settled
@@ -55,6 +57,7 @@ from gateway.store.synthesis import SynthesisQueries
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+BASIC_FRAMING = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"}
 
 
 @dataclass
@@ -285,6 +288,17 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response(body, status=200 if db_ok else 503)
 
 
+async def framing_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer, errors and 405s included, refuses framing and content sniffing.
+
+    Under /admin the console's full policy applies to what its pages did not set
+    themselves (the router's own 404s and 405s, redirects to the sign-in page).
+    """
+    wanted = SECURITY_HEADERS if request.path.startswith("/admin") else BASIC_FRAMING
+    for name, value in wanted.items():
+        response.headers.setdefault(name, value)
+
+
 def build_app(
     settings: Settings,
     *,
@@ -297,8 +311,10 @@ def build_app(
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
     """
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
+    # Webhooks check their credentials before they read the body, under the same deadline.
+    app[OWN_BODY] = frozenset(route.path for channel in chans for route in channel.routes())
     app[CHANNELS] = chans
     app[SETTINGS] = settings
     metrics = app[METRICS] = Metrics()
@@ -359,6 +375,7 @@ def build_app(
             await close_parts(parts)
 
     app.cleanup_ctx.append(lifecycle)
+    app.on_response_prepare.append(framing_headers)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     for channel in chans:

@@ -73,8 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) -> int:
-    from aiohttp import web
-
+    from gateway import serving
     from gateway.app import build_app
     from gateway.logs import setup_logging
 
@@ -86,11 +85,10 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     logging.getLogger("gateway").info(
         "skillgate %s listening on http://%s:%s", __version__, args.host, port
     )
-    web.run_app(
+    serving.run(
         build_app(settings, settle_after_start=True),
-        sock=sock,
-        print=None,
-        access_log=None,
+        sock,
+        limits=serving.Limits(),
         shutdown_timeout=settings.shutdown_timeout_seconds,
     )
     return 0

@@ -6,7 +6,8 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -51,6 +52,35 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class Throttle(logging.Filter):
+    """At most `burst` records of one message per `window` seconds; then a count of the rest.
+
+    A message is its logger, level and format string, so a flood of one warning (a
+    thousand refused connections, a client retrying in a loop) cannot fill the disk,
+    while different messages pass untouched.
+    """
+
+    def __init__(
+        self, burst: int = 10, window: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self.burst, self.window, self.clock = burst, window, clock
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, str(record.msg))
+        now = self.clock()
+        started, count = self._seen.get(key, (now, 0))
+        if now - started >= self.window:
+            if count > self.burst:
+                record.msg = f"({count - self.burst} more like this were not logged) {record.msg}"
+            started, count = now, 0
+        if len(self._seen) > 10_000:
+            self._seen.clear()
+        self._seen[key] = (started, count + 1)
+        return count < self.burst
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message and, if any, exc."""
 
@@ -79,6 +109,7 @@ def make_handler(
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Throttle())
     handler.addFilter(RedactSecrets(secrets))
     return handler
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
+import aiohttp
 from aiohttp.test_utils import TestClient
 from yarl import URL
 
@@ -57,7 +60,7 @@ async def test_a_wrong_token_is_refused_after_a_pause_and_opens_nothing(
     started = time.monotonic()
     resp = await client.post("/admin/login", data={"token": "admin-secret-tokem"})
     assert resp.status == 401
-    assert time.monotonic() - started >= 0.9
+    assert time.monotonic() - started >= console_auth.SIGN_IN_SECONDS
     assert "That is not the admin token." in await resp.text()
     assert console_auth.COOKIE not in resp.cookies
     resp = await client.get("/admin/proposals", allow_redirects=False)
@@ -135,12 +138,41 @@ async def test_the_form_token_belongs_to_one_session_and_sign_out_ends_it(
     assert resp.status == 403
 
     page = await (await client.get("/admin/skills")).text()
+    second = session_cookie(client)
     resp = await client.post("/admin/logout", data={"csrf": csrf_of(page)})
     assert resp.status == 200 and "You are signed out." in await resp.text()
     assert (await client.get("/admin/skills", allow_redirects=False)).status == 303
-    # Sign-out is per browser: the cookie is stateless, valid until it expires.
+    # Sign-out ends that session on the server too: a copy of its cookie opens nothing,
+    # and the sign-in page does not send it on as if it were signed in.
+    client.session.cookie_jar.clear()
+    stolen = {console_auth.COOKIE: second}
+    resp = await client.get("/admin/skills", cookies=stolen, allow_redirects=False)
+    assert resp.status == 303 and resp.headers["Location"].startswith("/admin/login")
+    resp = await client.get("/admin/login", cookies=stolen, allow_redirects=False)
+    assert resp.status == 200
+    # Another browser's session is its own, and goes on.
+    client.session.cookie_jar.clear()
     resp = await client.get("/admin/skills", cookies={console_auth.COOKIE: cookie})
     assert resp.status == 200
+
+
+async def test_405s_and_redirects_carry_the_framing_headers(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    await sign_in(client)
+    for method, path in (
+        ("GET", "/admin/logout"),
+        ("PUT", "/admin/skills"),
+        ("POST", "/healthz"),
+        ("GET", "/admin/proposals/1/approve"),
+    ):
+        resp = await client.request(method, path, allow_redirects=False)
+        assert resp.headers["X-Frame-Options"] == "DENY", (method, path, resp.status)
+        assert resp.headers["X-Content-Type-Options"] == "nosniff"
+        if path.startswith("/admin"):
+            assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+    assert (await client.get("/admin/logout", allow_redirects=False)).status == 405
 
 
 async def test_the_console_is_off_without_an_admin_token(
@@ -182,3 +214,77 @@ async def test_a_secure_cookie_at_the_https_public_address(
     # Reached directly (an SSH tunnel to the loopback port), the cookie must work over http.
     resp = await client.post("/admin/login", data={"token": TOKEN}, allow_redirects=False)
     assert resp.status == 303 and not resp.cookies[console_auth.COOKIE]["secure"]
+
+
+@contextlib.asynccontextmanager
+async def from_address(host: str) -> AsyncIterator[aiohttp.ClientSession]:
+    """A browser on another loopback address (127.0.0.0/8 is all this machine)."""
+    connector = aiohttp.TCPConnector(local_addr=(host, 0))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        yield session
+
+
+async def attempt(session: aiohttp.ClientSession, client: TestClient, token: str) -> int:
+    url = client.make_url("/admin/login")
+    async with session.post(url, data={"token": token}, allow_redirects=False) as resp:
+        await resp.read()
+        return resp.status
+
+
+async def test_sign_in_attempts_are_limited_per_address_before_the_token_is_compared(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    async with from_address("127.0.0.3") as guesser, from_address("127.0.0.4") as admin:
+        wrong = await asyncio.gather(*(attempt(guesser, client, f"guess-{i}") for i in range(10)))
+        assert wrong == [401] * 10
+        # Over the limit even the right token is refused, so guessing on learns nothing.
+        url = client.make_url("/admin/login")
+        async with guesser.post(url, data={"token": TOKEN}, allow_redirects=False) as resp:
+            assert resp.status == 429 and int(resp.headers["Retry-After"]) > 0
+            assert console_auth.COOKIE not in resp.cookies
+            assert "Too many sign-in attempts" in await resp.text()
+        assert await attempt(admin, client, TOKEN) == 303  # another address is not held up
+
+
+async def test_sign_in_attempts_are_limited_overall(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    hosts = ["127.0.0.5", "127.0.0.6", "127.0.0.7"]
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = [await stack.enter_async_context(from_address(h)) for h in hosts]
+        statuses = await asyncio.gather(
+            *(attempt(s, client, f"guess-{i}") for s in sessions for i in range(10))
+        )
+        assert statuses == [401] * 30
+        late = await stack.enter_async_context(from_address("127.0.0.8"))
+        assert await attempt(late, client, TOKEN) == 429
+
+
+async def test_right_and_wrong_tokens_are_answered_equally_late(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    times = {}
+    for token in ("not-the-token", TOKEN):
+        started = time.monotonic()
+        await client.post("/admin/login", data={"token": token}, allow_redirects=False)
+        times[token] = time.monotonic() - started
+    assert min(times.values()) >= console_auth.SIGN_IN_SECONDS
+    assert abs(times[TOKEN] - times["not-the-token"]) < 0.2
+
+
+async def test_abandoned_guesses_hold_up_no_one(
+    aiohttp_client: Callable[..., TestClient], settings: Settings
+) -> None:
+    client = await aiohttp_client(build_app(settings, channels=[]))
+    async with from_address("127.0.0.9") as guesser, from_address("127.0.0.10") as admin:
+        guesses = [asyncio.create_task(attempt(guesser, client, f"guess-{i}")) for i in range(10)]
+        await asyncio.sleep(0.05)
+        for task in guesses:
+            task.cancel()
+        await asyncio.gather(*guesses, return_exceptions=True)
+        started = time.monotonic()
+        assert await attempt(admin, client, "a typo of the token") == 401
+        assert time.monotonic() - started < 1.0

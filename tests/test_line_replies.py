@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from gateway.channels.text import CUT_NOTE, MAX_ANSWER_PARTS
 from gateway.config import Settings
 from tests.fakes.line_api import USER_ID, text_event, utf16_len
 from tests.fakes.openai_server import FakeOpenAI
@@ -52,17 +53,31 @@ async def test_a_long_answer_with_emoji_arrives_as_ordered_parts_within_the_limi
     assert line.fake.calls_to(PUSH) == []
 
 
-async def test_more_than_five_parts_continue_by_push_in_order(line: LineRig) -> None:
+async def test_an_answer_of_more_than_five_parts_is_cut_with_a_note_and_pushes_nothing(
+    line: LineRig,
+) -> None:
     answer = "\n\n".join(f"Section {n}. " + "x" * 4980 for n in range(7))
     line.llm.reply(answer)
     await line.deliver(text_event("everything please", reply_token=line.token()))
 
     [reply] = line.fake.calls_to(REPLY)
-    [push] = line.fake.calls_to(PUSH)
-    assert len(reply.body["messages"]) == 5 and len(push.body["messages"]) == 2
+    assert line.fake.calls_to(PUSH) == []  # no push quota spent on one long answer
+    assert len(reply.body["messages"]) == MAX_ANSWER_PARTS
     texts = line.fake.delivered_texts()
-    assert [t.split(".")[0] for t in texts] == [f"Section {n}" for n in range(7)]
-    assert quick_reply_data(push.body["messages"][-1])  # the buttons come with the last part
+    assert [t.split(".")[0] for t in texts] == [f"Section {n}" for n in range(5)]
+    assert texts[-1].endswith(CUT_NOTE) and utf16_len(texts[-1]) <= 5000
+    assert quick_reply_data(reply.body["messages"][-1])  # the buttons come with the last part
+
+
+async def test_a_five_megabyte_answer_is_cut_without_holding_up_the_next_message(
+    line: LineRig,
+) -> None:
+    line.llm.reply("word " * 1_000_000)
+    started = time.monotonic()
+    await line.deliver(text_event("everything please", reply_token=line.token()))
+    assert time.monotonic() - started < 5
+    assert len(line.fake.delivered_texts()) == MAX_ANSWER_PARTS
+    assert line.fake.delivered_texts()[-1].endswith(CUT_NOTE)
 
 
 async def test_a_stale_or_redelivered_event_is_answered_by_push(line: LineRig) -> None:
@@ -93,19 +108,19 @@ async def test_a_push_whose_response_was_lost_is_retried_with_its_key_and_not_se
     assert len(line.llm.requests) == 1
 
 
-async def test_a_failed_second_batch_is_retried_without_resending_the_first(
+async def test_a_failed_push_of_a_long_answer_is_retried_with_its_key_and_sent_once(
     line: LineRig,
 ) -> None:
-    line.llm.reply("\n\n".join(f"Section {n}. " + "y" * 4980 for n in range(6)))
+    line.llm.reply("\n\n".join(f"Section {n}. " + "y" * 4980 for n in range(5)))
     line.fake.fail_next(PUSH, 500, "Internal server error")
-    await line.deliver(text_event("long", reply_token=line.token()))
+    await line.deliver(text_event("long"))  # an unknown reply token: the answer goes by push
 
-    assert len(line.fake.calls_to(REPLY)) == 1
+    assert all(c.status == 400 for c in line.fake.calls_to(REPLY))
     assert [c.status for c in line.fake.calls_to(PUSH)] == [500, 200]
     keys = {c.headers["X-Line-Retry-Key"] for c in line.fake.calls_to(PUSH)}
     assert len(keys) == 1
     assert [t.split(".")[0] for t in line.fake.delivered_texts()] == [
-        f"Section {n}" for n in range(6)
+        f"Section {n}" for n in range(5)
     ]
 
 

@@ -468,3 +468,12 @@ async def test_a_run_keeps_what_it_proposed_suppressed_and_refused(any_store: St
     assert await store.run_dropped(rid) == dropped
     assert [p.id for p in await store.run_proposals(rid)] == [made.id]
     assert await store.get_run(rid + 100) is None and await store.run_dropped(rid + 100) == []
+
+
+async def test_a_signed_out_session_is_remembered_until_it_would_expire(any_store: Store) -> None:
+    assert not await any_store.signed_out("n1")
+    await any_store.sign_out("n1", expires_at=200.0, now=100.0)
+    await any_store.sign_out("n1", expires_at=200.0, now=100.0)  # twice is once
+    assert await any_store.signed_out("n1") and not await any_store.signed_out("n2")
+    await any_store.sign_out("n2", expires_at=400.0, now=300.0)  # n1's cookie has expired
+    assert not await any_store.signed_out("n1") and await any_store.signed_out("n2")

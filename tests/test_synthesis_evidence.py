@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ from tests.synthesis_support import (
 def shown_sessions(body: dict[str, Any]) -> list[int]:
     """Session ids fenced in a recorded synthesis request."""
     text = evidence_prompt(body)
-    return [int(part.split('"', 1)[0]) for part in text.split('<untrusted-chat session="')[1:]]
+    return [int(i) for i in re.findall(r'<untrusted-chat-[0-9a-f]{12} session="(\d+)"', text)]
 
 
 def record_prompts(fake_llm: FakeOpenAI) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,6 +120,37 @@ async def test_two_passes_never_overlap_across_processes_and_a_dead_holder_expir
         assert run["status"] == "ok" and len(run["proposed"]) == 1
         async with SqliteStore(settings.db_path) as other:
             assert await other.lock_holder("synthesis", time.time()) is None  # released
+
+
+async def test_a_killed_pass_blocks_nothing_and_its_run_is_marked_interrupted(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    # A `skillgate synthesize` on this machine that was killed mid-pass: its process is
+    # gone, but its lock row (with most of its lease left) and its run row remain.
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = f"{socket.gethostname()}:{gone.stdout.strip()}:0badc0de:0123456789ab"
+    async with gateway(settings) as gw:
+        await gw.seed()
+        async with SqliteStore(settings.db_path) as other:
+            assert await other.acquire_lock("synthesis", dead, time.time(), 900)
+            killed = await other.start_run("manual", "fake-model", time.time())
+        fake_llm.reply(answer(proposal()))
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and len(run["proposed"]) == 1
+        status, body = await gw.call("GET", f"/runs/{killed}")
+        assert status == 200 and body["status"] == "failed"
+        assert "interrupted" in body["error"]
+        # A live holder on another machine is still respected until its lease ends.
+        async with SqliteStore(settings.db_path) as other:
+            assert await other.acquire_lock("synthesis", "elsewhere:1:a:b", time.time(), 900)
+        status, body = await gw.call("POST", "/synthesize")
+        assert status == 409 and body["status"] == "busy"
 
 
 async def test_passes_in_one_process_do_not_overlap_either(

@@ -6,6 +6,7 @@ import itertools
 import time
 from collections.abc import Callable
 
+from gateway.channels.text import CUT_NOTE, MAX_ANSWER_PARTS
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY
 from tests.fakes.openai_server import FakeOpenAI
@@ -156,3 +157,17 @@ async def test_answers_across_chats_keep_to_the_configured_messages_per_second(
         assert len(sends) == 6
         # Four go at once, then one every quarter second.
         assert sends[-1] - sends[0] >= 0.4, sends
+
+
+async def test_a_five_megabyte_answer_is_cut_to_a_few_parts_with_a_note(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.reply("A sentence that goes on. " * 200_000)
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        started = time.monotonic()
+        await gw.deliver(make_text_update(1, "tell me everything"))
+        assert time.monotonic() - started < 10
+        sent = gw.fake.sent_texts()
+        assert len(sent) == MAX_ANSWER_PARTS
+        assert html_to_plain(sent[-1]).endswith(CUT_NOTE)
+        assert answer_markup(gw.fake) is not None  # rating buttons still on the last part

@@ -27,7 +27,9 @@ def bearer_admin(request: web.Request, admins: Mapping[str, str]) -> str | None:
         return None
     found = None
     for name, token in admins.items():
-        if token and hmac.compare_digest(given.strip().encode(), token.encode()):
+        if token and hmac.compare_digest(
+            given.strip().encode("utf-8", "surrogatepass"), token.encode()
+        ):
             found = name
     return found
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,11 +39,11 @@ SECURITY_HEADERS = {
 
 @dataclass
 class ConsoleState:
-    """The template environment and the queue that paces failed logins."""
+    """The template environment and the limits that pace sign-in attempts."""
 
     env: jinja2.Environment
-    failure_delay: float = 1.0
-    failures: asyncio.Lock = field(default_factory=asyncio.Lock)
+    answer_seconds: float = auth.SIGN_IN_SECONDS
+    sign_ins: auth.SignInLimiter = field(default_factory=auth.SignInLimiter)
 
 
 CONSOLE: web.AppKey[ConsoleState] = web.AppKey("console", ConsoleState)
@@ -69,9 +71,14 @@ def admin_keys(request: web.Request) -> dict[str, bytes]:
     return {name: auth.console_key(token) for name, token in admins.items()}
 
 
-def signed_in(request: web.Request) -> str | None:
-    """The admin whose valid session cookie came with the request, or None."""
-    return auth.session_admin(admin_keys(request), request.cookies.get(auth.COOKIE))
+async def signed_in(request: web.Request) -> str | None:
+    """The admin whose valid, not signed-out session cookie came with the request, or None."""
+    session = request.cookies.get(auth.COOKIE)
+    admin = auth.session_admin(admin_keys(request), session)
+    if admin is None or session is None:
+        return None
+    nonce, _ = auth.session_nonce(session)
+    return None if await request.config_dict[STORE].signed_out(nonce) else admin
 
 
 def decider(request: web.Request) -> str:
@@ -143,7 +150,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
     if route in PUBLIC_ROUTES:
         return await handler(request)
     session = request.cookies.get(auth.COOKIE)
-    admin = auth.session_admin(keys, session)
+    admin = await signed_in(request)
     if admin is None:
         if not posting:
             raise web.HTTPSeeOther(URL("/admin/login").with_query(next=request.path_qs))
@@ -171,7 +178,7 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
 async def login_form(request: web.Request) -> web.Response:
     """The sign-in page; straight on for a browser that is signed in already."""
     target = auth.safe_next(request.query.get("next"))
-    if signed_in(request) is not None:
+    if await signed_in(request) is not None:
         raise web.HTTPSeeOther(target)
     return await page(
         request,
@@ -183,18 +190,42 @@ async def login_form(request: web.Request) -> web.Response:
 
 
 async def login(request: web.Request) -> web.StreamResponse:
-    """Check the token; a session cookie on success, a paced refusal otherwise."""
+    """Check the token: a session cookie on success, a refusal otherwise, both equally late.
+
+    Attempts are counted per client address and overall before any token is compared;
+    one over either limit is refused at once (429) without comparing it. An admitted
+    attempt, right or wrong, is answered `answer_seconds` after it arrived, and no
+    attempt waits for another, so abandoned requests hold nobody up.
+    """
+    started = asyncio.get_running_loop().time()
     settings = request.config_dict[SETTINGS]
+    state = request.config_dict[CONSOLE]
     admins = settings.admins()  # not empty: the guard answered already otherwise
     try:
         form = await request.post()
     except ValueError:
         raise web.HTTPBadRequest(text="not a valid form") from None
-    given = form.get("token")
     target = auth.safe_next(str(form.get("next") or ""))
+    wait = state.sign_ins.admit(request.remote or "")
+    if wait:
+        log.warning("console sign-in attempts over the limit from %s", request.remote)
+        response = await page(
+            request,
+            "login.html",
+            status=429,
+            next=target,
+            error=f"Too many sign-in attempts. Try again in {math.ceil(wait)} s.",
+            signed_out=False,
+        )
+        response.headers["Retry-After"] = str(math.ceil(wait))
+        return response
+    given = form.get("token")
     admin = None
     if isinstance(given, str) and len(given) <= MAX_TOKEN_CHARS:
         admin = auth.token_admin(given, admins)
+    await asyncio.sleep(
+        max(0.0, started + state.answer_seconds - asyncio.get_running_loop().time())
+    )
     if admin is not None:
         response = web.HTTPSeeOther(target)
         key = auth.console_key(admins[admin])
@@ -202,10 +233,6 @@ async def login(request: web.Request) -> web.StreamResponse:
         auth.set_session_cookie(response, request, session, settings.public_url)
         log.info("console sign-in by %s from %s", admin or "the admin token", request.remote)
         raise response
-    state = request.config_dict[CONSOLE]
-    # Failed attempts wait their turn, one at a time: guessing is slow, the right token is not.
-    async with state.failures:
-        await asyncio.sleep(state.failure_delay)
     log.warning("console sign-in refused from %s", request.remote)
     return await page(
         request,
@@ -218,7 +245,11 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    """Forget the session cookie in this browser."""
+    """End the session for good (recorded server-side) and forget its cookie here."""
+    session = request.cookies.get(auth.COOKIE)
+    if session is not None:  # the guard let this POST through, so the cookie is valid
+        nonce, expires = auth.session_nonce(session)
+        await request.config_dict[STORE].sign_out(nonce, float(expires), time.time())
     response = web.HTTPSeeOther("/admin/login?signed_out")
     auth.clear_session_cookie(response)
     raise response

@@ -3,7 +3,8 @@
 A session cookie is `v1.<expiry>.<nonce>.<hmac>` for SKILLGATE_ADMIN_TOKEN, or
 `v1.<expiry>.<nonce>.<name>.<hmac>` for a named admin of SKILLGATE_ADMIN_TOKENS,
 signed with a key derived from that admin's token, so changing a token ends
-that admin's sessions and nothing needs to be stored. The CSRF token of a
+that admin's sessions. Signing out records the session's nonce in the database
+until the cookie would have expired, so a copied cookie is refused after it. The CSRF token of a
 session is another HMAC of the cookie, sent in a hidden field of every form and
 checked on every POST, together with Origin or Referer when the browser sends them.
 """
@@ -15,7 +16,8 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -25,6 +27,8 @@ COOKIE_PATH = "/admin"
 SESSION_SECONDS = 12 * 3600
 CSRF_FIELD = "csrf"
 _VERSION = "v1"
+SIGN_IN_SECONDS = 0.25
+"""Every sign-in attempt, right or wrong, is answered this long after it arrived."""
 
 
 def _b64(data: bytes) -> str:
@@ -64,9 +68,17 @@ def session_admin(
     key = keys.get(admin)
     if version != _VERSION or not expires.isdigit() or not nonce or key is None:
         return None
-    if not hmac.compare_digest(signature.encode(), _sign(key, payload).encode()):
+    if not hmac.compare_digest(
+        signature.encode("utf-8", "surrogatepass"), _sign(key, payload).encode()
+    ):
         return None
     return admin if int(expires) > (time.time() if now is None else now) else None
+
+
+def session_nonce(value: str) -> tuple[str, int]:
+    """The nonce and expiry of a cookie `session_admin` accepted (what sign-out records)."""
+    _, expires, nonce = value.split(".")[:3]
+    return nonce, int(expires)
 
 
 def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
@@ -81,12 +93,14 @@ def csrf_token(key: bytes, session: str) -> str:
 
 def csrf_ok(key: bytes, session: str, given: str) -> bool:
     """Constant-time check of a submitted form token."""
-    return hmac.compare_digest(given.encode(), csrf_token(key, session).encode())
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), csrf_token(key, session).encode()
+    )
 
 
 def token_ok(given: str, admin_token: str) -> bool:
     """Constant-time comparison of a typed token with the configured one."""
-    return hmac.compare_digest(given.encode(), admin_token.encode())
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), admin_token.encode())
 
 
 def token_admin(given: str, admins: Mapping[str, str]) -> str | None:
@@ -161,3 +175,55 @@ def safe_next(value: str | None) -> str:
     ):
         return "/admin/"
     return value
+
+
+class SignInLimiter:
+    """Sign-in attempts admitted per client address and overall, in a sliding window.
+
+    Checked before any token is compared, so a guess over the limit learns nothing,
+    and nothing waits in a queue: an attempt is admitted at once or refused at once.
+    """
+
+    def __init__(
+        self,
+        per_client: int = 10,
+        overall: int = 30,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_clients: int = 10_000,
+    ) -> None:
+        self.per_client = per_client
+        self.overall = overall
+        self.window = window
+        self.clock = clock
+        self.max_clients = max_clients
+        self._all: deque[float] = deque()
+        self._by_client: dict[str, deque[float]] = {}
+
+    def admit(self, client: str) -> float:
+        """0 when this attempt may go on (and counts); else the seconds until one may."""
+        now = self.clock()
+        horizon = now - self.window
+        while self._all and self._all[0] <= horizon:
+            self._all.popleft()
+        mine = self._by_client.get(client)
+        if mine is not None:
+            while mine and mine[0] <= horizon:
+                mine.popleft()
+        if mine is not None and len(mine) >= self.per_client:
+            return mine[0] - horizon
+        if len(self._all) >= self.overall:
+            return self._all[0] - horizon
+        if mine is None:
+            if len(self._by_client) >= self.max_clients:
+                self._forget_idle(horizon)
+            mine = self._by_client.setdefault(client, deque())
+        mine.append(now)
+        self._all.append(now)
+        return 0.0
+
+    def _forget_idle(self, horizon: float) -> None:
+        for name in [n for n, q in self._by_client.items() if not q or q[-1] <= horizon]:
+            del self._by_client[name]
+        while len(self._by_client) >= self.max_clients:  # all busy: the oldest goes
+            del self._by_client[next(iter(self._by_client))]

@@ -10,6 +10,7 @@ from aiohttp import web
 from gateway.admin.console import page, refuse
 from gateway.admin.console_chart import ROLLING_DAYS, rate_chart
 from gateway.admin.console_views import PER_PAGE, page_number
+from gateway.admin.params import positive
 from gateway.keys import SCHEDULE, STORE, SYNTHESIZER
 from gateway.skills.synthesizer import LOCK_NAME
 
@@ -82,10 +83,10 @@ async def conversations(request: web.Request) -> web.Response:
 async def conversation(request: web.Request) -> web.Response:
     """A session's transcript with each answer's trace and ratings."""
     store = request.config_dict[STORE]
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 2**63:
+    sid = positive(request.match_info["id"])
+    if sid is None:
         raise web.HTTPNotFound()
-    found = await store.sessions_by_id([int(raw)])
+    found = await store.sessions_by_id([sid])
     if not found:
         raise web.HTTPNotFound()
     (session,) = found.values()
@@ -119,10 +120,10 @@ async def runs(request: web.Request) -> web.Response:
 async def run(request: web.Request) -> web.Response:
     """One run: the proposals it made, what it suppressed (and matched), what it refused."""
     store = request.config_dict[STORE]
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 2**63:
+    rid = positive(request.match_info["id"])
+    if rid is None:
         raise web.HTTPNotFound()
-    record = await store.get_run(int(raw))
+    record = await store.get_run(rid)
     if record is None:
         raise web.HTTPNotFound()
     dropped = await store.run_dropped(record.id)

@@ -8,7 +8,8 @@ from aiohttp import web
 
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_diff import side_by_side
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
+from gateway.admin.params import positive
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
 from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.skills.proposals import Proposal
@@ -22,20 +23,18 @@ PER_PAGE = 50
 DONE = ("approved", "applied", "rolled_back")
 OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "decided")
 SWITCHES = ("disabled", "enabled")
-_MAX_ID = 2**63 - 1
 
 
 def page_number(request: web.Request) -> int:
     """The `page` query parameter, 1 when absent or not a sensible number."""
-    raw = request.query.get("page", "1")
-    return int(raw) if raw.isascii() and raw.isdigit() and 0 < int(raw) < 10**6 else 1
+    return positive(request.query.get("page", "1"), 10**6 - 1) or 1
 
 
 def proposal_id(request: web.Request) -> int:
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= _MAX_ID:
+    found = positive(request.match_info["id"])
+    if found is None:
         raise web.HTTPNotFound()
-    return int(raw)
+    return found
 
 
 async def get_proposal(review: Reviewer, pid: int) -> Proposal:
@@ -114,11 +113,15 @@ async def approve(request: web.Request) -> web.StreamResponse:
         result = await review.approve(pid, decider(request))
     except ProposalNotFound:
         raise web.HTTPNotFound() from None
-    except (OSError, SkillError) as exc:
+    except (OSError, SkillError, StoreError) as exc:
+        # Nothing changed and the proposal is still pending: approve again once there is room.
         log.exception("approving proposal #%d failed", pid)
-        return await refuse(
-            request, 500, "Not approved", f"The skill files could not be changed: {exc}"
+        what = (
+            "the database could not be written"
+            if isinstance(exc, StoreError)
+            else ("the skill files could not be changed")
         )
+        return await refuse(request, 503, "Not approved", f"Not applied: {what} ({exc}).")
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 

@@ -11,9 +11,22 @@ def int_param(request: web.Request, name: str, default: int, *, low: int, high: 
     if raw is None:
         return default
     try:
-        value = int(raw)
+        value = int(raw) if len(raw) <= 40 else None  # thousands of digits cost, and fail
     except ValueError:
-        raise web.HTTPBadRequest(text=f"{name} must be an integer") from None
+        value = None
+    if value is None:
+        raise web.HTTPBadRequest(text=f"{name} must be an integer")
     if not low <= value <= high:
         raise web.HTTPBadRequest(text=f"{name} must be between {low} and {high}")
     return value
+
+
+MAX_ID = 2**63 - 1
+
+
+def positive(raw: str, high: int = MAX_ID) -> int | None:
+    """`raw` as an integer in 1..high, or None; never parses thousands of digits."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(high)):
+        return None
+    value = int(raw)
+    return value if 0 < value <= high else None

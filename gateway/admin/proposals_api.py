@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from aiohttp import web
 
+from gateway import jsonlimits
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
-from gateway.admin.params import int_param
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
+from gateway.admin.params import int_param, positive
+from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
 from gateway.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import STATUSES, Proposal
@@ -21,7 +21,6 @@ from gateway.skills.staging import iso
 log = logging.getLogger(__name__)
 
 MAX_REASON = 2000
-_MAX_ID = 2**63 - 1
 
 
 def _decider(request: web.Request) -> str:
@@ -59,10 +58,7 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
 
 
 def _id(request: web.Request) -> int | None:
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= _MAX_ID:
-        return None
-    return int(raw)
+    return positive(request.match_info["id"])
 
 
 def _decision(result: Decision) -> web.Response:
@@ -81,12 +77,12 @@ def _decision(result: Decision) -> web.Response:
 
 async def reason_of(request: web.Request) -> str | None:
     """The optional reason from a JSON or form body; 400 when the body is malformed."""
-    if not request.can_read_body:
+    if not request.body_exists or not await request.read():
         return None
     if request.content_type == "application/json":
         try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            data = jsonlimits.loads(await request.read())
+        except ValueError:  # not JSON, not UTF-8, or nested too deep
             raise web.HTTPBadRequest(text="body is not valid JSON") from None
         if data is None:
             return None
@@ -102,6 +98,13 @@ async def reason_of(request: web.Request) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_REASON:
         raise web.HTTPBadRequest(text=f"reason must be text of at most {MAX_REASON} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise web.HTTPBadRequest(
+                text="reason is not valid Unicode (a lone surrogate)"
+            ) from None
     return value
 
 
@@ -139,12 +142,15 @@ async def approve(request: web.Request) -> web.Response:
         result = await request.config_dict[REVIEW].approve(pid, _decider(request))
     except ProposalNotFound as exc:
         return error(404, str(exc))
-    except (OSError, SkillError) as exc:
+    except (OSError, SkillError, StoreError) as exc:
         # The files did not change and the proposal is pending again: try once there is room.
         log.exception("approving proposal #%d failed", pid)
-        return error(
-            503, f"proposal #{pid} was not applied: the skill files could not be changed ({exc})"
+        what = (
+            "the database could not be written"
+            if isinstance(exc, StoreError)
+            else ("the skill files could not be changed")
         )
+        return error(503, f"proposal #{pid} was not applied: {what} ({exc})")
     return _decision(result)
 
 

@@ -16,6 +16,10 @@ from collections.abc import Callable
 
 Length = Callable[[str], int]
 
+MAX_ANSWER_PARTS = 5
+"""The most messages one answer becomes: on LINE that is one reply call, and no push."""
+CUT_NOTE = "✂️ Answer cut: it was too long to send in full."
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # Tried in order; a boundary in the first half of the allowed window is too early to be worth it.
 _SEPARATORS = ("\n\n", "\n", " ")
@@ -210,3 +214,28 @@ def _joins_previous(char: str) -> bool:
         or char in ("\u200d", "\ufe0f", "\ufe0e")
         or "\U0001f3fb" <= char <= "\U0001f3ff"  # skin tone modifiers
     )
+
+
+def capped(
+    split: Callable[[str], list[str]],
+    text: str,
+    limit: int,
+    length: Length = len,
+    max_parts: int = MAX_ANSWER_PARTS,
+) -> list[str]:
+    """`split(text)`, at most `max_parts` parts; a longer answer ends with CUT_NOTE.
+
+    Only a prefix that fills `max_parts + 1` parts is split (a part holds at most `limit`
+    characters), so the work is bounded however long the answer is.
+    """
+    window = text[: (max_parts + 1) * limit]
+    parts = split(window)
+    if len(parts) <= max_parts and len(window) == len(text):
+        return parts
+    kept = parts[:max_parts] or [""]
+    room = limit - length(CUT_NOTE) - 2
+    last = kept[-1]
+    if length(last) > room:
+        last = split_text(last, room, length)[0]
+    kept[-1] = f"{last}\n\n{CUT_NOTE}" if last.strip() else CUT_NOTE
+    return kept

@@ -19,7 +19,7 @@ from gateway.conversation.ports import ConversationStore, Decisions, Responder, 
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
-from gateway.errors import ChannelError, ProposalNotFound, SkillError
+from gateway.errors import ChannelError, ProposalNotFound, SkillError, StoreError
 from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
@@ -186,8 +186,9 @@ class ReviewChat:
                 decision = await self.review.reject(proposal_id, decider)
         except ProposalNotFound:
             return Decided(GONE)
-        except (OSError, SkillError) as exc:
-            log.exception("approving proposal #%d for %s failed", proposal_id, decider)
+        except (OSError, SkillError, StoreError) as exc:
+            # Answered, so the admin's button stops spinning; the proposal stays pending.
+            log.exception("deciding proposal #%d for %s failed", proposal_id, decider)
             return Decided(f"Could not apply proposal #{proposal_id}: {exc}"[:200])
         p = decision.proposal
         if decision.outcome == "decided":

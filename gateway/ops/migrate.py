@@ -42,6 +42,7 @@ TABLES = (
     "reviewer_names",
     "skill_switches",
     "run_dropped",
+    "console_signouts",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks")

@@ -15,7 +15,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from gateway.core.tokens import estimate_tokens
-from gateway.skills.fence import fence
+from gateway.skills.fence import TAG, fence
 
 MAX_TURN_CHARS = 1200
 MAX_COMMENT_CHARS = 500
@@ -96,7 +96,7 @@ def render_turn(turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def render_session(evidence: SessionEvidence, budget_tokens: int) -> str:
+def render_session(evidence: SessionEvidence, budget_tokens: int, tag: str = TAG) -> str:
     """The session, fenced, within `budget_tokens`: unrated turns go first, oldest first."""
     rendered = [(t.notable, render_turn(t)) for t in evidence.turns]
 
@@ -104,7 +104,7 @@ def render_session(evidence: SessionEvidence, budget_tokens: int) -> str:
         body = "\n".join(p for _, p in parts)
         if omitted:
             body = f"[{omitted} earlier message(s) omitted]\n{body}"
-        return fence(body, session=evidence.session_id, channel=evidence.channel)
+        return fence(body, tag, session=evidence.session_id, channel=evidence.channel)
 
     omitted = 0
     while len(rendered) > 1 and estimate_tokens(text(rendered, omitted)) > budget_tokens:
@@ -128,6 +128,8 @@ class Batch:
 
     sessions: list[SessionEvidence] = field(default_factory=list)
     rendered: list[str] = field(default_factory=list)
+    tag: str = TAG
+    """The fence tag of this pass, which `rendered` uses and the system prompt names."""
     skipped: list[int] = field(default_factory=list)
     tokens: int = 0
 
@@ -141,10 +143,10 @@ class Batch:
 
 
 async def batches(
-    source: EvidenceSource, *, max_sessions: int, max_tokens: int
+    source: EvidenceSource, *, max_sessions: int, max_tokens: int, tag: str = TAG
 ) -> AsyncIterator[Batch]:
-    """Batches over every unconsumed finished session, read a chunk at a time."""
-    current = Batch()
+    """Batches over every unconsumed finished session, read a chunk at a time, fenced with `tag`."""
+    current = Batch(tag=tag)
     after = 0
     while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions):
         after = ids[-1]
@@ -152,13 +154,13 @@ async def batches(
             if not evidence.has_signal():
                 current.skipped.append(evidence.session_id)
                 continue
-            text = render_session(evidence, max_tokens)
+            text = render_session(evidence, max_tokens, tag)
             cost = estimate_tokens(text) + 1
             if current.sessions and (
                 len(current.sessions) >= max_sessions or current.tokens + cost > max_tokens
             ):
                 yield current
-                current = Batch()
+                current = Batch(tag=tag)
             current.sessions.append(evidence)
             current.rendered.append(text)
             current.tokens += cost

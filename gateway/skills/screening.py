@@ -89,9 +89,22 @@ def _body(content: str) -> str:
     return _FRONTMATTER.sub("", content, count=1).strip()
 
 
+def safe_label(name: str, secrets: Sequence[str]) -> str:
+    """How a dropped proposal is named in a run: its name, unless the name holds a secret."""
+    if find_secret([name], secrets):
+        return "(name withheld: it contains a secret)"
+    return name.strip()[:80] or "(unnamed)"
+
+
 def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
     """A candidate ready to stage, or the reason it was dropped."""
-    label = draft.name.strip()[:80] or "(unnamed)"
+    label = safe_label(draft.name, ctx.secrets)
+    found = find_secret(
+        (draft.name, draft.target or "", draft.description, draft.content, draft.rationale),
+        ctx.secrets,
+    )
+    if found:
+        return Dropped(label, f"refused: it contains {found}", suppressed=False)
     try:
         name = validate_slug(draft.name.strip())
         target = validate_slug(draft.target.strip()) if draft.target else None
@@ -104,9 +117,6 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
     size = len(body.encode("utf-8"))
     if size > ctx.max_bytes:
         return Dropped(name, f"body is {size} bytes, over the {ctx.max_bytes}-byte limit", False)
-    found = find_secret((name, description, body, draft.rationale), ctx.secrets)
-    if found:
-        return Dropped(name, f"refused: it contains {found}", suppressed=False)
 
     kind = draft.kind
     live: LiveSkill | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.evidence import Batch
-from gateway.skills.fence import FENCE_RULE
+from gateway.skills.fence import TAG, fence_rule
 from gateway.skills.proposals import Proposal, Rejection
 from gateway.skills.selection import render_index
 
@@ -29,7 +29,7 @@ _CONTRACT = (
 )
 
 
-def system_message(max_proposals: int, max_bytes: int) -> str:
+def system_message(max_proposals: int, max_bytes: int, tag: str = TAG) -> str:
     """The rules the model works under."""
     return "\n".join(
         [
@@ -43,7 +43,7 @@ def system_message(max_proposals: int, max_bytes: int) -> str:
             "a good answer when it is thin.",
             "",
             "Rules:",
-            f"- {FENCE_RULE}",
+            f"- {fence_rule(tag)}",
             f"- At most {max_proposals} proposals.",
             '- Prefer "update" of an existing skill (target = its name, name = the same) '
             "to creating a near duplicate.",
@@ -129,6 +129,6 @@ def build_messages(
 ) -> list[dict[str, Any]]:
     """The chat-completions messages for one batch."""
     return [
-        {"role": "system", "content": system_message(max_proposals, max_bytes)},
+        {"role": "system", "content": system_message(max_proposals, max_bytes, batch.tag)},
         {"role": "user", "content": user_message(batch, catalog, pending, rejections)},
     ]

@@ -32,6 +32,7 @@ from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
 from gateway.skills.evidence import Batch, batches
+from gateway.skills.fence import new_tag
 from gateway.skills.ports import SynthesisStore
 from gateway.skills.proposals import (
     Proposal,
@@ -42,7 +43,7 @@ from gateway.skills.proposals import (
 )
 from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
-from gateway.skills.screening import Dropped, ScreenContext, load_live, screen
+from gateway.skills.screening import Dropped, ScreenContext, load_live, safe_label, screen
 from gateway.skills.synthesis_prompt import build_messages
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,34 @@ LOCK_NAME = "synthesis"
 BATCH_ATTEMPTS = 3
 FAILED_BATCH_KEY = "synthesis.failed_batch"
 ANSWER_SCHEMA = SynthesisAnswer.model_json_schema()
+
+
+_BOOT = uuid.uuid4().hex[:8]
+"""This process's start: a lock holder with our pid but another start is a dead predecessor."""
+INTERRUPTED = "interrupted: the process running this pass stopped before it finished"
+
+
+def holder_dead(holder: str) -> bool:
+    """True when a lock holder is a process on this machine that no longer runs.
+
+    A holder is `host:pid:start:pass`. Holders on other machines are never judged
+    (their lease still ends them); neither is a pid this user may not signal.
+    """
+    host, _, rest = holder.partition(":")
+    pid_text, _, rest = rest.partition(":")
+    start = rest.partition(":")[0] if rest.count(":") >= 1 else None
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return start is not None and start != _BOOT
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -140,10 +169,16 @@ class Synthesizer:
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
         # One holder per pass, so a second pass in this process is kept out too.
-        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        holder = f"{socket.gethostname()}:{os.getpid()}:{_BOOT}:{uuid.uuid4().hex[:12]}"
         lease = self.config.lease_seconds
         if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
-            return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+            current = await self.store.lock_holder(LOCK_NAME, self.clock())
+            if current is None or not holder_dead(current):
+                return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+            log.warning("the synthesis lock's holder %s is gone; taking the lock over", current)
+            await self.store.release_lock(LOCK_NAME, current)
+            if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
+                return RunSummary(status="busy", trigger=trigger, error="another pass is running")
         try:
             return await self._run(trigger, progress, holder)
         finally:
@@ -152,6 +187,9 @@ class Synthesizer:
     async def _run(self, trigger: str, progress: Progress | None, holder: str) -> RunSummary:
         cfg = self.config
         now = self.clock()
+        # We hold the lock, so a run still marked running belongs to a pass that died.
+        if stale := await self.store.fail_interrupted_runs(now, INTERRUPTED):
+            log.warning("%d synthesis run(s) were interrupted and are now marked failed", stale)
         await self.store.finish_idle_sessions(now, cfg.session_idle_seconds)
         run = RunRecord(
             id=await self.store.start_run(trigger, self.llm.model, now),
@@ -163,7 +201,10 @@ class Synthesizer:
         try:
             await self._retirements(run, summary)
             async for batch in batches(
-                self.store, max_sessions=cfg.batch_sessions, max_tokens=cfg.batch_tokens
+                self.store,
+                max_sessions=cfg.batch_sessions,
+                max_tokens=cfg.batch_tokens,
+                tag=new_tag(),  # unguessable by chat text written before this pass
             ):
                 if _drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
@@ -317,7 +358,8 @@ class Synthesizer:
         for draft in drafts:
             if _drafted(summary) >= cfg.max_proposals:
                 reason = f"over the limit of {cfg.max_proposals} proposals per run"
-                summary.refused.append(DroppedBrief(name=draft.name[:80], reason=reason))
+                label = safe_label(draft.name, cfg.secrets)
+                summary.refused.append(DroppedBrief(name=label, reason=reason))
                 continue
             result = screen(draft, ctx)
             if isinstance(result, Dropped):

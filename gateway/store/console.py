@@ -241,6 +241,23 @@ class ConsoleQueries(QueriesBase):
         rows = await c.fetch("select * from skill_versions where slug = ? order by id desc", slug)
         return [SkillVersion.model_validate(r) for r in rows]
 
+    @transaction
+    async def sign_out(self, c: Conn, nonce: str, expires_at: float, now: float) -> None:
+        """Remember a signed-out session until it would have expired; forget expired ones."""
+        await c.execute("delete from console_signouts where expires_at < ?", now)
+        await c.execute(
+            "insert into console_signouts (nonce, expires_at) values (?, ?)"
+            " on conflict (nonce) do nothing",
+            nonce,
+            expires_at,
+        )
+
+    @query
+    async def signed_out(self, c: Conn, nonce: str) -> bool:
+        """True when the session with this nonce was signed out."""
+        found = await c.fetchval("select 1 from console_signouts where nonce = ?", nonce)
+        return found is not None
+
 
 def _entry(row: dict[str, Any], feedback: list[FeedbackRecord]) -> TranscriptEntry:
     traced = row.pop("traced")

@@ -421,6 +421,16 @@ _CONSOLE_ADMIN: list[Step] = [
     "create index run_dropped_run on run_dropped (run_id, id)",
 ]
 
+_SIGNOUTS: list[Step] = [
+    """
+    create table console_signouts (
+        nonce text primary key,
+        expires_at {time} not null
+    )
+    """,
+    "create index console_signouts_expiry on console_signouts (expires_at)",
+]
+
 
 _UNSEND: list[Step] = [
     "alter table messages add column platform_message_id text",
@@ -462,6 +472,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
+    (12, "console sessions signed out before they expired", _SIGNOUTS),
 ]
 
 

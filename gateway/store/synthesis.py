@@ -157,6 +157,18 @@ class SynthesisQueries(QueriesBase):
         await c.execute("delete from locks where name = ? and holder = ?", name, holder)
 
     @query
+    async def fail_interrupted_runs(self, c: Conn, now: float, error: str) -> int:
+        """Mark runs still `running` as failed: called by the lock's holder, so none is live."""
+        return int(
+            await c.execute(
+                "update synthesis_runs set status = 'failed', error = ?, finished_at = ?"
+                " where status = 'running'",
+                error,
+                now,
+            )
+        )
+
+    @query
     async def lock_holder(self, c: Conn, name: str, now: float) -> str | None:
         """Who holds an unexpired lease, if anyone."""
         holder = await c.fetchval(

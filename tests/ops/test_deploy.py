@@ -71,6 +71,7 @@ def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
         "Restart=on-failure",
+        "LimitNOFILE=65536",
     ):
         assert f"\n{hardening}\n" in unit
 
@@ -332,7 +333,9 @@ async def run_caddy(caddy: str, name: str, port: int, env: dict[str, str], tmp_p
     """Caddy with deploy/NAME on plain HTTP (no certificate in a test) and `env` set."""
     # The admin endpoint is off so the test never collides with a running Caddy.
     config = tmp_path / name
-    config.write_text("{\n\tadmin off\n}\n" + (DEPLOY / name).read_text())
+    text = (DEPLOY / name).read_text()
+    assert "\n{\n" in text  # the global options block, where `admin off` goes
+    config.write_text(text.replace("\n{\n", "\n{\n\tadmin off\n", 1))
     env = {
         "SKILLGATE_DOMAIN": f"http://127.0.0.1:{port}",
         "HOME": str(tmp_path),

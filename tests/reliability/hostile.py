@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,15 @@ def _line_surrogate() -> bytes:
     return json.dumps({"destination": "x", "events": [event]}).encode()  # ensure_ascii escapes it
 
 
+def _nested(kind: str, depth: int) -> bytes:
+    inner = b"[" * depth + b"]" * depth
+    if kind == "telegram":
+        return b'{"update_id": %d, "x": %s}' % (next(_update_ids), inner)
+    if kind == "line":
+        return b'{"destination": "x", "events": [], "x": %s}' % inner
+    return b'{"reason": %s}' % inner
+
+
 @dataclass
 class Chunked:
     """A body sent without Content-Length, in chunks: its size is known only by reading it."""
@@ -166,6 +176,12 @@ GENERATORS: dict[str, Callable[[], Any]] = {
     "huge_line": lambda: b'{"destination": "x", "events": [], "pad": "' + b"x" * (2 * MIB) + b'"}',
     "huge_telegram_chunked": lambda: Chunked(b'{"update_id": 1, "pad": "' + b"x" * (2 * MIB)),
     "huge_line_chunked": lambda: Chunked(b'{"destination": "x", "pad": "' + b"x" * (2 * MIB)),
+    # Nested just short of the parser's limit: it parses, and recursive code after it fails.
+    **{
+        f"{kind}_nested_{depth}": partial(_nested, kind, depth)
+        for kind in ("telegram", "line", "reason")
+        for depth in (979, 980, 981)
+    },
 }
 
 
@@ -227,9 +243,11 @@ def build(case: dict[str, Any], rig: Rig, seeded: Seeded) -> Request:
     if "form" in case:
         headers["Content-Type"] = "application/x-www-form-urlencoded"
         body = "&".join(f"{k}={v}" for k, v in case["form"].items()).encode()
-    elif "json" in case or "raw" in case:
+    elif "json" in case or "raw" in case or "generator" in case:
         body = body_of(case, lambda: b"")
-    return Request(case.get("method", "GET"), case["path"], headers, body)
+    if "header_bytes" in case:
+        raw_headers = {k: str(v).encode("latin-1") for k, v in case["header_bytes"].items()}
+    return Request(case.get("method", "GET"), case["path"], headers, body, raw_headers)
 
 
 def _bytes(body: Any) -> bytes:

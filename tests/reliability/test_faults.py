@@ -22,7 +22,8 @@ from gateway.config import Settings
 from gateway.core.agent import APOLOGY
 from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.skills.proposals import PROPOSED_FILE
-from tests.cards_support import LINE_SECRET, fakes, rig_settings, running
+from tests.cards_support import ALICE, LINE_SECRET, fakes, rig_settings, running
+from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, sign, text_event, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_callback_update, make_text_update
@@ -228,3 +229,46 @@ async def test_a_full_disk_while_approving_is_a_clear_503_and_the_proposal_stays
         status, body = await gw.call("POST", f"/proposals/{made['id']}/approve")
         assert status == 200 and body["outcome"] == "approved"
         assert (gw.skills_dir / "chat-brevity" / SKILL_FILE).is_file()
+
+
+def full_disk_for_every_skill_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every skill file write fails as on a full disk, the live SKILL.md included."""
+
+    def write_text(self: SkillLibrary, slug: str, text: str, filename: str = SKILL_FILE) -> Path:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(SkillLibrary, "write_text", write_text)
+
+
+async def test_a_full_disk_while_approving_in_the_console_is_a_503_with_the_reason(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        session = await gw.seed()
+        fake_llm.reply(answer(proposal("chat-brevity", based_on=[session])))
+        (made,) = (await gw.synthesize())["proposed"]
+        csrf = await sign_in(gw.client)
+        full_disk_for_every_skill_file(monkeypatch)
+        resp = await gw.client.post(
+            f"/admin/proposals/{made['id']}/approve", data={"csrf": csrf}, allow_redirects=False
+        )
+        assert resp.status == 503 and "No space left on device" in await resp.text()
+        assert (await gw.call("GET", f"/proposals/{made['id']}"))[1]["status"] == "pending"
+        status, body = await gw.call("POST", f"/proposals/{made['id']}/approve")
+        assert status == 503 and "No space left on device" in body["error"], body
+
+
+async def test_a_telegram_admins_press_on_a_full_disk_is_answered_with_the_reason(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with fakes() as (telegram, line):
+        settings = rig_settings(make_settings, fake_llm, telegram, line)
+        async with running(settings, telegram, line, fake_llm) as rig:
+            pid = await rig.propose()
+            (card,) = rig.cards_in(ALICE)
+            full_disk_for_every_skill_file(monkeypatch)
+            resp = await rig.press(card, "Approve", user_id=ALICE)
+            assert resp.status < 500
+            assert f"Could not apply proposal #{pid}" in rig.acks()[-1]  # no spinning button
+            assert "No space left on device" in rig.acks()[-1]

@@ -49,9 +49,11 @@ def drafted(case: dict[str, Any]) -> dict[str, Any]:
 def fences_hold(request: dict[str, Any]) -> bool:
     """Every fence the model saw was opened and closed by the gateway, none from inside."""
     prompt = evidence_prompt(request)
-    opened = len(re.findall(rf"<{TAG}[ >]", prompt))
-    closed = prompt.count(f"</{TAG}>")
-    return opened == closed >= 1 and f"&lt;/{TAG}>" in prompt
+    tag = re.findall(rf"<({TAG}-[0-9a-f]{{12}})[ >]", prompt)[0]
+    opened = len(re.findall(rf"<{tag}[ >]", prompt))
+    closed = prompt.count(f"</{tag}>")
+    forged_left = re.findall(rf"<\s*/?\s*{TAG}", prompt)
+    return opened == closed == len(forged_left) // 2 >= 1 and f"&lt;/{TAG}>" in prompt
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 from linebot.v3.webhook import SignatureValidator
 
+from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
 from gateway.channels.line.cards import CardBubbles, LineCards
 from gateway.channels.line.client import LineClient, PushQuotaExhausted
@@ -44,6 +45,7 @@ from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
+from gateway.serving import read_body
 from gateway.skills.card_buttons import CardSigner
 
 log = logging.getLogger(__name__)
@@ -117,9 +119,8 @@ class LineChannel(Channel):
         signature = request.headers.get("X-Line-Signature", "")
         if not signature:
             return web.json_response({"error": "missing X-Line-Signature"}, status=401)
-        raw = await request.read()
-        if len(raw) > MAX_WEBHOOK_BYTES:
-            raise web.HTTPRequestEntityTooLarge(MAX_WEBHOOK_BYTES, len(raw))
+        # Read only now that a signature was sent, at most 1 MB and within the body deadline.
+        raw = await read_body(request, MAX_WEBHOOK_BYTES)
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -131,7 +132,7 @@ class LineChannel(Channel):
         if request.content_type != JSON:
             return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
         try:
-            payload = json.loads(body)
+            payload = jsonlimits.loads(body)
             events = payload["events"]
             if not isinstance(events, list):
                 raise TypeError("events is not a list")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from gateway.channels.text import split_text, utf16_len
+from gateway.channels.text import capped, split_text, utf16_len
 
 MAX_TEXT_UTF16 = 5000
 """A LINE text message holds at most 5000 UTF-16 code units (an emoji counts 2)."""
@@ -22,8 +22,16 @@ _MD = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"
 
 
 def line_parts(markdown: str) -> list[str]:
-    """The texts of the LINE messages that carry one answer, in order."""
-    return split_text(plain_text(markdown), MAX_TEXT_UTF16, utf16_len)
+    """The texts of the LINE messages that carry one answer, in order.
+
+    At most MAX_ANSWER_PARTS (one reply call, no push); a longer answer is cut with a note.
+    """
+    return capped(
+        lambda t: split_text(plain_text(t), MAX_TEXT_UTF16, utf16_len),
+        markdown,
+        MAX_TEXT_UTF16,
+        utf16_len,
+    )
 
 
 def plain_text(markdown: str) -> str:

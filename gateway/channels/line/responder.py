@@ -96,7 +96,7 @@ class LineResponder:
             ref = f"answer:{reply.message_id}"
         else:
             ref = self.event.next_ref()
-        parts = line_parts(reply.text) or [reply.text.strip() or "…"]
+        parts = line_parts(reply.text) or [reply.text.strip()[:MAX_TEXT_UTF16] or "…"]
         return await self.outbox.deliver(self.chat.chat_id, parts, reply.buttons, ref, self.event)
 
     async def show_rating(self, answer_id: int, rating: int) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
 from typing import Any
 
 from aiohttp import web
 from telegram import Message, MessageEntity
 
+from gateway import jsonlimits
 from gateway.channels.base import storable
+from gateway.serving import body_seconds
 
 WEBHOOK_PATH = "/webhook/telegram"
 JSON = "application/json"
@@ -45,14 +47,18 @@ _MEDIA = {
 
 
 async def read_bounded(request: web.Request, limit: int) -> bytes | None:
-    """The request body, or None as soon as it is longer than `limit` bytes."""
+    """The request body, or None as soon as it is longer than `limit` bytes (408 if slow)."""
     if request.content_length is not None and request.content_length > limit:
         return None
     body = bytearray()
-    async for chunk in request.content.iter_chunked(64 * 1024):
-        body += chunk
-        if len(body) > limit:
-            return None
+    try:
+        async with asyncio.timeout(body_seconds(request)):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > limit:
+                    return None
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text="the body was not sent in time") from None
     return bytes(body)
 
 
@@ -62,9 +68,9 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
     if body is None:
         return None, 413, f"update larger than {MAX_UPDATE_BYTES} bytes"
     try:
-        update = json.loads(body)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
-        return None, 400, "body is not JSON"
+        update = jsonlimits.loads(body)
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        return None, 400, f"body is not JSON: {exc}"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
     if not storable(update):
