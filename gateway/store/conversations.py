@@ -49,6 +49,7 @@ class ConversationQueries(QueriesBase):
         idle_seconds: float,
     ) -> SessionRecord:
         """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
+        await _lock_chat(c, channel, chat_id)
         return await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
 
     @transaction
@@ -72,7 +73,7 @@ class ConversationQueries(QueriesBase):
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
         """
-        await c.lock(f"chat\0{channel}\0{chat_id}")
+        await _lock_chat(c, channel, chat_id)
         if inbox_id is not None:
             done = await _message_for_inbox(c, inbox_id, "assistant")
             if done is not None:
@@ -85,13 +86,17 @@ class ConversationQueries(QueriesBase):
         else:
             session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
             session_id = session.id
-            message = await _add_message(c, session_id, "user", text, "normal", inbox_id, None, now)
-            if platform_message_id is not None:
-                await c.execute(
-                    "update messages set platform_message_id = ? where id = ?",
-                    platform_message_id,
-                    message.id,
-                )
+            await _add_message(
+                c,
+                session_id,
+                "user",
+                text,
+                "normal",
+                inbox_id,
+                None,
+                now,
+                platform_message_id=platform_message_id,
+            )
         history = await _history(c, session_id, history_limit, exclude_kinds)
         return OpenedTurn(session_id=session_id, history=history)
 
@@ -290,12 +295,16 @@ class ConversationQueries(QueriesBase):
         return [FeedbackRecord.model_validate(r) for r in rows]
 
 
+async def _lock_chat(c: Conn, channel: str, chat_id: str) -> None:
+    """Queue replicas opening the same chat's session, until the transaction ends."""
+    await c.lock(f"chat\0{channel}\0{chat_id}")
+
+
 async def _current_session(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
-    # Called inside a transaction. The chat's lock queues replicas opening the same chat's
-    # session, and the row lock keeps a concurrent /new from finishing it underneath.
-    await c.lock(f"chat\0{channel}\0{chat_id}")
+    # Called inside a transaction that holds the chat's lock; the row lock keeps a
+    # concurrent /new from finishing the session underneath.
     found = await c.fetchrow(
         "select * from sessions where channel = ? and chat_id = ?"
         f" and finished_at is null order by id desc limit 1 {c.dialect.for_update}",
@@ -333,16 +342,20 @@ async def _add_message(
     inbox_id: int | None,
     trace: Trace | None,
     at: float,
+    *,
+    platform_message_id: str | None = None,
 ) -> MessageRecord:
     row = await c.fetchrow(
-        "insert into messages (session_id, role, text, kind, inbox_id, created_at)"
-        " values (?, ?, ?, ?, ?, ?) returning *",
+        "insert into messages"
+        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id)"
+        " values (?, ?, ?, ?, ?, ?, ?) returning *",
         session_id,
         role,
         text,
         kind,
         inbox_id,
         at,
+        platform_message_id,
     )
     assert row is not None
     message = message_record(row)
