@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from gateway.core.records import InboxItem
@@ -26,6 +26,44 @@ async def two_workers(
         yield stores[0], workers, handled
 
 
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait, at most `timeout` seconds, for `condition` to hold."""
+
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def taken_by_first(
+    store: PostgresStore, workers: list[SharedInboxWorker], handled: list[list[str]]
+) -> InboxItem:
+    """Worker 0 starts and has an update it stored in hand."""
+    await workers[0].start()
+    item = await store.inbox_add("telegram", "u1", "chat", "{}")
+    assert item is not None
+    workers[0].submit(item)
+    await until(lambda: bool(handled[0]))
+    return item
+
+
+async def expire_leases(store: PostgresStore) -> None:
+    """What a replica stalled past its lease looks like to the others."""
+    async with store.connection() as conn:
+        await conn.execute("update inbox set lease_until = 0 where processed_at is null")
+
+
+async def taken_over(
+    store: PostgresStore, workers: list[SharedInboxWorker], handled: list[list[str]]
+) -> None:
+    """Worker 0 stalls past its lease; worker 1 takes the update over and answers it."""
+    await expire_leases(store)
+    await workers[1].start()
+    await until(lambda: bool(handled[1]))
+    await workers[1].wait_idle(5)
+
+
 async def test_a_slow_answer_keeps_its_claim_past_the_lease(postgres_url: str) -> None:
     release = asyncio.Event()
     async with two_workers(postgres_url, lease=1.0) as (store, workers, handled):
@@ -39,12 +77,7 @@ async def test_a_slow_answer_keeps_its_claim_past_the_lease(postgres_url: str) -
 
         workers[0].handlers["telegram"] = slow
         workers[1].handlers["telegram"] = fast
-        await workers[0].start()
-        item = await store.inbox_add("telegram", "u1", "chat", "{}")
-        assert item is not None
-        workers[0].submit(item)
-        while not handled[0]:
-            await asyncio.sleep(0.01)
+        await taken_by_first(store, workers, handled)
         await workers[1].start()
         await asyncio.sleep(2.5)  # over twice the lease: only renewal keeps it
         assert handled == [["u1"], []]
@@ -70,23 +103,12 @@ async def test_a_clean_stop_hands_unfinished_work_over_at_once(postgres_url: str
 
         workers[0].handlers["telegram"] = never
         workers[1].handlers["telegram"] = fast
-        await workers[0].start()
-        item = await store.inbox_add("telegram", "u1", "chat", "{}")
-        assert item is not None
-        workers[0].submit(item)
-        while not handled[0]:
-            await asyncio.sleep(0.01)
+        await taken_by_first(store, workers, handled)
         await workers[0].stop(timeout=0.1)  # cancelled, and its claim given back
         await workers[1].start()
         await asyncio.wait_for(answered.wait(), 5)  # long before the 60 s lease
         await workers[1].stop(1)
     assert handled == [["u1"], ["u1"]]
-
-
-async def expire_leases(store: PostgresStore) -> None:
-    """What a replica stalled past its lease looks like to the others."""
-    async with store.connection() as conn:
-        await conn.execute("update inbox set lease_until = 0 where processed_at is null")
 
 
 async def test_a_replica_that_lost_its_claim_never_sends(postgres_url: str) -> None:
@@ -108,17 +130,8 @@ async def test_a_replica_that_lost_its_claim_never_sends(postgres_url: str) -> N
 
         workers[0].handlers["telegram"] = stalled
         workers[1].handlers["telegram"] = other
-        await workers[0].start()
-        item = await store.inbox_add("telegram", "u1", "chat", "{}")
-        assert item is not None
-        workers[0].submit(item)
-        while not handled[0]:
-            await asyncio.sleep(0.01)
-        await expire_leases(store)
-        await workers[1].start()
-        while not handled[1]:
-            await asyncio.sleep(0.01)
-        await workers[1].wait_idle(5)
+        await taken_by_first(store, workers, handled)
+        await taken_over(store, workers, handled)
         go.set()  # the stalled replica wakes up and tries to answer
         await workers[0].wait_idle(5)
         assert await store.inbox_pending_count() == 0
@@ -147,17 +160,8 @@ async def test_work_whose_claim_is_gone_is_cancelled_at_the_next_renewal(
 
         workers[0].handlers["telegram"] = thinking
         workers[1].handlers["telegram"] = other
-        await workers[0].start()
-        item = await store.inbox_add("telegram", "u1", "chat", "{}")
-        assert item is not None
-        workers[0].submit(item)
-        while not handled[0]:
-            await asyncio.sleep(0.01)
-        await expire_leases(store)
-        await workers[1].start()
-        while not handled[1]:
-            await asyncio.sleep(0.01)
-        await workers[1].wait_idle(5)
+        item = await taken_by_first(store, workers, handled)
+        await taken_over(store, workers, handled)
         assert await workers[0].renew() == [item.id]
         await asyncio.wait_for(cancelled.wait(), 5)
         await workers[0].wait_idle(5)
