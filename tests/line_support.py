@@ -117,6 +117,7 @@ async def line_rig(
             line_channel_secret=SECRET,
             line_channel_access_token=fake.access_token,
             line_api_base_url=fake.base_url,
+            line_data_api_base_url=fake.data_url,
             **overrides,
         )
         async with TestClient(TestServer(build_app(settings))) as http:

@@ -3,9 +3,10 @@
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
 group only when said to the bot; then, in a group, only what is addressed to the bot;
-then the allowlist; then commands (admin commands go to the review chat); then media
-without words (a notice, `content`); the rest is a turn for the agent. The turn is the one
-place where an answer is delivered and counted.
+then the allowlist; then commands (admin commands go to the review chat); then a voice
+note, photo or document, read into the turn (or a notice, `attachments`; an album is
+answered once); then media without words (a notice, `content`); the rest is a turn for the
+agent. The turn is the one place where an answer is delivered and counted.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from gateway.conversation.attachments import Attachments, readable
 from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
 from gateway.conversation.models import Greeting, Message, Press, Profile
@@ -55,8 +57,11 @@ class Conversation:
         review: Decisions,
         synthesis: Synthesis,
         clock: Callable[[], float] = time.time,
+        attachments: Attachments | None = None,
     ) -> None:
         self.profile = profile
+        self.attachments = attachments
+        """Reads voice notes, photos and documents; None: they get the text-only notice."""
         self.store = store
         self.turns = turns
         self.counts = counts
@@ -88,6 +93,9 @@ class Conversation:
         if message.command is not None:
             await self._command(message, out)
             return
+        if self.attachments is not None and readable(message.media, message.attachment):
+            await self._with_attachment(message, out)
+            return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(dialect.text_only)
@@ -98,6 +106,29 @@ class Conversation:
             user_name=message.user_name,
             platform_message_id=message.message_id,
             inbox_id=message.inbox_id,
+        )
+        await self.answer(incoming, out)
+
+    async def _with_attachment(self, message: Message, out: Responder) -> None:
+        """Read the attachment into the turn, or say why not; an album is answered once."""
+        assert self.attachments is not None and message.attachment is not None
+        assert message.media is not None
+        if not await self._first(message):
+            log.info("%s: album %s was answered already", self.profile.who, message.album)
+            return
+        async with out.working():  # a download and a transcription take a while
+            read = await self.attachments.read(message.media, message.attachment, message.text)
+        if read.notice is not None:
+            await out.notice(read.notice)
+            return
+        incoming = IncomingMessage(
+            chat=message.chat,
+            text=read.text,
+            user_name=message.user_name,
+            platform_message_id=message.message_id,
+            inbox_id=message.inbox_id,
+            images=read.images,
+            attachments=read.attachments,
         )
         await self.answer(incoming, out)
 
@@ -112,7 +143,7 @@ class Conversation:
         self.counts.unreadable(self.channel)
 
     async def _first(self, message: Message) -> bool:
-        """Whether this is the first item of its album to get the notice (or no album)."""
+        """Whether this is the first item of its album to be handled (or no album)."""
         if message.album is None:
             return True
         key = album_key(message)

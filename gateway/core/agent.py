@@ -15,7 +15,8 @@ from gateway.core.models import IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
-from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
+from gateway.core.vision import NO_VISION, VisionPolicy
+from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class Agent:
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        vision: VisionPolicy | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -58,6 +60,8 @@ class Agent:
         self.config = config
         self.clock = clock
         self.rng = rng or random.Random()
+        self.vision = vision
+        """Told when the model refuses images, so that `auto` stops sending them."""
 
     async def respond(self, incoming: IncomingMessage) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back."""
@@ -74,16 +78,19 @@ class Agent:
             history_limit=self.config.history_messages,
             exclude_kinds=("error",),
             platform_message_id=incoming.platform_message_id,
+            attachments=incoming.attachments,
         )
         if turn.answer is not None:
             return _reply(turn.answer)
-        text, kind, trace = await self._think(incoming.text, turn.history)
+        text, kind, trace = await self._think(incoming.text, turn.history, incoming.images)
         answer = await self.store.add_message(
             turn.session_id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
         )
         return _reply(answer)
 
-    async def _think(self, query: str, history: list[MessageRecord]) -> tuple[str, Any, Trace]:
+    async def _think(
+        self, query: str, history: list[MessageRecord], images: list[str] | None = None
+    ) -> tuple[str, Any, Trace]:
         """Run the model, with load_skill tool rounds; never raises for model failures."""
         started = time.monotonic()
         budget = self.config.skill_index_tokens
@@ -93,17 +100,31 @@ class Agent:
             offered, section = self.skills.offer(query, budget, exclude=withheld)
         trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
         history_tokens = self.config.history_tokens
+        shown = list(images or [])
+
+        async def attempt(budget: int) -> tuple[str, Any, Trace]:
+            messages = build_messages(self.config.persona, section, history, budget, shown)
+            try:
+                return await self._rounds(messages, offered, trace, started)
+            except VisionUnsupported as exc:
+                if not shown:
+                    raise
+                shown.clear()
+                await self._images_refused(history, trace, str(exc))
+                if not query.strip():
+                    trace.error = f"the model refuses images: {exc}"
+                    return NO_VISION, "error", _finish(trace, started, completed=False)
+                messages = build_messages(self.config.persona, section, history, budget)
+                return await self._rounds(messages, offered, trace, started)
+
         try:
             try:
-                messages = build_messages(self.config.persona, section, history, history_tokens)
-                return await self._rounds(messages, offered, trace, started)
+                return await attempt(history_tokens)
             except ContextOverflow as exc:
                 # Once with half the history; a second overflow is the user's to end (/new).
                 log.warning("context overflow, retrying with half the history: %s", exc)
                 trace.notes.append(f"context overflow, history halved: {exc}")
-                half = history_tokens // 2
-                messages = build_messages(self.config.persona, section, history, half)
-                return await self._rounds(messages, offered, trace, started)
+                return await attempt(history_tokens // 2)
         except ContextOverflow as exc:
             log.warning("context overflow: %s", exc)
             trace.error = str(exc)
@@ -154,6 +175,22 @@ class Agent:
             trace.notes.append("answer cut at the token limit (LLM_MAX_TOKENS)")
             text = f"{text}{CUT_MARK}"
         return text, "normal", _finish(trace, started)
+
+    async def _images_refused(
+        self, history: list[MessageRecord], trace: Trace, reason: str
+    ) -> None:
+        """The model refused this turn's images: remember it, and record the caption alone."""
+        trace.notes.append(f"images not sent: the model refuses them ({reason})")
+        if self.vision is not None:
+            await self.vision.refused(reason)
+        newest = history[-1] if history else None
+        if newest is None or newest.role != "user":
+            return
+        note = "the model refuses images"
+        for attachment in newest.attachments:
+            if attachment.kind == "image":  # the retry names it as not shown
+                attachment.sent_as, attachment.note = "caption", note
+        await self.store.set_attachments_sent(newest.id, "image", "caption", note)
 
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with the holdout chance."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from gateway.core.models import MessageKind, Role
+from gateway.core.models import AttachmentRecord, MessageKind, Role
 
 
 class InboxItem(BaseModel):
@@ -52,6 +52,7 @@ class MessageRecord(BaseModel):
     unsent_at: float | None = None
     """When the user took the message back (LINE unsend): neither the model nor synthesis
     sees it again, nor the answer given to it."""
+    attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
 class OpenedTurn(BaseModel):

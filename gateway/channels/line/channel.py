@@ -29,12 +29,14 @@ from gateway.channels.line.client import LineClient, PushQuotaExhausted
 from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
+    Content,
     LineEvent,
     command_of,
     content_of,
     event_id_of,
     inbox_key,
     read_event,
+    remote_of,
     self_mentions,
     without_spans,
 )
@@ -69,7 +71,9 @@ class LineChannel(Channel):
         self.settings = settings
         self._signature = SignatureValidator(secret)
         self.client = LineClient(
-            settings.line_channel_access_token.get_secret_value(), settings.line_api_base_url
+            settings.line_channel_access_token.get_secret_value(),
+            settings.line_api_base_url,
+            data_host=settings.line_data_api_base_url,
         )
         # The loading animation lasts 5-60 s in steps of 5; cover the model's timeout.
         self.loading_seconds = min(60, max(5, 5 * math.ceil(settings.llm_timeout_seconds / 5)))
@@ -207,7 +211,7 @@ class LineSession:
     ) -> None:
         conversation = self.conversation
         if event.type in ("message", "messageEdited"):
-            message = decode_message(event.part("message"), chat, item)
+            message = decode_message(event.part("message"), chat, item, self.client.content)
             if event.type == "messageEdited":
                 message = replace(message, edited=True)
             await conversation.on_message(message, out)
@@ -231,7 +235,9 @@ class LineSession:
             log.info("LINE %s event %s needs no answer", event.type or "untyped", event.event_id)
 
 
-def decode_message(message: dict[str, Any], chat: ChatRef, item: InboxItem) -> Message:
+def decode_message(
+    message: dict[str, Any], chat: ChatRef, item: InboxItem, content: Content | None = None
+) -> Message:
     """A message as the conversation layer reads it; text loses the bot's own @mention."""
     raw_id = message.get("id")
     message_id = raw_id if isinstance(raw_id, str) and raw_id else None
@@ -244,6 +250,7 @@ def decode_message(message: dict[str, Any], chat: ChatRef, item: InboxItem) -> M
             media=media,
             details=details,
             album=album,
+            attachment=remote_of(message, content) if content is not None else None,
             message_id=message_id,
             addressed=False,  # LINE has no way to mention the bot on media
             inbox_id=item.id,

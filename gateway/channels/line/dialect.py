@@ -19,7 +19,10 @@ REFUSAL = "Sorry, this assistant is private and only answers the people it was s
 ASK_WHAT_WENT_WRONG = "What went wrong? Tell me in your next message (optional)."
 ASK_IN_GROUP = "What went wrong? Mention me in your next message to tell me (optional)."
 """In a group only a message to the bot answers its question."""
-TEXT_ONLY = "Sorry, I can only read text so far: please send your question as a message."
+TEXT_ONLY = (
+    "Sorry, I can't read this kind of message. Please send text, a voice message, a photo or"
+    " a file (PDF, Word, text)."
+)
 THANKS_FOR_COMMENT = "Thanks, I've noted that. It helps me get better."
 
 LINE = Dialect(

@@ -31,6 +31,7 @@ from telegram.warnings import PTBUserWarning
 from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
+from gateway.channels.telegram.files import remote_of
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
@@ -108,6 +109,7 @@ class TelegramChannel(Channel):
             Application.builder()
             .token(self.token)
             .base_url(self.settings.telegram_api_base_url)
+            .base_file_url(self.settings.telegram_file_base_url)
             .request(bot_request())
             .updater(None)
             .job_queue(None)
@@ -339,6 +341,7 @@ class TelegramSession:
             media=media,
             details=details,
             album=message.media_group_id,
+            attachment=remote_of(message, self.bot),
             edited=edited,
             message_id=str(message.message_id),
             user_name=user.first_name,

@@ -22,7 +22,10 @@ REFUSAL = (
     "Sorry, this bot is private. If you should have access, ask its owner to add your"
     " Telegram user id: {user_id}"
 )
-TEXT_ONLY = "Sorry, I can only read text so far: send your question as a message or a caption."
+TEXT_ONLY = (
+    "Sorry, I can't read this kind of message. Send me text, a voice message, a photo or a"
+    " document (PDF, Word, text), or add your question as a caption."
+)
 UNKNOWN = "I don't know /{command}. /help lists what I understand."
 
 TELEGRAM = Dialect(
