@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.media_support import docx, pdf, png, prompt_text, wav
-from tests.telegram_harness import Gateway, telegram_gateway
-from tests.test_telegram_feedback import last_message
+from tests.synthesis_support import answer, evidence_prompt
+from tests.telegram_harness import ADMIN, Gateway, telegram_gateway
+from tests.test_telegram_feedback import last_answer, last_message, press
 
 GROUP = -1002233445566
 ANSWER = "Hello from the fake model."
@@ -366,3 +368,27 @@ async def test_kept_media_stays_inside_the_data_dir_under_its_own_name(
         kept = tmp_path / "data" / "media" / row["kept"]
         assert kept.read_bytes() == b"plain words\n" and kept.suffix == ".txt"
         assert "passwd" not in row["kept"] and row["name"] == "passwd"
+
+
+async def test_synthesis_reads_transcripts_and_captions_fenced_never_media_or_document_text(
+    gw: Gateway,
+) -> None:
+    gw.llm.transcripts.append("Please book a table for two")
+    await gw.deliver(media_update(1, voice=voice(gw, "sv", wav(0.5))))
+    await gw.deliver(press(2, last_answer(gw.fake), 1))
+    secret_plan = pdf("The launch is on the ninth of May.")
+    doc = document(gw, "sd", secret_plan, "plan.pdf", "application/pdf")
+    await gw.deliver(media_update(3, document=doc, caption="Is this date right?"))
+    await gw.deliver(media_update(4, photo=photo(gw, "sp", png()), caption="And this one?"))
+    await gw.deliver(make_text_update(5, "/new"))
+    gw.llm.default = lambda body: answer()
+    resp = await gw.client.post("/admin/api/synthesize", headers=ADMIN)
+    assert resp.status == 200, await resp.text()
+    prompt = evidence_prompt(gw.llm.requests[-1])
+    fenced = re.search(r"<untrusted-chat-[0-9a-f]{12} session=.*?</untrusted-chat", prompt, re.S)
+    assert fenced is not None
+    body = fenced.group(0)
+    assert "[user, voice message, 0:01, transcribed] Please book a table for two" in body
+    assert "[user, document plan.pdf, 1 page] Is this date right?" in body
+    assert "[user, photo] And this one?" in body
+    assert "ninth of May" not in prompt and "base64" not in prompt
