@@ -218,6 +218,16 @@ async def test_in_a_group_media_is_read_only_when_it_is_for_the_bot(gw: Gateway)
     assert len(gw.fake.sent_texts(GROUP)) == 2
 
 
+async def test_a_voice_note_in_an_update_the_sdk_refuses_is_still_read(gw: Gateway) -> None:
+    # The Bot API guide's own example: no `is_bot`, which python-telegram-bot requires.
+    update = media_update(1, voice=voice(gw, "AwADBAADbXXX", wav(0.3), seconds=5))
+    del update["message"]["from"]["is_bot"]
+    gw.llm.transcripts.append("read me anyway")
+    await gw.deliver(update)
+    assert prompt_text(gw.llm.requests[-1]).endswith("read me anyway")
+    assert gw.fake.sent_texts(1001) == [ANSWER]
+
+
 async def test_an_album_is_answered_once_from_its_first_item(gw: Gateway) -> None:
     first = media_update(1, photo=photo(gw, "a1", png()), caption="Which is nicer?")
     first["message"]["media_group_id"] = "13573"

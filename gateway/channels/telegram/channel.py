@@ -341,7 +341,7 @@ class TelegramSession:
             media=media,
             details=details,
             album=message.media_group_id,
-            attachment=remote_of(message, self.bot),
+            attachment=remote_of(raw, media, self.bot),
             edited=edited,
             message_id=str(message.message_id),
             user_name=user.first_name,

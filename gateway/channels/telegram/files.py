@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from telegram import Bot
-from telegram import Message as TgMessage
 from telegram.error import BadRequest, TelegramError
 
 from gateway.errors import MediaTooBig, MediaUnavailable
@@ -21,29 +20,39 @@ BOT_API_LIMIT = 20 * MB
 """The most a bot may download from Telegram's own Bot API server."""
 
 
-def remote_of(message: TgMessage, bot: Bot) -> Remote | None:
-    """The file of a voice note, audio, video note, photo or document, ready to download."""
-    if message.voice is not None:
-        voice = message.voice
-        return Remote(_fetch(bot, voice.file_id), voice.file_size, duration=_seconds(voice))
-    if message.audio is not None:
-        audio = message.audio
-        return Remote(_fetch(bot, audio.file_id), audio.file_size, audio.file_name, _seconds(audio))
-    if message.video_note is not None:
-        note = message.video_note
-        return Remote(_fetch(bot, note.file_id), note.file_size, duration=_seconds(note))
-    if message.photo:
-        largest = max(message.photo, key=lambda p: p.width * p.height)
-        return Remote(
-            _fetch(bot, largest.file_id),
-            largest.file_size,
-            width=largest.width,
-            height=largest.height,
-        )
-    if message.document is not None:
-        doc = message.document
-        return Remote(_fetch(bot, doc.file_id), doc.file_size, doc.file_name)
-    return None
+FIELDS = {
+    "voice": "voice",
+    "audio": "audio",
+    "video note": "video_note",
+    "photo": "photo",
+    "file": "document",
+}
+"""The message field holding each medium the gateway reads."""
+
+
+def remote_of(raw: dict[str, Any], media: str | None, bot: Bot) -> Remote | None:
+    """The file of a voice note, audio, video note, photo or document, ready to download.
+
+    Read from the raw message, so that an update PTB refuses (and the gateway salvages)
+    still has its file.
+    """
+    field = raw.get(FIELDS.get(media or "", ""))
+    if media == "photo" and isinstance(field, list):
+        sizes = [p for p in field if isinstance(p, dict) and _str(p.get("file_id"))]
+        if not sizes:
+            return None
+        field = max(sizes, key=lambda p: (_int(p.get("width")) or 0) * (_int(p.get("height")) or 0))
+    if not isinstance(field, dict) or not _str(field.get("file_id")):
+        return None
+    duration = field.get("duration")
+    return Remote(
+        _fetch(bot, field["file_id"]),
+        size=_int(field.get("file_size")),
+        name=_str(field.get("file_name")),
+        duration=float(duration) if isinstance(duration, int | float) else None,
+        width=_int(field.get("width")),
+        height=_int(field.get("height")),
+    )
 
 
 def _fetch(bot: Bot, file_id: str) -> Fetch:
@@ -71,10 +80,9 @@ def _fetch(bot: Bot, file_id: str) -> Fetch:
     return fetch
 
 
-def _seconds(media: Any) -> float | None:
-    """A duration (an int or, with PTB_TIMEDELTA, a timedelta) in seconds."""
-    value = getattr(media, "duration", None)
-    if value is None:
-        return None
-    seconds = getattr(value, "total_seconds", None)
-    return float(seconds() if callable(seconds) else value)
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
