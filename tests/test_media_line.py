@@ -79,7 +79,13 @@ async def test_a_pdf_file_is_read(rig: LineRig) -> None:
     )
     text = prompt_text(rig.llm.requests[-1])
     assert text.startswith("[document notes.pdf, 1 page]\nThe meeting is on Tuesday at 10.")
-    assert rig.fake.delivered_texts(USER_ID) == [ANSWER]
+    # A recording sent as a file is transcribed.
+    recording = wav(0.5)
+    await rig.deliver(
+        sent(rig, {"type": "file", "fileName": "memo.wav", "fileSize": len(recording)}, recording)
+    )
+    assert [t["data"] for t in rig.llm.transcriptions] == [recording]
+    assert rig.fake.delivered_texts(USER_ID) == [ANSWER, ANSWER]
 
 
 async def test_media_in_a_group_is_never_downloaded(rig: LineRig) -> None:
@@ -112,3 +118,31 @@ async def test_refusals_in_line_each_get_their_notice(
             notices.NO_STT,
         ]
         assert len(rig.fake.content_requests) == 2 and fake_llm.requests == []
+
+
+async def test_in_a_group_quoting_a_photo_or_file_with_a_mention_asks_about_it(
+    rig: LineRig,
+) -> None:
+    posted = sent(rig, {"type": "image"}, png(50, 40), group=True)
+    other = sent(rig, {"type": "file", "fileName": "menu.pdf", "fileSize": 900}, None, group=True)
+    await rig.deliver(posted, other)
+    assert rig.fake.content_requests == [] and rig.llm.requests == []
+    ask = text_event(
+        "@FakeBot what is on it?",
+        group_id=GROUP_ID,
+        mention_self=True,
+        reply_token=rig.token(GROUP_ID),
+    )
+    ask["message"]["quotedMessageId"] = posted["message"]["id"]
+    await rig.deliver(ask)
+    assert rig.fake.content_requests == [posted["message"]["id"]]
+    assert prompt_text(rig.llm.requests[-1]) == "[photo]\n\nwhat is on it?"
+    assert len(rig.llm.image_parts(rig.llm.requests[-1])) == 1
+    # Quoting a plain text message is just a question.
+    plain = text_event(
+        "@FakeBot and you?", group_id=GROUP_ID, mention_self=True, reply_token=rig.token(GROUP_ID)
+    )
+    plain["message"]["quotedMessageId"] = "468789532432007169"
+    await rig.deliver(plain)
+    assert prompt_text(rig.llm.requests[-1]) == "and you?"
+    assert rig.fake.delivered_texts(GROUP_ID) == [ANSWER, ANSWER]

@@ -228,6 +228,29 @@ async def test_a_voice_note_in_an_update_the_sdk_refuses_is_still_read(gw: Gatew
     assert gw.fake.sent_texts(1001) == [ANSWER]
 
 
+async def test_words_replying_to_a_photo_or_document_ask_about_it(gw: Gateway) -> None:
+    # Someone in the group posted a photo; another user asks the bot about it by replying.
+    posted = media_update(1, "supergroup", photo=photo(gw, "q1", png()))
+    text = "@skillgate_test_bot what is this?"
+    question = make_text_update(
+        2,
+        text,
+        chat_id=GROUP,
+        chat_type="supergroup",
+        user_id=1002,
+        entities=[mention_entity(text, "skillgate_test_bot")],
+        reply_to_message=posted["message"],
+    )
+    await gw.deliver(question)
+    assert prompt_text(gw.llm.requests[-1]) == "[photo]\n\nwhat is this?"
+    assert len(gw.llm.image_parts(gw.llm.requests[-1])) == 1
+    # A reply to one of the bot's own files reads nothing.
+    sent = {**posted["message"], "from": gw.fake.bot_user}
+    await gw.deliver(make_text_update(3, "thanks", reply_to_message=sent))
+    assert gw.llm.image_parts(gw.llm.requests[-1]) == []
+    assert [c.params["file_id"] for c in gw.fake.calls_of("getFile")] == ["q1"]
+
+
 async def test_an_album_is_answered_once_from_its_first_item(gw: Gateway) -> None:
     first = media_update(1, photo=photo(gw, "a1", png()), caption="Which is nicer?")
     first["message"]["media_group_id"] = "13573"

@@ -1,7 +1,8 @@
 """What a voice note, photo or document gets, for every channel alike, and what the user is told.
 
-- Voice, audio and video notes are transcribed; the transcript is the user's message. Without
-  speech-to-text configured, a notice says voice is not set up (nothing is downloaded).
+- Voice, audio and video notes (and files that are audio) are transcribed; the transcript is
+  the user's message. Without speech-to-text configured, a notice says voice is not set up
+  (nothing is downloaded).
 - A photo (or a file that is an image) goes to the model as an image, with its caption, when
   the model takes images (`core.vision`); otherwise the caption alone is answered, or, with
   none, a notice says so.
@@ -104,6 +105,10 @@ class Attachments:
                 kind = "image"
                 if not await self.vision.allowed():
                     return self._unseen(media, remote, words, mime=mime, size=len(data))
+            elif kind == "document" and mime.startswith("audio/") and mime in EXTENSIONS:
+                kind = "voice"  # a recording sent as a file
+                if self.transcriber is None:
+                    return Read(notice=NO_STT)
             record = AttachmentRecord(
                 kind=kind,
                 source=media,

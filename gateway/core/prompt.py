@@ -114,7 +114,7 @@ def attachment_text(attachment: AttachmentRecord) -> str:
 def attachment_label(attachment: AttachmentRecord) -> str:
     """A short label: "voice message, 0:12, transcribed", "photo", "document a.pdf, 3 pages"."""
     if attachment.kind == "voice":
-        what = {"audio": "audio file", "video note": "video note"}.get(
+        what = {"audio": "audio file", "file": "audio file", "video note": "video note"}.get(
             attachment.source, "voice message"
         )
         length = f", {_clock(attachment.duration)}" if attachment.duration else ""

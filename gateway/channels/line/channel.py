@@ -24,6 +24,7 @@ from linebot.v3.webhook import SignatureValidator
 
 from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
+from gateway.channels.line import quotes
 from gateway.channels.line.cards import CardBubbles, LineCards
 from gateway.channels.line.client import LineClient, PushQuotaExhausted
 from gateway.channels.line.delivery import EventContext, LineOutbox
@@ -211,9 +212,12 @@ class LineSession:
     ) -> None:
         conversation = self.conversation
         if event.type in ("message", "messageEdited"):
-            message = decode_message(event.part("message"), chat, item, self.client.content)
+            raw = event.part("message")
+            message = decode_message(raw, chat, item, self.client.content)
             if event.type == "messageEdited":
                 message = replace(message, edited=True)
+            else:
+                message = await self._with_quoted(raw, message)
             await conversation.on_message(message, out)
         elif event.type == "postback":
             data = event.part("postback").get("data")
@@ -233,6 +237,21 @@ class LineSession:
                 await conversation.on_unsend(chat, unsent)
         else:
             log.info("LINE %s event %s needs no answer", event.type or "untyped", event.event_id)
+
+    async def _with_quoted(self, raw: dict[str, Any], message: Message) -> Message:
+        """A text quoting an image, audio or file asks about it; media is remembered for that."""
+        meta, chat_id = self.ports.deliveries, message.chat.chat_id
+        if message.media is not None:
+            await quotes.remember(meta, chat_id, raw)
+            return message
+        if message.command is not None or not message.text:
+            return message
+        found = await quotes.quoted(meta, chat_id, raw)
+        remote = remote_of(found, self.client.content) if found is not None else None
+        if found is None or remote is None:
+            return message
+        media, _, _ = content_of(found)
+        return replace(message, media=media, attachment=remote)
 
 
 def decode_message(
