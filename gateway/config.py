@@ -183,7 +183,7 @@ class Settings(BaseSettings):
     )
     max_pdf_pages: int = Field(100, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_PDF_PAGES")
     document_tokens: int = Field(
-        4000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
+        2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
     )
     keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
     line_data_api_base_url: str = Field(

@@ -197,6 +197,27 @@ async def test_a_long_document_is_cut_to_the_budget_with_a_note(
         assert len(text) < 600
 
 
+async def test_a_document_stays_for_follow_ups_until_the_history_budget_names_it_only(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, history_tokens=300) as gw:
+        first = ("The first report says sales rose in spring. " * 18).encode()
+        await gw.deliver(
+            media_update(1, document=document(gw, "f1", first, "one.txt", "text/plain"))
+        )
+        await gw.deliver(make_text_update(2, "and in summer?"))
+        history = [m["content"] for m in gw.llm.requests[-1]["messages"][1:]]
+        assert "sales rose in spring" in history[0] and history[-1] == "and in summer?"
+        second = ("The second report says costs fell in autumn. " * 18).encode()
+        await gw.deliver(
+            media_update(3, document=document(gw, "f2", second, "two.txt", "text/plain"))
+        )
+        history = [m["content"] for m in gw.llm.requests[-1]["messages"][1:]]
+        assert "costs fell in autumn" in history[-1]
+        assert history[0].startswith("[document one.txt: its text is no longer in")
+        assert "sales rose" not in " ".join(history)
+
+
 async def test_in_a_group_media_is_read_only_when_it_is_for_the_bot(gw: Gateway) -> None:
     caption = "@skillgate_test_bot what is on this photo?"
     entity = mention_entity(caption, "skillgate_test_bot")

@@ -58,6 +58,10 @@ def bounded_history(history: list[MessageRecord], budget_tokens: int) -> list[Me
         if message.kind == "error":
             continue  # placeholders are shown to users, never fed back as the model's words
         cost = estimate_tokens(user_text(message)) + 4
+        if kept and used + cost > budget_tokens and message.attachments:
+            # An older document that no longer fits is named without its text.
+            message = without_content(message)
+            cost = estimate_tokens(user_text(message)) + 4
         if kept and used + cost > budget_tokens:
             break
         kept.append(message)
@@ -67,6 +71,16 @@ def bounded_history(history: list[MessageRecord], budget_tokens: int) -> list[Me
     while kept and kept[0].role != "user":
         kept.pop(0)
     return kept
+
+
+def without_content(message: MessageRecord) -> MessageRecord:
+    """The message with its documents named only (their text past the history budget)."""
+    note = "its text is no longer in this conversation's history; ask to send it again"
+    attachments = [
+        a.model_copy(update={"content": None, "note": note}) if a.content else a
+        for a in message.attachments
+    ]
+    return message.model_copy(update={"attachments": attachments})
 
 
 def build_messages(
@@ -105,8 +119,10 @@ def user_text(message: MessageRecord) -> str:
 def attachment_text(attachment: AttachmentRecord) -> str:
     """How the model is told what came with a message (a document's text included)."""
     label = attachment_label(attachment)
-    if attachment.kind != "document" or not attachment.content:
+    if attachment.kind != "document":
         return f"[{label}]"
+    if not attachment.content:
+        return f"[{label}: {attachment.note}]" if attachment.note else f"[{label}]"
     cut = f"\n[{attachment.note}]" if attachment.note else ""
     return f"[{label}]\n{attachment.content}{cut}\n[end of document]"
 

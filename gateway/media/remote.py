@@ -56,7 +56,7 @@ class MediaLimits:
     max_pixels: int = 40_000_000
     """An image with more pixels is refused before it is decoded (a decompression bomb)."""
     max_pdf_pages: int = 100
-    document_tokens: int = 4000
+    document_tokens: int = 2000
     """The most estimated tokens of a document's text the model gets."""
     image_side: int = 1568
     """The longest side of an image sent to the model, in pixels."""

@@ -6,7 +6,9 @@ multipart API; the official `openai` client sends it (imported on first use).
 
 from __future__ import annotations
 
+import io
 import logging
+import wave
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.core.llm_wire import error_message, mask
@@ -101,3 +103,14 @@ class OpenAITranscriber:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def silence(seconds: float = 0.5, rate: int = 16000) -> bytes:
+    """A short silent WAV: the smallest real request a transcription endpoint answers."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(rate)
+        writer.writeframes(b"\0\0" * int(seconds * rate))
+    return out.getvalue()
