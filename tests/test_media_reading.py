@@ -98,6 +98,7 @@ def test_a_password_protected_pdf_is_refused() -> None:
         (400, "The model `Qwen/Qwen2.5-7B` is not a multimodal model"),
         (400, "At most 0 image(s) may be provided in one request."),
         (400, "Model does not support images. Please use a model that does."),
+        (422, "messages[1]: unknown variant `image_url`, expected `text`"),
     ],
 )
 def test_servers_refusing_images_are_recognised(status: int, message: str) -> None:
@@ -106,6 +107,7 @@ def test_servers_refusing_images_are_recognised(status: int, message: str) -> No
 
 def test_other_errors_are_not_taken_for_a_vision_refusal() -> None:
     assert classify(400, "messages: field required") is ModelError
+    assert classify(400, "Invalid image_url: the image could not be decoded") is ModelError
     assert classify(429, "rate limit reached for image_url requests") is not VisionUnsupported
 
 

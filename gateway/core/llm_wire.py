@@ -59,8 +59,9 @@ _TOOLS = (
 )
 _JSON = ("response_format", "json_object", "json_schema", "json mode")
 _VISION = (
-    "image_url",  # OpenAI: "image_url is only supported by certain models"; DeepSeek
-    "image input",  # llama.cpp without its mmproj, Ollama
+    "image_url is only supported by certain models",  # OpenAI
+    "unknown variant `image_url`",  # DeepSeek
+    "image input",  # llama.cpp without its mmproj ("image input is not supported"), Ollama
     "does not support image",  # LM Studio, Ollama
     "not a multimodal model",  # vLLM
     "image(s) may be provided",  # vLLM: "At most 0 image(s) may be provided"

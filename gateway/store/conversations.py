@@ -104,6 +104,12 @@ class ConversationQueries(QueriesBase):
             for attachment in attachments:
                 values = {**attachment.model_dump(), "message_id": message.id}
                 await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
+            if attachments:
+                await c.execute(
+                    "update messages set attachment_count = ? where id = ?",
+                    len(attachments),
+                    message.id,
+                )
         history = await _history(c, session_id, history_limit, exclude_kinds)
         return OpenedTurn(session_id=session_id, history=history)
 
@@ -411,7 +417,12 @@ async def _history(
         c.dialect.limit(limit),
     )
     messages = [message_record(r) for r in rows][::-1]
-    return await with_attachments(c, messages)
+    carrying = [r["id"] for r in rows if r["attachment_count"]]
+    if carrying:  # a history of text alone costs no second query
+        found = await attachments_by_message(c, carrying)
+        for message in messages:
+            message.attachments = found.get(message.id, [])
+    return messages
 
 
 async def attachments_by_message(

@@ -473,6 +473,8 @@ _ATTACHMENTS: list[Step] = [
     )
     """,
     "create index attachments_message on attachments (message_id, id)",
+    # How many a message has, so that a turn's history of text alone costs no extra query.
+    "alter table messages add column attachment_count integer not null default 0",
 ]
 
 
