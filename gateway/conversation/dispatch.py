@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from gateway.conversation.attachments import Attachments, readable
+from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
 from gateway.conversation.models import Greeting, Message, Press, Profile
@@ -100,14 +100,7 @@ class Conversation:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(dialect.text_only)
             return
-        incoming = IncomingMessage(
-            chat=chat,
-            text=text,
-            user_name=message.user_name,
-            platform_message_id=message.message_id,
-            inbox_id=message.inbox_id,
-        )
-        await self.answer(incoming, out)
+        await self.answer(_incoming(message, text), out)
 
     async def _with_attachment(self, message: Message, out: Responder) -> None:
         """Read the attachment into the turn, or say why not; an album is answered once."""
@@ -121,16 +114,7 @@ class Conversation:
         if read.notice is not None:
             await out.notice(read.notice)
             return
-        incoming = IncomingMessage(
-            chat=message.chat,
-            text=read.text,
-            user_name=message.user_name,
-            platform_message_id=message.message_id,
-            inbox_id=message.inbox_id,
-            images=read.images,
-            attachments=read.attachments,
-        )
-        await self.answer(incoming, out)
+        await self.answer(_incoming(message, read.text, read), out)
 
     async def on_unsend(self, chat: ChatRef, message_id: str) -> None:
         """The user took a message back: the model and synthesis never see it again."""
@@ -238,3 +222,16 @@ class Conversation:
         # trace is then not completed), so the kind says it without reading the trace back.
         failed = reply.kind == "error"
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
+
+
+def _incoming(message: Message, text: str, read: Read | None = None) -> IncomingMessage:
+    """The turn for the agent: the words, and what was read of an attachment."""
+    return IncomingMessage(
+        chat=message.chat,
+        text=text,
+        user_name=message.user_name,
+        platform_message_id=message.message_id,
+        inbox_id=message.inbox_id,
+        images=read.images if read is not None else [],
+        attachments=read.attachments if read is not None else [],
+    )

@@ -24,6 +24,7 @@ from gateway.core.llm_wire import (
     mask,
     parse_completion,
 )
+from gateway.core.openai_client import openai_client
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
@@ -114,17 +115,7 @@ class OpenAIChat:
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI, DefaultAioHttpClient
-
-            # Local servers (Ollama, llama.cpp) need no key, but the client insists on one.
-            # The aiohttp backend: httpx's pool costs more CPU per request under load.
-            self._client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key or "not-needed",
-                timeout=self._timeout,
-                max_retries=0,
-                http_client=DefaultAioHttpClient(),
-            )
+            self._client = openai_client(self.base_url, self._api_key, timeout=self._timeout)
         return self._client
 
     def _secrets(self) -> tuple[str, ...]:

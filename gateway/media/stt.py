@@ -12,6 +12,7 @@ import wave
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.core.llm_wire import error_message, mask
+from gateway.core.openai_client import openai_client
 from gateway.errors import TranscriptionFailed
 
 if TYPE_CHECKING:
@@ -60,14 +61,8 @@ class OpenAITranscriber:
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI, DefaultAioHttpClient
-
-            self._client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key or "not-needed",
-                timeout=self._timeout,
-                max_retries=1,
-                http_client=DefaultAioHttpClient(),
+            self._client = openai_client(
+                self.base_url, self._api_key, timeout=self._timeout, max_retries=1
             )
         return self._client
 
