@@ -284,6 +284,20 @@ async def test_an_album_is_answered_once_from_its_first_item(gw: Gateway) -> Non
     assert gw.fake.sent_texts(1001) == [ANSWER]
 
 
+async def test_an_album_item_whose_answer_failed_to_send_is_read_again_not_dropped(
+    gw: Gateway,
+) -> None:
+    gw.fake.fail_next("sendMessage", 500, "Internal Server Error", times=2)
+    first = media_update(1, photo=photo(gw, "c1", png()), caption="Which one?")
+    first["message"]["media_group_id"] = "777"
+    await gw.deliver(first)  # the inbox retries the update until the answer is sent
+    assert gw.fake.sent_texts(1001) == [ANSWER]
+    second = media_update(2, photo=photo(gw, "c2", png()))
+    second["message"]["media_group_id"] = "777"
+    await gw.deliver(second)
+    assert gw.fake.sent_texts(1001) == [ANSWER]
+
+
 # ---- refusals: each one says why ------------------------------------------------------
 
 

@@ -106,15 +106,17 @@ class Conversation:
         """Read the attachment into the turn, or say why not; an album is answered once."""
         assert self.attachments is not None and message.attachment is not None
         assert message.media is not None
-        if not await self._first(message):
+        if await self._album_seen(message):
             log.info("%s: album %s was answered already", self.profile.who, message.album)
             return
         async with out.working():  # a download and a transcription take a while
             read = await self.attachments.read(message.media, message.attachment, message.text)
         if read.notice is not None:
             await out.notice(read.notice)
-            return
-        await self.answer(_incoming(message, read.text, read), out)
+        else:
+            await self.answer(_incoming(message, read.text, read), out)
+        # Only now: a crash before this reads the item again rather than dropping the album.
+        await self._album_done(message)
 
     async def on_unsend(self, chat: ChatRef, message_id: str) -> None:
         """The user took a message back: the model and synthesis never see it again."""
@@ -128,13 +130,20 @@ class Conversation:
 
     async def _first(self, message: Message) -> bool:
         """Whether this is the first item of its album to be handled (or no album)."""
-        if message.album is None:
-            return True
-        key = album_key(message)
-        if await self.store.get_meta(key) == message.album:
+        if await self._album_seen(message):
             return False
-        await self.store.set_meta(key, message.album)
+        await self._album_done(message)
         return True
+
+    async def _album_seen(self, message: Message) -> bool:
+        """An item of an album another item of which was handled already."""
+        return message.album is not None and (
+            await self.store.get_meta(album_key(message)) == message.album
+        )
+
+    async def _album_done(self, message: Message) -> None:
+        if message.album is not None:
+            await self.store.set_meta(album_key(message), message.album)
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """A button: a proposal card's, or a rating under an answer."""
