@@ -8,6 +8,8 @@ import struct
 import wave
 from typing import Any
 
+import numpy as np
+import soundfile
 from docx import Document
 from fpdf import FPDF
 from PIL import Image
@@ -26,6 +28,29 @@ def wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
         writer.setframerate(rate)
         writer.writeframes(frames)
     return out.getvalue()
+
+
+def encoded(seconds: float, fmt: str, subtype: str, rate: int = 48000) -> bytes:
+    """A 440 Hz tone through libsndfile's encoder (soundfile): OGG/Opus, MP3, FLAC..."""
+    t = np.arange(int(seconds * rate)) / rate
+    out = io.BytesIO()
+    soundfile.write(
+        out,
+        (0.3 * np.sin(2 * np.pi * 440 * t)).astype("float32"),
+        rate,
+        format=fmt,
+        subtype=subtype,
+    )
+    return out.getvalue()
+
+
+def ogg_opus(seconds: float = 1.0) -> bytes:
+    """What a Telegram voice note is: Opus in an Ogg container."""
+    return encoded(seconds, "OGG", "OPUS")
+
+
+def mp3(seconds: float = 1.0, rate: int = 44100) -> bytes:
+    return encoded(seconds, "MP3", "MPEG_LAYER_III", rate)
 
 
 def png(width: int = 64, height: int = 48, color: str = "teal") -> bytes:

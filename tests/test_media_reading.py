@@ -16,7 +16,7 @@ from gateway.media.documents import PDF, extract
 from gateway.media.images import prepare_image
 from gateway.media.remote import megabytes
 from gateway.media.sniff import DOCX, sniff
-from tests.media_support import docx, pdf, png, wav
+from tests.media_support import docx, encoded, mp3, ogg_opus, pdf, png, wav
 
 LIMITS = {"max_pages": 50, "budget_tokens": 4000, "unpacked": 200 << 20}
 
@@ -33,6 +33,11 @@ def xlsx() -> bytes:
 def test_types_come_from_the_bytes() -> None:
     assert sniff(png()) == "image/png"
     assert sniff(wav(0.1)) == "audio/wav"
+    assert sniff(ogg_opus(0.2)) == "audio/ogg"
+    # MP3 frames of MPEG-1 and of MPEG-2 (16 kHz), which puremagic alone does not know.
+    assert sniff(mp3(0.2)) == sniff(mp3(0.2, rate=16000)) == "audio/mpeg"
+    assert sniff(encoded(0.2, "FLAC", "PCM_16", 16000)) == "audio/flac"
+    assert sniff(b"\xff\xff\xff\xff" + bytes(100)) == "application/octet-stream"
     assert sniff(pdf("x")) == PDF
     assert sniff(docx("x")) == DOCX
     assert sniff(xlsx()) != DOCX  # a spreadsheet is not read as a Word file

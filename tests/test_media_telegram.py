@@ -22,7 +22,7 @@ from gateway.core.vision import NO_VISION
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
-from tests.media_support import docx, pdf, png, prompt_text, wav
+from tests.media_support import docx, mp3, ogg_opus, pdf, png, prompt_text, wav
 from tests.synthesis_support import answer, evidence_prompt
 from tests.telegram_harness import ADMIN, Gateway, telegram_gateway
 from tests.test_telegram_feedback import last_answer, last_message, press
@@ -107,14 +107,13 @@ async def gw(make_settings: Callable[..., Settings], fake_llm: FakeOpenAI) -> An
 
 
 async def test_a_voice_note_is_transcribed_and_answered_as_its_words(gw: Gateway) -> None:
-    audio = wav(1.0)
+    audio = ogg_opus(1.0)  # what Telegram's voice notes are
     gw.llm.transcripts.append("What is the capital of Japan?")
     await gw.deliver(media_update(1, voice=voice(gw, "v1", audio)))
     [upload] = gw.llm.transcriptions
     assert upload["model"] == "whisper-1"
     assert upload["data"] == audio
-    # The type is what the bytes are, not what Telegram declared (audio/ogg).
-    assert (upload["content_type"], upload["filename"]) == ("audio/wav", "voice.wav")
+    assert (upload["content_type"], upload["filename"]) == ("audio/ogg", "voice.ogg")
     text = prompt_text(gw.llm.requests[-1])
     assert text == "[voice message, 0:01, transcribed]\n\nWhat is the capital of Japan?"
     assert gw.fake.sent_texts(1001) == [ANSWER]
@@ -122,7 +121,7 @@ async def test_a_voice_note_is_transcribed_and_answered_as_its_words(gw: Gateway
     assert (row["kind"], row["source"], row["mime"], row["size"]) == (
         "voice",
         "voice",
-        "audio/wav",
+        "audio/ogg",
         len(audio),
     )
     assert (row["duration"], row["sent_as"], row["text_chars"]) == (1.0, "transcript", 29)
@@ -131,7 +130,14 @@ async def test_a_voice_note_is_transcribed_and_answered_as_its_words(gw: Gateway
     [session] = await gw.parts.store.run(lambda db: list(db.query("select id from sessions")))
     html = await (await gw.client.get(f"/admin/conversations/{session['id']}")).text()
     assert "What is the capital of Japan?" in html
-    assert "🎤 voice message, 0:01, transcribed" in html and "audio/wav" in html
+    assert "🎤 voice message, 0:01, transcribed" in html and "audio/ogg" in html
+    # An audio file is sniffed too: an MP3 declared as anything goes as audio/mpeg.
+    song = mp3(0.5)
+    gw.fake.add_file("a1", song)
+    audio_file = {"file_id": "a1", "file_unique_id": "ua1", "duration": 1, "mime_type": "x/y"}
+    await gw.deliver(media_update(2, audio=audio_file))
+    assert gw.llm.transcriptions[-1]["content_type"] == "audio/mpeg"
+    assert prompt_text(gw.llm.requests[-1]).startswith("[audio file, 0:01, transcribed]")
 
 
 async def test_a_photo_goes_to_the_model_as_an_image_with_its_caption(gw: Gateway) -> None:
