@@ -42,6 +42,9 @@ def test_types_come_from_the_bytes() -> None:
     assert sniff(docx("x")) == DOCX
     assert sniff(xlsx()) != DOCX  # a spreadsheet is not read as a Word file
     assert sniff("# Notes\nnaïve, 東京\n".encode()) == "text/plain"
+    csv = "品名,数量\nりんご,3\nみかん,5\n東京都千代田区の店舗\n".encode("cp932")  # Excel in Japan
+    assert sniff(csv) == "text/plain"
+    assert extract(csv, "text/plain", **LIMITS).text.startswith("品名,数量\nりんご,3")
     assert sniff(b"\x00\x01\x02binary\xff") == "application/octet-stream"
     assert sniff(b"") == "application/octet-stream"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gateway.core.tokens import estimate_tokens
 from gateway.errors import MediaBomb, MediaUnsupported
-from gateway.media.sniff import DOCX
+from gateway.media.sniff import DOCX, decode_text
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,8 @@ def _docx(data: bytes, unpacked: int) -> str:
 
 
 def _text(data: bytes) -> str:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    return data.decode("utf-8-sig", errors="replace")
+    text = decode_text(data)
+    return data.decode("utf-8", errors="replace") if text is None else text
 
 
 def _bounded(text: str, budget: int) -> Extracted:

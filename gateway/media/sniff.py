@@ -6,6 +6,7 @@ import io
 import zipfile
 
 import puremagic
+from charset_normalizer import from_bytes
 
 OCTET = "application/octet-stream"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -90,18 +91,23 @@ def _zip_has(data: bytes, member: str) -> bool:
 
 
 def _looks_like_text(data: bytes) -> bool:
-    """UTF-8 (or UTF-16 with its BOM) without control bytes other than whitespace."""
-    sample = data[:_TEXT_SAMPLE]
-    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return True
+    """Text without control bytes other than whitespace, in any encoding `decode_text` reads."""
+    text = decode_text(data[:_TEXT_SAMPLE], sample=True)
+    if text is None:
+        return False
+    return not any(ord(ch) < 32 and ch not in "\t\n\r\f" for ch in text)
+
+
+def decode_text(data: bytes, *, sample: bool = False) -> str | None:
+    """UTF-8 (a BOM's UTF-16), else the encoding charset-normalizer finds (Shift_JIS, Big5
+    and the like, as spreadsheets export CSV); None for what is no text at all."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
     # A sample may end inside a character: drop up to three bytes of it.
-    for cut in range(4):
+    for cut in range(4 if sample else 1):
         try:
-            text = sample[: len(sample) - cut].decode("utf-8")
-            break
+            return data[: len(data) - cut].decode("utf-8-sig")
         except UnicodeDecodeError:
             continue
-    else:
-        return False
-    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
-    return controls == 0
+    found = from_bytes(data[:_TEXT_SAMPLE]).best()  # a sample: detection is slow on megabytes
+    return None if found is None else data.decode(found.encoding, errors="replace")
