@@ -344,7 +344,14 @@ async def test_files_the_gateway_cannot_read_get_a_notice_whatever_they_claim(gw
     await gw.deliver(media_update(1, document=fake_pdf))
     # A voice note that is no audio.
     await gw.deliver(media_update(2, voice=voice(gw, "nv", png())))
-    assert gw.fake.sent_texts(1001) == [notices.UNSUPPORTED_FILE, notices.UNSUPPORTED_AUDIO]
+    # An image Pillow cannot open (a HEIC from a phone: its header, and nothing Pillow reads).
+    heic = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64)
+    await gw.deliver(media_update(3, document=document(gw, "h", heic, "IMG_1.HEIC", "image/heic")))
+    assert gw.fake.sent_texts(1001) == [
+        notices.UNSUPPORTED_FILE,
+        notices.UNSUPPORTED_AUDIO,
+        notices.UNSUPPORTED_IMAGE,
+    ]
     assert gw.llm.requests == [] and gw.llm.transcriptions == []
 
 

@@ -53,6 +53,7 @@ UNSUPPORTED_FILE = (
     " documents, and images."
 )
 UNSUPPORTED_AUDIO = "Sorry, I can't play that audio format. Please send a voice message instead."
+UNSUPPORTED_IMAGE = "Sorry, I can't open that image format. Please send it as a photo instead."
 BOMB = "Sorry, that {what} is too large to open safely ({detail})."
 EMPTY_DOCUMENT = (
     "I found no text in that document (a scanned PDF holds only pictures of its pages)."
@@ -228,7 +229,7 @@ def _notice(kind: Kind, exc: MediaError) -> str:
     if isinstance(exc, TranscriptionFailed):
         return STT_FAILED
     if isinstance(exc, MediaUnsupported):
-        return UNSUPPORTED_AUDIO if kind == "voice" else UNSUPPORTED_FILE
+        return {"voice": UNSUPPORTED_AUDIO, "image": UNSUPPORTED_IMAGE}.get(kind, UNSUPPORTED_FILE)
     return UNAVAILABLE.format(what=what)
 
 
