@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from gateway.core.models import AttachmentRecord
 from gateway.core.vision import NO_VISION, VisionPolicy
@@ -60,6 +62,9 @@ EMPTY_DOCUMENT = (
     " Send it as a photo, or paste the text."
 )
 CUT_NOTE = "cut to fit: {shown:,} of {total:,} characters shown"
+DECODING = 2
+"""Attachments decoded at once (each image may take up to 4 bytes per allowed pixel)."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -89,6 +94,12 @@ class Attachments:
         self.limits = limits
         self.vision = vision
         self.transcriber = transcriber
+        self._decoding = asyncio.Semaphore(DECODING)
+
+    async def _off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Decoding in a worker thread, a few at a time: a large image takes memory."""
+        async with self._decoding:
+            return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def read(self, media: str, remote: Remote, caption: str | None) -> Read:
         """The turn's parts for one attachment, or a notice; never raises for the user's file."""
@@ -101,7 +112,7 @@ class Attachments:
             return self._unseen(media, remote, words)
         try:
             data = await self._download(kind, remote)
-            mime = await asyncio.to_thread(sniff, data)
+            mime = await self._off_loop(sniff, data)
             if kind == "document" and mime.startswith("image/"):
                 kind = "image"
                 if not await self.vision.allowed():
@@ -125,7 +136,7 @@ class Attachments:
             else:
                 read = await self._document(data, record, words)
             if read.notice is None and self.limits.keep_dir is not None:
-                record.kept = await asyncio.to_thread(keep, self.limits.keep_dir, data, mime)
+                record.kept = await self._off_loop(keep, self.limits.keep_dir, data, mime)
             return read
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
@@ -166,7 +177,7 @@ class Attachments:
                 f"{record.size} bytes, over {self.limits.image_bytes}", self.limits.image_bytes
             )
         limits = self.limits
-        prepared = await asyncio.to_thread(
+        prepared = await self._off_loop(
             prepare_image,
             data,
             max_pixels=limits.max_pixels,
@@ -183,7 +194,7 @@ class Attachments:
         if record.mime not in DOCUMENT_TYPES:
             raise MediaUnsupported(f"{record.mime} is not a document type the gateway reads")
         limits = self.limits
-        found = await asyncio.to_thread(
+        found = await self._off_loop(
             extract,
             data,
             record.mime,

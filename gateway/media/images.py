@@ -40,13 +40,18 @@ def prepare_image(data: bytes, *, max_pixels: int, side: int, max_bytes: int) ->
                     raise MediaBomb(
                         f"{width}x{height} pixels, more than the {max_pixels:,} allowed"
                     )
-                image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale already
-                picture = ImageOps.exif_transpose(image.convert("RGBA"))
+                # Shrunk before anything else, so no full-size copy is made (a JPEG is even
+                # decoded at a reduced scale); palette and bit images first become RGBA, which
+                # resizes smoothly.
+                source = (
+                    image if image.mode in ("RGB", "RGBA", "L", "LA") else image.convert("RGBA")
+                )
+                source.thumbnail((side, side), Image.Resampling.LANCZOS)
+                picture = ImageOps.exif_transpose(source).convert("RGBA")
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError) as exc:
             if isinstance(exc, Image.DecompressionBombError):
                 raise MediaBomb(str(exc)) from exc
             raise MediaUnsupported(f"not an image Pillow can read: {exc}") from exc
-    picture.thumbnail((side, side), Image.Resampling.LANCZOS)
     # Transparency becomes white, as chat apps show it.
     flat = Image.new("RGB", picture.size, "white")
     flat.paste(picture, mask=picture.getchannel("A"))
