@@ -88,7 +88,7 @@ async def test_no_first_chunk_within_the_first_token_timeout_is_a_timeout(
     fake_llm.stall(3.0)
     llm = OpenAIChat(fake_llm.base_url, "fake-model", timeout=0.3, idle_timeout=5.0)
     try:
-        with pytest.raises(ModelUnavailable, match="sent nothing within 0.3 s"):
+        with pytest.raises(ModelUnavailable, match=r"sent nothing within 0\.3 s"):
             await llm.complete(HI)
     finally:
         await llm.close()
@@ -102,7 +102,7 @@ async def test_a_stream_that_goes_quiet_mid_answer_times_out_on_the_idle_timeout
     llm = OpenAIChat(fake_llm.base_url, "fake-model", timeout=5.0, idle_timeout=0.3)
     partial = PartialText()
     try:
-        with pytest.raises(ModelUnavailable, match="went quiet for 0.3 s"):
+        with pytest.raises(ModelUnavailable, match=r"went quiet for 0\.3 s"):
             await llm.complete(HI, partial=partial)
     finally:
         await llm.close()

@@ -69,8 +69,9 @@ class FakeOpenAI:
         self._ids = itertools.count(1)
         self.chunk_interval = 0.0
         self.refuse_stream_options = False
-        self.first_chunk_at: list[float] = []
-        """Monotonic time each streamed answer's first content chunk was written."""
+        self.first_chunks: list[tuple[float, str]] = []
+        """When each streamed answer's first content chunk was written (monotonic), and the
+        last message of the request it answered."""
         self._runner: web.AppRunner | None = None
         self._cond = asyncio.Condition()
         self._open = asyncio.Event()
@@ -253,7 +254,8 @@ class FakeOpenAI:
                 await asyncio.sleep(step.quiet)
             await send({"content": word})
             if n == 0:
-                self.first_chunk_at.append(time.monotonic())
+                last = (body.get("messages") or [{}])[-1].get("content")
+                self.first_chunks.append((time.monotonic(), str(last)))
         for index, call in enumerate(message.get("tool_calls") or []):
             function = dict(call.get("function") or {})
             arguments = function.pop("arguments", "")

@@ -263,7 +263,7 @@ async def test_a_draft_is_shown_in_a_private_chat_and_refused_in_a_group(
     assert fake.draft_texts(42) == ["Hel", "Hello"]
     assert fake.messages == {}  # a draft is no message
     for group in (-100123, -1001234567890):
-        with pytest.raises(BadRequest, match="(?i)textdraft_peer_invalid"):
+        with pytest.raises(BadRequest, match=r"(?i)textdraft_peer_invalid"):
             await bot.send_message_draft(group, 7, "Hello")
-    with pytest.raises(BadRequest, match="(?i)draft_id"):
+    with pytest.raises(BadRequest, match=r"(?i)draft_id"):
         await bot.send_message_draft(42, 0, "Hello")
