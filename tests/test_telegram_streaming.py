@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -185,3 +186,29 @@ async def test_streaming_off_sends_no_drafts_in_a_private_chat(
         await gw.deliver(make_text_update(1, "tell me"))
         assert gw.fake.calls_of("sendMessageDraft") == []
         assert gw.fake.sent_texts() == [WORDS]
+
+
+async def test_a_group_answer_resumed_after_a_restart_continues_in_its_streamed_message(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.chunk_interval = 0.05
+    fake_llm.go_quiet(WORDS, after=6, seconds=2.0)  # the first start never sees it finish
+    options: dict[str, Any] = {
+        "channel_options": OPTIONS,
+        "telegram_streaming": "edit",
+        "shutdown_timeout_seconds": 0.1,
+    }
+    async with FakeTelegramAPI() as fake:
+        async with telegram_gateway(make_settings, fake_llm, fake=fake, **options) as gw:
+            assert (await gw.post(group_update(fake, 1))).status == 200
+            await fake.wait_for("sendMessage")  # the answer started to show, then the stop
+        assert fake.message(GROUP, 1).get("reply_markup") is None
+        fake_llm.chunk_interval = 0.0
+        fake_llm.reply(f"Final: {WORDS}")
+        async with telegram_gateway(make_settings, fake_llm, fake=fake, **options) as gw:
+            async with asyncio.timeout(10):  # the update resumes at start
+                while not fake.message(GROUP, 1).get("reply_markup"):
+                    await asyncio.sleep(0.05)
+            await gw.idle()
+        assert len(answered(fake, "sendMessage")) == 1  # no half-written message left behind
+        assert fake.message(GROUP, 1)["text"] == f"Final: {WORDS}"

@@ -26,7 +26,7 @@ from gateway.channels.telegram.buttons import keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.send import NotModified, Sender, Target
-from gateway.channels.telegram.stream import Streaming, preview_for
+from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
 from gateway.channels.text import split_text, utf16_len
 from gateway.core.models import Button, ChatRef, Reply, rating_buttons
 from gateway.core.stream import PartialText
@@ -115,7 +115,7 @@ class TelegramResponder:
         async with self.sender.typing(self.target) as stop_typing:
             message_id = self.message.message_id if self.message is not None else None
             stream = preview_for(
-                self.streaming, self.sender, self.target, message_id, self._reply_to
+                self.streaming, self.sender, self.target, message_id, self._reply_to, self.parts_log
             )
             if stream is None:
                 yield None
@@ -131,6 +131,11 @@ class TelegramResponder:
         if len(ids) >= len(parts):
             return ids
         markup = keyboard(reply.buttons) if reply.buttons else None
+        if not ids and self._shown is None and self._edits_in_place():
+            # A retry of an answer already written: its streamed message may be waiting.
+            assert self.message is not None
+            ref = preview_ref(self.target, self.message.message_id)
+            self._shown = await stored_preview(self.parts_log, ref)
         if not ids and self._shown is not None:
             # The message that grew with the answer becomes its first part.
             first = await self._finish_shown(self._shown, parts[0], markup, len(parts) == 1)
@@ -152,6 +157,9 @@ class TelegramResponder:
                 # outlasted the retries, a network error) continues with the next part.
                 await self.parts_log.set_platform_ids(reply.message_id, ids)
         return ids
+
+    def _edits_in_place(self) -> bool:
+        return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
 
     async def _finish_shown(
         self, message_id: int, part: Part, markup: InlineKeyboardMarkup | None, last: bool
