@@ -8,6 +8,9 @@ answer: the time from the model's first word leaving the fake model to the first
 user can see (a draft, or with streaming off the final message), the Bot API calls made,
 the shortest gap between two drafts of one answer, and the final messages sent. Every
 round runs both contenders in turn; the tables give per-round medians with their range.
+A second table is the model call's own CPU cost per answer in this process, one call
+after another against a model streaming the same number of words at once: whole (no
+`stream`), streamed, and streamed into a PartialText that a channel reads.
 
     python -m bench.streaming [--rounds 3] [--chats 8] [--tokens 60] [--rate 25] [--write]
 """
@@ -25,9 +28,12 @@ from typing import Any
 
 import aiohttp
 
+from bench.floor import cpu_per_call
 from bench.loadgen import make_batch
 from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
 from bench.report import machine, median, percentile, publish, run_in_scratch, spread, table
+from gateway.core.llm import OpenAIChat
+from gateway.core.stream import PartialText
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-streaming-secret"
@@ -62,6 +68,7 @@ class Phase:
 @dataclass
 class Results:
     phases: dict[str, list[Phase]] = field(default_factory=lambda: {c: [] for c in CONTENDERS})
+    call_cpu: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Rig:
@@ -76,6 +83,8 @@ class Rig:
         api, llm = self.api.ready_line(), self.llm.ready_line()
         self.api_url, self.token, self.llm_url = api["base_url"], api["token"], llm["base_url"]
         self.api_control, self.llm_control = api["control"], llm["control"]
+        quick = self._spawn("quick-model", "bench.fakes", "openai", "--tokens", str(tokens))
+        self.quick_url = quick.ready_line()["base_url"]
         self.urls: dict[str, str] = {}
 
     def _spawn(self, name: str, module: str, *args: str) -> Child:
@@ -181,9 +190,31 @@ async def run(args: argparse.Namespace, tmp: Path) -> Results:
                         f"{len(phase.answers)}/{phase.asked} answered",
                         flush=True,
                     )
+            for _round in range(args.rounds):
+                for mode, cpu in (await call_costs(rig.quick_url, args.calls)).items():
+                    results.call_cpu.setdefault(mode, []).append(cpu)
     finally:
         rig.stop()
     return results
+
+
+async def call_costs(url: str, calls: int) -> dict[str, float]:
+    """CPU ms per model call: whole, streamed, and streamed into a PartialText."""
+    messages = [{"role": "user", "content": "q0-1 how do I renew my passport?"}]
+    costs = {}
+    for mode in ("whole", "streamed", "streamed, shown"):
+        llm = OpenAIChat(url, "fake-model")
+        llm.streaming = mode != "whole"
+
+        async def one(_i: int, llm: OpenAIChat = llm, shown: bool = mode.endswith("shown")) -> None:
+            partial = PartialText() if shown else None
+            await llm.complete(messages, partial=partial)
+            if partial is not None:
+                partial.visible()  # what a channel reads, about once a second
+
+        costs[mode] = await cpu_per_call(one, calls)
+        await llm.close()
+    return costs
 
 
 def per_round(phases: list[Phase], metric: Any) -> list[float]:
@@ -250,6 +281,22 @@ def render(results: Results, args: argparse.Namespace) -> str:
         f"- Target: exactly one final message per answer part (one part here): at most {most:.0f}"
         f" sendMessage per answer, {'met' if most == 1 else 'MISSED'}.",
     ]
+    whole = median(results.call_cpu["whole"])
+    streamed = median(results.call_cpu["streamed"])
+    cost_rows = [
+        [mode, spread(values, "{:.2f}"), f"{median(values) / whole:.2f}"]
+        for mode, values in results.call_cpu.items()
+    ]
+    lines += [
+        "",
+        f"The model call's CPU per answer ({args.tokens} words, {args.calls} calls one after "
+        "another, per-round median (range)):",
+        "",
+        table(["model call", "CPU ms per answer", "ratio to whole"], cost_rows),
+        "",
+        f"- Streaming costs {streamed - whole:.2f} ms of CPU more per {args.tokens}-word answer "
+        f"({(streamed - whole) / args.tokens * 1000:.0f} µs per chunk).",
+    ]
     return "\n".join(lines)
 
 
@@ -259,6 +306,7 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=8, help="answers written at once")
     parser.add_argument("--tokens", type=int, default=60, help="words per answer")
     parser.add_argument("--rate", type=float, default=25.0, help="words per second")
+    parser.add_argument("--calls", type=int, default=200, help="model calls timed per mode")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     parser.add_argument("--keep", action="store_true", help="keep logs and data")
     args = parser.parse_args()
