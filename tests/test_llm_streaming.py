@@ -9,7 +9,7 @@ import pytest
 
 from gateway.core.llm import OpenAIChat
 from gateway.core.stream import PartialText
-from gateway.errors import ModelUnavailable
+from gateway.errors import ModelError, ModelUnavailable
 from tests.fakes.openai_server import FakeOpenAI
 
 HI = [{"role": "user", "content": "hi"}]
@@ -119,6 +119,26 @@ async def test_a_slow_steady_answer_may_take_longer_than_both_timeouts(
         assert (await llm.complete(HI)).text == "a b c d e f g h i j k l"
     finally:
         await llm.close()
+
+
+async def test_an_error_streamed_mid_answer_is_retried_like_an_overloaded_server(
+    model: OpenAIChat, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.fail_mid_stream("Half an", "the model is overloaded, try again")
+    fake_llm.reply("A whole answer.")
+    partial = PartialText()
+    assert (await model.complete(HI, partial=partial)).text == "A whole answer."
+    assert partial.visible() == "A whole answer."  # the retry started the text afresh
+    assert len(fake_llm.requests) == 2
+
+
+async def test_an_error_streamed_mid_answer_that_no_retry_fixes_is_a_model_error(
+    model: OpenAIChat, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.fail_mid_stream("Half an", "invalid value for temperature")
+    with pytest.raises(ModelError, match="invalid value for temperature"):
+        await model.complete(HI)
+    assert len(fake_llm.requests) == 1
 
 
 def test_partial_text_hides_a_thought_and_a_half_written_tag() -> None:

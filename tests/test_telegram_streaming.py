@@ -120,6 +120,18 @@ async def test_a_model_that_goes_quiet_mid_answer_ends_in_the_apology(
         assert answer_markup(gw.fake) is None
 
 
+async def test_a_draft_is_shown_again_while_the_model_is_silent_for_long(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.go_quiet(WORDS, after=3, seconds=1.5)  # thinking, after its first words
+    options = OPTIONS | {"draft_keepalive": 0.3}  # 20 s in production: a draft lasts 30 s
+    async with telegram_gateway(make_settings, fake_llm, channel_options=options) as gw:
+        await gw.deliver(make_text_update(1, "tell me"))
+        texts = [c.params["text"] for c in answered(gw.fake, "sendMessageDraft")]
+        assert gw.fake.sent_texts() == [WORDS]
+    assert texts.count("word1 word2 word3") >= 2  # shown again: kept alive, not lost
+
+
 @pytest.mark.parametrize("streaming", ["off", "drafts"])
 async def test_a_group_without_edit_streaming_sees_typing_and_then_the_answer(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, streaming: str

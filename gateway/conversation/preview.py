@@ -31,12 +31,17 @@ async def preview(
     *,
     interval: float,
     first_shown: Callable[[], None] | None = None,
+    keepalive: float | None = None,
 ) -> int:
-    """Show `partial` as it grows until it is closed; the number of updates shown."""
+    """Show `partial` as it grows until it is closed; the number of updates shown.
+
+    With `keepalive`, the last text is shown again after that many seconds without a
+    change (a platform's preview that expires on its own, while the model thinks).
+    """
     loop = asyncio.get_running_loop()
     shown, last, next_at = 0, "", 0.0
     while not partial.closed:
-        await partial.changed()
+        again = await _changed(partial, keepalive if shown else None)
         wait = next_at - loop.time()
         if wait > 0 and not partial.closed:
             with contextlib.suppress(TimeoutError):
@@ -45,7 +50,7 @@ async def preview(
         if partial.closed:
             break
         text = partial.visible()
-        if not text or text == last:
+        if not text or (text == last and not again):
             continue
         started = loop.time()
         try:
@@ -64,9 +69,26 @@ async def preview(
     return shown
 
 
+async def _changed(partial: PartialText, keepalive: float | None) -> bool:
+    """Wait for a change; True when `keepalive` seconds passed without one instead."""
+    if keepalive is None:
+        await partial.changed()
+        return False
+    try:
+        async with asyncio.timeout(keepalive):
+            await partial.changed()
+    except TimeoutError:
+        return True
+    return False
+
+
 @contextlib.asynccontextmanager
 async def previewing(
-    show: Show, *, interval: float, first_shown: Callable[[], None] | None = None
+    show: Show,
+    *,
+    interval: float,
+    first_shown: Callable[[], None] | None = None,
+    keepalive: float | None = None,
 ) -> AsyncIterator[PartialText]:
     """A PartialText for the model to fill, previewed until the block ends.
 
@@ -75,7 +97,8 @@ async def previewing(
     """
     partial = PartialText()
     task = asyncio.create_task(
-        preview(partial, show, interval=interval, first_shown=first_shown), name="preview"
+        preview(partial, show, interval=interval, first_shown=first_shown, keepalive=keepalive),
+        name="preview",
     )
     try:
         yield partial

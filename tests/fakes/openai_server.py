@@ -44,6 +44,8 @@ class Scripted:
     # Streamed: after this many content chunks, go quiet for `quiet` seconds.
     quiet_after: int | None = None
     quiet: float = 0.0
+    # Streamed: after the content, an error object instead of the finish (as servers do).
+    stream_error: str | None = None
 
 
 MAX_CHUNKS = 2000
@@ -134,6 +136,10 @@ class FakeOpenAI:
     def go_quiet(self, text: str, after: int, seconds: float) -> None:
         """Next answer, streamed: `after` words of `text`, then nothing for `seconds`."""
         self.script.append(Scripted(text=text, quiet_after=after, quiet=seconds))
+
+    def fail_mid_stream(self, text: str, message: str) -> None:
+        """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
+        self.script.append(Scripted(text=text, stream_error=message))
 
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
@@ -267,6 +273,11 @@ class FakeOpenAI:
                     await send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             else:
                 await send({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})
+        if step.stream_error is not None:
+            error = {"error": {"message": step.stream_error, "type": "server_error"}}
+            await response.write(f"data: {json.dumps(error)}\n\n".encode())
+            await response.write_eof()
+            return response
         await send({}, finish)
         if options.get("include_usage"):
             await response.write(

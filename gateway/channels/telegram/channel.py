@@ -74,6 +74,7 @@ class TelegramChannel(Channel):
         typing_delay: float = 1.0,
         poll_timeout: float = 30.0,
         draft_interval: float = 1.0,
+        draft_keepalive: float = 20.0,
         edit_interval: float = 3.0,
     ) -> None:
         if settings.telegram_bot_token is None:
@@ -88,6 +89,7 @@ class TelegramChannel(Channel):
             typing_interval=typing_interval,
             typing_delay=typing_delay,
             draft_interval=draft_interval,
+            draft_keepalive=draft_keepalive,
             edit_interval=edit_interval,
         )
         self.poll_timeout = poll_timeout

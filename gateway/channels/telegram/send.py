@@ -115,6 +115,7 @@ class SendPolicy:
     # animates each change), an edit of the one message at most this often in a group
     # (whose 20 messages a minute edits count against too).
     draft_interval: float = 1.0
+    draft_keepalive: float = 20.0
     edit_interval: float = 3.0
 
 

@@ -55,8 +55,14 @@ class DraftPreview:
     def previewing(
         self, first_shown: Callable[[], None]
     ) -> AbstractAsyncContextManager[PartialText]:
-        interval = self.sender.policy.draft_interval
-        return previewing(self.show, interval=interval, first_shown=first_shown)
+        policy = self.sender.policy
+        # A draft lasts 30 s on its own: shown again while the model is silent for longer.
+        return previewing(
+            self.show,
+            interval=policy.draft_interval,
+            first_shown=first_shown,
+            keepalive=policy.draft_keepalive,
+        )
 
 
 def preview_ref(target: Target, message_id: int) -> str:
