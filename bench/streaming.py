@@ -249,13 +249,14 @@ def render(results: Results, args: argparse.Namespace) -> str:
         ("sendMessage calls per answer (most)", finals, "{:.0f}"),
         ("sendChatAction calls per answer (median)", calls("sendChatAction"), "{:.0f}"),
         ("Bot API calls per answer (median)", total, "{:.0f}"),
-        ("shortest gap between two drafts (s)", min_gap, "{:.2f}"),
+        ("shortest gap between two drafts (s)", min_gap, "{:.3f}"),
         ("cores busy on the machine meanwhile", busy, "{:.1f}"),
     ]
     for label, metric, fmt in metrics:
         row: list[object] = [label]
         for name in CONTENDERS:
-            row.append(spread(per_round(results.phases[name], metric), fmt))
+            values = per_round(results.phases[name], metric)
+            row.append("n/a" if all(v != v for v in values) else spread(values, fmt))
         rows.append(row)
     on = median(per_round(results.phases["drafts"], visible(50)))
     off = median(per_round(results.phases["off"], visible(50)))
@@ -270,14 +271,13 @@ def render(results: Results, args: argparse.Namespace) -> str:
         "",
         table(["", "TELEGRAM_STREAMING=drafts", "TELEGRAM_STREAMING=off"], rows),
         "",
-        f"- First visible text, p50: drafts show it after {on:.2f} s, streaming off after "
-        f"{off:.2f} s: {off / on:.0f}x sooner."
-        if on > 0
-        else "- First visible text: n/a.",
+        f"- First visible text, p50: {on:.0f} ms after the first token with drafts, {off:.0f} ms"
+        " with streaming off, where the user waits for the whole answer to be written"
+        f" (off / drafts = {off / max(on, 1.0):.0f}).",
         f"- Target: first visible text within {TARGET_VISIBLE_S} s of the first token (p95, "
-        f"worst round): {p95:.2f} s, {'met' if p95 <= TARGET_VISIBLE_S else 'MISSED'}.",
-        f"- Target: at most one draft a second: shortest gap {gap:.2f} s, "
-        f"{'met' if gap >= 0.95 else 'MISSED'}.",
+        f"worst round): {p95:.0f} ms, {'met' if p95 <= TARGET_VISIBLE_S * 1000 else 'MISSED'}.",
+        f"- Target: at most one draft a second: shortest gap between two drafts of an answer, as"
+        f" they arrived, {gap:.3f} s, {'met' if gap >= 0.999 else 'MISSED'}.",
         f"- Target: exactly one final message per answer part (one part here): at most {most:.0f}"
         f" sendMessage per answer, {'met' if most == 1 else 'MISSED'}.",
     ]

@@ -52,7 +52,6 @@ async def preview(
         text = partial.visible()
         if not text or (text == last and not again):
             continue
-        started = loop.time()
         try:
             await show(text)
         except RateLimited as exc:
@@ -65,7 +64,9 @@ async def preview(
         if not shown and first_shown is not None:
             first_shown()
         shown += 1
-        last, next_at = text, started + interval
+        # Counted from the answer to this update: the next one reaches the platform at
+        # least `interval` after this one did, however long the call took.
+        last, next_at = text, loop.time() + interval
     return shown
 
 
