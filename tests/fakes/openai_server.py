@@ -162,7 +162,7 @@ class FakeOpenAI:
             self._cond.notify_all()
         await self._open.wait()
         if not self.script and self.upstream is not None:
-            return await self._forward("/chat/completions", body)
+            return await self._forward("/chat/completions", body, request)
         step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):
             step = Scripted(text=step)
@@ -287,8 +287,13 @@ class FakeOpenAI:
         await response.write_eof()
         return response
 
-    async def _forward(self, path: str, body: dict[str, Any] | None) -> web.Response:
-        """Pass a request on to the real server; record and return its answer as it is."""
+    async def _forward(
+        self, path: str, body: dict[str, Any] | None, request: web.Request | None = None
+    ) -> web.StreamResponse:
+        """Pass a request on to the real server; record and return its answer as it is.
+
+        A streamed answer is passed on chunk by chunk as it comes (and recorded whole).
+        """
         import aiohttp
 
         if body is not None and self.max_tokens_cap is not None:
@@ -296,6 +301,17 @@ class FakeOpenAI:
         async with aiohttp.ClientSession() as session:
             method = session.post if body is not None else session.get
             async with method(f"{self.upstream}{path}", json=body) as resp:
+                kind = resp.headers.get("Content-Type", "")
+                if request is not None and resp.status == 200 and "event-stream" in kind:
+                    out = web.StreamResponse(headers={"Content-Type": kind})
+                    await out.prepare(request)
+                    pieces = []
+                    async for piece in resp.content.iter_any():
+                        pieces.append(piece)
+                        await out.write(piece)
+                    await out.write_eof()
+                    self.forwarded.append((200, _read_stream(b"".join(pieces))))
+                    return out
                 text = await resp.text()
                 status = resp.status
         try:
@@ -322,3 +338,13 @@ class FakeOpenAI:
     def system_prompt(self, index: int = -1) -> str:
         """The system message of a recorded request."""
         return str(self.requests[index]["messages"][0]["content"])
+
+
+def _read_stream(raw: bytes) -> dict[str, Any]:
+    """A recorded stream: its decoded chunks, and the usage its last chunks carried."""
+    chunks = []
+    for line in raw.decode(errors="replace").splitlines():
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+            chunks.append(json.loads(line[5:]))
+    usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
+    return {"chunks": chunks, "usage": usage}
