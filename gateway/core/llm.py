@@ -321,10 +321,11 @@ class OpenAIChat:
                         # A server that ignores `stream` answers whole.
                         return self._read_whole((await stream.response.aread()).decode())
                     async for chunk in stream:
-                        # Moving the deadline costs a timer; move it only when it gained.
+                        # Moving the deadline costs a timer: it is moved a little further
+                        # than needed, and only once less than `idle` is left.
                         due = loop.time() + idle
-                        if assembler.chunks == 0 or due - (deadline.when() or 0) > slack:
-                            deadline.reschedule(due)
+                        if assembler.chunks == 0 or (deadline.when() or 0) < due:
+                            deadline.reschedule(due + slack)
                         assembler.feed(chunk)
                 finally:
                     await stream.close()
@@ -339,7 +340,7 @@ class OpenAIChat:
     def _refuses_streaming(self, status: int, message: str) -> bool:
         """Drop `stream_options`, then streaming, when a server says it cannot take them."""
         lowered = message.lower()
-        if status not in (400, 404, 415, 422, 501) or "stream" not in lowered:
+        if status not in (400, 415, 422, 501) or "stream" not in lowered:
             return False
         if self.stream_usage and "stream_options" in lowered:
             self.stream_usage = False
