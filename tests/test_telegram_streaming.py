@@ -132,6 +132,20 @@ async def test_a_draft_is_shown_again_while_the_model_is_silent_for_long(
     assert texts.count("word1 word2 word3") >= 2  # shown again: kept alive, not lost
 
 
+async def test_a_bot_api_server_without_drafts_is_not_asked_again(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.chunk_interval = 0.02
+    async with telegram_gateway(make_settings, fake_llm, channel_options=OPTIONS) as gw:
+        gw.fake.fail_next("sendMessageDraft", 404, "Not Found")  # a server older than 9.3
+        fake_llm.reply(WORDS)
+        await gw.deliver(make_text_update(1, "tell me"))
+        fake_llm.reply(WORDS)
+        await gw.deliver(make_text_update(2, "and again"))
+        assert [c.status for c in gw.fake.calls_of("sendMessageDraft")] == [404]
+        assert gw.fake.sent_texts() == [WORDS, WORDS]
+
+
 @pytest.mark.parametrize("streaming", ["off", "drafts"])
 async def test_a_group_without_edit_streaming_sees_typing_and_then_the_answer(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, streaming: str

@@ -25,6 +25,7 @@ from telegram.error import (
     BadRequest,
     ChatMigrated,
     Forbidden,
+    InvalidToken,
     RetryAfter,
     TelegramError,
 )
@@ -129,6 +130,7 @@ class Sender:
         self._overall = AsyncLimiter(rate, 1) if rate else None
         # Per chat; the group bucket lets short bursts through, as Telegram does.
         self._chats: dict[int, AsyncLimiter] = {}
+        self.drafts_unsupported = False
 
     async def call(
         self, what: str, fn: Callable[[], Awaitable[T]], *, retries: int | None = None
@@ -211,15 +213,22 @@ class Sender:
         """Show `text` (plain, so it always parses) as the draft of the answer being written.
 
         No waiting here: a 429 is raised as RateLimited at once, for the caller to skip
-        drafts until `retry_after` has passed.
+        drafts until `retry_after` has passed. A Bot API server without the method (older
+        than 9.3, self-hosted) answers 404: drafts are then not tried again.
         """
-        await self.call(
-            "sendMessageDraft",
-            lambda: self.bot.send_message_draft(
-                target.chat_id, draft_id, text, message_thread_id=target.thread_id
-            ),
-            retries=0,
-        )
+        try:
+            await self.call(
+                "sendMessageDraft",
+                lambda: self.bot.send_message_draft(
+                    target.chat_id, draft_id, text, message_thread_id=target.thread_id
+                ),
+                retries=0,
+            )
+        except ChannelError as exc:
+            if isinstance(exc.__cause__, InvalidToken):  # how PTB reads a 404
+                self.drafts_unsupported = True
+                log.warning("the Bot API server has no sendMessageDraft; answers show whole")
+            raise
 
     async def edit(
         self,

@@ -123,5 +123,7 @@ def preview_for(
         if streaming != "edit" or message_id is None:
             return None
         return EditPreview(sender, target, reply_to, log, preview_ref(target, message_id))
+    if sender.drafts_unsupported:
+        return None
     # Drafts with the same id animate into each other; the user's message id is one per answer.
     return DraftPreview(sender, target, message_id or 1)
