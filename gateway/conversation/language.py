@@ -1,0 +1,178 @@
+"""Which language the bot's fixed texts are in, for every channel alike.
+
+In order: the language the chat chose with /language; else the user's own, as the
+platform says it (Telegram sends it with every update; LINE's profile is looked up
+once and kept, then looked up again after REFRESH_SECONDS, sooner after a failure,
+which never holds up the answer: the last known language or the default is used);
+else SKILLGATE_DEFAULT_LANGUAGE. A language the gateway has no catalog for counts as
+unknown. Proposal cards follow each admin's language as last known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from gateway.core.models import ChatRef
+from gateway.errors import ChannelError
+from gateway.i18n import LANGUAGES, N_, Texts, language_of, texts_for
+from gateway.store.languages import LanguageState
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 30 * 24 * 3600.0
+"""How long a looked-up language is trusted before it is asked for again."""
+RETRY_SECONDS = 3600.0
+"""After a failed lookup, how long until the next try (meanwhile the last known one is used)."""
+LOOKUP_SECONDS = 3.0
+"""The most a lookup may take before the answer goes ahead without it."""
+RESET_WORDS = frozenset(("auto", "reset", "default"))
+
+CURRENT = N_("I write to this chat in {name}.")
+CHOICES = N_(
+    "To change it, send /language with one of: {choices}."
+    " /language auto follows each person's app language again."
+)
+CHOSEN = N_("OK, from now on I write to this chat in {name}.")
+FOLLOWING = N_("OK, I follow each person's app language again.")
+UNKNOWN_LANGUAGE = N_("I can't write in “{word}” yet.")
+
+
+class LanguageStore(Protocol):
+    async def language_state(
+        self, channel: str, chat_id: str, user_id: str | None
+    ) -> LanguageState: ...
+
+    async def choose_language(
+        self,
+        channel: str,
+        chat_id: str,
+        language: str | None,
+        by: str | None = None,
+        now: float | None = None,
+    ) -> None: ...
+
+    async def user_language_seen(
+        self, channel: str, user_id: str, tag: str | None, *, ok: bool, now: float | None = None
+    ) -> None: ...
+
+
+class Speaker(Protocol):
+    """What the platform tells about the language of the user being answered."""
+
+    @property
+    def language_tag(self) -> str | None:
+        """The user's language as the update itself gives it (Telegram), else None."""
+        ...
+
+    async def look_up_language(self) -> str | None:
+        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
+        ...
+
+
+def shown_code(language: str) -> str:
+    """How a user types a language: "zh-TW" for the catalog zh_TW."""
+    return language.replace("_", "-")
+
+
+def choices() -> str:
+    return ", ".join(f"{shown_code(code)} ({name})" for code, name in LANGUAGES.items())
+
+
+def choice(word: str) -> str | None:
+    """The language a /language argument names ("ja", "zh-TW", "日本語", "ไทย"), or None."""
+    cleaned = word.strip()
+    for code, name in LANGUAGES.items():
+        if cleaned.casefold() in (code.casefold(), name.casefold()):
+            return code
+    return language_of(cleaned)
+
+
+class Languages:
+    """Decides the language of each chat's fixed texts and remembers what it learns."""
+
+    def __init__(
+        self,
+        store: LanguageStore,
+        default: str = "en",
+        clock: Callable[[], float] = time.time,
+        *,
+        lookup_seconds: float = LOOKUP_SECONDS,
+    ) -> None:
+        self.store = store
+        self.default = language_of(default) or "en"
+        self.clock = clock
+        self.lookup_seconds = lookup_seconds
+
+    def pick(self, tag: str | None) -> Texts:
+        """The texts for a platform's language tag; the default for an unknown or missing one."""
+        return texts_for(language_of(tag) or self.default)
+
+    async def texts(self, chat: ChatRef, speaker: Speaker) -> Texts:
+        """The texts for the user being answered in `chat`."""
+        state = await self.store.language_state(chat.channel, chat.chat_id, chat.user_id)
+        if state.chosen is not None:
+            return texts_for(state.chosen)
+        return self.pick(await self._tag(chat, speaker, state))
+
+    async def for_admin(self, channel: str, chat_id: str) -> Texts:
+        """The texts for an admin's private chat, from what is known already (no lookup)."""
+        state = await self.store.language_state(channel, chat_id, chat_id)
+        if state.chosen is not None:
+            return texts_for(state.chosen)
+        return self.pick(state.tag)
+
+    async def choose(self, chat: ChatRef, language: str | None) -> None:
+        """The chat's own choice (None: follow each user's language again)."""
+        await self.store.choose_language(
+            chat.channel, chat.chat_id, language, chat.user_id, now=self.clock()
+        )
+
+    async def command(
+        self, chat: ChatRef, argument: str, texts: Texts, speaker: Speaker
+    ) -> tuple[Texts, str]:
+        """/language [code|auto]: what to answer, and in which language (a new choice's own)."""
+        word = argument.strip()
+        if not word:
+            text = texts(CURRENT, name=texts.name) + "\n" + texts(CHOICES, choices=choices())
+            return texts, text
+        if word.casefold() in RESET_WORDS:
+            await self.choose(chat, None)
+            now = await self.texts(chat, speaker)
+            return now, now(FOLLOWING)
+        chosen = choice(word)
+        if chosen is None:
+            text = texts(UNKNOWN_LANGUAGE, word=word[:40]) + " " + texts(CHOICES, choices=choices())
+            return texts, text
+        await self.choose(chat, chosen)
+        now = texts_for(chosen)
+        return now, now(CHOSEN, name=now.name)
+
+    async def _tag(self, chat: ChatRef, speaker: Speaker, state: LanguageState) -> str | None:
+        user, now = chat.user_id, self.clock()
+        given = speaker.language_tag
+        if given is not None:
+            if user is not None and (given != state.tag or not state.ok):
+                await self.store.user_language_seen(chat.channel, user, given, ok=True, now=now)
+            return given
+        if user is None or self._fresh(state, now):
+            return state.tag
+        try:
+            async with asyncio.timeout(self.lookup_seconds):
+                found = await speaker.look_up_language()
+        except (ChannelError, TimeoutError) as exc:
+            log.info("%s: no language for a user (%s); trying again later", chat.channel, exc)
+            await self.store.user_language_seen(chat.channel, user, None, ok=False, now=now)
+            return state.tag
+        await self.store.user_language_seen(chat.channel, user, found, ok=True, now=now)
+        return found
+
+    @staticmethod
+    def _fresh(state: LanguageState, now: float) -> bool:
+        if state.checked_at is None:
+            return False
+        age = now - state.checked_at
+        return age < (REFRESH_SECONDS if state.ok else RETRY_SECONDS)
