@@ -151,7 +151,13 @@ class Conversation:
     async def on_greeting(self, greeting: Greeting, out: Responder) -> None:
         """The bot was added to a chat or followed again."""
         dialect = self.profile.dialect
-        out.texts = texts = await self.languages.texts(greeting.chat, out)
+        # Joining a group greets everyone there: the group's language, not one member's.
+        chat = (
+            greeting.chat.model_copy(update={"user_id": None})
+            if greeting.kind == "join"
+            else greeting.chat
+        )
+        out.texts = texts = await self.languages.texts(chat, out)
         if greeting.kind == "join":
             text = texts(dialect.group_greeting or "")
         elif not self.profile.audience.allowed(greeting.chat.user_id):

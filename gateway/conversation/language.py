@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gateway.core.models import ChatRef
+from gateway.core.records import LanguageState
 from gateway.errors import ChannelError
 from gateway.i18n import LANGUAGES, N_, Texts, language_of, texts_for
-from gateway.store.languages import LanguageState
 
 log = logging.getLogger(__name__)
 

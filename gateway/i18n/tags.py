@@ -9,8 +9,8 @@ SUPPORTED = ("en", "ja", "zh_TW", "th")
 def language_of(tag: str | None) -> str | None:
     """One of SUPPORTED for a BCP 47 or POSIX tag ("ja-JP", "zh-Hant", "zh_TW", "th"), else None.
 
-    Chinese is Traditional Chinese only when the tag says so (script Hant, or a territory
-    that writes it: Taiwan, Hong Kong, Macau); plain "zh" and Simplified have no catalog.
+    Every Chinese tag means the Traditional Chinese catalog, the only Chinese one (Telegram
+    keys its command menus by "zh" alone, so the two would otherwise disagree).
     """
     if not tag or not tag.strip():
         return None
@@ -22,5 +22,5 @@ def language_of(tag: str | None) -> str | None:
     except (UnknownLocaleError, ValueError, TypeError):
         return None
     if locale.language == "zh":
-        return "zh_TW" if locale.script == "Hant" else None
+        return "zh_TW"
     return locale.language if locale.language in SUPPORTED else None

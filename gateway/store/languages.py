@@ -4,22 +4,8 @@ from __future__ import annotations
 
 import time
 
-from pydantic import BaseModel
-
+from gateway.core.records import LanguageState
 from gateway.store.sql import Conn, QueriesBase, query
-
-
-class LanguageState(BaseModel):
-    """What is known about the language of one user in one chat."""
-
-    chosen: str | None = None
-    """The chat's own choice (/language), if any."""
-    tag: str | None = None
-    """The user's language tag as their platform last gave it."""
-    ok: bool = False
-    """Whether the last lookup of `tag` succeeded."""
-    checked_at: float | None = None
-    """When `tag` was last looked up (None: never)."""
 
 
 class LanguageQueries(QueriesBase):
