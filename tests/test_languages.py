@@ -69,7 +69,7 @@ def test_a_platform_language_tag_means_one_catalog_or_none(
     ("code", "language", "greeting"),
     [
         ("ja", "ja", "こんにちは、Aliceさん"),
-        ("zh-hant", "zh_TW", "嗨，Alice"),  # noqa: RUF001
+        ("zh-hant", "zh_TW", "嗨，Alice"),
         ("th", "th", "สวัสดี Alice"),
     ],
 )
