@@ -45,8 +45,8 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
         assert all(c["description"] for c in params["commands"])
     english = [c["description"] for c in menus[""]["commands"]]
     assert english[0] == "Say hello and see what I can do"
-    assert [c["description"] for c in menus["ja"]["commands"]][0] == "あいさつと、できることの紹介"
-    assert [c["description"] for c in menus["zh"]["commands"]][2] == "開始新的對話"
+    assert menus["ja"]["commands"][0]["description"] == "あいさつと、できることの紹介"
+    assert menus["zh"]["commands"][2]["description"] == "開始新的對話"
     assert line_puts(line_api) == [{"endpoint": LINE_URL}]
     [test] = line_api.calls_to(WEBHOOK_TEST_PATH)
     assert test.body == {"endpoint": LINE_URL}
