@@ -39,7 +39,8 @@ async def test_each_admin_gets_the_card_and_its_decision_in_their_own_language(
         async with running(settings, telegram, line, fake_llm) as rig:
             store = rig.parts.store
             await store.user_language_seen("telegram", str(ALICE), "ja", ok=True)
-            await store.user_language_seen("line", LINE_ADMIN, "th", ok=True)
+            # The LINE admin never wrote to the bot: their profile says Thai.
+            line.profiles[LINE_ADMIN] = {"displayName": "Somchai", "language": "th"}
             pid = await rig.propose()
 
             (alice,) = cards(telegram.messages, ALICE)
@@ -67,3 +68,4 @@ async def test_each_admin_gets_the_card_and_its_decision_in_their_own_language(
             notice = line.delivered_texts(to=LINE_ADMIN)[-1]
             assert notice.endswith("✅ อนุมัติโดย เว็บคอนโซล เมื่อ " + notice.rsplit("เมื่อ ", 1)[1])
             assert notice.startswith(f"ข้อเสนอ #{pid}")
+            assert len(line.calls_to(f"/v2/bot/profile/{LINE_ADMIN}")) == 1  # then kept

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,11 +16,14 @@ from babel.messages.pofile import read_po
 
 from gateway.channels.line import cards as line_cards
 from gateway.channels.line import responder as line_responder
+from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
 from gateway.channels.telegram import cards as telegram_cards
 from gateway.channels.telegram import responder as telegram_responder
 from gateway.channels.telegram.cards import TelegramCards
+from gateway.channels.telegram.format import MAX_TEXT as TELEGRAM_TEXT
+from gateway.channels.telegram.format import render_parts
 from gateway.channels.telegram.operator import MENU_LANGUAGES
-from gateway.channels.text import utf16_len
+from gateway.channels.text import CUT_NOTE, MAX_ANSWER_PARTS, utf16_len
 from gateway.conversation import feedback, review
 from gateway.conversation.dispatch import COMMANDS
 from gateway.conversation.review import ADMIN_COMMANDS
@@ -169,3 +175,28 @@ def test_card_buttons_are_translated_but_their_callback_data_is_not(language: st
     data = [[b.callback_data for b in row] for row in local.inline_keyboard]
     assert data == [[b.callback_data for b in row] for row in english.inline_keyboard]
     assert all(len(str(d).encode()) <= 64 for row in data for d in row)
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_a_cut_answer_ends_with_the_note_in_the_users_language_within_the_limits(
+    language: str,
+) -> None:
+    note = texts_for(language)(CUT_NOTE)
+    answer = "ข้อความภาษาไทย 😀 日本語の文章 " * 3000  # emoji count two UTF-16 units
+    telegram = [p.plain for p in render_parts(answer, note=note)]
+    line = line_parts(answer, note=note)
+    for parts, limit in ((telegram, TELEGRAM_TEXT), (line, MAX_TEXT_UTF16)):
+        assert len(parts) == MAX_ANSWER_PARTS and parts[-1].endswith(note)
+        assert all(utf16_len(p) <= limit for p in parts)
+
+
+def test_the_update_command_finds_the_catalogs_up_to_date() -> None:
+    pybabel = Path(sys.executable).parent / "pybabel"
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "catalogs"), "--check"],
+        env={**os.environ, "PYBABEL": str(pybabel)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

@@ -73,6 +73,25 @@ class Speaker(Protocol):
         ...
 
 
+class AdminLookup(Protocol):
+    """How a channel's cards look up an admin's language (LINE's profile), if it can."""
+
+    async def look_up_language(self, user_id: str) -> str | None: ...
+
+
+class _Admin:
+    """An admin as a Speaker: no update to read a language from, only the lookup."""
+
+    language_tag = None
+
+    def __init__(self, platform: AdminLookup, user_id: str) -> None:
+        self.platform = platform
+        self.user_id = user_id
+
+    async def look_up_language(self) -> str | None:
+        return await self.platform.look_up_language(self.user_id)
+
+
 def shown_code(language: str) -> str:
     """How a user types a language: "zh-TW" for the catalog zh_TW."""
     return language.replace("_", "-")
@@ -118,12 +137,20 @@ class Languages:
             return texts_for(state.chosen)
         return self.pick(await self._tag(chat, speaker, state))
 
-    async def for_admin(self, channel: str, chat_id: str) -> Texts:
-        """The texts for an admin's private chat, from what is known already (no lookup)."""
+    async def for_admin(
+        self, channel: str, chat_id: str, platform: AdminLookup | None = None
+    ) -> Texts:
+        """The texts for an admin's private chat (whose id is the admin's user id).
+
+        What is known already, else what `platform` looks up (once, then as for any user).
+        """
+        chat = ChatRef(channel=channel, chat_id=chat_id, user_id=chat_id)
         state = await self.store.language_state(channel, chat_id, chat_id)
         if state.chosen is not None:
             return texts_for(state.chosen)
-        return self.pick(state.tag)
+        if platform is None:
+            return self.pick(state.tag)
+        return self.pick(await self._tag(chat, _Admin(platform, chat_id), state))
 
     async def choose(self, chat: ChatRef, language: str | None) -> None:
         """The chat's own choice (None: follow each user's language again)."""
@@ -167,6 +194,7 @@ class Languages:
             log.info("%s: no language for a user (%s); trying again later", chat.channel, exc)
             await self.store.user_language_seen(chat.channel, user, None, ok=False, now=now)
             return state.tag
+        found = found or state.tag  # a platform that does not say keeps what was known
         await self.store.user_language_seen(chat.channel, user, found, ok=True, now=now)
         return found
 

@@ -57,6 +57,10 @@ class CardTransport(Protocol):
         """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
         ...
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        """The admin's language as the platform tells it (None where it cannot)."""
+        ...
+
 
 class CardStore(CardSource, CardLedger, Protocol):
     """Which admin holds which copy of which card, and what each copy shows."""
@@ -85,7 +89,9 @@ class CardStore(CardSource, CardLedger, Protocol):
 class AdminLanguages(Protocol):
     """The language of each admin's private chat (`gateway.conversation.language`)."""
 
-    async def for_admin(self, channel: str, chat_id: str) -> Texts: ...
+    async def for_admin(
+        self, channel: str, chat_id: str, platform: CardTransport | None = None
+    ) -> Texts: ...
 
 
 Job = Callable[[], Awaitable[None]]
@@ -126,7 +132,8 @@ class ReviewCards:
         """The card in the language of the admin of `chat_id` (one build per language)."""
         texts = ENGLISH
         if self.languages is not None:
-            texts = await self.languages.for_admin(channel, chat_id)
+            platform = self.transports.get(channel)
+            texts = await self.languages.for_admin(channel, chat_id, platform)
         if texts.language not in made:
             made[texts.language] = await self.card(p, texts)
         return made[texts.language]

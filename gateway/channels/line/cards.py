@@ -114,6 +114,9 @@ class LineCards:
     def admins(self) -> list[str]:
         return list(self._admins)
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        return (await self.outbox.client.profile(user_id)).language
+
     async def send_card(self, chat_id: str, card: Card) -> str | None:
         ids = await self.outbox.deliver_messages(
             chat_id, [self.bubbles.message(card)], f"card:{card.proposal.id}:{chat_id}"

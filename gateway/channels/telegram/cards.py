@@ -95,6 +95,9 @@ class TelegramCards:
             return
         await self.edit(int(copy.chat_id), int(copy.platform_message_id), card)
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        return None  # the Bot API tells it only with the admin's own updates
+
     async def edit(self, chat_id: int, message_id: int, card: Card) -> None:
         """Make one copy show the card as it stands (no keyboard once decided)."""
         try:
