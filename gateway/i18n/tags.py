@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 SUPPORTED = ("en", "ja", "zh_TW", "th")
 """The catalogs there are: English (the source), Japanese, Traditional Chinese, Thai."""
 
 
+@functools.lru_cache(maxsize=512)  # a handful of tags recur on every update
 def language_of(tag: str | None) -> str | None:
     """One of SUPPORTED for a BCP 47 or POSIX tag ("ja-JP", "zh-Hant", "zh_TW", "th"), else None.
 
