@@ -20,7 +20,7 @@ from gateway.i18n import language_of, texts_for
 from gateway.store import Store
 from tests.fakes.line_api import follow_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import make_text_update
+from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.line_support import line_rig
 from tests.telegram_harness import telegram_gateway
 from tests.test_telegram_feedback import last_answer, last_message, press
@@ -211,3 +211,20 @@ async def test_a_chats_choice_and_a_users_language_are_kept_on_either_database(
     assert (state.chosen, state.tag, state.ok, state.checked_at) == (None, "ja", False, 200.0)
     assert (await any_store.language_state("line", "C2", "U1")).tag == "ja"
     assert (await any_store.language_state("telegram", "C1", "U1")).tag is None
+
+
+async def test_in_a_group_the_translated_prompt_still_mentions_the_user_in_valid_html(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    group = -1009
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        text = f"@{gw.fake.bot_username} hello"
+        entities = [mention_entity(text, gw.fake.bot_username)]
+        update = make_text_update(1, text, chat_id=group, chat_type="supergroup", entities=entities)
+        await gw.deliver(update)
+        down = press(2, last_answer(gw.fake, group), 1, user_id=555)
+        down["callback_query"]["from"]["language_code"] = "ja"
+        await gw.deliver(down)
+        prompt = gw.fake.calls_of("sendMessage")[-1]
+        assert prompt.status == 200  # the fake parses the HTML as Telegram does
+        assert prompt.params["text"].startswith('<a href="tg://user?id=555">Alice</a>さん、')
