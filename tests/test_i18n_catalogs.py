@@ -26,6 +26,7 @@ from gateway.channels.telegram.operator import MENU_LANGUAGES
 from gateway.channels.text import CUT_NOTE, MAX_ANSWER_PARTS, utf16_len
 from gateway.conversation import feedback, review
 from gateway.conversation.dispatch import COMMANDS
+from gateway.conversation.language import buttons as language_buttons
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.i18n import LANGUAGES, SOURCE, texts_for
 from gateway.i18n.catalog import LOCALE_DIR, po_path
@@ -128,6 +129,9 @@ def test_every_button_label_and_short_answer_fits_the_platforms_limits(language:
         assert 0 < utf16_len(shown) <= LINE_LABEL, (language, shown)
         pressed = texts(line_cards.PRESSED, label=shown, id=10**18)
         assert utf16_len(pressed) <= LINE_DISPLAY_TEXT
+    for button in language_buttons(texts):
+        assert 0 < utf16_len(button.label) <= LINE_LABEL, (language, button.label)
+        assert len(f"{button.action}:{button.value}".encode()) <= 64  # Telegram callback data
     for label in (telegram_cards.APPROVE, telegram_cards.REJECT, telegram_cards.FULL_DIFF):
         assert 0 < utf16_len(texts(label)) <= LINE_LABEL and "\n" not in texts(label)
     for placeholder in (

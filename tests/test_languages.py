@@ -18,10 +18,10 @@ from gateway.conversation.language import CHOICES, CHOSEN, CURRENT, FOLLOWING, U
 from gateway.core.agent import APOLOGY
 from gateway.i18n import language_of, texts_for
 from gateway.store import Store
-from tests.fakes.line_api import follow_event, text_event
+from tests.fakes.line_api import follow_event, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import make_text_update, mention_entity
-from tests.line_support import line_rig
+from tests.fakes.telegram_api import make_callback_update, make_text_update, mention_entity
+from tests.line_support import line_rig, quick_reply_data
 from tests.telegram_harness import telegram_gateway
 from tests.test_telegram_feedback import last_answer, last_message, press
 
@@ -228,3 +228,49 @@ async def test_in_a_group_the_translated_prompt_still_mentions_the_user_in_valid
         prompt = gw.fake.calls_of("sendMessage")[-1]
         assert prompt.status == 200  # the fake parses the HTML as Telegram does
         assert prompt.params["text"].startswith('<a href="tg://user?id=555">Alice</a>さん、')
+
+
+async def test_on_line_the_language_is_a_tap_away(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with line_rig(make_settings, fake_llm) as line:
+        user = "U" + "7" * 32
+        await line.deliver(text_event("/language", user_id=user, reply_token=line.token(user)))
+        (shown,) = line.fake.delivered_messages(user)
+        labels = [i["action"]["label"] for i in shown["quickReply"]["items"]]
+        assert labels == ["English", "日本語", "繁體中文", "ไทย", "Follow my app"]
+        data = quick_reply_data(shown)
+        assert data[3] == "lang:th"
+
+        await line.deliver(postback_event(data[3], user_id=user, reply_token=line.token(user)))
+        await line.deliver(text_event("/help", user_id=user, reply_token=line.token(user)))
+        th = texts_for("th")
+        assert line.fake.delivered_texts(to=user)[-2:] == [
+            th(CHOSEN, name="ไทย"),
+            th(LINE_HELP),
+        ]
+        await line.deliver(postback_event(data[4], user_id=user, reply_token=line.token(user)))
+        assert line.fake.delivered_texts(to=user)[-1] == FOLLOWING  # the profile says English
+
+
+async def test_on_telegram_a_language_button_chooses_and_stops_spinning(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        await gw.deliver(from_app_in(make_text_update(1, "/language"), "en"))
+        message = last_message(gw.fake)
+        row = gw.fake.calls_of("sendMessage")[-1].params["reply_markup"]["inline_keyboard"][0]
+        assert [b["callback_data"] for b in row] == [
+            "lang:en",
+            "lang:ja",
+            "lang:zh-TW",
+            "lang:th",
+            "lang:auto",
+        ]
+        choose = make_callback_update(
+            2, "lang:zh-TW", message_id=message["message_id"], message_text=message["text"]
+        )
+        await gw.deliver(choose)
+        assert len(gw.fake.calls_of("answerCallbackQuery")) == 1
+        zh = texts_for("zh_TW")
+        assert gw.fake.sent_texts()[-1] == zh(CHOSEN, name="繁體中文")

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 
 from gateway.conversation.content import album_key, words
-from gateway.conversation.feedback import COMMENT_PURPOSE, STALE, Feedback
-from gateway.conversation.language import Languages
+from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
+from gateway.conversation.language import Languages, pressed
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import (
     ConversationStore,
@@ -28,7 +28,7 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.questions import Questions
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.i18n import N_
 from gateway.skills.card_buttons import is_card_data
 
@@ -138,10 +138,22 @@ class Conversation:
     async def on_press(self, press: Press, out: Responder) -> None:
         """A button: a proposal card's, or a rating under an answer."""
         out.texts = await self.languages.texts(press.chat, out)
+        language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif language is not None:
+            await self._language_press(press, language, out)
         else:
             await self.feedback.on_press(press, out)
+
+    async def _language_press(self, press: Press, language: str, out: Responder) -> None:
+        """A /language button: the same as typing /language with that choice."""
+        if not self.profile.audience.allowed(press.chat.user_id):
+            await out.acknowledge(out.texts(PRIVATE), courtesy=True)
+            return
+        await out.acknowledge("", courtesy=True)  # the button stops spinning; the notice says it
+        out.texts, text, _ = await self.languages.command(press.chat, language, out.texts, out)
+        await out.notice(text)
 
     async def on_stale_press(self, chat: ChatRef, out: Responder) -> None:
         """A press on a message too old for the platform to say which: the button is gone."""
@@ -193,6 +205,7 @@ class Conversation:
         chat, dialect, command = message.chat, self.profile.dialect, message.command
         assert command is not None
         texts = out.texts
+        buttons: tuple[Button, ...] = ()
         if command in ADMIN_COMMAND_NAMES:
             await self.review.on_command(command, chat, out)
             return
@@ -207,12 +220,13 @@ class Conversation:
             await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
             text = texts(dialect.new)
         elif command == "language":
-            out.texts, text = await self.languages.command(chat, argument(message.text), texts, out)
+            said = await self.languages.command(chat, argument(message.text), texts, out)
+            out.texts, text, buttons = said
         elif dialect.unknown is not None:
             text = texts(dialect.unknown, command=command)
         else:
             return
-        await out.notice(text)
+        await out.notice(text, buttons=buttons)
 
     # ---- the turn -------------------------------------------------------------------------
 

@@ -14,9 +14,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-from gateway.core.models import ChatRef
+from gateway.core.models import Button, ChatRef
 from gateway.core.records import LanguageState
 from gateway.errors import ChannelError
 from gateway.i18n import LANGUAGES, N_, Texts, language_of, texts_for
@@ -39,6 +39,10 @@ CHOICES = N_(
 CHOSEN = N_("OK, from now on I write to this chat in {name}.")
 FOLLOWING = N_("OK, I follow each person's app language again.")
 UNKNOWN_LANGUAGE = N_("I can't write in “{word}” yet.")
+FOLLOW_APP = N_("Follow my app")
+"""The button that goes back to each person's app language."""
+ACTION = "lang"
+"""The action of a language button: "lang:<code>" (or "lang:auto")."""
 
 
 class LanguageStore(Protocol):
@@ -101,6 +105,29 @@ def choices() -> str:
     return ", ".join(f"{shown_code(code)} ({name})" for code, name in LANGUAGES.items())
 
 
+def buttons(texts: Texts) -> tuple[Button, ...]:
+    """One button per language (its own name), and one to follow the app again."""
+    each = [
+        Button(label=name, action=ACTION, value=shown_code(code))
+        for code, name in LANGUAGES.items()
+    ]
+    return (*each, Button(label=texts(FOLLOW_APP), action=ACTION, value="auto"))
+
+
+def pressed(data: str | None) -> str | None:
+    """The choice a language button carries, or None for any other button."""
+    action, _, value = (data or "").partition(":")
+    return value if action == ACTION and value else None
+
+
+class Said(NamedTuple):
+    """The answer to /language: the texts now in force, the text, and its buttons."""
+
+    texts: Texts
+    text: str
+    buttons: tuple[Button, ...] = ()
+
+
 def choice(word: str) -> str | None:
     """The language a /language argument names ("ja", "zh-TW", "日本語", "ไทย"), or None."""
     cleaned = word.strip()
@@ -158,25 +185,23 @@ class Languages:
             chat.channel, chat.chat_id, language, chat.user_id, now=self.clock()
         )
 
-    async def command(
-        self, chat: ChatRef, argument: str, texts: Texts, speaker: Speaker
-    ) -> tuple[Texts, str]:
-        """/language [code|auto]: what to answer, and in which language (a new choice's own)."""
+    async def command(self, chat: ChatRef, argument: str, texts: Texts, speaker: Speaker) -> Said:
+        """/language [code|auto] (or its button): what to answer, in the language it leaves."""
         word = argument.strip()
         if not word:
             text = texts(CURRENT, name=texts.name) + "\n" + texts(CHOICES, choices=choices())
-            return texts, text
+            return Said(texts, text, buttons(texts))
         if word.casefold() in RESET_WORDS:
             await self.choose(chat, None)
             now = await self.texts(chat, speaker)
-            return now, now(FOLLOWING)
+            return Said(now, now(FOLLOWING))
         chosen = choice(word)
         if chosen is None:
             text = texts(UNKNOWN_LANGUAGE, word=word[:40]) + " " + texts(CHOICES, choices=choices())
-            return texts, text
+            return Said(texts, text, buttons(texts))
         await self.choose(chat, chosen)
         now = texts_for(chosen)
-        return now, now(CHOSEN, name=now.name)
+        return Said(now, now(CHOSEN, name=now.name))
 
     async def _tag(self, chat: ChatRef, speaker: Speaker, state: LanguageState) -> str | None:
         user, now = chat.user_id, self.clock()
