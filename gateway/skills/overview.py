@@ -13,6 +13,17 @@ NOT_MEASURED = N_("not measured yet")
 LINE = N_("• {slug} — {source}, {state}, {status}; {figures}")
 WAITING = N_("; proposal #{id} waiting")
 NO_SKILLS = N_("No skills are registered yet.")
+# TRANSLATORS: where a skill came from: shipped with the gateway, the operator's own, or
+# written by the synthesizer ("auto").
+SOURCES = {"bundled": N_("bundled"), "custom": N_("custom"), "auto": N_("auto")}
+"""Where a skill came from, as admins read it (another value is shown as it is)."""
+STATUSES = {
+    "live": N_("live"),
+    "approved": N_("approved"),
+    "applied": N_("applied"),
+    "rolled_back": N_("rolled back"),
+}
+"""A skill's review status, as admins read it."""
 HEADING = N_("Skills ({n}):")
 
 
@@ -28,9 +39,9 @@ def skill_line(
     line = texts(
         LINE,
         slug=record.slug,
-        source=record.source,
+        source=texts(SOURCES.get(record.source, record.source)),
         state=state,
-        status=record.review_status,
+        status=texts(STATUSES.get(record.review_status, record.review_status)),
         figures=figures,
     )
     if pending is not None:
