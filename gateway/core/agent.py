@@ -17,14 +17,19 @@ from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
+from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
 
-APOLOGY = "⚠️ Sorry, I couldn't answer that just now. Please try again in a moment."
-NOT_CONFIGURED = "⚠️ I can't answer yet: no language model is configured on this gateway."
-TOO_LONG = "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
-FILTERED = "⚠️ The model's provider withheld this answer (its content filter). Please rephrase."
-CUT_MARK = "\n\n[…answer cut short at the length limit]"
+# The placeholders of a failed turn are message ids: `respond` says them in the user's language.
+APOLOGY = N_("⚠️ Sorry, I couldn't answer that just now. Please try again in a moment.")
+NOT_CONFIGURED = N_("⚠️ I can't answer yet: no language model is configured on this gateway.")
+TOO_LONG = N_(
+    "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
+)
+FILTERED = N_("⚠️ The model's provider withheld this answer (its content filter). Please rephrase.")
+CUT_NOTE = N_("[…answer cut short at the length limit]")
+CUT_MARK = "\n\n" + CUT_NOTE
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class Agent:
         finally:
             if partial is not None:
                 partial.close()
+        text = _in_language(text, kind, incoming.language)
         answer = await self.store.add_message(
             turn.session_id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
         )
@@ -231,3 +237,15 @@ def _reply(message: MessageRecord) -> Reply:
         buttons=buttons,
         delivered_ids=message.platform_message_ids,
     )
+
+
+def _in_language(text: str, kind: str, language: str) -> str:
+    """The gateway's own words in a turn (a failure's placeholder, the cut mark) translated."""
+    if language == "en":
+        return text
+    texts = texts_for(language)
+    if kind == "error":
+        return texts(text)
+    if text.endswith(CUT_MARK):
+        return text[: -len(CUT_MARK)] + "\n\n" + texts(CUT_NOTE)
+    return text
