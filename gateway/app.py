@@ -132,6 +132,7 @@ def make_llm(settings: Settings) -> LLM:
             model,
             model_key,
             timeout=settings.llm_timeout_seconds,
+            idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
         )

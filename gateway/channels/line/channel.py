@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -71,8 +70,10 @@ class LineChannel(Channel):
         self.client = LineClient(
             settings.line_channel_access_token.get_secret_value(), settings.line_api_base_url
         )
-        # The loading animation lasts 5-60 s in steps of 5; cover the model's timeout.
-        self.loading_seconds = min(60, max(5, 5 * math.ceil(settings.llm_timeout_seconds / 5)))
+        # The loading animation lasts at most 60 s a call; it is renewed before it ends for
+        # as long as the model writes (a streamed answer has no total timeout).
+        self.loading_seconds = 60
+        self.loading_renew_seconds = 50.0
         self.profile = Profile(
             channel=self.name,
             dialect=LINE,
@@ -165,6 +166,7 @@ class LineSession:
         self.client = channel.client
         self.bubbles = channel.bubbles
         self.loading_seconds = channel.loading_seconds
+        self.loading_renew_seconds = channel.loading_renew_seconds
         self.outbox = outbox
         self.cards = LineCards(outbox, channel.bubbles, channel.settings.line_admin_ids)
         self.conversation = ports.conversation
@@ -194,6 +196,7 @@ class LineSession:
             self.client,
             self.bubbles,
             loading_seconds=self.loading_seconds,
+            loading_renew_seconds=self.loading_renew_seconds,
         )
         out = self.ports.fenced(line_out, item)  # nothing is said once the claim is gone
         try:
