@@ -37,10 +37,11 @@ from bench.report import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-webhook-secret"
-CONTENDERS = ("bare", "ptb", "skillgate")
+CONTENDERS = ("bare", "ptb", "aiogram", "skillgate")
 LABELS = {
     "bare": "bare aiohttp (limit)",
     "ptb": "plain PTB bot",
+    "aiogram": "aiogram 3 bot",
     "skillgate": "skillgate serve",
 }
 
@@ -270,6 +271,9 @@ def render(results: Results, args: argparse.Namespace) -> str:
                 spread(paired(results.flat, n, "ptb", "throughput"), "{:.2f}")
                 if "ptb" in names
                 else "n/a",
+                spread(paired(results.flat, n, "aiogram", "throughput"), "{:.2f}")
+                if "aiogram" in names
+                else "n/a",
                 spread([p.cpu_per_answer(n) for p in fl], "{:.2f}"),
                 spread([p.share("fake-bot-api") for p in fl], "{:.0f}"),
                 spread([p.share("fake-model") for p in fl], "{:.0f}"),
@@ -313,6 +317,7 @@ def render(results: Results, args: argparse.Namespace) -> str:
                 "answers/s",
                 "vs bare",
                 "vs PTB",
+                "vs aiogram",
                 "CPU ms/answer",
                 "fake Bot API CPU %",
                 "fake model CPU %",
