@@ -31,7 +31,6 @@ def make_app(llm_url: str, api: str, token: str, secret: str) -> web.Application
     dispatcher = Dispatcher()
     llm = AsyncOpenAI(base_url=llm_url, api_key="not-needed", http_client=DefaultAioHttpClient())
 
-    @dispatcher.message(F.text)
     async def on_text(message: Message) -> None:
         completion = await llm.chat.completions.create(
             model="fake-model",
@@ -41,6 +40,8 @@ def make_app(llm_url: str, api: str, token: str, secret: str) -> web.Application
             ],
         )
         await message.answer(completion.choices[0].message.content or "")
+
+    dispatcher.message.register(on_text, F.text)  # what `@dispatcher.message(F.text)` does
 
     async def clients_ctx(app: web.Application) -> Any:
         yield
