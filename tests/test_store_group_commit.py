@@ -55,10 +55,17 @@ async def queued_together(store: Probe, calls: Sequence[Callable[[], Awaitable[A
     """Run `calls` so that they all wait in the store's queue at once, then release them."""
     release = threading.Event()
     gate = asyncio.ensure_future(store.run(lambda db: release.wait(10)))
-    tasks = [asyncio.ensure_future(call()) for call in calls]
-    async with asyncio.timeout(5):
-        while store._jobs.qsize() < len(calls):  # every unit queued behind the gate
-            await asyncio.sleep(0.005)
+    started = 0
+
+    async def call(make: Callable[[], Awaitable[Any]]) -> Any:
+        nonlocal started
+        started += 1  # the call runs on at once to its first wait: the store's answer
+        return await make()
+
+    tasks = [asyncio.ensure_future(call(make)) for make in calls]
+    async with asyncio.timeout(5):  # every unit handed to the store, behind the gate
+        while started < len(calls) or store._pending:
+            await asyncio.sleep(0)
     release.set()
     await gate
     return await asyncio.gather(*tasks, return_exceptions=True)

@@ -154,7 +154,7 @@ def migrate(db: Database, migrations: list[Migration] | None = None) -> list[int
 
 
 GROUP_MAX = 64
-"""Most units of work one group commit takes from the queue."""
+"""Most units of work in one group commit."""
 
 
 @dataclass(slots=True)
@@ -176,7 +176,7 @@ class SqliteStore(Store):
     """SQLite (WAL) in the data dir, migrated on open.
 
     Every unit of work goes to one store thread through a queue. The thread takes every
-    unit waiting there (up to `GROUP_MAX`) and runs them in one transaction, each in its
+    unit waiting there and runs them, up to `GROUP_MAX` at a time, in one transaction, each in its
     own savepoint: group commit. A unit that fails is rolled back to its savepoint and
     fails alone; the others commit together. Each caller is answered only after the
     commit that made its writes durable. If the group cannot commit (or a unit's error
@@ -187,7 +187,8 @@ class SqliteStore(Store):
     def __init__(self, path: Path | str, *, busy_timeout: float = 10.0) -> None:
         self.path = Path(path)
         self._busy_timeout = busy_timeout
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[list[_Job]] = queue.SimpleQueue()
+        self._pending: list[_Job] = []
         self._thread: threading.Thread | None = None
         self._db: Database | None = None
         self._conn: SqliteConn | None = None
@@ -209,7 +210,7 @@ class SqliteStore(Store):
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # conversations
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
-        self._jobs, self._stop = queue.SimpleQueue(), False
+        self._jobs, self._pending, self._stop = queue.SimpleQueue(), [], False
         # A daemon, like the workers of asyncio's default executor: a store never closed
         # must not hold up the interpreter's exit (SQLite survives being cut off).
         self._thread = threading.Thread(
@@ -276,8 +277,17 @@ class SqliteStore(Store):
             raise StoreError("store is not open")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_Job(fn, future, loop, grouped))
+        # Units submitted in one turn of the event loop reach the thread as one list: one
+        # wake-up of the store thread for all of them, not one each.
+        self._pending.append(_Job(fn, future, loop, grouped))
+        if len(self._pending) == 1:
+            loop.call_soon(self._flush)
         return future
+
+    def _flush(self) -> None:
+        jobs, self._pending = self._pending, []
+        if jobs:
+            self._jobs.put(jobs)
 
     # On the store thread.
 
@@ -289,22 +299,22 @@ class SqliteStore(Store):
             return
         conn = self._conn = SqliteConn(self._db)
         loop.call_soon_threadsafe(_resolve, [(ready, (True, None))])
-        jobs, carried = self._jobs, None
+        jobs = self._jobs
         while not self._stop:
-            job = carried if carried is not None else jobs.get()
-            carried, batch = None, [job]
-            if job.grouped:
-                while len(batch) < GROUP_MAX:
-                    try:
-                        waiting = jobs.get_nowait()
-                    except queue.Empty:
-                        break
-                    if not waiting.grouped:
-                        carried = waiting
-                        break
-                    batch.append(waiting)
-            outcomes = [_alone(conn, job)] if len(batch) == 1 else _group(conn, batch)
-            _settle(batch, outcomes)
+            waiting = jobs.get()
+            with contextlib.suppress(queue.Empty):
+                while True:  # and whatever else is queued by now
+                    waiting += jobs.get_nowait()
+            start = 0
+            while start < len(waiting):
+                end = start + 1
+                if waiting[start].grouped:  # raw access and closing run alone
+                    while end < len(waiting) and waiting[end].grouped and end - start < GROUP_MAX:
+                        end += 1
+                batch = waiting[start:end]
+                outcomes = [_alone(conn, batch[0])] if len(batch) == 1 else _group(conn, batch)
+                _settle(batch, outcomes)
+                start = end
 
 
 def _alone(conn: SqliteConn, job: _Job) -> Outcome:
