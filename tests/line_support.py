@@ -121,6 +121,7 @@ async def line_rig(
         )
         async with TestClient(TestServer(build_app(settings))) as http:
             rig = LineRig(http, fake, llm)
+            await rig.channel.ready()  # line-bot-sdk loads in the background
             rig.channel.client.backoff = lambda attempt: 0.01
             http.app[PARTS].worker.backoff = lambda attempt: 0.01
             yield rig
