@@ -46,7 +46,7 @@ from gateway.scheduler import SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
-from gateway.skills.effect import EffectThresholds, settled
+from gateway.skills.effect import EffectThresholds, settled_skills
 from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
@@ -185,7 +185,8 @@ async def open_parts(
         synthesizer = Synthesizer(
             store, model, catalog, review, synthesis_config(settings), clock=clock
         )
-        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
+        # Holdout only where still needed.
+        catalog.settle(await settled_skills(store, synthesizer.config.effect))
     except BaseException:
         await store.close()
         raise
