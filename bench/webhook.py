@@ -344,23 +344,16 @@ def render(results: Results, args: argparse.Namespace) -> str:
 def targets(results: Results, names: list[str]) -> str:
     """Skillgate against the targets, from the per-round paired values."""
     rows = []
+
+    def ratio_row(label: str, other: str, goal: float) -> None:
+        ratios = paired(results.flat, "skillgate", other, "throughput")
+        ratio = median(ratios)
+        rows.append([label, f">= {goal}x", f"{ratio:.2f}x ({span(ratios)})", ratio >= goal])
+
     if "aiogram" in names:
-        ratios = paired(results.flat, "skillgate", "aiogram", "throughput")
-        ratio = median(ratios)
-        rows.append(
-            ["throughput vs aiogram", ">= 1.1x", f"{ratio:.2f}x ({span(ratios)})", ratio >= 1.1]
-        )
+        ratio_row("throughput vs aiogram", "aiogram", 1.1)
     if "bare" in names:
-        ratios = paired(results.flat, "skillgate", "bare", "throughput")
-        ratio = median(ratios)
-        rows.append(
-            [
-                "throughput vs bare limit",
-                ">= 0.25x",
-                f"{ratio:.2f}x ({span(ratios)})",
-                ratio >= 0.25,
-            ]
-        )
+        ratio_row("throughput vs bare limit", "bare", 0.25)
         overs = paired(results.fixed, "skillgate", "bare", "p99")
         worst = max(overs)
         rows.append(

@@ -19,7 +19,7 @@ from gateway.channels.line.channel import LineChannel
 from gateway.config import Settings
 from tests.fakes.line_api import FakeLineAPI, sign, text_event, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
-from tests.line_support import SECRET
+from tests.line_support import SECRET, line_settings
 
 
 def test_importing_the_line_channel_does_not_import_the_sdk() -> None:
@@ -49,13 +49,7 @@ async def test_a_webhook_sent_while_the_sdk_loads_is_answered_once_it_has(
 
     monkeypatch.setattr(line_channel, "importlib", SlowImports)
     async with FakeLineAPI() as fake:
-        settings = make_settings(
-            llm_base_url=fake_llm.base_url,
-            llm_model="fake-model",
-            line_channel_secret=SECRET,
-            line_channel_access_token=fake.access_token,
-            line_api_base_url=fake.base_url,
-        )
+        settings = line_settings(make_settings, fake_llm, fake)
         async with TestClient(TestServer(build_app(settings))) as http:
             channel = http.app[CHANNELS][0]
             assert isinstance(channel, LineChannel) and channel.session is None
