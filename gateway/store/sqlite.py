@@ -312,7 +312,13 @@ class SqliteStore(Store):
                     while end < len(waiting) and waiting[end].grouped and end - start < GROUP_MAX:
                         end += 1
                 batch = waiting[start:end]
-                outcomes = [_alone(conn, batch[0])] if len(batch) == 1 else _group(conn, batch)
+                try:
+                    outcomes = [_alone(conn, batch[0])] if len(batch) == 1 else _group(conn, batch)
+                except BaseException as exc:  # never leave a caller waiting forever
+                    with contextlib.suppress(sqlite3.Error):
+                        if conn.sql.in_transaction:
+                            conn.sql.execute("rollback")
+                    outcomes = [(False, exc)] * len(batch)
                 _settle(batch, outcomes)
                 start = end
 
