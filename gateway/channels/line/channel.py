@@ -235,6 +235,9 @@ class LaterCards:
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         await (await self._line.ready()).cards.show_decision(copy, card)
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        return await (await self._line.ready()).cards.look_up_language(user_id)
+
 
 class LineSession:
     """An open LINE client: decodes stored events for the conversation layer."""
