@@ -27,6 +27,7 @@ from gateway.channels.registry import configured_channels
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
+from gateway.conversation.language import Languages
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
@@ -50,7 +51,8 @@ from gateway.scheduler import SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
-from gateway.skills.effect import EffectThresholds, settled
+from gateway.skills.effect import EffectThresholds, settled_skills
+from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
@@ -86,9 +88,12 @@ class Parts:
     """Reads voice notes, photos and documents for every channel's conversation."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
+    languages: Languages = field(init=False)
+    """The language of each chat's fixed texts."""
 
     def __post_init__(self) -> None:
         self.inbox = Inbox(self.store, self.worker, self.metrics)
+        self.languages = Languages(self.store, self.settings.default_language, self.clock)
 
     def ports(self, channel: Channel) -> Ports:
         """What one channel is given when it starts."""
@@ -99,6 +104,7 @@ class Parts:
             counts=self.metrics,
             review=self.review,
             synthesis=self.synthesizer,
+            languages=self.languages,
             clock=self.clock,
             attachments=self.attachments,
         )
@@ -134,6 +140,7 @@ def make_llm(settings: Settings) -> LLM:
             model,
             model_key,
             timeout=settings.llm_timeout_seconds,
+            idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
         )
@@ -204,8 +211,10 @@ async def open_parts(
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
                 await check_skills_volume(store, settings.skills_dir)
-            await reconcile(review)  # before sync, which would take a half-promoted skill
-            await catalog.sync(bundled_skills_dir())
+            described = await describe_files(library, store)  # one scan for both steps
+            # Before sync, which would take a half-promoted skill; a repair rescans.
+            repaired = await reconcile(review, described)
+            await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
         config = AgentConfig(
             persona=load_persona(settings),
             session_idle_seconds=settings.session_idle_minutes * 60,
@@ -219,7 +228,8 @@ async def open_parts(
         synthesizer = Synthesizer(
             store, model, catalog, review, synthesis_config(settings), clock=clock
         )
-        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
+        # Holdout only where still needed.
+        catalog.settle(await settled_skills(store, synthesizer.config.effect))
     except BaseException:
         await store.close()
         raise
@@ -296,7 +306,9 @@ async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[No
             continue
         started.append(channel)
     transports = [channel.card_transport() for channel in started]
-    cards = start_cards(parts.review, parts.store, transports, catch_up=False)
+    cards = start_cards(
+        parts.review, parts.store, transports, catch_up=False, languages=parts.languages
+    )
     parts.cards = cards
     try:
         yield
@@ -377,7 +389,9 @@ def build_app(
                 watcher = RegistryWatcher(parts.store, parts.catalog.refresh)
                 await watcher.start()
             transports = [channel.card_transport() for channel in started]
-            parts.cards = start_cards(parts.review, parts.store, transports)
+            parts.cards = start_cards(
+                parts.review, parts.store, transports, languages=parts.languages
+            )
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,

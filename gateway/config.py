@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
+from gateway.i18n import LANGUAGES, language_of
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -93,6 +94,11 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
     )
     telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
+    # Streaming answers (README): private chats show drafts unless `off`; groups and forum
+    # topics, where drafts do not exist, get one message edited in place only with `edit`.
+    telegram_streaming: Literal["off", "drafts", "edit"] = Field(
+        "drafts", validation_alias="TELEGRAM_STREAMING"
+    )
     telegram_max_messages_per_second: float = Field(
         30.0, ge=0, validation_alias="TELEGRAM_MAX_MESSAGES_PER_SECOND"
     )
@@ -112,7 +118,10 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")
     llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
+    # Answers stream: the first chunk within LLM_TIMEOUT_SECONDS (a server that cannot
+    # stream: the whole answer), then never a longer silence than the idle timeout.
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
+    llm_idle_timeout_seconds: float = Field(30.0, gt=0, validation_alias="LLM_IDLE_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
     # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
     llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
@@ -162,6 +171,9 @@ class Settings(BaseSettings):
     max_concurrent_answers: int = Field(
         256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
     )
+
+    # Bot texts: the language for users whose own is unknown or has no catalog.
+    default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
     # Media in: voice notes (speech-to-text), photos (vision) and documents.
     stt_base_url: str | None = Field(None, validation_alias="STT_BASE_URL")
@@ -223,6 +235,17 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value
+
+    @field_validator("default_language", mode="before")
+    @classmethod
+    def _language(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "en"
+        chosen = language_of(str(value))
+        if chosen is None:
+            names = ", ".join(LANGUAGES)
+            raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
+        return chosen
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod

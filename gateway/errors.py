@@ -135,6 +135,12 @@ class MediaUnsupported(MediaError):
 class MediaBomb(MediaError):
     """More pixels, pages or unpacked bytes than allowed."""
 
+    def __init__(self, message: str, *, unit: str, limit: int) -> None:
+        super().__init__(message)
+        self.unit = unit
+        """What was too much: "pixels", "pages" or "bytes" (unpacked)."""
+        self.limit = limit
+
 
 class TranscriptionFailed(MediaError):
     """The speech-to-text endpoint failed or answered nothing usable."""

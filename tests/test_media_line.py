@@ -112,9 +112,9 @@ async def test_refusals_in_line_each_get_their_notice(
         # Audio without speech-to-text set up.
         await rig.deliver(sent(rig, {"type": "audio", "duration": 1000}, wav(0.1)))
         assert rig.fake.delivered_texts(USER_ID) == [
-            notices.TOO_BIG.format(what="file", limit="1 MB"),
+            notices.TOO_BIG["document"].format(limit="1 MB"),
             notices.UNSUPPORTED_FILE,
-            notices.UNAVAILABLE.format(what="image"),
+            notices.UNAVAILABLE["image"],
             notices.NO_STT,
         ]
         assert len(rig.fake.content_requests) == 2 and fake_llm.requests == []

@@ -19,6 +19,7 @@ from PIL import Image
 from gateway.config import Settings
 from gateway.conversation import attachments as notices
 from gateway.core.vision import NO_VISION
+from gateway.i18n import texts_for
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
@@ -316,6 +317,25 @@ async def test_voice_without_speech_to_text_says_so_and_downloads_nothing(
         assert gw.fake.calls_of("getFile") == [] and fake_llm.requests == []
 
 
+async def test_a_notice_is_in_the_users_language(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, max_image_mb=0.01) as gw:
+        update = media_update(1, voice=voice(gw, "j", ogg_opus(0.2)))
+        update["message"]["from"]["language_code"] = "ja"
+        await gw.deliver(update)
+        big = media_update(2, photo=photo(gw, "jb", png(400, 400)))
+        big["message"]["photo"][-1]["file_size"] = 50_000
+        big["message"]["from"]["language_code"] = "ja"
+        await gw.deliver(big)
+        ja = texts_for("ja")
+        assert gw.fake.sent_texts(1001) == [
+            ja(notices.NO_STT),
+            ja(notices.TOO_BIG["image"], limit="10 KB"),
+        ]
+        assert ja(notices.NO_STT) != notices.NO_STT
+
+
 async def test_a_file_too_big_is_refused_by_its_declared_size_and_by_its_bytes(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
@@ -327,14 +347,14 @@ async def test_a_file_too_big_is_refused_by_its_declared_size_and_by_its_bytes(
         unsized = document(gw, "u", b"x" * (2 * 1024 * 1024), "notes.txt", "text/plain")
         del unsized["file_size"]
         await gw.deliver(media_update(2, document=unsized))
-        too_big = notices.TOO_BIG.format(what="file", limit="1 MB")
+        too_big = notices.TOO_BIG["document"].format(limit="1 MB")
         assert gw.fake.sent_texts(1001) == [too_big, too_big]
     async with telegram_gateway(make_settings, fake_llm, max_document_mb=50) as gw:
         # Past 20 MB the Bot API itself refuses: the notice names its limit.
         huge = document(gw, "h", bytes(21 * 1024 * 1024), "huge.txt", "text/plain")
         del huge["file_size"]
         await gw.deliver(media_update(3, document=huge))
-        assert gw.fake.sent_texts(1001) == [notices.TOO_BIG.format(what="file", limit="20 MB")]
+        assert gw.fake.sent_texts(1001) == [notices.TOO_BIG["document"].format(limit="20 MB")]
     assert fake_llm.requests == []
 
 
@@ -364,10 +384,8 @@ async def test_decompression_bombs_are_refused(
         pages = pdf("one", "two", "three")
         await gw.deliver(media_update(2, document=document(gw, "p", pages, "a.pdf", "x/y")))
         assert gw.fake.sent_texts(1001) == [
-            notices.BOMB.format(
-                what="image", detail="1200x1000 pixels, more than the 1,000,000 allowed"
-            ),
-            notices.BOMB.format(what="file", detail="3 pages, more than the 2 allowed"),
+            notices.BOMB["pixels"].format(limit="1,000,000"),
+            notices.BOMB["pages"].format(limit="2"),
         ]
         assert fake_llm.requests == []
 
@@ -390,7 +408,7 @@ async def test_a_file_path_the_platform_names_is_never_read_from_disk(
     gw.fake.add_file("local", b"", file_path=str(secret))
     doc = {"file_id": "local", "file_unique_id": "ul", "file_name": "a.txt"}
     await gw.deliver(media_update(1, document=doc))
-    assert gw.fake.sent_texts(1001) == [notices.UNAVAILABLE.format(what="file")]
+    assert gw.fake.sent_texts(1001) == [notices.UNAVAILABLE["document"]]
     assert gw.llm.requests == []
 
 

@@ -32,6 +32,7 @@ from gateway.errors import (
     MediaUnsupported,
     TranscriptionFailed,
 )
+from gateway.i18n import N_
 from gateway.media.documents import READ as DOCUMENT_TYPES
 from gateway.media.documents import extract
 from gateway.media.images import prepare_image
@@ -42,22 +43,35 @@ from gateway.media.stt import EXTENSIONS, Transcriber
 
 log = logging.getLogger(__name__)
 
-WHAT = {"voice": "voice message", "image": "image", "document": "file"}
-TOO_BIG = "Sorry, that {what} is too big for me: I can read up to {limit}."
-UNAVAILABLE = "Sorry, I couldn't download that {what}. Please send it again in a moment."
-NO_STT = "Sorry, voice messages are not set up on this bot yet. Please type your question."
-STT_FAILED = (
+TOO_BIG = {
+    "voice": N_("Sorry, that voice message is too big for me: I can read up to {limit}."),
+    "image": N_("Sorry, that image is too big for me: I can read up to {limit}."),
+    "document": N_("Sorry, that file is too big for me: I can read up to {limit}."),
+}
+UNAVAILABLE = {
+    "voice": N_("Sorry, I couldn't download that voice message. Please send it again in a moment."),
+    "image": N_("Sorry, I couldn't download that image. Please send it again in a moment."),
+    "document": N_("Sorry, I couldn't download that file. Please send it again in a moment."),
+}
+BOMB = {
+    "pixels": N_("Sorry, that image is too large to open safely: it has more than {limit} pixels."),
+    "pages": N_("Sorry, that PDF has more than {limit} pages, too many for me to read."),
+    "bytes": N_("Sorry, that file unpacks to more than {limit}, too much to open safely."),
+}
+NO_STT = N_("Sorry, voice messages are not set up on this bot yet. Please type your question.")
+STT_FAILED = N_(
     "Sorry, I couldn't transcribe that voice message just now. Please try again or type it."
 )
-NO_SPEECH = "I couldn't make out any words in that voice message. Please try again or type it."
-UNSUPPORTED_FILE = (
+NO_SPEECH = N_("I couldn't make out any words in that voice message. Please try again or type it.")
+UNSUPPORTED_FILE = N_(
     "Sorry, I can't read that kind of file. I read PDF, Word (.docx), text, Markdown and CSV"
     " documents, and images."
 )
-UNSUPPORTED_AUDIO = "Sorry, I can't play that audio format. Please send a voice message instead."
-UNSUPPORTED_IMAGE = "Sorry, I can't open that image format. Please send it as a photo instead."
-BOMB = "Sorry, that {what} is too large to open safely ({detail})."
-EMPTY_DOCUMENT = (
+UNSUPPORTED_AUDIO = N_(
+    "Sorry, I can't play that audio format. Please send a voice message instead."
+)
+UNSUPPORTED_IMAGE = N_("Sorry, I can't open that image format. Please send it as a photo instead.")
+EMPTY_DOCUMENT = N_(
     "I found no text in that document (a scanned PDF holds only pictures of its pages)."
     " Send it as a photo, or paste the text."
 )
@@ -75,6 +89,8 @@ class Read:
     images: list[str] = field(default_factory=list)
     attachments: list[AttachmentRecord] = field(default_factory=list)
     notice: str | None = None
+    """The notice's message id (English, `N_`-marked), translated where it is said."""
+    notice_args: dict[str, object] = field(default_factory=dict)
 
 
 def readable(media: str | None, remote: Remote | None) -> bool:
@@ -140,7 +156,8 @@ class Attachments:
             return read
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
-            return Read(notice=_notice(kind, exc))
+            notice, args = _notice(kind, exc)
+            return Read(notice=notice, notice_args=args)
 
     async def _download(self, kind: Kind, remote: Remote) -> bytes:
         cap = self.limits.cap(kind)
@@ -231,17 +248,20 @@ class Attachments:
         return Read(text=words, attachments=[record])
 
 
-def _notice(kind: Kind, exc: MediaError) -> str:
-    what = WHAT[kind]
+def _notice(kind: Kind, exc: MediaError) -> tuple[str, dict[str, object]]:
+    """The notice for a file that could not be read, and what it names."""
     if isinstance(exc, MediaTooBig):
-        return TOO_BIG.format(what=what, limit=megabytes(exc.limit))
+        return TOO_BIG[kind], {"limit": megabytes(exc.limit)}
     if isinstance(exc, MediaBomb):
-        return BOMB.format(what=what, detail=str(exc))
+        limit = megabytes(exc.limit) if exc.unit == "bytes" else f"{exc.limit:,}"
+        return BOMB[exc.unit], {"limit": limit}
     if isinstance(exc, TranscriptionFailed):
-        return STT_FAILED
+        return STT_FAILED, {}
     if isinstance(exc, MediaUnsupported):
-        return {"voice": UNSUPPORTED_AUDIO, "image": UNSUPPORTED_IMAGE}.get(kind, UNSUPPORTED_FILE)
-    return UNAVAILABLE.format(what=what)
+        return {"voice": UNSUPPORTED_AUDIO, "image": UNSUPPORTED_IMAGE}.get(
+            kind, UNSUPPORTED_FILE
+        ), {}
+    return UNAVAILABLE[kind], {}
 
 
 def _shown_name(name: str | None) -> str | None:

@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
-from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
+from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
+from gateway.conversation.language import Languages, pressed
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import (
     ConversationStore,
@@ -29,19 +30,27 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.questions import Questions
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.i18n import N_
 from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
 COMMANDS = (
-    ("start", "Say hello and see what I can do"),
-    ("help", "How to talk to me and rate my answers"),
-    ("new", "Start a new conversation"),
+    ("start", N_("Say hello and see what I can do")),
+    ("help", N_("How to talk to me and rate my answers")),
+    ("new", N_("Start a new conversation")),
+    ("language", N_("Choose the language I write in")),
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+
+
+def argument(text: str | None) -> str:
+    """What follows the command word ("/language ja" gives "ja")."""
+    parts = (text or "").split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else ""
 
 
 class Conversation:
@@ -56,12 +65,15 @@ class Conversation:
         counts: Counts,
         review: Decisions,
         synthesis: Synthesis,
+        languages: Languages | None = None,
         clock: Callable[[], float] = time.time,
         attachments: Attachments | None = None,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
         """Reads voice notes, photos and documents; None: they get the text-only notice."""
+        self.languages = languages or Languages(store, clock=clock)
+        """Which language each chat's fixed texts are in."""
         self.store = store
         self.turns = turns
         self.counts = counts
@@ -82,13 +94,14 @@ class Conversation:
         if message.edited:
             log.info("%s: an edited message is not answered again", self.profile.who)
             return
+        if chat.is_group and not message.addressed:
+            return  # in a group, only what is said to the bot (an answer to its question too)
+        out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
             return
-        if chat.is_group and not message.addressed:
-            return
         if not self.profile.audience.allowed(chat.user_id):
-            await out.notice(dialect.refusal.format(user_id=chat.user_id))
+            await out.notice(texts(dialect.refusal, user_id=chat.user_id))
             return
         if message.command is not None:
             await self._command(message, out)
@@ -98,9 +111,9 @@ class Conversation:
             return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
-                await out.notice(dialect.text_only)
+                await out.notice(texts(dialect.text_only))
             return
-        await self.answer(_incoming(message, text), out)
+        await self.answer(_incoming(message, text, texts.language), out)
 
     async def _with_attachment(self, message: Message, out: Responder) -> None:
         """Read the attachment into the turn, or say why not; an album is answered once."""
@@ -112,9 +125,9 @@ class Conversation:
         async with out.working():  # a download and a transcription take a while
             read = await self.attachments.read(message.media, message.attachment, message.text)
         if read.notice is not None:
-            await out.notice(read.notice)
+            await out.notice(out.texts(read.notice, **read.notice_args))
         else:
-            await self.answer(_incoming(message, read.text, read), out)
+            await self.answer(_incoming(message, read.text, out.texts.language, read), out)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
 
@@ -147,20 +160,46 @@ class Conversation:
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """A button: a proposal card's, or a rating under an answer."""
+        out.texts = await self.languages.texts(press.chat, out)
+        language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif language is not None:
+            await self._language_press(press, language, out)
         else:
             await self.feedback.on_press(press, out)
+
+    async def _language_press(self, press: Press, language: str, out: Responder) -> None:
+        """A /language button: the same as typing /language with that choice."""
+        if not self.profile.audience.allowed(press.chat.user_id):
+            await out.acknowledge(out.texts(PRIVATE), courtesy=True)
+            return
+        await out.acknowledge("", courtesy=True)  # the button stops spinning; the notice says it
+        out.texts, text, _ = await self.languages.command(press.chat, language, out.texts, out)
+        await out.notice(text)
+
+    async def on_stale_press(self, chat: ChatRef, out: Responder) -> None:
+        """A press on a message too old for the platform to say which: the button is gone."""
+        out.texts = texts = await self.languages.texts(chat, out)
+        await out.acknowledge(texts(STALE))
 
     async def on_greeting(self, greeting: Greeting, out: Responder) -> None:
         """The bot was added to a chat or followed again."""
         dialect = self.profile.dialect
+        # Joining a group greets everyone there: the group's language, not one member's.
+        chat = (
+            greeting.chat.model_copy(update={"user_id": None})
+            if greeting.kind == "join"
+            else greeting.chat
+        )
+        out.texts = texts = await self.languages.texts(chat, out)
         if greeting.kind == "join":
-            text = dialect.group_greeting
+            text = texts(dialect.group_greeting or "")
         elif not self.profile.audience.allowed(greeting.chat.user_id):
-            text = dialect.refusal.format(user_id=greeting.chat.user_id)
+            text = texts(dialect.refusal, user_id=greeting.chat.user_id)
         else:
-            text = dialect.welcome_back if greeting.kind == "refollow" else dialect.greeting
+            chosen = dialect.welcome_back if greeting.kind == "refollow" else dialect.greeting
+            text = texts(chosen or "", help=texts(dialect.help))
         if text:
             await out.notice(text)
 
@@ -188,32 +227,37 @@ class Conversation:
     async def _command(self, message: Message, out: Responder) -> None:
         chat, dialect, command = message.chat, self.profile.dialect, message.command
         assert command is not None
+        texts = out.texts
+        buttons: tuple[Button, ...] = ()
         if command in ADMIN_COMMAND_NAMES:
             await self.review.on_command(command, chat, out)
             return
-        hint = dialect.group_hint if chat.is_group else ""
+        hint = texts(dialect.group_hint) if chat.is_group else ""
         if not chat.is_group and self.review.is_admin(chat.user_id):
-            hint = ADMIN_HELP
+            hint = texts(ADMIN_HELP)
         if command == "start" and dialect.start is not None:
-            text = dialect.start.format(name=message.user_name or "") + hint
+            text = texts(dialect.start, name=message.user_name or "") + hint
         elif command == "help":
-            text = dialect.help + hint
+            text = texts(dialect.help) + hint
         elif command == "new":
             await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
-            text = dialect.new
+            text = texts(dialect.new)
+        elif command == "language":
+            said = await self.languages.command(chat, argument(message.text), texts, out)
+            out.texts, text, buttons = said
         elif dialect.unknown is not None:
-            text = dialect.unknown.format(command=command)
+            text = texts(dialect.unknown, command=command)
         else:
             return
-        await out.notice(text)
+        await out.notice(text, buttons=buttons)
 
     # ---- the turn -------------------------------------------------------------------------
 
     async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
         """Ask the agent (showing that it works), deliver once, remember and count it."""
         started = time.monotonic()
-        async with out.working():
-            reply = await self.turns.respond(incoming)
+        async with out.working() as partial:
+            reply = await self.turns.respond(incoming, partial)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
@@ -233,7 +277,9 @@ class Conversation:
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
 
 
-def _incoming(message: Message, text: str, read: Read | None = None) -> IncomingMessage:
+def _incoming(
+    message: Message, text: str, language: str, read: Read | None = None
+) -> IncomingMessage:
     """The turn for the agent: the words, and what was read of an attachment."""
     return IncomingMessage(
         chat=message.chat,
@@ -241,6 +287,7 @@ def _incoming(message: Message, text: str, read: Read | None = None) -> Incoming
         user_name=message.user_name,
         platform_message_id=message.message_id,
         inbox_id=message.inbox_id,
+        language=language,
         images=read.images if read is not None else [],
         attachments=read.attachments if read is not None else [],
     )

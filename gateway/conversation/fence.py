@@ -16,6 +16,8 @@ from typing import Protocol
 from gateway.conversation.ports import Responder
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.core.records import InboxItem
+from gateway.core.stream import PartialText
+from gateway.i18n import Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
 
@@ -37,6 +39,21 @@ class FencedResponder:
         self.item = item
         self.chat: ChatRef = out.chat
 
+    @property
+    def texts(self) -> Texts:
+        return self.out.texts
+
+    @texts.setter
+    def texts(self, texts: Texts) -> None:
+        self.out.texts = texts
+
+    @property
+    def language_tag(self) -> str | None:
+        return self.out.language_tag
+
+    async def look_up_language(self) -> str | None:
+        return await self.out.look_up_language()  # a read: nothing is said
+
     async def _hold(self) -> None:
         await self.claims.hold(self.item)
 
@@ -50,8 +67,9 @@ class FencedResponder:
         await self._hold()
         await self.out.acknowledge(text, courtesy=courtesy)
 
-    def working(self) -> AbstractAsyncContextManager[None]:
-        return self.out.working()  # "typing…" is no message; the answer after it is fenced
+    def working(self) -> AbstractAsyncContextManager[PartialText | None]:
+        # "typing…" and drafts are no message; the answer after them is fenced.
+        return self.out.working()
 
     async def deliver(self, reply: Reply) -> list[str]:
         await self._hold()

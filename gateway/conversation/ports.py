@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from gateway.conversation.language import LanguageStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import (
     Awaiting,
@@ -19,6 +20,8 @@ from gateway.core.records import (
     SessionRecord,
     SkillRecord,
 )
+from gateway.core.stream import PartialText
+from gateway.i18n import Texts
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
 from gateway.skills.proposals import Proposal
@@ -30,6 +33,17 @@ class Responder(Protocol):
     """How a platform answers in the chat of the event being handled."""
 
     chat: ChatRef
+    texts: Texts
+    """The fixed texts in the user's language; the conversation layer sets them first."""
+
+    @property
+    def language_tag(self) -> str | None:
+        """The user's language as the update itself gives it (Telegram), else None."""
+        ...
+
+    async def look_up_language(self) -> str | None:
+        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
+        ...
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -41,8 +55,12 @@ class Responder(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
-    def working(self) -> AbstractAsyncContextManager[None]:
-        """Show that an answer is being written ("typing…", the loading animation)."""
+    def working(self) -> AbstractAsyncContextManager[PartialText | None]:
+        """Show that an answer is being written ("typing…", the loading animation).
+
+        A platform that shows the answer as it grows yields the `PartialText` to fill;
+        one that does not (or a chat where it does not) yields None.
+        """
         ...
 
     async def deliver(self, reply: Reply) -> list[str]:
@@ -98,7 +116,7 @@ class CardLedger(Protocol):
     ) -> None: ...
 
 
-class ConversationStore(CardSource, CardLedger, Protocol):
+class ConversationStore(CardSource, CardLedger, LanguageStore, Protocol):
     """The part of the store the conversation layer reads and writes."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
@@ -153,7 +171,9 @@ class ConversationStore(CardSource, CardLedger, Protocol):
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
-    async def respond(self, incoming: IncomingMessage) -> Reply: ...
+    async def respond(
+        self, incoming: IncomingMessage, partial: PartialText | None = None
+    ) -> Reply: ...
 
 
 class Counts(Protocol):

@@ -15,16 +15,22 @@ from gateway.core.models import IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
+from gateway.core.stream import PartialText
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
+from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
 
-APOLOGY = "⚠️ Sorry, I couldn't answer that just now. Please try again in a moment."
-NOT_CONFIGURED = "⚠️ I can't answer yet: no language model is configured on this gateway."
-TOO_LONG = "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
-FILTERED = "⚠️ The model's provider withheld this answer (its content filter). Please rephrase."
-CUT_MARK = "\n\n[…answer cut short at the length limit]"
+# The placeholders of a failed turn are message ids: `respond` says them in the user's language.
+APOLOGY = N_("⚠️ Sorry, I couldn't answer that just now. Please try again in a moment.")
+NOT_CONFIGURED = N_("⚠️ I can't answer yet: no language model is configured on this gateway.")
+TOO_LONG = N_(
+    "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
+)
+FILTERED = N_("⚠️ The model's provider withheld this answer (its content filter). Please rephrase.")
+CUT_NOTE = N_("[…answer cut short at the length limit]")
+CUT_MARK = "\n\n" + CUT_NOTE
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,12 @@ class Agent:
         self.vision = vision
         """Told when the model refuses images, so that `auto` stops sending them."""
 
-    async def respond(self, incoming: IncomingMessage) -> Reply:
-        """Answer one message; an update answered before a crash gets its stored answer back."""
+    async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
+        """Answer one message; an update answered before a crash gets its stored answer back.
+
+        `partial`, when given, receives the answer as the model writes it (each model call
+        starts it afresh) and is closed once the model is done; only the final text is stored.
+        """
         chat = incoming.chat
         # One store round trip: session, the user's message and history in one transaction.
         turn = await self.store.open_turn(
@@ -82,14 +92,25 @@ class Agent:
         )
         if turn.answer is not None:
             return _reply(turn.answer)
-        text, kind, trace = await self._think(incoming.text, turn.history, incoming.images)
+        try:
+            text, kind, trace = await self._think(
+                incoming.text, turn.history, partial, incoming.images
+            )
+        finally:
+            if partial is not None:
+                partial.close()
+        text = _in_language(text, kind, incoming.language)
         answer = await self.store.add_message(
             turn.session_id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
         )
         return _reply(answer)
 
     async def _think(
-        self, query: str, history: list[MessageRecord], images: list[str] | None = None
+        self,
+        query: str,
+        history: list[MessageRecord],
+        partial: PartialText | None = None,
+        images: list[str] | None = None,
     ) -> tuple[str, Any, Trace]:
         """Run the model, with load_skill tool rounds; never raises for model failures."""
         started = time.monotonic()
@@ -105,7 +126,7 @@ class Agent:
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
             messages = build_messages(self.config.persona, section, history, budget, shown)
             try:
-                return await self._rounds(messages, offered, trace, started)
+                return await self._rounds(messages, offered, trace, started, partial)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -115,7 +136,7 @@ class Agent:
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
                 messages = build_messages(self.config.persona, section, history, budget)
-                return await self._rounds(messages, offered, trace, started)
+                return await self._rounds(messages, offered, trace, started, partial)
 
         try:
             try:
@@ -138,13 +159,20 @@ class Agent:
             return APOLOGY, "error", _finish(trace, started, completed=False)
 
     async def _rounds(
-        self, messages: list[dict[str, Any]], offered: list[str], trace: Trace, started: float
+        self,
+        messages: list[dict[str, Any]],
+        offered: list[str],
+        trace: Trace,
+        started: float,
+        partial: PartialText | None,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
         tools = [load_skill_tool(offered)] if offered else None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
-            completion = await self.llm.complete(messages, tools=tools if round_ < rounds else None)
+            completion = await self.llm.complete(
+                messages, tools=tools if round_ < rounds else None, partial=partial
+            )
             trace.prompt_tokens += completion.prompt_tokens
             trace.completion_tokens += completion.completion_tokens
             trace.model = completion.model or trace.model
@@ -250,3 +278,15 @@ def _reply(message: MessageRecord) -> Reply:
         buttons=buttons,
         delivered_ids=message.platform_message_ids,
     )
+
+
+def _in_language(text: str, kind: str, language: str) -> str:
+    """The gateway's own words in a turn (a failure's placeholder, the cut mark) translated."""
+    if language == "en":
+        return text
+    texts = texts_for(language)
+    if kind == "error":
+        return texts(text)
+    if text.endswith(CUT_MARK):
+        return text[: -len(CUT_MARK)] + "\n\n" + texts(CUT_NOTE)
+    return text

@@ -66,6 +66,8 @@ class IncomingMessage(BaseModel):
     user_name: str | None = None
     platform_message_id: str | None = None
     inbox_id: int | None = None
+    language: str = "en"
+    """The language of the user's fixed texts (the gateway's own notices, not the model's)."""
     images: list[str] = Field(default_factory=list)
     """Images for the model this turn, as data URLs (prepared, bounded)."""
     attachments: list[AttachmentRecord] = Field(default_factory=list)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field
 
 from gateway.core.models import AttachmentRecord, MessageKind, Role
@@ -106,6 +108,21 @@ class SkillRecord(BaseModel):
     updated_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class SkillFileRecord:
+    """A skill file as start-up last read it: while its size and modification time are
+    unchanged, its hash and description are taken from here instead of the file.
+    (A plain dataclass: start-up builds ten thousand of them, and they are never input.)"""
+
+    slug: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    checked_at: float
+    description: str
+    proposal_id: int | None = None
+
+
 class SkillSwitch(BaseModel):
     """A skill switched off or on by hand: by whom, why and when."""
 
@@ -127,3 +144,16 @@ class Awaiting(BaseModel):
     prompt_message_id: str | None = None
     expires_at: float
     created_at: float
+
+
+class LanguageState(BaseModel):
+    """What is known about the language of one user in one chat."""
+
+    chosen: str | None = None
+    """The chat's own choice (/language), if any."""
+    tag: str | None = None
+    """The user's language tag as their platform last gave it."""
+    ok: bool = False
+    """Whether the last lookup of `tag` succeeded."""
+    checked_at: float | None = None
+    """When `tag` was last looked up (None: never)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Literal, Protocol
 
+from gateway.i18n import N_
+
 log = logging.getLogger(__name__)
 
 VisionMode = Literal["auto", "on", "off"]
-NO_VISION = (
+NO_VISION = N_(
     "Sorry, the model behind this bot can't see images, so I can't read your photo."
     " Add a caption or send your question as text."
 )

@@ -57,7 +57,9 @@ def _pdf(data: bytes, max_pages: int, budget: int) -> Extracted:
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise MediaUnsupported(f"not a PDF pypdf can read: {exc}") from exc
     if pages > max_pages:
-        raise MediaBomb(f"{pages} pages, more than the {max_pages} allowed")
+        raise MediaBomb(
+            f"{pages} pages, more than the {max_pages} allowed", unit="pages", limit=max_pages
+        )
     parts: list[str] = []
     used = total = 0
     cut = False
@@ -87,7 +89,11 @@ def _docx(data: bytes, unpacked: int) -> str:
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
         raise MediaUnsupported(f"not a DOCX file: {exc}") from exc
     if size > unpacked:
-        raise MediaBomb(f"it unpacks to {size:,} bytes, more than the {unpacked:,} allowed")
+        raise MediaBomb(
+            f"it unpacks to {size:,} bytes, more than the {unpacked:,} allowed",
+            unit="bytes",
+            limit=unpacked,
+        )
     from docx import Document
 
     try:

@@ -38,7 +38,9 @@ def prepare_image(data: bytes, *, max_pixels: int, side: int, max_bytes: int) ->
                 width, height = image.size
                 if width * height > max_pixels:
                     raise MediaBomb(
-                        f"{width}x{height} pixels, more than the {max_pixels:,} allowed"
+                        f"{width}x{height} pixels, more than the {max_pixels:,} allowed",
+                        unit="pixels",
+                        limit=max_pixels,
                     )
                 # Shrunk before anything else, so no full-size copy is made (a JPEG is even
                 # decoded at a reduced scale); palette and bit images first become RGBA, which
@@ -50,7 +52,7 @@ def prepare_image(data: bytes, *, max_pixels: int, side: int, max_bytes: int) ->
                 picture = ImageOps.exif_transpose(source).convert("RGBA")
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError) as exc:
             if isinstance(exc, Image.DecompressionBombError):
-                raise MediaBomb(str(exc)) from exc
+                raise MediaBomb(str(exc), unit="pixels", limit=max_pixels) from exc
             raise MediaUnsupported(f"not an image Pillow can read: {exc}") from exc
     # Transparency becomes white, as chat apps show it.
     flat = Image.new("RGB", picture.size, "white")

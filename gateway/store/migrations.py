@@ -478,6 +478,50 @@ _ATTACHMENTS: list[Step] = [
 ]
 
 
+# What start-up last read from each skill file, so an unchanged file is not read or parsed
+# again: its size and modification time when it was checked, its hash, its description and
+# the proposal whose text it carries.
+_SKILL_FILES: list[Step] = [
+    """
+    create table skill_files (
+        slug text primary key,
+        content_hash text not null,
+        size {bigint} not null,
+        mtime_ns {bigint} not null,
+        checked_at {time} not null,
+        description text not null,
+        proposal_id {bigint}
+    )
+    """,
+]
+
+
+# The language a chat chose with /language, and each user's language as the platform last
+# said it (`ok` 0: the last lookup failed, so it is retried sooner).
+_LANGUAGES: list[Step] = [
+    """
+    create table chat_languages (
+        channel text not null,
+        chat_id text not null,
+        language text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    """
+    create table user_languages (
+        channel text not null,
+        user_id text not null,
+        tag text,
+        ok integer not null,
+        checked_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -504,6 +548,8 @@ MIGRATIONS: list[Migration] = [
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
     (13, "attachments of user messages: voice notes, photos, documents", _ATTACHMENTS),
+    (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
+    (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
 ]
 
 

@@ -75,6 +75,9 @@ class TelegramChannel(Channel):
         typing_interval: float = 4.0,
         typing_delay: float = 1.0,
         poll_timeout: float = 30.0,
+        draft_interval: float = 1.0,
+        draft_keepalive: float = 20.0,
+        edit_interval: float = 3.0,
     ) -> None:
         if settings.telegram_bot_token is None:
             raise ChannelError("Telegram needs TELEGRAM_BOT_TOKEN")
@@ -87,6 +90,9 @@ class TelegramChannel(Channel):
             max_retries=max_retries,
             typing_interval=typing_interval,
             typing_delay=typing_delay,
+            draft_interval=draft_interval,
+            draft_keepalive=draft_keepalive,
+            edit_interval=edit_interval,
         )
         self.poll_timeout = poll_timeout
         self.mode = "polling" if settings.telegram_polling else "webhook"
@@ -189,6 +195,7 @@ class TelegramSession:
         self.ports = ports
         self.conversation = ports.conversation
         self.poll_timeout = channel.poll_timeout
+        self.streaming = channel.settings.telegram_streaming
         self._poller: asyncio.Task[None] | None = None
 
     async def start_polling(self) -> None:
@@ -280,9 +287,12 @@ class TelegramSession:
         query = query_id(raw)
         if query is None:
             return
+        sender = raw.get("callback_query", {}).get("from", {})
+        tag = sender.get("language_code") if isinstance(sender, dict) else None
+        text = self.conversation.languages.pick(tag if isinstance(tag, str) else None)(STALE)
         try:
             await self.sender.call(
-                "answerCallbackQuery", lambda: self.bot.answer_callback_query(query, STALE)
+                "answerCallbackQuery", lambda: self.bot.answer_callback_query(query, text)
             )
         except ChannelError as exc:
             log.warning("could not answer an unreadable button press: %s", exc)
@@ -293,7 +303,7 @@ class TelegramSession:
         if not isinstance(message, TgMessage):  # too old for Telegram to say which
             chat = ChatRef(channel=TelegramChannel.name, chat_id=str(user.id))
             out = self._responder(item, chat, user=query.from_user, query=query)
-            await out.acknowledge(STALE)
+            await self.conversation.on_stale_press(chat, out)
             return
         is_group = message.chat.type != ChatType.PRIVATE
         topic = message.message_thread_id if message.is_topic_message else None
@@ -380,6 +390,7 @@ class TelegramSession:
             user=user,
             message=message,
             query=query,
+            streaming=self.streaming,
         )
         return self.ports.fenced(out, item)
 

@@ -5,6 +5,10 @@ answerCallbackQuery (at most 200 characters; a late answer after a retry is no e
 A question (what went wrong after 👎, why a proposal was rejected) is a ForceReply
 prompt, so only a reply to it is its answer; in a group a selective ForceReply reaches
 only the users mentioned in the prompt.
+
+An answer being written is shown per TELEGRAM_STREAMING (see `stream`): as a draft in a
+private chat, or in a group (with `edit`) as one message edited in place, which the final
+answer then becomes.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
+from html import escape
 
-from telegram import CallbackQuery, ForceReply, User
+from telegram import CallbackQuery, ForceReply, InlineKeyboardMarkup, User
 from telegram import Message as TgMessage
 from telegram.helpers import mention_html
 
@@ -22,20 +27,30 @@ from gateway.channels.telegram.buttons import keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.send import NotModified, Sender, Target
-from gateway.channels.text import split_text, utf16_len
+from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
+from gateway.channels.text import CUT_NOTE, split_text, utf16_len
 from gateway.core.models import Button, ChatRef, Reply, rating_buttons
+from gateway.core.stream import PartialText
 from gateway.errors import ChannelError
+from gateway.i18n import ENGLISH, N_, Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
 
 log = logging.getLogger(__name__)
 
-ASK_COMMENT = "What went wrong? Reply to this message, or ignore it."
-ASK_REASON = (
+ASK_COMMENT = N_("What went wrong? Reply to this message, or ignore it.")
+ASK_COMMENT_IN_GROUP = N_("{mention}, what went wrong? Reply to this message, or ignore it.")
+"""In a group the prompt names the user, so that the selective ForceReply reaches them."""
+COMMENT_PLACEHOLDER = N_("What went wrong?")
+ASK_REASON = N_(
     "Why reject proposal #{id} ({slug})? Reply to this message with the reason,"
     " or ignore it to leave the rejection without one."
 )
+REASON_PLACEHOLDER = N_("Reason (optional)")
+SENDING_DIFF = N_("Sending the full diff…")
 MAX_CARDS_SHOWN = 5
+MAX_PLACEHOLDER = 64
+"""Telegram's limit on a ForceReply's input field placeholder, in characters."""
 
 
 def readable(user: User) -> str:
@@ -56,6 +71,7 @@ class TelegramResponder:
         user: User,
         message: TgMessage | None = None,
         query: CallbackQuery | None = None,
+        streaming: Streaming = "off",
     ) -> None:
         self.chat = chat
         self.sender = sender
@@ -66,6 +82,17 @@ class TelegramResponder:
         """The message handled, or the one whose button was pressed."""
         self.query = query
         self.target = Target.of(chat)
+        self.streaming = streaming
+        self._shown: int | None = None
+        """The message that showed this answer as it was written (edit mode), if any."""
+        self.texts: Texts = ENGLISH
+
+    @property
+    def language_tag(self) -> str | None:
+        return self.user.language_code
+
+    async def look_up_language(self) -> str | None:
+        return None  # the Bot API tells it only with the user's updates
 
     @property
     def _reply_to(self) -> int | None:
@@ -100,17 +127,39 @@ class TelegramResponder:
             log.info("could not acknowledge a button press: %s", exc)
 
     @contextlib.asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
-        async with self.sender.typing(self.target):
-            yield
+    async def working(self) -> AsyncIterator[PartialText | None]:
+        """ "typing…", and the answer as it grows where TELEGRAM_STREAMING shows it here."""
+        async with self.sender.typing(self.target) as stop_typing:
+            message_id = self.message.message_id if self.message is not None else None
+            stream = preview_for(
+                self.streaming, self.sender, self.target, message_id, self._reply_to, self.parts_log
+            )
+            if stream is None:
+                yield None
+                return
+            async with stream.previewing(stop_typing) as partial:
+                yield partial
+            self._shown = stream.message_id
 
     async def deliver(self, reply: Reply) -> list[str]:
         """The answer in parts, the last one with its buttons; continues after a failure."""
-        parts = render_parts(reply.text)
+        parts = render_parts(reply.text, note=self.texts(CUT_NOTE))
         ids = list(reply.delivered_ids)
         if len(ids) >= len(parts):
             return ids
         markup = keyboard(reply.buttons) if reply.buttons else None
+        if not ids and self._shown is None and self._edits_in_place():
+            # A retry of an answer already written: its streamed message may be waiting.
+            assert self.message is not None
+            ref = preview_ref(self.target, self.message.message_id)
+            self._shown = await stored_preview(self.parts_log, ref)
+        if not ids and self._shown is not None:
+            # The message that grew with the answer becomes its first part.
+            first = await self._finish_shown(self._shown, parts[0], markup, len(parts) == 1)
+            if first is not None:
+                ids.append(first)
+                if reply.message_id is not None:
+                    await self.parts_log.set_platform_ids(reply.message_id, ids)
         for index in range(len(ids), len(parts)):
             last = index == len(parts) - 1
             sent = await self.sender.send(
@@ -126,6 +175,24 @@ class TelegramResponder:
                 await self.parts_log.set_platform_ids(reply.message_id, ids)
         return ids
 
+    def _edits_in_place(self) -> bool:
+        return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
+
+    async def _finish_shown(
+        self, message_id: int, part: Part, markup: InlineKeyboardMarkup | None, last: bool
+    ) -> str | None:
+        """Edit the streamed message into the answer's first part; None if it is gone."""
+        try:
+            await self.sender.edit(
+                self.target.chat_id, message_id, part, markup=markup if last else None
+            )
+        except NotModified:
+            pass
+        except ChannelError as exc:
+            log.info("the streamed message could not become the answer, sending it: %s", exc)
+            return None
+        return str(message_id)
+
     async def show_rating(self, answer_id: int, rating: int) -> None:
         message = self.message
         if message is None:
@@ -137,12 +204,15 @@ class TelegramResponder:
             )
 
     async def ask_comment(self, answer_id: int) -> str | None:
+        texts = self.texts
         if self.chat.is_group:
             mention = mention_html(self.user.id, self.user.first_name)
-            part = Part(f"{mention}, w{ASK_COMMENT[1:]}", ASK_COMMENT)
+            template = texts(ASK_COMMENT_IN_GROUP)
+            html = escape(template, quote=False).format(mention=mention)
+            part = Part(html, template.format(mention=self.user.first_name))
         else:
-            part = Part.of_text(ASK_COMMENT)
-        placeholder = "What went wrong?"
+            part = Part.of_text(texts(ASK_COMMENT))
+        placeholder = texts(COMMENT_PLACEHOLDER)[:MAX_PLACEHOLDER]
         prompt = await self.sender.send(
             self.target,
             part,
@@ -154,8 +224,11 @@ class TelegramResponder:
         await self.acknowledge(decided)
         prompt = await self.sender.send(
             Target(self.target.chat_id),
-            Part.of_text(ASK_REASON.format(id=proposal.id, slug=proposal.slug)),
-            markup=ForceReply(selective=True, input_field_placeholder="Reason (optional)"),
+            Part.of_text(self.texts(ASK_REASON, id=proposal.id, slug=proposal.slug)),
+            markup=ForceReply(
+                selective=True,
+                input_field_placeholder=self.texts(REASON_PLACEHOLDER)[:MAX_PLACEHOLDER],
+            ),
         )
         return str(prompt.message_id)
 
@@ -176,5 +249,5 @@ class TelegramResponder:
             await self.cards.edit(self.message.chat.id, self.message.message_id, card)
 
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
-        await self.acknowledge("Sending the full diff…")
-        await self.cards.send_diff(Target(self.target.chat_id), proposal, diff)
+        await self.acknowledge(self.texts(SENDING_DIFF))
+        await self.cards.send_diff(Target(self.target.chat_id), proposal, diff, self.texts)
