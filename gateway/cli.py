@@ -94,6 +94,13 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    """Set up a first run: ask for the model and the bots, check them, write a private .env."""
+    from gateway.cli_init import run_init
+
+    return run_init(args)
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     """Talk to the agent in the terminal, through the same core and store."""
     from gateway.cli_chat import run_chat
@@ -309,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
         cmd.set_defaults(func=func)
         return cmd
+
+    from gateway.cli_init import add_arguments as init_arguments
+
+    init_arguments(command("init", cmd_init))
 
     serve = command("serve", cmd_serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")

@@ -188,7 +188,5 @@ async def run_doctor(settings: Settings, *, as_json: bool = False) -> int:
         print(json.dumps([asdict(c) for c in checks], indent=2, ensure_ascii=False))
     else:
         for check in checks:
-            print(f"{check.status.upper():4} {check.name}: {check.detail}")
-            if check.fix and check.status != "ok":
-                print(f"     fix: {check.fix}")
+            print("\n".join(check.lines()))
     return 1 if any(c.status == "fail" for c in checks) else 0

@@ -19,6 +19,11 @@ class Check:
     detail: str
     fix: str = ""
 
+    def lines(self) -> list[str]:
+        """How doctor prints it: the status and the finding, then the fix unless it is ok."""
+        first = f"{self.status.upper():4} {self.name}: {self.detail}"
+        return [first, f"     fix: {self.fix}"] if self.fix and self.status != "ok" else [first]
+
 
 @dataclass
 class Step:

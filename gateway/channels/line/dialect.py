@@ -21,6 +21,11 @@ ASK_IN_GROUP = "What went wrong? Mention me in your next message to tell me (opt
 """In a group only a message to the bot answers its question."""
 TEXT_ONLY = "Sorry, I can only read text so far: please send your question as a message."
 THANKS_FOR_COMMENT = "Thanks, I've noted that. It helps me get better."
+ADMIN_RECORDED = (
+    "Thanks, that's the code: you are an admin of this bot now. New skill proposals will"
+    " come to you here."
+)
+"""The answer to the one-time code `skillgate init` asked an admin to send."""
 
 LINE = Dialect(
     help=HELP,
