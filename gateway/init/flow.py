@@ -101,7 +101,7 @@ class Interview:
             default=self._bots_before(),
         )
         if bots in ("telegram", "both"):
-            await self.telegram(asks_url=bots == "telegram")
+            await self.telegram()
         if bots in ("line", "both"):
             await self.line()
         return a
@@ -179,7 +179,7 @@ class Interview:
 
     # ---- Telegram ----------------------------------------------------------------------
 
-    async def telegram(self, *, asks_url: bool) -> None:
+    async def telegram(self) -> None:
         from gateway.channels.telegram import setup as tg
 
         a, api = self.answers, self.where.telegram_api
@@ -207,7 +207,7 @@ class Interview:
         a.telegram_polling = polling
         if not a.telegram_polling:
             a.telegram_webhook_secret = self.old.get("TELEGRAM_WEBHOOK_SECRET") or new_secret()
-            if asks_url:
+            if not a.public_url:
                 await self.public_url()
         a.telegram_admin_ids = await self._telegram_admin(bot.username)
 
@@ -289,7 +289,7 @@ class Interview:
         a.line_admin_ids = await self._line_admin(bot.name, bot.basic_id)
 
     async def _line_admin(self, name: str, basic_id: str) -> list[str]:
-        where = self.answers, self.where
+        where = self.where
         address = f"{where.listen_host}:{where.listen_port}"
         while True:
             how = await _select(

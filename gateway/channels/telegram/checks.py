@@ -44,6 +44,9 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
         )
         return [Check("telegram bot", "fail", str(exc), fix)]
     checks = [Check("telegram bot", "ok", me)]
+    if settings.telegram_polling:
+        checks.append(_polling(info.url, info.pending_update_count))
+        return checks
     try:
         expected = public_endpoint(settings, TELEGRAM_PATH)
     except ConfigError as exc:
@@ -93,6 +96,18 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
     else:
         checks.append(Check("telegram webhook", "ok", f"{info.url}, {pending} pending"))
     return checks
+
+
+def _polling(url: str | None, pending: int) -> Check:
+    """With polling the webhook must be gone; serve removes one at start, so it only warns."""
+    if url:
+        return Check(
+            "telegram webhook",
+            "warn",
+            f"{url} is registered, but the gateway polls: `skillgate serve` removes it at start",
+            "run `skillgate set-webhook --delete` (or set TELEGRAM_POLLING=false to use it)",
+        )
+    return Check("telegram webhook", "ok", f"none: updates by polling, {pending} pending")
 
 
 def _recent(when: datetime | None) -> bool:
