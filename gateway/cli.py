@@ -209,15 +209,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         settings = _load(args)
     except ConfigError as exc:
+        where = args.env_file or ".env"
         check = Check(
-            "settings", "fail", str(exc), "correct the variable in the environment or .env"
+            "settings",
+            "fail",
+            str(exc),
+            f"correct it in {where} (or the environment), or run `skillgate init`",
         )
         if args.json:
             print(json.dumps([asdict(check)], indent=2))
         else:
-            print(f"FAIL settings: {exc}\n     fix: {check.fix}")
+            print("\n".join(check.lines()))
         return 1
-    return asyncio.run(run_doctor(settings, as_json=args.json))
+    return asyncio.run(
+        run_doctor(
+            settings,
+            as_json=args.json,
+            fix=args.fix,
+            env_file=args.env_file or Path(".env"),
+            unit=args.unit,
+            reload=lambda: _settings(args),
+        )
+    )
 
 
 def cmd_set_webhook(args: argparse.Namespace) -> int:
@@ -345,6 +358,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="first fix what is safe to fix (data dir mode, persona, secrets, webhooks)",
+    )
+    doctor.add_argument(
+        "--unit",
+        type=Path,
+        default=Path("/etc/systemd/system/skillgate.service"),
+        metavar="PATH",
+        help="the systemd unit whose data dir is compared (default: %(default)s, if present)",
+    )
 
     hook = command("set-webhook", cmd_set_webhook)
     hook.add_argument("--delete", action="store_true", help="remove the webhooks instead")

@@ -1,4 +1,4 @@
-"""`skillgate init`: ask (or take from flags) what a first run needs, check it, write the env file."""
+"""`skillgate init`: ask (or take from flags) what a first run needs, check it, write it."""
 
 from __future__ import annotations
 
@@ -207,7 +207,7 @@ def _invalid(answers: Answers) -> str | None:
     """What Settings would refuse in the file, said by variable, before anything is written."""
     values = {k: v for _, lines in answers.sections() for k, v in lines}
     try:
-        Settings(_env_file=None, **values)  # type: ignore[call-arg]
+        Settings.model_validate(values)  # the file alone, not the environment
     except ValidationError as exc:
         return describe_validation_error(exc)
     return None

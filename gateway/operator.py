@@ -8,6 +8,10 @@ from gateway.config import Settings
 from gateway.errors import ConfigError
 
 SET_WEBHOOK = "run `skillgate set-webhook`"
+SET_PUBLIC_URL = (
+    "set SKILLGATE_PUBLIC_URL=https://<your domain> in the env file (`skillgate init` asks"
+    " for it), then run `skillgate set-webhook`"
+)
 
 
 @dataclass

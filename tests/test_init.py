@@ -1,4 +1,4 @@
-"""`skillgate init` in a real terminal (a pseudo-terminal) against the Bot API, LINE and model fakes.
+"""`skillgate init` in a pseudo-terminal against the Bot API, LINE and model fakes.
 
 Every wait is on what the terminal shows, bounded; keys are what a person presses
 (arrow down is ESC [ B, Enter is CR).
@@ -234,7 +234,9 @@ async def test_both_bots_with_a_telegram_webhook_already_set(
     assert "TELEGRAM_POLLING" not in values and len(values["TELEGRAM_WEBHOOK_SECRET"]) >= 32
     assert values["SKILLGATE_SESSION_IDLE_MINUTES"] == "5"  # carried over
     assert values["LLM_MODEL"] == "fake-model"
-    assert (tmp_path / ".env.bak").read_text() == "SKILLGATE_SESSION_IDLE_MINUTES=5\nLLM_MODEL=old\n"
+    assert (
+        tmp_path / ".env.bak"
+    ).read_text() == "SKILLGATE_SESSION_IDLE_MINUTES=5\nLLM_MODEL=old\n"
 
 
 async def test_init_never_replaces_an_env_file_it_was_not_allowed_to(

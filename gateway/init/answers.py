@@ -79,7 +79,7 @@ class Answers:
         blocks.append((where[:1].upper() + where[1:] + ".", gateway))
         blocks.append(
             (
-                "The model: any OpenAI-compatible chat-completions endpoint (base URL ends in /v1).",
+                "The model: an OpenAI-compatible endpoint (its base URL ends in /v1).",
                 [
                     ("LLM_BASE_URL", self.llm_base_url),
                     ("LLM_MODEL", self.llm_model),
@@ -92,7 +92,11 @@ class Answers:
             if not self.telegram_polling:
                 how = "updates by webhook; run `skillgate set-webhook` once"
             bot = f"@{self.telegram_bot}" if self.telegram_bot else "the bot"
-            api = "" if self.telegram_api_base_url == DEFAULT_TELEGRAM_API else self.telegram_api_base_url
+            api = (
+                ""
+                if self.telegram_api_base_url == DEFAULT_TELEGRAM_API
+                else self.telegram_api_base_url
+            )
             blocks.append(
                 (
                     f"Telegram: {bot}, {how}. Admins review skill proposals.",

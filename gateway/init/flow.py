@@ -301,7 +301,9 @@ class Interview:
                 ],
             )
             if how == "paste":
-                text = await _text("LINE user id(s) (U and 32 hex digits), comma-separated:", "", _LINE_IDS)
+                text = await _text(
+                    "LINE user id(s) (U and 32 hex digits), comma-separated:", "", _LINE_IDS
+                )
                 return [part.strip() for part in text.split(",")]
             if how == "none":
                 return []

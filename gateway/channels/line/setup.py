@@ -95,9 +95,7 @@ async def webhook_active(access_token: str, base_url: str) -> bool:
     """Whether 'Use webhook' is on (only the LINE Developers console can switch it)."""
     try:
         async with AsyncApiClient(_config(access_token, base_url)) as client:
-            current = await AsyncMessagingApi(client).get_webhook_endpoint(
-                _request_timeout=TIMEOUT
-            )
+            current = await AsyncMessagingApi(client).get_webhook_endpoint(_request_timeout=TIMEOUT)
     except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
         raise _translate(exc) from exc
     return bool(current.active)

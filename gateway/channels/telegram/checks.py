@@ -9,7 +9,7 @@ from gateway.channels.telegram.operator import secret_fingerprint, telegram_bot,
 from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
 from gateway.errors import ChannelError, ConfigError
-from gateway.operator import SET_WEBHOOK, Check, public_endpoint
+from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, public_endpoint
 
 BACKLOG_WARN = 100
 RECENT_ERROR_SECONDS = 3600
@@ -38,7 +38,8 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
             info = await bot.get_webhook_info()
     except ChannelError as exc:
         fix = (
-            "copy the token again from @BotFather (/mybots, your bot, API Token)"
+            "copy the token again from @BotFather (/mybots, your bot, API Token) and run"
+            " `skillgate init`, which checks it"
             if "TELEGRAM_BOT_TOKEN" in str(exc)
             else "check the server's outbound HTTPS and TELEGRAM_API_BASE_URL"
         )
@@ -50,7 +51,7 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
     try:
         expected = public_endpoint(settings, TELEGRAM_PATH)
     except ConfigError as exc:
-        checks.append(Check("telegram webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
+        checks.append(Check("telegram webhook", "fail", str(exc), SET_PUBLIC_URL))
         return checks
     pending = info.pending_update_count
     if not info.url:
