@@ -6,15 +6,12 @@ Every wait is on what the terminal shows, bounded; keys are what a person presse
 
 from __future__ import annotations
 
-import os
 import re
 import stat
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-import pexpect
 import pytest
 
 from gateway.channels.line.dialect import ADMIN_RECORDED
@@ -23,50 +20,9 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
 from tests.ops.conftest import LINE_SECRET, PUBLIC_URL
 from tests.serve_process import free_port, skillgate
+from tests.terminal import DOWN, ENTER, Terminal
 
-DOWN, ENTER = "\x1b[B", "\r"
-WAIT = 60  # generous: a busy 2-core machine starts Python slowly; a pass takes ~1 s
 OTHER_SERVER = 5  # "another OpenAI-compatible server" in the list of model servers
-
-
-class Terminal:
-    """`skillgate init ARGS` in a pseudo-terminal, waited on by what it shows."""
-
-    def __init__(self, cwd: Path, env: dict[str, str], *args: str) -> None:
-        self.child = pexpect.spawn(
-            sys.executable,
-            ["-m", "gateway.cli", *args],
-            cwd=str(cwd),
-            env={**os.environ, **env, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"},
-            encoding="utf-8",
-            dimensions=(50, 250),
-            timeout=WAIT,
-        )
-        self.seen = ""
-
-    async def shows(self, text: str) -> None:
-        await self.child.expect_exact(text, async_=True)
-        self.seen += self.child.before + self.child.after
-
-    async def match(self, pattern: str) -> re.Match[str]:
-        await self.child.expect(pattern, async_=True)
-        self.seen += self.child.before
-        match = self.child.match
-        assert isinstance(match, re.Match)
-        return match
-
-    def press(self, *keys: str) -> None:
-        for key in keys:
-            self.child.send(key)
-
-    def type(self, text: str) -> None:
-        self.child.send(text + ENTER)
-
-    async def ends(self) -> int:
-        await self.child.expect(pexpect.EOF, async_=True)
-        self.seen += self.child.before
-        self.child.close()
-        return int(self.child.exitstatus if self.child.exitstatus is not None else -1)
 
 
 @pytest.fixture
