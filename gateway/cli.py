@@ -81,10 +81,13 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
         settings = settings.model_copy(update={"telegram_polling": True})
     log_format = args.log_format or settings.log_format
     setup_logging(settings.log_level, settings.secrets(), log_format)
+    from gateway.banner import next_steps
+
     port = sock.getsockname()[1]
-    logging.getLogger("gateway").info(
-        "skillgate %s listening on http://%s:%s", __version__, args.host, port
-    )
+    log = logging.getLogger("gateway")
+    log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
+    for line in next_steps(settings, args.host, port):
+        log.info("%s", line)
     serving.run(
         build_app(settings, settle_after_start=True),
         sock,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -59,7 +58,7 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                 print("(new session)")
                 continue
             if text.startswith(("/good", "/bad")):
-                if not await rateable(parts.store, last_answer):
+                if last_answer is None or not await rateable(parts.store, last_answer):
                     print(f"({NOTHING_TO_RATE})")
                     continue
                 good = text.startswith("/good")

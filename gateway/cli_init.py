@@ -128,7 +128,7 @@ async def _init(args: argparse.Namespace, path: Path) -> int:
     return 0
 
 
-def _where(args: argparse.Namespace) -> tuple[str, str]:
+def _platform_urls() -> tuple[str, str]:
     defaults = Answers()
     return (
         os.environ.get("TELEGRAM_API_BASE_URL") or defaults.telegram_api_base_url,
@@ -139,7 +139,7 @@ def _where(args: argparse.Namespace) -> tuple[str, str]:
 async def _interview(args: argparse.Namespace, old: dict[str, str]) -> Answers:
     from gateway.init.flow import Interview, Where
 
-    telegram_api, line_api = _where(args)
+    telegram_api, line_api = _platform_urls()
     host, _, port = str(args.listen).rpartition(":")
     where = Where(telegram_api, line_api, host or "127.0.0.1", int(port), args.wait)
     answers = await Interview(where, old).run()
@@ -152,7 +152,7 @@ def _value(args: argparse.Namespace, name: str, var: str) -> str:
 
 
 def _from_flags(args: argparse.Namespace) -> Answers:
-    telegram_api, line_api = _where(args)
+    telegram_api, line_api = _platform_urls()
     public_url = _value(args, "public_url", "SKILLGATE_PUBLIC_URL").rstrip("/")
     polling = args.polling if args.polling is not None else not public_url
     answers = Answers(
@@ -255,11 +255,12 @@ def _summary(answers: Answers) -> str:
 
 
 def _next_steps(answers: Answers, env_file: Path | None) -> list[str]:
-    skillgate = "skillgate" if env_file is None else f"skillgate --env-file {env_file}"
-    if env_file is None and Path("scripts/serve").is_file():
-        serve = "./scripts/serve"
-    else:
-        serve = f"{skillgate} serve"
+    checkout = env_file is None and Path("scripts/serve").is_file()
+    command = ".venv/bin/skillgate" if checkout and Path(".venv/bin/skillgate").exists() else ""
+    skillgate = command or "skillgate"
+    if env_file is not None:
+        skillgate += f" --env-file {env_file}"
+    serve = "./scripts/serve" if checkout else f"{skillgate} serve"
     steps = ["next:"]
     if not answers.llm_model:
         steps.append(f"  set the model later: {skillgate} init (or LLM_BASE_URL and LLM_MODEL)")

@@ -6,7 +6,6 @@ Every wait is on what the terminal shows, bounded; keys are what a person presse
 
 from __future__ import annotations
 
-import re
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path

@@ -31,14 +31,12 @@ THANKS_DOWN = "Thanks, noted."
 NOTHING_TO_RATE = "Nothing to rate yet: this conversation has no answer so far."
 
 
-async def rateable(store: ConversationStore, answer_id: int | None) -> bool:
+async def rateable(store: ConversationStore, answer_id: int) -> bool:
     """A rating command (/good, /bad) rates the chat's last answer only while its session is
     open: after /new, or once the session went idle, there is nothing to rate.
 
     Buttons name the answer they rate, so they need no such rule.
     """
-    if answer_id is None:
-        return False
     answer = await store.get_message(answer_id)
     session = None if answer is None else await store.get_session(answer.session_id)
     return session is not None and session.finished_at is None
