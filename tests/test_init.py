@@ -18,7 +18,7 @@ from tests.fakes.line_api import REPLY_PATH, USER_ID, FakeLineAPI, sign, text_ev
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
 from tests.ops.conftest import LINE_SECRET, PUBLIC_URL
-from tests.serve_process import free_port, skillgate
+from tests.serve_process import free_port, serving, skillgate
 from tests.terminal import DOWN, ENTER, Terminal
 
 OTHER_SERVER = 5  # "another OpenAI-compatible server" in the list of model servers
@@ -94,10 +94,17 @@ async def test_telegram_with_polling_takes_the_admin_from_start_and_writes_a_pri
     # The /start was read, not confirmed: the gateway answers it once it polls.
     assert all("offset" not in c.params for c in telegram_api.calls_of("getUpdates"))
 
-    # What it wrote works: doctor, with this .env and nothing else, finds nothing wrong.
-    code, out, _ = await skillgate("doctor", env={"NO_PROXY": "127.0.0.1"})
+    # What it wrote works: doctor, with this .env and nothing else, finds nothing wrong,
+    # and `skillgate serve` (what ./scripts/serve runs) answers in Telegram by polling.
+    code, out, _ = await skillgate("doctor", env={})
     assert code == 0, out
     assert "OK   telegram bot: @skillgate_test_bot" in out
+    fake_llm.reply("Bonjour!")
+    async with serving(env={}) as served:
+        assert served.health["channels"]["telegram"]["mode"] == "polling"
+        telegram_api.push_update(make_text_update(2, "Say hello in French", user_id=4242))
+        await telegram_api.wait_for("sendMessage", count=2, timeout=30)  # /start, then this
+    assert telegram_api.sent_texts(1001)[-1] == "Bonjour!"
 
 
 async def test_line_takes_the_admin_from_a_one_time_code_sent_to_the_bot(
