@@ -250,7 +250,7 @@ def _summary(answers: Answers) -> str:
         parts.append(f"{bot} ({how}, {len(answers.telegram_admin_ids)} admin(s))")
     if answers.line_token:
         parts.append(f"LINE {answers.line_bot} ({len(answers.line_admin_ids)} admin(s))".strip())
-    parts.append("a new console token" if answers.admin_token else "")
+    parts.append("the console token")
     return ", ".join(p for p in parts if p)
 
 

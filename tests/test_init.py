@@ -211,6 +211,14 @@ async def test_init_never_replaces_an_env_file_it_was_not_allowed_to(
     assert await term.ends() == 1
     assert (tmp_path / ".env").read_text() == "LLM_MODEL=mine\n"
 
+    term = Terminal(tmp_path, platforms, "init")
+    await term.shows(".env exists. Replace it?")
+    term.press("y")
+    await term.shows("Where does the model run?")
+    term.press("\x03")  # Ctrl-C: nothing is written
+    assert await term.ends() == 130 and ".env was not written" in term.seen
+    assert (tmp_path / ".env").read_text() == "LLM_MODEL=mine\n"
+
     code, _, err = await skillgate("init", "--non-interactive", env=platforms)
     assert code == 1 and "--force" in err
     assert (tmp_path / ".env").read_text() == "LLM_MODEL=mine\n"

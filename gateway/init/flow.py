@@ -212,6 +212,15 @@ class Interview:
         a.telegram_admin_ids = await self._telegram_admin(bot.username)
 
     async def _telegram_admin(self, username: str) -> list[int]:
+        try:
+            return await self._telegram_start(username)
+        except ChannelError as exc:  # another poller (a running gateway), the network, ...
+            say(f"  ✗ {exc}")
+            if await _yes("Type the admin's user id instead?"):
+                return await self._typed_ids()
+            return []
+
+    async def _telegram_start(self, username: str) -> list[int]:
         from gateway.channels.telegram import setup
 
         a, api, wait = self.answers, self.where.telegram_api, self.where.wait_seconds
