@@ -79,6 +79,13 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 async def _init(args: argparse.Namespace, path: Path) -> int:
+    if not args.non_interactive and not sys.stdin.isatty():
+        print(
+            "skillgate init asks its questions in a terminal; in a script, pass"
+            " --non-interactive and the values as flags (skillgate init --help)",
+            file=sys.stderr,
+        )
+        return 2
     old: dict[str, str] = {}
     if path.exists():
         if args.non_interactive and not args.force:
@@ -100,21 +107,14 @@ async def _init(args: argparse.Namespace, path: Path) -> int:
                 print(f"{path} left as it was.")
                 return 1
         old = read_values(path)
+    problem = None
     if args.non_interactive:
-        answers = _from_flags(args)
-        problem = _incomplete(answers) or (None if args.no_check else await _check(answers))
+        answers, problem = _from_flags(args)
     else:
-        if not sys.stdin.isatty():
-            print(
-                "skillgate init asks its questions in a terminal; in a script, pass"
-                " --non-interactive and the values as flags (skillgate init --help)",
-                file=sys.stderr,
-            )
-            return 2
         answers = await _interview(args, old)
-        problem = _incomplete(answers)
-    if problem is None:
-        problem = _invalid(answers)
+    problem = problem or _incomplete(answers) or _invalid(answers)
+    if problem is None and args.non_interactive and not args.no_check:
+        problem = await _check(answers)
     if problem is not None:
         print(f"skillgate init: {problem}; {path} was not written", file=sys.stderr)
         return 1
@@ -151,7 +151,8 @@ def _value(args: argparse.Namespace, name: str, var: str) -> str:
     return str(given if given is not None else os.environ.get(var, "")).strip()
 
 
-def _from_flags(args: argparse.Namespace) -> Answers:
+def _from_flags(args: argparse.Namespace) -> tuple[Answers, str | None]:
+    """The answers the flags (or the variables) give, and what is wrong with them."""
     telegram_api, line_api = _platform_urls()
     public_url = _value(args, "public_url", "SKILLGATE_PUBLIC_URL").rstrip("/")
     polling = args.polling if args.polling is not None else not public_url
@@ -169,17 +170,18 @@ def _from_flags(args: argparse.Namespace) -> Answers:
         data_dir=_value(args, "data_dir", "SKILLGATE_DATA_DIR"),
         admin_token=_value(args, "admin_token", "SKILLGATE_ADMIN_TOKEN") or new_secret(),
     )
-    ids = _value(args, "telegram_admin_ids", "TELEGRAM_ADMIN_IDS")
-    answers.telegram_admin_ids = [int(p) for p in ids.split(",") if p.strip().isdigit()]
-    if len(answers.telegram_admin_ids) != len([p for p in ids.split(",") if p.strip()]):
-        answers.telegram_admin_ids = [-1]  # refused by _invalid, naming the variable
+    problem = None
+    ids = [p.strip() for p in _value(args, "telegram_admin_ids", "TELEGRAM_ADMIN_IDS").split(",")]
+    if not all(p.isascii() and p.isdigit() for p in ids if p):
+        problem = "TELEGRAM_ADMIN_IDS: comma-separated numeric Telegram user ids"
+    answers.telegram_admin_ids = [int(p) for p in ids if p.isascii() and p.isdigit()]
     line_ids = _value(args, "line_admin_ids", "LINE_ADMIN_IDS")
     answers.line_admin_ids = [p.strip() for p in line_ids.split(",") if p.strip()]
     if answers.telegram_token and not polling:
         answers.telegram_webhook_secret = (
             _value(args, "webhook_secret", "TELEGRAM_WEBHOOK_SECRET") or new_secret()
         )
-    return _normalised(answers)
+    return _normalised(answers), problem
 
 
 def _normalised(answers: Answers) -> Answers:

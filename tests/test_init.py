@@ -262,3 +262,7 @@ async def test_non_interactive_checks_the_flags_and_writes_the_service_env_file(
         "init", "--non-interactive", "--line-channel-secret", LINE_SECRET, env=platforms
     )
     assert code == 1 and "LINE_CHANNEL_ACCESS_TOKEN" in err
+    code, _, err = await skillgate(
+        "init", "--non-interactive", "--telegram-admin-ids", "@ada", env=platforms
+    )
+    assert code == 1 and "TELEGRAM_ADMIN_IDS" in err and not (tmp_path / ".env").exists()

@@ -30,16 +30,19 @@ def fix_files(settings: Settings, failed: set[str]) -> list[Check]:
     """The data dir's mode and a missing persona file."""
     done: list[Check] = []
     path = settings.data_dir
-    if "data dir" in failed and path.is_dir():
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o027:
-            path.chmod(mode & 0o750)
-            done.append(Check("data dir", "fixed", f"chmod {mode & 0o750:o} {path.resolve()}"))
-    persona = persona_path(settings)
-    if "persona" in failed and not persona.exists():
-        persona.parent.mkdir(parents=True, exist_ok=True)
-        persona.write_text(DEFAULT_PERSONA, encoding="utf-8")
-        done.append(Check("persona", "fixed", f"wrote the default persona to {persona}"))
+    try:
+        if "data dir" in failed and path.is_dir():
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if mode & 0o027:
+                path.chmod(mode & 0o750)
+                done.append(Check("data dir", "fixed", f"chmod {mode & 0o750:o} {path.resolve()}"))
+        persona = persona_path(settings)
+        if "persona" in failed and not persona.exists():
+            persona.parent.mkdir(parents=True, exist_ok=True)
+            persona.write_text(DEFAULT_PERSONA, encoding="utf-8")
+            done.append(Check("persona", "fixed", f"wrote the default persona to {persona}"))
+    except OSError as exc:  # not this user's to change: the check's fix says what to run
+        done.append(Check("files", "fail", f"{exc.filename}: {exc.strerror}"))
     return done
 
 
