@@ -10,15 +10,19 @@ from tests.serve_process import skillgate
 from tests.terminal import Terminal
 
 
-async def test_good_after_new_has_nothing_to_rate_and_ctrl_c_leaves_at_once(
-    tmp_path: Path, fake_llm: FakeOpenAI
-) -> None:
-    fake_llm.reply("Paris.")
-    env = {
+def model_env(tmp_path: Path, fake_llm: FakeOpenAI) -> dict[str, str]:
+    return {
         "SKILLGATE_DATA_DIR": str(tmp_path / "data"),
         "LLM_BASE_URL": fake_llm.base_url,
         "LLM_MODEL": "fake-model",
     }
+
+
+async def test_good_after_new_has_nothing_to_rate_and_ctrl_c_leaves_at_once(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.reply("Paris.")
+    env = model_env(tmp_path, fake_llm)
     term = Terminal(tmp_path, env, "chat", "--user", "ada")
     await term.shows("you>")
     term.type("/good")
@@ -39,11 +43,7 @@ async def test_synthesize_right_after_chatting_says_the_session_is_still_open(
     tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     fake_llm.reply("Paris.")
-    env = {
-        "SKILLGATE_DATA_DIR": str(tmp_path / "data"),
-        "LLM_BASE_URL": fake_llm.base_url,
-        "LLM_MODEL": "fake-model",
-    }
+    env = model_env(tmp_path, fake_llm)
     code, _, err = await skillgate("chat", env=env, stdin="Capital of France?\n/bad vague\n")
     assert code == 0, err
     code, out, err = await skillgate("synthesize", env=env)

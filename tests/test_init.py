@@ -7,7 +7,6 @@ Every wait is on what the terminal shows, bounded; keys are what a person presse
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -22,18 +21,6 @@ from tests.serve_process import free_port, serving, skillgate
 from tests.terminal import DOWN, ENTER, Terminal
 
 OTHER_SERVER = 5  # "another OpenAI-compatible server" in the list of model servers
-
-
-@pytest.fixture
-async def telegram_api() -> AsyncIterator[FakeTelegramAPI]:
-    async with FakeTelegramAPI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def line_api() -> AsyncIterator[FakeLineAPI]:
-    async with FakeLineAPI() as fake:
-        yield fake
 
 
 @pytest.fixture
