@@ -30,6 +30,7 @@ from linebot.v3.webhook import SignatureValidator
 from gateway.channels.line.channel import WEBHOOK_PATH
 from gateway.channels.line.client import error_message
 from gateway.errors import ChannelError
+from gateway.logs import mask
 
 TIMEOUT = 15.0
 MAX_BODY = 1024 * 1024
@@ -61,7 +62,7 @@ def _translate(exc: Exception) -> ChannelError:
     if isinstance(exc, ApiException):
         if exc.status == 401:
             return ChannelError("LINE does not accept this channel access token (HTTP 401)")
-        return ChannelError(f"LINE answered HTTP {exc.status}: {error_message(exc.body)}")
+        return ChannelError(f"LINE answered HTTP {exc.status}: {mask([], error_message(exc.body))}")
     return ChannelError(f"cannot reach the LINE API: {type(exc).__name__}")
 
 

@@ -21,6 +21,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.warnings import PTBUserWarning
 
 from gateway.errors import ChannelError
+from gateway.logs import mask
 
 POLL_SECONDS = 10
 IDLE_PAUSE = 1.0
@@ -61,9 +62,9 @@ async def _bot(token: str, base_url: str) -> AsyncIterator[Bot]:
     except InvalidToken as exc:
         raise ChannelError("Telegram does not know this token") from exc
     except NetworkError as exc:
-        raise ChannelError(f"cannot reach the Bot API: {exc.message}") from exc
+        raise ChannelError(f"cannot reach the Bot API: {mask([token], exc.message)}") from exc
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {exc.message}") from exc
+        raise ChannelError(f"Telegram: {mask([token], exc.message)}") from exc
 
 
 async def bot_info(token: str, base_url: str) -> TelegramBotInfo:
@@ -117,7 +118,7 @@ async def _updates(bot: Bot, *, timeout: int) -> list[dict[str, Any]]:
                 read_timeout=timeout + 10,
             )
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {exc.message}") from exc
+        raise ChannelError(f"Telegram: {mask([bot.token], exc.message)}") from exc
     if not isinstance(result, list):
         return []
     return [u for u in result if isinstance(u, dict) and isinstance(u.get("update_id"), int)]
