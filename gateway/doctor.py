@@ -93,7 +93,8 @@ async def check_database(settings: Settings) -> Check:
     fix = (
         "check SKILLGATE_DATABASE_URL: host, port, user, password, database; is the server up?"
         if settings.shared_database
-        else "check the file's permissions and free disk"
+        else "check the file's permissions and free disk:"
+        f" `ls -l {settings.db_path.absolute()}; df -h {settings.data_dir.absolute()}`"
     )
     try:
         async with store_for(settings) as store:

@@ -26,7 +26,7 @@ def delivery_fix(error: str) -> str:
         return "the reverse proxy does not forward /webhook/telegram to the gateway: check it"
     return (
         "check that the service and the reverse proxy are running"
-        " (systemctl status skillgate caddy) and that DNS points to this server"
+        " (`systemctl status skillgate caddy`) and that DNS points to this server"
     )
 
 
