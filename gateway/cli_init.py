@@ -209,6 +209,10 @@ def _invalid(answers: Answers) -> str | None:
     """What Settings would refuse in the file, said by variable, before anything is written."""
     values = {k: v for _, lines in answers.sections() for k, v in lines}
     try:
+        answers.render()
+    except ValueError as exc:
+        return str(exc)
+    try:
         Settings.model_validate(values)  # the file alone, not the environment
     except ValidationError as exc:
         return describe_validation_error(exc)

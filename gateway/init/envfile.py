@@ -18,12 +18,16 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./~-]*$")
 
 
 def quote(value: str) -> str:
-    """A value as one env-file word: plain when it can be, else in single quotes."""
+    """A value as one env-file word: plain when it can be, else quoted (read back the same)."""
     if _PLAIN.match(value):
         return value
-    if "'" in value or "\n" in value:
-        raise ValueError("a setting cannot hold a quote or a line break")
-    return f"'{value}'"
+    if "\n" in value or "${" in value:
+        # No quoting keeps ${...} from being expanded by the parser pydantic-settings uses.
+        raise ValueError("a setting cannot hold a line break or ${")
+    if "'" not in value:
+        return f"'{value}'"
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'  # python-dotenv and systemd both undo these escapes
 
 
 def read_values(path: Path) -> dict[str, str]:
