@@ -79,7 +79,10 @@ async def test_telegram_with_polling_takes_the_admin_from_start_and_writes_a_pri
     assert "TELEGRAM_WEBHOOK_SECRET" not in values and "SKILLGATE_DATA_DIR" not in values
     assert len(written.read_text().splitlines()) < 25  # short, not the whole example
     # The /start was read, not confirmed: the gateway answers it once it polls.
-    assert all("offset" not in c.params for c in telegram_api.calls_of("getUpdates"))
+    polls = telegram_api.calls_of("getUpdates")
+    assert polls and all("offset" not in c.params for c in polls)
+    # ... and asks for what the gateway asks for: the bot keeps the last list it was given.
+    assert polls[-1].params["allowed_updates"] == ["message", "callback_query"]
 
     # What it wrote works: doctor, with this .env and nothing else, finds nothing wrong,
     # and `skillgate serve` (what ./scripts/serve runs) answers in Telegram by polling.

@@ -20,6 +20,7 @@ from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.warnings import PTBUserWarning
 
+from gateway.channels.telegram.updates import ALLOWED_UPDATES
 from gateway.errors import ChannelError
 from gateway.logs import mask
 
@@ -114,7 +115,8 @@ async def _updates(bot: Bot, *, timeout: int) -> list[dict[str, Any]]:
             warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
             result = await bot.do_api_request(
                 "getUpdates",
-                api_kwargs={"timeout": timeout, "allowed_updates": ["message"]},
+                # The bot keeps the list it was last given: the gateway's own, then.
+                api_kwargs={"timeout": timeout, "allowed_updates": list(ALLOWED_UPDATES)},
                 read_timeout=timeout + 10,
             )
     except TelegramError as exc:
