@@ -322,7 +322,6 @@ class Interview:
 
     async def _line_code(self, name: str, basic_id: str) -> str | None:
         from gateway.channels.line import setup
-        from gateway.channels.line.dialect import ADMIN_RECORDED
 
         a, where = self.answers, self.where
         try:
@@ -365,7 +364,7 @@ class Interview:
         user, reply_token = found
         if reply_token:
             try:
-                await setup.thank(a.line_token, where.line_api, reply_token, ADMIN_RECORDED)
+                await setup.thank(a.line_token, where.line_api, user, reply_token)
             except ChannelError as exc:
                 say(f"  (could not answer in LINE: {exc})")
         say(f"  ✓ admin: {user}")

@@ -448,6 +448,32 @@ _TRACE_FINISH: list[Step] = [
 ]
 
 
+# The language a chat chose with /language, and each user's language as the platform last
+# said it (`ok` 0: the last lookup failed, so it is retried sooner).
+_LANGUAGES: list[Step] = [
+    """
+    create table chat_languages (
+        channel text not null,
+        chat_id text not null,
+        language text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    """
+    create table user_languages (
+        channel text not null,
+        user_id text not null,
+        tag text,
+        ok integer not null,
+        checked_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -473,6 +499,7 @@ MIGRATIONS: list[Migration] = [
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
+    (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
 ]
 
 

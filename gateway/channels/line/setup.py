@@ -29,7 +29,9 @@ from linebot.v3.webhook import SignatureValidator
 
 from gateway.channels.line.channel import WEBHOOK_PATH
 from gateway.channels.line.client import error_message
+from gateway.channels.line.dialect import ADMIN_RECORDED
 from gateway.errors import ChannelError
+from gateway.i18n import language_of, texts_for
 from gateway.logs import mask
 
 TIMEOUT = 15.0
@@ -170,13 +172,21 @@ class CodeListener:
         return web.json_response({})
 
 
-async def thank(access_token: str, base_url: str, reply_token: str, text: str) -> None:
-    """Answer the code's message (a courtesy: a failure is the caller's to ignore)."""
+async def thank(access_token: str, base_url: str, user_id: str, reply_token: str) -> None:
+    """Answer the code's message in the admin's app language (a courtesy: on a failure the
+    caller says so and goes on)."""
     try:
         async with AsyncApiClient(_config(access_token, base_url)) as client:
+            api = AsyncMessagingApi(client)
+            try:
+                profile = await api.get_profile(user_id, _request_timeout=TIMEOUT)
+                language = language_of(profile.language)
+            except ApiException:  # no profile for this user: the default language
+                language = None
+            text = texts_for(language)(ADMIN_RECORDED)
             request = ReplyMessageRequest(
                 reply_token=reply_token, messages=[TextMessage(text=text, quick_reply=None)]
             )
-            await AsyncMessagingApi(client).reply_message(request, _request_timeout=TIMEOUT)
+            await api.reply_message(request, _request_timeout=TIMEOUT)
     except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
         raise _translate(exc) from exc
