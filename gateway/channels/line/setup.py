@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,39 +70,39 @@ def _translate(exc: Exception) -> ChannelError:
     return ChannelError(f"cannot reach the LINE API: {type(exc).__name__}")
 
 
-async def bot_info(access_token: str, base_url: str) -> LineBotInfo:
-    """The bot's name, basic id and user id; ChannelError when LINE refuses the token."""
+@asynccontextmanager
+async def _api(access_token: str, base_url: str) -> AsyncIterator[AsyncMessagingApi]:
+    """A Messaging API client whose failures come out as ChannelError."""
     try:
         async with AsyncApiClient(_config(access_token, base_url)) as client:
-            info = await AsyncMessagingApi(client).get_bot_info(_request_timeout=TIMEOUT)
+            yield AsyncMessagingApi(client)
     except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
         raise _translate(exc) from exc
+
+
+async def bot_info(access_token: str, base_url: str) -> LineBotInfo:
+    """The bot's name, basic id and user id; ChannelError when LINE refuses the token."""
+    async with _api(access_token, base_url) as api:
+        info = await api.get_bot_info(_request_timeout=TIMEOUT)
     return LineBotInfo(info.display_name, info.basic_id, info.user_id)
 
 
 async def point_webhook(access_token: str, base_url: str, public_url: str) -> WebhookState:
     """Set the webhook URL to `public_url` + /webhook/line unless it is that already."""
     wanted = public_url.rstrip("/") + WEBHOOK_PATH
-    try:
-        async with AsyncApiClient(_config(access_token, base_url)) as client:
-            api = AsyncMessagingApi(client)
-            current = await api.get_webhook_endpoint(_request_timeout=TIMEOUT)
-            changed = current.endpoint != wanted
-            if changed:
-                request = SetWebhookEndpointRequest(endpoint=wanted)
-                await api.set_webhook_endpoint(request, _request_timeout=TIMEOUT)
-    except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-        raise _translate(exc) from exc
+    async with _api(access_token, base_url) as api:
+        current = await api.get_webhook_endpoint(_request_timeout=TIMEOUT)
+        changed = current.endpoint != wanted
+        if changed:
+            request = SetWebhookEndpointRequest(endpoint=wanted)
+            await api.set_webhook_endpoint(request, _request_timeout=TIMEOUT)
     return WebhookState(wanted, changed, bool(current.active))
 
 
 async def webhook_active(access_token: str, base_url: str) -> bool:
     """Whether 'Use webhook' is on (only the LINE Developers console can switch it)."""
-    try:
-        async with AsyncApiClient(_config(access_token, base_url)) as client:
-            current = await AsyncMessagingApi(client).get_webhook_endpoint(_request_timeout=TIMEOUT)
-    except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-        raise _translate(exc) from exc
+    async with _api(access_token, base_url) as api:
+        current = await api.get_webhook_endpoint(_request_timeout=TIMEOUT)
     return bool(current.active)
 
 
@@ -175,18 +177,14 @@ class CodeListener:
 async def thank(access_token: str, base_url: str, user_id: str, reply_token: str) -> None:
     """Answer the code's message in the admin's app language (a courtesy: on a failure the
     caller says so and goes on)."""
-    try:
-        async with AsyncApiClient(_config(access_token, base_url)) as client:
-            api = AsyncMessagingApi(client)
-            try:
-                profile = await api.get_profile(user_id, _request_timeout=TIMEOUT)
-                language = language_of(profile.language)
-            except ApiException:  # no profile for this user: the default language
-                language = None
-            text = texts_for(language)(ADMIN_RECORDED)
-            request = ReplyMessageRequest(
-                reply_token=reply_token, messages=[TextMessage(text=text, quick_reply=None)]
-            )
-            await api.reply_message(request, _request_timeout=TIMEOUT)
-    except (ApiException, aiohttp.ClientError, TimeoutError) as exc:
-        raise _translate(exc) from exc
+    async with _api(access_token, base_url) as api:
+        try:
+            profile = await api.get_profile(user_id, _request_timeout=TIMEOUT)
+            language = language_of(profile.language)
+        except ApiException:  # no profile for this user: the default language
+            language = None
+        text = texts_for(language)(ADMIN_RECORDED)
+        request = ReplyMessageRequest(
+            reply_token=reply_token, messages=[TextMessage(text=text, quick_reply=None)]
+        )
+        await api.reply_message(request, _request_timeout=TIMEOUT)
