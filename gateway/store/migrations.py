@@ -448,6 +448,24 @@ _TRACE_FINISH: list[Step] = [
 ]
 
 
+# What start-up last read from each skill file, so an unchanged file is not read or parsed
+# again: its size and modification time when it was checked, its hash, its description and
+# the proposal whose text it carries.
+_SKILL_FILES: list[Step] = [
+    """
+    create table skill_files (
+        slug text primary key,
+        content_hash text not null,
+        size {bigint} not null,
+        mtime_ns {bigint} not null,
+        checked_at {time} not null,
+        description text not null,
+        proposal_id {bigint}
+    )
+    """,
+]
+
+
 # The language a chat chose with /language, and each user's language as the platform last
 # said it (`ok` 0: the last lookup failed, so it is retried sooner).
 _LANGUAGES: list[Step] = [
@@ -499,6 +517,7 @@ MIGRATIONS: list[Migration] = [
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
+    (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
 ]
 
