@@ -31,6 +31,11 @@ TEXT_ONLY = N_(
     " a file (PDF, Word, text)."
 )
 THANKS_FOR_COMMENT = N_("Thanks, I've noted that. It helps me get better.")
+ADMIN_RECORDED = N_(
+    "Thanks, that's the code: you are an admin of this bot now. New skill proposals will"
+    " come to you here."
+)
+"""The answer to the one-time code `skillgate init` asked an admin to send."""
 
 LINE = Dialect(
     help=HELP,
