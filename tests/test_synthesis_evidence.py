@@ -32,7 +32,7 @@ def record_prompts(fake_llm: FakeOpenAI) -> None:
 async def test_sessions_without_a_signal_are_consumed_without_being_shown(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm)
+    settings = synth_settings(make_settings, fake_llm, evidence_window_days=0)
     record_prompts(fake_llm)
     async with gateway(settings) as gw:
         rated_down = await gw.seed(rating=-1)
@@ -60,7 +60,9 @@ async def test_sessions_without_a_signal_are_consumed_without_being_shown(
 async def test_only_finished_sessions_are_read(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm, session_idle_minutes=30)
+    settings = synth_settings(
+        make_settings, fake_llm, session_idle_minutes=30, evidence_window_days=0
+    )
     record_prompts(fake_llm)
     async with gateway(settings) as gw:
         ended = await gw.seed()  # finished with /new
@@ -120,6 +122,8 @@ async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
                 "name": "unit-conversions",
                 "reason": "over the limit of 1 proposals per run",
                 "matched": None,
+                "matched_skill": None,
+                "detail": None,
             }
         ]
         assert len(fake_llm.requests) == 1  # the cap was reached: no second batch

@@ -448,6 +448,20 @@ _TRACE_FINISH: list[Step] = [
 ]
 
 
+# Learning on real conversations: what a suppression matched (a live skill has no proposal id)
+# and how the likeness was judged; a rejection reopened by an admin, with who, when and why.
+_SAME_CLAIM_REOPEN: list[Step] = [
+    "alter table run_dropped add column matched_skill text",
+    "alter table run_dropped add column detail text",
+    "alter table rejections add column reopened_by text",
+    "alter table rejections add column reopened_at {time}",
+    "alter table rejections add column reopen_reason text",
+    "alter table proposals add column reopened_by text",
+    "alter table proposals add column reopened_at {time}",
+    "alter table proposals add column reopen_reason text",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -473,6 +487,11 @@ MIGRATIONS: list[Migration] = [
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
+    (
+        15,
+        "what a suppression matched and how; rejections reopened, with who and why",
+        _SAME_CLAIM_REOPEN,
+    ),
 ]
 
 
