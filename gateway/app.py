@@ -47,7 +47,7 @@ from gateway.scheduler import SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
-from gateway.skills.effect import EffectThresholds, settled
+from gateway.skills.effect import EffectThresholds
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
@@ -177,6 +177,7 @@ async def open_parts(
             skill_index_tokens=settings.skill_index_tokens,
             history_tokens=settings.history_tokens,
             skill_holdout=settings.skill_holdout,
+            skill_holdout_start=settings.skill_holdout_start,
         )
         model = llm or make_llm(settings)
         agent = Agent(store, model, catalog, config, clock=clock)
@@ -189,7 +190,7 @@ async def open_parts(
             clock=clock,
             embedder=make_embedder(settings),
         )
-        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
+        synthesizer.settle(await synthesizer.effects())  # holdout only where still needed
     except BaseException:
         await store.close()
         raise

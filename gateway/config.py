@@ -158,7 +158,7 @@ class Settings(BaseSettings):
     # Skill effects: holdout, and when a skill is proposed for retirement.
     skill_holdout: float = Field(0.1, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT")
     retire_min_evidence: int = Field(
-        20, ge=5, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
+        5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
     )
     retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
 

@@ -19,7 +19,7 @@ from gateway.conversation.ports import ConversationStore, Decisions, Responder, 
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
-from gateway.errors import ChannelError, ProposalNotFound, SkillError, StoreError
+from gateway.errors import ChannelError, ProposalNotFound, ReopenRefused, SkillError, StoreError
 from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
@@ -33,6 +33,7 @@ ADMIN_COMMANDS = (
     ("proposals", "Proposals waiting for review, with their buttons"),
     ("skills", "Skills with their source, status and 👍 rate"),
     ("synthesize", "Run a synthesis pass now"),
+    ("reopen", "Reopen a rejected proposal: /reopen ID reason"),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
@@ -43,7 +44,8 @@ MAX_CARDS_SHOWN = 5
 
 ADMIN_HELP = (
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
-    " skills and how their answers were rated, /synthesize runs a synthesis pass now."
+    " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
+    " /reopen ID reason takes back a rejection."
 )
 NOT_ALLOWED = "Not allowed: only the bot's admins can review proposals."
 INVALID_BUTTON = "This button is not valid."
@@ -52,6 +54,26 @@ GONE = "This proposal no longer exists."
 NO_PENDING = "No proposals are waiting for review."
 REASON_STORED = "Thanks, the reason is stored with the rejection."
 NO_REASON = "Okay, rejected without a reason."
+REOPEN_USAGE = (
+    "Send /reopen followed by the number of a rejected proposal and why,"
+    " e.g. /reopen 12 rejected by mistake."
+)
+
+
+def command_args(text: str | None) -> str:
+    """What follows the command word ("/reopen@bot 12 why" gives "12 why")."""
+    parts = (text or "").strip().split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else ""
+
+
+def reopened_text(p: Proposal) -> str:
+    because = f" ({p.reopen_reason})" if p.reopen_reason else ""
+    return f"↩️ Reopened proposal #{p.id} ({p.slug}){because}: it waits for review again."
+
+
+def not_reopened(proposal_id: int, status: str) -> str:
+    state = status.replace("_", " ")
+    return f"Proposal #{proposal_id} is {state}; only a rejected one can be reopened."
 
 
 def more_pending(shown: int, total: int) -> str:
@@ -219,8 +241,8 @@ class ReviewChat:
 
     # ---- commands -------------------------------------------------------------------------
 
-    async def on_command(self, command: str, chat: ChatRef, out: Responder) -> None:
-        """/proposals, /skills or /synthesize from someone who wrote to the bot."""
+    async def on_command(self, command: str, chat: ChatRef, out: Responder, args: str = "") -> None:
+        """/proposals, /skills, /synthesize or /reopen from someone who wrote to the bot."""
         if not self.is_admin(chat.user_id):
             log.warning(
                 "%s user %s tried /%s: not an admin", self.profile.who, chat.user_id, command
@@ -234,6 +256,8 @@ class ReviewChat:
             await self._proposals(chat, out)
         elif command == "skills":
             await out.notice(await self.skills_text())
+        elif command == "reopen":
+            await self._reopen(chat, args, out)
         else:
             if self.profile.dialect.running_synthesis:
                 await out.notice(self.profile.dialect.running_synthesis)
@@ -258,6 +282,29 @@ class ReviewChat:
                 status=p.status,
                 reason=p.reason,
             )
+
+    async def _reopen(self, chat: ChatRef, args: str, out: Responder) -> None:
+        """`/reopen ID reason`: take back a rejection, recorded with this admin and the reason."""
+        number, _, reason = args.strip().partition(" ")
+        number = number.lstrip("#")
+        if not (number.isascii() and number.isdigit()) or int(number) < 1:
+            await out.notice(REOPEN_USAGE)
+            return
+        decider = f"{self.channel}:{chat.user_id}"
+        try:
+            decision = await self.review.reopen(int(number), decider, reason.strip()[:MAX_REASON])
+        except ProposalNotFound:
+            await out.notice(GONE)
+            return
+        except ReopenRefused:
+            p = await self.review.get(int(number))
+            await out.notice(not_reopened(p.id, p.status))
+            return
+        p = decision.proposal
+        if decision.outcome != "reopened":
+            await out.notice(not_reopened(p.id, p.status))
+            return
+        await out.notice(reopened_text(p))
 
     async def skills_text(self) -> str:
         return await skills_text(self.store, self.synthesis)

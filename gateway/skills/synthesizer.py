@@ -36,7 +36,13 @@ from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
-from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
+from gateway.skills.effect import (
+    EffectThresholds,
+    SkillEffect,
+    settled,
+    short_of_comparison,
+    skill_effects,
+)
 from gateway.skills.evidence import Batch, batches
 from gateway.skills.fence import new_tag
 from gateway.skills.ports import SynthesisStore
@@ -327,7 +333,12 @@ class Synthesizer:
         )
         summary.proposed.extend(_brief(p) for p in done.proposed)
         summary.suppressed.extend(_dropped_brief(d) for d in done.dropped)
-        self.catalog.settle(settled(effects))
+        self.settle(effects)
+
+    def settle(self, effects: dict[str, SkillEffect]) -> None:
+        """Tell the catalog which skills need no more holdout and whose comparison lags."""
+        th = self.config.effect
+        self.catalog.settle(settled(effects, th), short_of_comparison(effects, th))
 
     async def _unusable(self, batch: Batch, exc: SynthesisError, summary: RunSummary) -> None:
         """Count an unusable answer for this batch; skip the batch at the limit, else fail."""
