@@ -60,9 +60,7 @@ def exposures_until_retired(p_with: float, p_without: float, seed: int, horizon:
     return None
 
 
-def test_a_harmful_always_on_skill_is_judged_within_30_rated_exposures_a_helpful_one_never() -> (
-    None
-):
+def test_a_harmful_always_on_skill_is_retired_within_30_rated_answers_a_helpful_never() -> None:
     # Harmful: users rate 10% of its answers 👍 (their noise), 75% of the answers without it.
     harmful = [exposures_until_retired(0.10, 0.75, seed, 300) for seed in range(RUNS)]
     found = [n for n in harmful if n is not None]
