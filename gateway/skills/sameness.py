@@ -2,8 +2,8 @@
 
 Three measures, cheapest first, each saying why:
 
-1. the same text (body hash), or the old rule: target, name and description alike (difflib);
-   for two updates of one skill the lines they change must match too;
+1. the same text (body hash), or under the same name a like description (difflib); for two
+   updates of one skill the lines they change must match instead;
 2. word likeness: cosine of stemmed content words of name, description and body, at
    `threshold` or above; with an embedding model (`LLM_EMBEDDING_MODEL`), the cosine of
    the two texts' embeddings at `embedding_threshold` or above, which survives rewording;
@@ -32,6 +32,7 @@ from gateway.skills.similarity import (
     claim_text,
     content_words,
     cosine,
+    normalise,
     similar,
 )
 
@@ -210,7 +211,11 @@ def _plain(a: Claim, k: Known, threshold: float) -> str | None:
         if similar(a.change_text, b.change_text, threshold):
             return "the same change to the same skill"
         return None
-    if similar(claim_key(a), claim_key(b), threshold):
+    # Only under the same name: descriptions written from one template are alike whatever
+    # they describe, so for two names the content measures decide.
+    if normalise(a.target or a.name) == normalise(b.target or b.name) and similar(
+        claim_key(a), claim_key(b), threshold
+    ):
         return "the same name and description"
     return None
 
