@@ -162,7 +162,7 @@ def per_seed(suite: Suite) -> list[str]:
         "repeats of rejections suppressed",
         "duplicates suppressed",
         "reopened",
-        "reviewer's errors",
+        "reviewer's errors that stood",
         "seconds",
     ]
     return _table(head, rows)

@@ -177,7 +177,7 @@ def _add_proposals(proposals: argparse.ArgumentParser) -> None:
     show.add_argument("id", type=_proposal_id)
     approve = actions.add_parser("approve", help="promote a pending proposal")
     approve.add_argument("id", type=_proposal_id)
-    reject = actions.add_parser("reject", help="reject a pending proposal for good")
+    reject = actions.add_parser("reject", help="reject a pending proposal (until reopened)")
     reject.add_argument("id", type=_proposal_id)
     reject.add_argument("--reason", metavar="TEXT", help="why; kept with the rejection")
     rollback = actions.add_parser(
