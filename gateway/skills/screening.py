@@ -82,7 +82,7 @@ class ScreenContext:
     """Every enabled skill, as a claim (see `live_claim`)."""
 
 
-def _sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
+def sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
     """Shown session ids among `based_on`; all shown ones when none is valid."""
     valid = set(shown)
     kept: list[int] = []
@@ -154,7 +154,7 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         content_hash=body_hash(body),
         change_text=change_text(live.skill.body if live else None, body),
         base_hash=content_hash(live.text) if live else None,
-        based_on=_sources(draft.based_on, ctx.shown),
+        based_on=sources(draft.based_on, ctx.shown),
         rationale=draft.rationale.strip(),
         model=ctx.model,
         generated_at=ctx.now,

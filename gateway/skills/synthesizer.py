@@ -64,6 +64,7 @@ from gateway.skills.screening import (
     repeat_of,
     safe_label,
     screen,
+    sources,
 )
 from gateway.skills.synthesis_prompt import build_messages
 
@@ -393,11 +394,11 @@ class Synthesizer:
                     f" ({completion.completion_tokens} tokens): {exc}"
                 ) from exc
             raise
-        sources = {r.slug: r.source for r in await self.store.skill_records()}
+        origins = {r.slug: r.source for r in await self.store.skill_records()}
         library = self.catalog.library
         ctx = ScreenContext(
             shown=batch.shown_ids,
-            live=lambda slug: load_live(library, slug, sources.get(slug)),
+            live=lambda slug: load_live(library, slug, origins.get(slug)),
             pending=pending,
             rejections=rejections,
             threshold=cfg.similarity_threshold,
@@ -419,6 +420,8 @@ class Synthesizer:
             if isinstance(result, Dropped):
                 brief = _dropped_brief(result)
                 (summary.suppressed if result.suppressed else summary.refused).append(brief)
+                if result.suppressed:  # "no change to the live skill": the evidence has its skill
+                    acted.update(sources(draft.based_on, batch.shown_ids))
                 continue
             repeat = await repeat_of(result, ctx)
             acted.update(result.based_on)
