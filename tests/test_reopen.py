@@ -57,7 +57,7 @@ async def test_an_admin_reopens_a_rejection_in_telegram_and_the_cards_get_their_
 
     # Only a rejected proposal can be reopened; a bad number gets the usage.
     (again,) = await tell(rig, ALICE, f"/reopen {pid}")
-    assert again == f"Proposal #{pid} is pending; only a rejected one can be reopened."
+    assert again == f"Not reopened: proposal #{pid} is pending, not rejected."
     (usage,) = await tell(rig, ALICE, "/reopen")
     assert usage.startswith("Send /reopen followed by the number of a rejected proposal")
     (denied,) = await tell(rig, MALLORY, f"/reopen {pid}")
@@ -94,6 +94,13 @@ async def test_reopen_from_the_api_the_console_and_the_terminal(
         await gw.seed()
         fake_llm.reply(answer(proposal()))
         assert [s["matched"] for s in (await gw.synthesize())["suppressed"]] == [pid]
+        # Another proposal for the same skill waits for review: that one is decided first.
+        await gw.seed()
+        fake_llm.reply(answer(proposal(description="Short replies in chat.", content="# Short")))
+        (other,) = (await gw.synthesize())["proposed"]
+        status, body = await gw.call("POST", f"/proposals/{pid}/reopen")
+        assert status == 409 and f"proposal #{other['id']} for chat-brevity" in str(body)
+        assert (await gw.call("POST", f"/proposals/{other['id']}/reject"))[0] == 200
 
         status, body = await gw.call("POST", f"/proposals/{pid}/reopen", {"reason": "my mistake"})
         assert status == 200 and body["outcome"] == "reopened"

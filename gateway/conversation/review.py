@@ -71,6 +71,10 @@ def reopened_text(p: Proposal) -> str:
     return f"↩️ Reopened proposal #{p.id} ({p.slug}){because}: it waits for review again."
 
 
+def reopen_refused(why: str) -> str:
+    return f"Not reopened: {why}."
+
+
 def not_reopened(proposal_id: int, status: str) -> str:
     state = status.replace("_", " ")
     return f"Proposal #{proposal_id} is {state}; only a rejected one can be reopened."
@@ -296,9 +300,8 @@ class ReviewChat:
         except ProposalNotFound:
             await out.notice(GONE)
             return
-        except ReopenRefused:
-            p = await self.review.get(int(number))
-            await out.notice(not_reopened(p.id, p.status))
+        except ReopenRefused as exc:
+            await out.notice(reopen_refused(str(exc)))
             return
         p = decision.proposal
         if decision.outcome != "reopened":

@@ -259,6 +259,9 @@ class Reviewer:
         p = await self.get(proposal_id)
         if p.status != "rejected":
             raise ReopenRefused(f"proposal #{p.id} is {p.status.replace('_', ' ')}, not rejected")
+        for other in await self.store.pending_proposals():
+            if other.slug == p.slug:  # one staged file per skill: decide that one first
+                raise ReopenRefused(f"proposal #{other.id} for {p.slug} awaits review")
         reason = (reason or "").strip() or None
         if not await self.store.reopen_proposal(p.id, decider, self.clock(), reason):
             return Decision("decided", await self.get(p.id))
