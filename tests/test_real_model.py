@@ -33,6 +33,8 @@ from tests.telegram_harness import telegram_gateway
 
 # CI sets SKILLGATE_REQUIRE_REAL_MODEL=1: there a missing wheel fails the step, never skips.
 REQUIRED = os.environ.get("SKILLGATE_REQUIRE_REAL_MODEL") == "1"
+# Where the learning-loop smoke keeps its record (read now: the fixtures clear SKILLGATE_*).
+RECORD = os.environ.get("SKILLGATE_REAL_MODEL_RECORD")
 pytestmark = [
     pytest.mark.real_model,
     pytest.mark.skipif(
@@ -228,7 +230,7 @@ async def test_the_learning_loop_with_the_real_model_records_what_it_proposes_an
         start = len(real_llm.forwarded)
         second = await gw.synthesize()
         record.append({"pass": 2, "drafts": drafts_in(real_llm, start), **second})
-    out = os.environ.get("SKILLGATE_REAL_MODEL_RECORD") or str(tmp_path / "real-model-loop.json")
+    out = RECORD or str(tmp_path / "real-model-loop.json")
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(record, fh, ensure_ascii=False, indent=2)
     print(json.dumps(record, ensure_ascii=False, indent=2))
