@@ -84,10 +84,11 @@ def group_comments(comments: list[tuple[int, str]]) -> list[_Group]:
     """Each comment joins the group it shares most content words with (or starts one)."""
     groups: list[_Group] = []
     for sid, comment in comments:
-        found = set(words_of(comment))
+        # In the order written (not a set's): ties between words go the same way every run.
+        found = list(dict.fromkeys(words_of(comment)))
         if not found:
             continue
-        overlap = [(len(found & set(g.words)), -n) for n, g in enumerate(groups)]
+        overlap = [(len(set(found) & set(g.words)), -n) for n, g in enumerate(groups)]
         best = max(overlap, default=(0, 0))
         home = groups[-best[1]] if best[0] > 0 else None
         if home is None:

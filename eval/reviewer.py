@@ -143,6 +143,9 @@ class ScriptedReviewer:
     async def second_look(self, gw: Gateway, suppressed: list[dict[str, Any]]) -> list[int]:
         """Reopen rejections that a suppressed repeat points to, when a fresh reading approves."""
         again: list[int] = []
+        waiting = {
+            p["target"] or p["name"] for p in await gw.api("GET", "/proposals?status=pending")
+        }
         for item in suppressed:
             pid = item.get("matched")
             if not pid or not str(item.get("reason", "")).startswith("matches rejected"):
@@ -152,8 +155,11 @@ class ScriptedReviewer:
             proposal = await gw.api("GET", f"/proposals/{pid}")
             if proposal["status"] != "rejected" or proposal["kind"] == "retire":
                 continue
+            if (proposal["target"] or proposal["name"]) in waiting:
+                continue  # a proposal for that skill awaits review: the gateway would refuse
             if self.judge(proposal).approve:
                 await gw.api("POST", f"/proposals/{pid}/reopen", {"reason": REOPEN_REASON})
                 again.append(int(pid))
+                waiting.add(proposal["target"] or proposal["name"])
         self.reopened.extend(again)
         return again
