@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
+from gateway.i18n import LANGUAGES, language_of
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -179,6 +180,9 @@ class Settings(BaseSettings):
         256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
     )
 
+    # Bot texts: the language for users whose own is unknown or has no catalog.
+    default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
+
     _split = field_validator(
         "telegram_admin_ids",
         "telegram_allowed_user_ids",
@@ -210,6 +214,17 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value
+
+    @field_validator("default_language", mode="before")
+    @classmethod
+    def _language(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "en"
+        chosen = language_of(str(value))
+        if chosen is None:
+            names = ", ".join(LANGUAGES)
+            raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
+        return chosen
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod

@@ -44,8 +44,8 @@ async def test_an_admin_reopens_a_rejection_in_telegram_and_the_cards_get_their_
 
     said = await tell(rig, ALICE, f"/reopen {pid} rejected by mistake")
     assert said == [
-        f"↩️ Reopened proposal #{pid} (chat-brevity) (rejected by mistake): it waits for review"
-        " again."
+        f"↩️ Reopened proposal #{pid} (chat-brevity) because: rejected by mistake. It waits for"
+        " review again."
     ]
     _, shown = await rig.api("GET", f"/proposals/{pid}")
     assert shown["status"] == "pending" and shown["reopened_by"] == f"telegram:{ALICE}"
@@ -57,7 +57,7 @@ async def test_an_admin_reopens_a_rejection_in_telegram_and_the_cards_get_their_
 
     # Only a rejected proposal can be reopened; a bad number gets the usage.
     (again,) = await tell(rig, ALICE, f"/reopen {pid}")
-    assert again == f"Not reopened: proposal #{pid} is pending, not rejected."
+    assert again == f"Proposal #{pid} is not a rejected one, so there is nothing to reopen."
     (usage,) = await tell(rig, ALICE, "/reopen")
     assert usage.startswith("Send /reopen followed by the number of a rejected proposal")
     (denied,) = await tell(rig, MALLORY, f"/reopen {pid}")

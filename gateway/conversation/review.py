@@ -20,6 +20,7 @@ from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError, ProposalNotFound, ReopenRefused, SkillError, StoreError
+from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
@@ -30,10 +31,10 @@ from gateway.skills.synthesizer import RunSummary
 log = logging.getLogger(__name__)
 
 ADMIN_COMMANDS = (
-    ("proposals", "Proposals waiting for review, with their buttons"),
-    ("skills", "Skills with their source, status and 👍 rate"),
-    ("synthesize", "Run a synthesis pass now"),
-    ("reopen", "Reopen a rejected proposal: /reopen ID reason"),
+    ("proposals", N_("Proposals waiting for review, with their buttons")),
+    ("skills", N_("Skills with their source, status and 👍 rate")),
+    ("synthesize", N_("Run a synthesis pass now")),
+    ("reopen", N_("Reopen a rejected proposal: /reopen ID reason")),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
@@ -42,21 +43,58 @@ MAX_REASON = 2000
 MAX_CARDS_SHOWN = 5
 """Most pending cards one /proposals shows; the oldest come first."""
 
-ADMIN_HELP = (
+ADMIN_HELP = N_(
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
     " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
     " /reopen ID reason takes back a rejection."
 )
-NOT_ALLOWED = "Not allowed: only the bot's admins can review proposals."
-INVALID_BUTTON = "This button is not valid."
-PRIVATE_ONLY = "Review commands work only in a private chat with me."
-GONE = "This proposal no longer exists."
-NO_PENDING = "No proposals are waiting for review."
-REASON_STORED = "Thanks, the reason is stored with the rejection."
-NO_REASON = "Okay, rejected without a reason."
-REOPEN_USAGE = (
+NOT_ALLOWED = N_("Not allowed: only the bot's admins can review proposals.")
+INVALID_BUTTON = N_("This button is not valid.")
+PRIVATE_ONLY = N_("Review commands work only in a private chat with me.")
+GONE = N_("This proposal no longer exists.")
+NO_PENDING = N_("No proposals are waiting for review.")
+REASON_STORED = N_("Thanks, the reason is stored with the rejection.")
+NO_REASON = N_("Okay, rejected without a reason.")
+MORE_PENDING = Np_(
+    "Showing the {shown} oldest of {n} pending proposal;"
+    " decide these and send /proposals again for the rest.",
+    "Showing the {shown} oldest of {n} pending proposals;"
+    " decide these and send /proposals again for the rest.",
+)
+ALREADY = {
+    "approved": N_("Already approved by {who} at {at}."),
+    "applied": N_("Already applied by {who} at {at}."),
+    "rejected": N_("Already rejected by {who} at {at}."),
+    "stale": N_("Already stale by {who} at {at}."),
+    "rolled_back": N_("Already rolled back by {who} at {at}."),
+}
+"""What a press on a decided proposal says, by the status it has."""
+ALREADY_DECIDED = N_("Already decided by {who} at {at}.")
+COULD_NOT_APPLY = N_("Could not apply proposal #{id}: {error}")
+NOT_APPLIED_STALE = N_("⚠️ Not applied: the skill changed after this proposal was made.")
+REJECTED = N_("❌ Rejected proposal #{id} ({slug}).")
+APPROVED = N_("✅ Approved: {slug} is live now.")
+SYNTHESIS_BUSY = N_("Another synthesis pass is running; try again in a few minutes.")
+SYNTHESIS_FAILED = N_("Synthesis run {run} failed: {error}")
+SYNTHESIS_DONE = Np_(
+    "Synthesis run {run} done: {proposed} proposed, {suppressed} suppressed,"
+    " {refused} refused from {n} session.",
+    "Synthesis run {run} done: {proposed} proposed, {suppressed} suppressed,"
+    " {refused} refused from {n} sessions.",
+)
+CARDS_GO_TO_ADMINS = N_(" Their cards go to every admin.")
+REOPEN_USAGE = N_(
     "Send /reopen followed by the number of a rejected proposal and why,"
     " e.g. /reopen 12 rejected by mistake."
+)
+REOPENED = N_("↩️ Reopened proposal #{id} ({slug}): it waits for review again.")
+REOPENED_BECAUSE = N_(
+    "↩️ Reopened proposal #{id} ({slug}) because: {reason}. It waits for review again."
+)
+NOT_REJECTED = N_("Proposal #{id} is not a rejected one, so there is nothing to reopen.")
+REOPEN_WAITS = N_(
+    "Proposal #{id} stays rejected for now: another proposal for {slug} awaits review;"
+    " decide that one first."
 )
 
 
@@ -66,25 +104,8 @@ def command_args(text: str | None) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def reopened_text(p: Proposal) -> str:
-    because = f" ({p.reopen_reason})" if p.reopen_reason else ""
-    return f"↩️ Reopened proposal #{p.id} ({p.slug}){because}: it waits for review again."
-
-
-def reopen_refused(why: str) -> str:
-    return f"Not reopened: {why}."
-
-
-def not_reopened(proposal_id: int, status: str) -> str:
-    state = status.replace("_", " ")
-    return f"Proposal #{proposal_id} is {state}; only a rejected one can be reopened."
-
-
-def more_pending(shown: int, total: int) -> str:
-    return (
-        f"Showing the {shown} oldest of {total} pending proposals;"
-        " decide these and send /proposals again for the rest."
-    )
+def more_pending(shown: int, total: int, texts: Texts = ENGLISH) -> str:
+    return texts.plural(MORE_PENDING, total, shown=shown)
 
 
 @dataclass(frozen=True)
@@ -123,21 +144,21 @@ class ReviewChat:
     def is_admin(self, user_id: str | None) -> bool:
         return self.profile.audience.is_admin(user_id)
 
-    async def card(self, p: Proposal) -> Card:
-        return await build_card(p, self.review, self.store)
+    async def card(self, p: Proposal, texts: Texts = ENGLISH) -> Card:
+        return await build_card(p, self.review, self.store, texts)
 
     # ---- presses --------------------------------------------------------------------------
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """Approve, Reject, Full diff or Skip on a card."""
-        user = press.chat.user_id
+        user, texts = press.chat.user_id, out.texts
         if user is None or not self.is_admin(user):
             log.warning(
                 "%s user %s pressed a proposal button but is not an admin; nothing changed",
                 self.profile.who,
                 user,
             )
-            await out.acknowledge(NOT_ALLOWED)
+            await out.acknowledge(texts(NOT_ALLOWED))
             return
         verified = self.profile.signer.verify(press.data)
         if verified is None or verified[0] not in self.profile.card_actions:
@@ -147,7 +168,7 @@ class ReviewChat:
                 self.profile.who,
                 user,
             )
-            await out.acknowledge(INVALID_BUTTON)
+            await out.acknowledge(texts(INVALID_BUTTON))
             return
         action, proposal_id = verified
         if action == "diff":
@@ -156,7 +177,7 @@ class ReviewChat:
             question = await self.questions.open(press.chat, user, REASON_PURPOSE)
             if question is not None and question.ref == str(proposal_id):
                 await self.store_reason(question, None)
-            await out.acknowledge(NO_REASON)
+            await out.acknowledge(texts(NO_REASON))
         else:
             await self._decide(action, proposal_id, user, out)
 
@@ -167,7 +188,7 @@ class ReviewChat:
         name = await out.reviewer_name()
         if name:
             await self.store.set_reviewer_name(decider, name)
-        result = await self.decide(action, proposal_id, decider)
+        result = await self.decide(action, proposal_id, decider, out.texts)
         if result.rejected_now and result.decision is not None:
             p = result.decision.proposal
             prompt = await out.ask_reason(p, result.text)
@@ -183,7 +204,8 @@ class ReviewChat:
         await out.acknowledge(result.text)
         if result.decision is not None and result.decision.outcome == "decided":
             # Perhaps an older copy that no sync edits: show the decision on this one too.
-            card = await self.card(await self.review.get(result.decision.proposal.id))
+            p = await self.review.get(result.decision.proposal.id)
+            card = await self.card(p, out.texts)
             try:
                 await out.show_card(card)
             except ChannelError as exc:
@@ -193,17 +215,20 @@ class ReviewChat:
         try:
             p = await self.review.get(proposal_id)
         except ProposalNotFound:
-            await out.acknowledge(GONE)
+            await out.acknowledge(out.texts(GONE))
             return
         await out.send_diff(p, await full_diff(p, self.review, self.store))
 
-    async def already(self, p: Proposal) -> str:
+    async def already(self, p: Proposal, texts: Texts = ENGLISH) -> str:
         """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
         name = await self.store.reviewer_name(p.decided_by) if p.decided_by else None
-        who = decider_label(p.decided_by, name)
-        return f"Already {p.status.replace('_', ' ')} by {who} at {when(p.decided_at)}."
+        who = decider_label(p.decided_by, name, texts)
+        message = ALREADY.get(p.status, ALREADY_DECIDED)
+        return texts(message, who=who, at=when(p.decided_at, texts))
 
-    async def decide(self, action: CardAction, proposal_id: int, decider: str) -> Decided:
+    async def decide(
+        self, action: CardAction, proposal_id: int, decider: str, texts: Texts = ENGLISH
+    ) -> Decided:
         """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
         try:
             if action == "approve":
@@ -211,21 +236,19 @@ class ReviewChat:
             else:
                 decision = await self.review.reject(proposal_id, decider)
         except ProposalNotFound:
-            return Decided(GONE)
+            return Decided(texts(GONE))
         except (OSError, SkillError, StoreError) as exc:
             # Answered, so the admin's button stops spinning; the proposal stays pending.
             log.exception("deciding proposal #%d for %s failed", proposal_id, decider)
-            return Decided(f"Could not apply proposal #{proposal_id}: {exc}"[:200])
+            return Decided(texts(COULD_NOT_APPLY, id=proposal_id, error=exc)[:200])
         p = decision.proposal
         if decision.outcome == "decided":
-            return Decided(await self.already(p), decision)
+            return Decided(await self.already(p, texts), decision)
         if decision.outcome == "stale":
-            return Decided(
-                "⚠️ Not applied: the skill changed after this proposal was made.", decision
-            )
+            return Decided(texts(NOT_APPLIED_STALE), decision)
         if decision.outcome == "rejected":
-            return Decided(f"❌ Rejected proposal #{p.id} ({p.slug}).", decision)
-        return Decided(f"✅ Approved: {p.slug} is live now.", decision)
+            return Decided(texts(REJECTED, id=p.id, slug=p.slug), decision)
+        return Decided(texts(APPROVED, slug=p.slug), decision)
 
     # ---- reasons --------------------------------------------------------------------------
 
@@ -240,41 +263,72 @@ class ReviewChat:
         if not self.is_admin(question.user_id):
             return False
         await self.store_reason(question, text)
-        await out.notice(REASON_STORED, quote=True)
+        await out.notice(out.texts(REASON_STORED), quote=True)
         return True
 
     # ---- commands -------------------------------------------------------------------------
 
     async def on_command(self, command: str, chat: ChatRef, out: Responder, args: str = "") -> None:
         """/proposals, /skills, /synthesize or /reopen from someone who wrote to the bot."""
+        texts = out.texts
         if not self.is_admin(chat.user_id):
             log.warning(
                 "%s user %s tried /%s: not an admin", self.profile.who, chat.user_id, command
             )
-            await out.notice(NOT_ALLOWED)
+            await out.notice(texts(NOT_ALLOWED))
             return
         if chat.is_group:
-            await out.notice(PRIVATE_ONLY)
+            await out.notice(texts(PRIVATE_ONLY))
             return
         if command == "proposals":
             await self._proposals(chat, out)
         elif command == "skills":
-            await out.notice(await self.skills_text())
+            await out.notice(await self.skills_text(texts))
         elif command == "reopen":
             await self._reopen(chat, args, out)
         else:
             if self.profile.dialect.running_synthesis:
-                await out.notice(self.profile.dialect.running_synthesis)
-            await out.notice(synthesis_text(await self.synthesis.run("chat")))
+                await out.notice(texts(self.profile.dialect.running_synthesis))
+            await out.notice(synthesis_text(await self.synthesis.run("chat"), texts))
+
+    async def _reopen(self, chat: ChatRef, args: str, out: Responder) -> None:
+        """`/reopen ID reason`: take back a rejection, recorded with this admin and the reason."""
+        texts = out.texts
+        number, _, reason = args.strip().partition(" ")
+        number = number.lstrip("#")
+        if not (number.isascii() and number.isdigit()) or int(number) < 1:
+            await out.notice(texts(REOPEN_USAGE))
+            return
+        decider = f"{self.channel}:{chat.user_id}"
+        try:
+            decision = await self.review.reopen(int(number), decider, reason.strip()[:MAX_REASON])
+        except ProposalNotFound:
+            await out.notice(texts(GONE))
+            return
+        except ReopenRefused:
+            p = await self.review.get(int(number))
+            waits = p.status == "rejected"  # refused only because another one awaits review
+            text = (
+                texts(REOPEN_WAITS, id=p.id, slug=p.slug) if waits else texts(NOT_REJECTED, id=p.id)
+            )
+            await out.notice(text)
+            return
+        p = decision.proposal
+        if decision.outcome != "reopened":
+            await out.notice(texts(NOT_REJECTED, id=p.id))
+        elif p.reopen_reason:
+            await out.notice(texts(REOPENED_BECAUSE, id=p.id, slug=p.slug, reason=p.reopen_reason))
+        else:
+            await out.notice(texts(REOPENED, id=p.id, slug=p.slug))
 
     async def _proposals(self, chat: ChatRef, out: Responder) -> None:
-        pending = await self.store.pending_proposals()
+        pending, texts = await self.store.pending_proposals(), out.texts
         if not pending:
-            await out.notice(NO_PENDING)
+            await out.notice(texts(NO_PENDING))
             return
         shown = pending[: out.cards_per_listing(len(pending))]
-        more = more_pending(len(shown), len(pending)) if len(pending) > len(shown) else None
-        ids = await out.show_cards([await self.card(p) for p in shown], more)
+        more = more_pending(len(shown), len(pending), texts) if len(pending) > len(shown) else None
+        ids = await out.show_cards([await self.card(p, texts) for p in shown], more)
         for n, p in enumerate(shown):
             # This copy is now the one kept up to date in this chat (one that failed to
             # arrive earlier counts as delivered now; decisions reach it).
@@ -287,48 +341,31 @@ class ReviewChat:
                 reason=p.reason,
             )
 
-    async def _reopen(self, chat: ChatRef, args: str, out: Responder) -> None:
-        """`/reopen ID reason`: take back a rejection, recorded with this admin and the reason."""
-        number, _, reason = args.strip().partition(" ")
-        number = number.lstrip("#")
-        if not (number.isascii() and number.isdigit()) or int(number) < 1:
-            await out.notice(REOPEN_USAGE)
-            return
-        decider = f"{self.channel}:{chat.user_id}"
-        try:
-            decision = await self.review.reopen(int(number), decider, reason.strip()[:MAX_REASON])
-        except ProposalNotFound:
-            await out.notice(GONE)
-            return
-        except ReopenRefused as exc:
-            await out.notice(reopen_refused(str(exc)))
-            return
-        p = decision.proposal
-        if decision.outcome != "reopened":
-            await out.notice(not_reopened(p.id, p.status))
-            return
-        await out.notice(reopened_text(p))
-
-    async def skills_text(self) -> str:
-        return await skills_text(self.store, self.synthesis)
+    async def skills_text(self, texts: Texts = ENGLISH) -> str:
+        return await skills_text(self.store, self.synthesis, texts)
 
 
-async def skills_text(store: ConversationStore, synthesis: Synthesis) -> str:
+async def skills_text(
+    store: ConversationStore, synthesis: Synthesis, texts: Texts = ENGLISH
+) -> str:
     """Every registered skill: source, status, and its measured effect on ratings."""
     pending = {p.slug: p.id for p in await store.pending_proposals()}
     effects = await synthesis.effects()
-    return skills_overview(await store.skill_records(), effects, pending)
+    return skills_overview(await store.skill_records(), effects, pending, texts)
 
 
-def synthesis_text(summary: RunSummary) -> str:
+def synthesis_text(summary: RunSummary, texts: Texts = ENGLISH) -> str:
     if summary.status == "busy":
-        return "Another synthesis pass is running; try again in a few minutes."
+        return texts(SYNTHESIS_BUSY)
     if summary.status == "failed":
-        return f"Synthesis run {summary.run_id or '-'} failed: {summary.error}"
-    counts = (
-        f"{len(summary.proposed)} proposed, {len(summary.suppressed)} suppressed,"
-        f" {len(summary.refused)} refused from {summary.sessions} session(s)"
+        return texts(SYNTHESIS_FAILED, run=summary.run_id or "-", error=summary.error)
+    done = texts.plural(
+        SYNTHESIS_DONE,
+        summary.sessions,
+        run=summary.run_id,
+        proposed=len(summary.proposed),
+        suppressed=len(summary.suppressed),
+        refused=len(summary.refused),
     )
     waiting = sum(p.status == "pending" for p in summary.proposed)
-    follow = " Their cards go to every admin." if waiting else ""
-    return f"Synthesis run {summary.run_id} done: {counts}.{follow}"
+    return done + (texts(CARDS_GO_TO_ADMINS) if waiting else "")

@@ -126,3 +126,16 @@ class Awaiting(BaseModel):
     prompt_message_id: str | None = None
     expires_at: float
     created_at: float
+
+
+class LanguageState(BaseModel):
+    """What is known about the language of one user in one chat."""
+
+    chosen: str | None = None
+    """The chat's own choice (/language), if any."""
+    tag: str | None = None
+    """The user's language tag as their platform last gave it."""
+    ok: bool = False
+    """Whether the last lookup of `tag` succeeded."""
+    checked_at: float | None = None
+    """When `tag` was last looked up (None: never)."""

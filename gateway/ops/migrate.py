@@ -43,6 +43,8 @@ TABLES = (
     "skill_switches",
     "run_dropped",
     "console_signouts",
+    "chat_languages",
+    "user_languages",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks")
