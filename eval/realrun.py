@@ -25,7 +25,7 @@ def render(result: Result) -> str:
     lines = [
         f"# The learning loop against {result.model}",
         "",
-        f"{len(result.cycles)} cycles of the default world; the users, the reviewer and Telegram"
+        f"{len(result.cycles)} cycle(s) of the default world; the users, the reviewer and Telegram"
         " are simulated, the answers and the proposals come from the model. Recorded as they"
         " came, without a claim about their quality.",
         "",
