@@ -162,3 +162,47 @@ def test_the_upgrade_refuses_rather_than_cascade_deletes_rows_that_reference_pro
         migrate(db)
     assert db.execute("select count(*) from notes").fetchone() == (1,)
     assert 6 not in {r["version"] for r in db.query("select version from schema_migrations")}
+
+
+async def test_start_up_finds_the_same_settled_skills_without_measuring_each_in_full() -> None:
+    from gateway.skills.effect import (
+        EffectThresholds,
+        SkillTallies,
+        Tally,
+        holdout_state,
+        settled,
+        short_of_comparison,
+        skill_effects,
+    )
+
+    shapes = [
+        (0, 0, 0, 0),
+        (19, 10, 30, 12),
+        (25, 20, 30, 10),
+        (40, 5, 40, 35),
+        (20, 12, 20, 9),
+        (60, 40, 55, 38),
+        (30, 20, 4, 3),
+    ]
+    tallies = {
+        f"s{i}": SkillTallies(
+            name=f"s{i}",
+            content_hash=f"h{i}",
+            loaded=Tally(answers=lr, up=lu, down=lr - lu),
+            withheld=Tally(answers=wr, up=wu, down=wr - wu),
+        )
+        for i, (lr, lu, wr, wu) in enumerate(shapes)
+    }
+
+    class Tallies:
+        async def skill_tallies(self) -> dict[str, SkillTallies]:
+            return tallies
+
+    thresholds = EffectThresholds()
+    found, lagging = await holdout_state(Tallies(), thresholds)
+    effects = await skill_effects(Tallies(), thresholds)
+    assert found == settled(effects, thresholds)
+    assert lagging == short_of_comparison(effects, thresholds)
+    # A verdict either way, or no clear effect with 50 rated answers on both sides.
+    assert found == {"s2": "h2", "s3": "h3", "s5": "h5"}
+    assert lagging == {"s0", "s6"}  # no comparison yet, or far less of it than uses

@@ -239,8 +239,8 @@ class Conversation:
     async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
         """Ask the agent (showing that it works), deliver once, remember and count it."""
         started = time.monotonic()
-        async with out.working():
-            reply = await self.turns.respond(incoming)
+        async with out.working() as partial:
+            reply = await self.turns.respond(incoming, partial)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field
 
 from gateway.core.models import MessageKind, Role
@@ -103,6 +105,21 @@ class SkillRecord(BaseModel):
     content_hash: str
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFileRecord:
+    """A skill file as start-up last read it: while its size and modification time are
+    unchanged, its hash and description are taken from here instead of the file.
+    (A plain dataclass: start-up builds ten thousand of them, and they are never input.)"""
+
+    slug: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    checked_at: float
+    description: str
+    proposal_id: int | None = None
 
 
 class SkillSwitch(BaseModel):

@@ -265,12 +265,20 @@ async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dic
     return {name: measure(t, thresholds) for name, t in (await store.skill_tallies()).items()}
 
 
+def _settles(verdict: Verdict, loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
+    if verdict in ("harmful", "helpful"):
+        return True
+    enough = th.min_evidence * th.settle_factor
+    return verdict == "unclear" and min(loaded.rated, without.rated) >= enough
+
+
+def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
+    return without.rated < max(th.min_evidence, loaded.rated)
+
+
 def is_settled(effect: SkillEffect, thresholds: EffectThresholds) -> bool:
     """A verdict, or no clear effect with ample evidence on both sides: holdout may end."""
-    if effect.verdict in ("harmful", "helpful"):
-        return True
-    enough = thresholds.min_evidence * thresholds.settle_factor
-    return effect.verdict == "unclear" and min(effect.loaded.rated, effect.without.rated) >= enough
+    return _settles(effect.verdict, effect.loaded, effect.without, thresholds)
 
 
 def settled(effects: Mapping[str, SkillEffect], thresholds: EffectThresholds) -> dict[str, str]:
@@ -289,6 +297,21 @@ def short_of_comparison(
     return {
         n
         for n, e in effects.items()
-        if not is_settled(e, thresholds)
-        and e.without.rated < max(thresholds.min_evidence, e.loaded.rated)
+        if not is_settled(e, thresholds) and _lags(e.loaded, e.without, thresholds)
     }
+
+
+async def holdout_state(
+    store: EffectStore, thresholds: EffectThresholds
+) -> tuple[dict[str, str], set[str]]:
+    """`settled` and `short_of_comparison` of every skill, without measuring each in full
+    (no intervals: only the verdict and the counts matter here)."""
+    done: dict[str, str] = {}
+    lagging: set[str] = set()
+    for name, t in (await store.skill_tallies()).items():
+        without = t.offered + t.withheld
+        if _settles(judge(t.loaded, without, thresholds), t.loaded, without, thresholds):
+            done[name] = t.content_hash
+        elif _lags(t.loaded, without, thresholds):
+            lagging.add(name)
+    return done, lagging
