@@ -185,12 +185,16 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
         public = ["start", "help", "new", "language"]
         assert menus(telegram) == {
             "default": public,
-            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize"],
+            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "reopen"],
         }
         alice = next(v for (scope, _), v in telegram.commands.items() if str(ALICE) in scope)
-        assert alice[-1]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-2]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-1]["description"].startswith("却下した提案を再審査に戻す")
         out = capsys.readouterr().out
-        assert "telegram admin commands: set /proposals, /skills, /synthesize for 2 admin(s)" in out
+        assert (
+            "telegram admin commands: set /proposals, /skills, /synthesize, /reopen for 2 admin(s)"
+            in out
+        )
         assert f"telegram admin commands: warn admin {BOB}: Chat not found" in out
 
         assert await run_set_webhook(settings) == 0  # once Bob has written, a rerun fixes it
