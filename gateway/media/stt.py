@@ -9,14 +9,11 @@ from __future__ import annotations
 import io
 import logging
 import wave
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from gateway.core.llm_wire import error_message, mask
-from gateway.core.openai_client import openai_client
+from gateway.core.openai_client import OpenAIEndpoint
 from gateway.errors import TranscriptionFailed
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +44,15 @@ class Transcriber(Protocol):
     async def close(self) -> None: ...
 
 
-class OpenAITranscriber:
+class OpenAITranscriber(OpenAIEndpoint):
     """An OpenAI-compatible transcription endpoint."""
-
-    def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0
-    ) -> None:
-        self.base_url = base_url
-        self.model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._client: AsyncOpenAI | None = None
-
-    def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
-            self._client = openai_client(
-                self.base_url, self._api_key, timeout=self._timeout, max_retries=1
-            )
-        return self._client
 
     async def transcribe(self, audio: bytes, mime: str) -> str:
         """The words spoken; TranscriptionFailed with the server's reason (keys masked)."""
         import openai
 
         name = f"voice.{EXTENSIONS.get(mime, 'ogg')}"
-        secrets = (self._api_key,) if self._api_key else ()
+        secrets = self._secrets
         try:
             result = await self._get_client().audio.transcriptions.create(
                 model=self.model, file=(name, audio, mime)
@@ -93,11 +74,6 @@ class OpenAITranscriber:
         if not isinstance(text, str):
             raise TranscriptionFailed("speech-to-text answered without a text")
         return text.strip()
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
 
 def silence(seconds: float = 0.5, rate: int = 16000) -> bytes:
