@@ -1,7 +1,8 @@
-"""The synthesis schedule: APScheduler 3's AsyncIOScheduler, started inside the running loop.
+"""The schedules: APScheduler 3's AsyncIOScheduler, started inside the running loop.
 
-APScheduler keeps one instance of the job at a time in this process; the lock
-row the synthesizer takes keeps other processes out as well.
+Synthesis every interval, retention every hour. APScheduler keeps one instance of a
+job at a time in this process; the lock row the synthesizer takes keeps other processes
+out as well, and retention's deletes are the same whichever replica runs them first.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from gateway.retention import RetentionStore, purge_old
 from gateway.skills.synthesizer import Synthesizer
 
 log = logging.getLogger(__name__)
 JOB_ID = "synthesis"
+RETENTION_JOB_ID = "retention"
+RETENTION_EVERY_SECONDS = 3600.0
 
 
 class SynthesisSchedule:
@@ -97,3 +101,44 @@ class SynthesisSchedule:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class RetentionSchedule:
+    """Deletes conversations older than `days` at start-up and then every hour."""
+
+    def __init__(
+        self, store: RetentionStore, days: int, *, every: float = RETENTION_EVERY_SECONDS
+    ) -> None:
+        self.store = store
+        self.days = days
+        self.every = every
+        self._scheduler: AsyncIOScheduler | None = None
+
+    def start(self) -> None:
+        scheduler = AsyncIOScheduler(
+            timezone="UTC",
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 600},
+        )
+        scheduler.add_job(
+            self.tick,
+            "interval",
+            seconds=self.every,
+            id=RETENTION_JOB_ID,
+            replace_existing=True,
+            next_run_time=datetime.now(UTC),
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+        log.info("conversations older than %d day(s) are deleted every hour", self.days)
+
+    async def tick(self) -> None:
+        try:
+            await purge_old(self.store, self.days)
+        except Exception:
+            log.exception("retention pass failed; the next one tries again")
+
+    async def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+            await asyncio.sleep(0)

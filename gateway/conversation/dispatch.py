@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
@@ -25,7 +25,9 @@ from gateway.conversation.ports import (
     Synthesis,
     Turns,
 )
+from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
+from gateway.conversation.quota import Alerts, Limits, Quotas
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.skills.card_buttons import is_card_data
@@ -36,6 +38,7 @@ COMMANDS = (
     ("start", "Say hello and see what I can do"),
     ("help", "How to talk to me and rate my answers"),
     ("new", "Start a new conversation"),
+    FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
@@ -55,6 +58,9 @@ class Conversation:
         review: Decisions,
         synthesis: Synthesis,
         clock: Callable[[], float] = time.time,
+        limits: Limits | None = None,
+        alerts: Alerts | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.profile = profile
         self.store = store
@@ -63,7 +69,11 @@ class Conversation:
         self.questions = Questions(store, clock)
         """Open questions; their windows follow its clock (tests move it)."""
         self.feedback = Feedback(profile, store, self.questions)
-        self.review = ReviewChat(profile, store, review, synthesis, self.questions)
+        self.review = ReviewChat(
+            profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
+        )
+        self.privacy = Privacy(profile, store, clock)
+        self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
 
     @property
     def channel(self) -> str:
@@ -81,6 +91,9 @@ class Conversation:
         if text is not None and await self._awaited(message, text, out):
             return
         if chat.is_group and not message.addressed:
+            return
+        if message.command == FORGET_COMMAND[0]:
+            await self.privacy.ask(chat, out)  # everyone may ask, on the allowlist or not
             return
         if not self.profile.audience.allowed(chat.user_id):
             await out.notice(dialect.refusal.format(user_id=chat.user_id))
@@ -122,9 +135,11 @@ class Conversation:
         return True
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        """A button: a proposal card's, or a rating under an answer."""
+        """A button: a proposal card's, /forget's confirmation, or a rating under an answer."""
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif is_forget_press(press.data):
+            await self.privacy.on_press(press, out)
         else:
             await self.feedback.on_press(press, out)
 
@@ -186,10 +201,19 @@ class Conversation:
     # ---- the turn -------------------------------------------------------------------------
 
     async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
-        """Ask the agent (showing that it works), deliver once, remember and count it."""
+        """Ask the agent (showing that it works), deliver once, remember and count it.
+
+        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
+        """
         started = time.monotonic()
+        admin = self.review.is_admin(incoming.chat.user_id)
+        admission = await self.quotas.admit(incoming, admin=admin)
+        if isinstance(admission, str):
+            await out.notice(admission)
+            return Reply(text=admission, kind="notice")
         async with out.working():
             reply = await self.turns.respond(incoming)
+        await self.quotas.spend(incoming, admission, reply)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

@@ -11,13 +11,18 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
+    AnswerUsage,
     Awaiting,
     FeedbackRecord,
+    Forgotten,
     MessageRecord,
+    QuotaCheck,
+    RunUsage,
     SessionRecord,
     SkillRecord,
+    Trace,
 )
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
@@ -148,6 +153,34 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     async def get_meta(self, key: str) -> str | None: ...
 
     async def set_meta(self, key: str, value: str) -> None: ...
+
+    # usage, quotas and forgetting (gateway.store.usage, gateway.store.privacy)
+
+    async def get_trace(self, message_id: int) -> Trace | None: ...
+
+    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
+
+    async def answer_usage(self, since: float, until: float) -> list[AnswerUsage]: ...
+
+    async def run_usage(self, since: float, until: float) -> list[RunUsage]: ...
+
+    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
+
+    async def quota_spend(
+        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
+    ) -> None: ...
+
+    async def quota_first(self, day: str, flag: str) -> bool: ...
+
+    async def forget_user(
+        self,
+        channel: str,
+        user_id: str,
+        at: float,
+        *,
+        meta_keys: Sequence[str] = (),
+        handling: int | None = None,
+    ) -> Forgotten: ...
 
 
 class Turns(Protocol):

@@ -12,6 +12,8 @@ Platforms differ in how they show things (`Responder`); the words and rules are 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.conversation.models import Press, Profile
@@ -26,6 +28,7 @@ from gateway.skills.overview import skills_overview
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
+from gateway.usage import Prices, usage_report, usage_text
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,7 @@ ADMIN_COMMANDS = (
     ("proposals", "Proposals waiting for review, with their buttons"),
     ("skills", "Skills with their source, status and 👍 rate"),
     ("synthesize", "Run a synthesis pass now"),
+    ("usage", "Answers, tokens and cost of the last 7 days"),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
@@ -43,13 +47,15 @@ MAX_CARDS_SHOWN = 5
 
 ADMIN_HELP = (
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
-    " skills and how their answers were rated, /synthesize runs a synthesis pass now."
+    " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
+    " /usage shows the tokens and cost of the last 7 days."
 )
 NOT_ALLOWED = "Not allowed: only the bot's admins can review proposals."
 INVALID_BUTTON = "This button is not valid."
 PRIVATE_ONLY = "Review commands work only in a private chat with me."
 GONE = "This proposal no longer exists."
 NO_PENDING = "No proposals are waiting for review."
+USAGE_DAYS = 7
 REASON_STORED = "Thanks, the reason is stored with the rejection."
 NO_REASON = "Okay, rejected without a reason."
 
@@ -83,12 +89,17 @@ class ReviewChat:
         review: Decisions,
         synthesis: Synthesis,
         questions: Questions,
+        *,
+        prices: Prices | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
         self.store = store
         self.review = review
         self.synthesis = synthesis
         self.questions = questions
+        self.prices = prices or {}
+        self.clock = clock
 
     @property
     def channel(self) -> str:
@@ -220,7 +231,7 @@ class ReviewChat:
     # ---- commands -------------------------------------------------------------------------
 
     async def on_command(self, command: str, chat: ChatRef, out: Responder) -> None:
-        """/proposals, /skills or /synthesize from someone who wrote to the bot."""
+        """/proposals, /skills, /usage or /synthesize from someone who wrote to the bot."""
         if not self.is_admin(chat.user_id):
             log.warning(
                 "%s user %s tried /%s: not an admin", self.profile.who, chat.user_id, command
@@ -234,6 +245,9 @@ class ReviewChat:
             await self._proposals(chat, out)
         elif command == "skills":
             await out.notice(await self.skills_text())
+        elif command == "usage":
+            report = await usage_report(self.store, self.prices, USAGE_DAYS, self.clock())
+            await out.notice(usage_text(report))
         else:
             if self.profile.dialect.running_synthesis:
                 await out.notice(self.profile.dialect.running_synthesis)

@@ -52,6 +52,10 @@ class CardTransport(Protocol):
         """Send a card with its buttons; returns the platform's message id if known."""
         ...
 
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        """A plain message to an admin (`ref` keeps a retried push from arriving twice)."""
+        ...
+
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
         ...
@@ -110,6 +114,15 @@ class ReviewCards:
     async def card(self, p: Proposal) -> Card:
         """The card of a proposal as it stands now."""
         return await build_card(p, self.review, self.store)
+
+    async def tell_admins(self, text: str, ref: str) -> None:
+        """Send a plain notice to every admin of every channel; a failed chat is logged."""
+        for transport in self.transports.values():
+            for chat_id in transport.admins():
+                try:
+                    await transport.send_notice(chat_id, text, f"{ref}:{chat_id}")
+                except ChannelError as exc:
+                    log.warning("could not tell %s admin %s: %s", transport.channel, chat_id, exc)
 
     # ---- background work ------------------------------------------------------------------
 

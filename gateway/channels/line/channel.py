@@ -214,7 +214,7 @@ class LineSession:
         elif event.type == "postback":
             data = event.part("postback").get("data")
             await conversation.on_press(
-                Press(chat=chat, data=data if isinstance(data, str) else ""), out
+                Press(chat=chat, data=data if isinstance(data, str) else "", inbox_id=item.id), out
             )
         elif event.type == "follow":
             back = event.part("follow").get("isUnblocked") is True
