@@ -91,6 +91,7 @@ async def proposal(request: web.Request) -> web.Response:
         p=p,
         diff=diff,
         sessions=await store.sessions_by_id(p.based_on),
+        deleted=await store.deleted_sessions(p.based_on),
         ratings=await store.feedback_by_session(p.based_on),
         can_roll_back=await can_roll_back(review, store, p),
         outcome=outcome if outcome in OUTCOMES else None,

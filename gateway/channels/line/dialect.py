@@ -9,7 +9,8 @@ HELP = (
     "• In a group, mention me so I know you're talking to me.\n"
     "• Tap 👍 or 👎 under an answer to tell me how I did.\n"
     "• /new starts a fresh conversation.\n"
-    "• /help shows this message."
+    "• /help shows this message.\n"
+    "• /forget deletes everything I keep about you."
 )
 GREETING = "Hi, thanks for adding me! 👋\n\n" + HELP
 WELCOME_BACK = "Welcome back! 👋\n\n" + HELP

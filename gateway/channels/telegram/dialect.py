@@ -11,7 +11,8 @@ START = (
 HELP = (
     "Send me a message and I'll answer it.\n\n"
     "/new finishes this conversation and starts a fresh one\n"
-    "/help shows this message\n\n"
+    "/help shows this message\n"
+    "/forget deletes everything I keep about you\n\n"
     "Under each answer, 👍 or 👎 tells me how it went; after 👎 you can say what went wrong."
 )
 GROUP_HINT = (
