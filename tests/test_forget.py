@@ -6,6 +6,7 @@ file of the data dir, so a table or file added later is checked too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -72,10 +73,8 @@ def traces_of(rows: dict[str, list[dict[str, Any]]], user: str, words: str) -> l
             for column, value in record.items():
                 values = [value]
                 if isinstance(value, str) and value[:1] in "[{":
-                    try:
+                    with contextlib.suppress(ValueError):
                         values += _json_values(json.loads(value))
-                    except ValueError:
-                        pass
                 for v in values:
                     if (isinstance(v, str) and (user in v or words in v)) or (
                         isinstance(v, int) and not isinstance(v, bool) and str(v) == user
