@@ -179,13 +179,16 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
         # Bob never wrote to the bot, so Telegram knows no chat with him yet.
         telegram.fail_next("setMyCommands", 400, "Bad Request: chat not found", after=2)
         assert await run_set_webhook(settings) == 0
-        public = ["start", "help", "new"]
+        public = ["start", "help", "new", "forget"]
         assert menus(telegram) == {
             "default": public,
-            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize"],
+            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "usage"],
         }
         out = capsys.readouterr().out
-        assert "telegram admin commands: set /proposals, /skills, /synthesize for 2 admin(s)" in out
+        assert (
+            "telegram admin commands: set /proposals, /skills, /synthesize, /usage for 2 admin(s)"
+            in out
+        )
         assert f"telegram admin commands: warn admin {BOB}: Chat not found" in out
 
         assert await run_set_webhook(settings) == 0  # once Bob has written, a rerun fixes it

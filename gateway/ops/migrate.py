@@ -43,6 +43,8 @@ TABLES = (
     "skill_switches",
     "run_dropped",
     "console_signouts",
+    "quota_counts",
+    "deleted_sessions",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks")
