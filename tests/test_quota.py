@@ -15,8 +15,10 @@ from gateway.config import Settings
 from gateway.core.records import QuotaCheck
 from gateway.store import Store
 from gateway.store.postgres import PostgresStore
+from tests.fakes.line_api import text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
+from tests.line_support import REPLY, line_rig
 from tests.telegram_harness import telegram_gateway
 
 DAY = "2026-05-01"
@@ -80,6 +82,8 @@ async def test_over_the_daily_limit_a_user_gets_one_notice_and_the_model_is_not_
         assert len(fake_llm.requests) == 2 + 3 + 2
         assert gw.fake.sent_texts(2002)[2].startswith("You have reached today's limit")
         assert len(gw.fake.sent_texts(7007)) == 1 + 3  # the one alert, then three answers
+        metrics = await (await gw.client.get("/metrics")).text()
+        assert 'skillgate_quota_refusals_total{channel="telegram",limit="user"} 2.0' in metrics
 
     # After a restart the counts are still there: the user is still over the limit.
     async with telegram_gateway(make_settings, fake_llm, **limits) as gw:
@@ -140,3 +144,16 @@ async def test_replicas_on_one_database_share_the_limit(
             False,
             True,
         ]
+
+
+async def test_on_line_the_notice_is_the_reply_and_the_model_is_not_asked(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with line_rig(make_settings, fake_llm, user_daily_answers=1) as line:
+        await line.deliver(text_event("first", reply_token=line.token()))
+        await line.deliver(text_event("second", reply_token=line.token()))
+        replies = line.fake.calls_to(REPLY)
+        assert len(replies) == 2 and len(fake_llm.requests) == 1
+        notice = replies[-1].body["messages"][-1]
+        assert notice["text"].startswith("You have reached today's limit of answers for you.")
+        assert RESETS.search(notice["text"]) and "quickReply" not in notice

@@ -88,6 +88,9 @@ async def test_the_console_marks_deleted_evidence_and_deleted_sessions(
         assert (await gw.client.get("/admin/conversations/999999")).status == 404
         _, body = await gw.call("GET", f"/proposals/{made['id']}")
         assert sorted(body["based_on"]) == sorted([forgotten, kept])  # provenance keeps its ids
+        assert [(d["session"], d["reason"]) for d in body["deleted_sources"]] == [
+            (forgotten, "forget")
+        ]
 
 
 async def test_the_server_applies_retention_on_its_schedule(

@@ -27,7 +27,7 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
-from gateway.conversation.quota import Alerts, Limits, Quotas
+from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.skills.card_buttons import is_card_data
@@ -208,9 +208,10 @@ class Conversation:
         started = time.monotonic()
         admin = self.review.is_admin(incoming.chat.user_id)
         admission = await self.quotas.admit(incoming, admin=admin)
-        if isinstance(admission, str):
-            await out.notice(admission)
-            return Reply(text=admission, kind="notice")
+        if isinstance(admission, Refusal):
+            self.counts.over_limit(self.channel, admission.scope)
+            await out.notice(admission.notice)
+            return Reply(text=admission.notice, kind="notice")
         async with out.working():
             reply = await self.turns.respond(incoming)
         await self.quotas.spend(incoming, admission, reply)

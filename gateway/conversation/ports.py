@@ -196,6 +196,8 @@ class Counts(Protocol):
 
     def unreadable(self, channel: str) -> None: ...
 
+    def over_limit(self, channel: str, limit: str) -> None: ...
+
 
 class Decisions(CardReview, Protocol):
     """The review operations a chat admin uses."""

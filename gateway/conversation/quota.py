@@ -111,6 +111,14 @@ class Admission:
     counted: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """An answer refused by a daily limit: which limit, and the notice to give instead."""
+
+    scope: str
+    notice: str
+
+
 class Quotas:
     """The daily limits of one gateway, for every channel alike."""
 
@@ -127,7 +135,7 @@ class Quotas:
         self.alerts = alerts
         self.clock = clock
 
-    async def admit(self, incoming: IncomingMessage, *, admin: bool) -> Admission | str:
+    async def admit(self, incoming: IncomingMessage, *, admin: bool) -> Admission | Refusal:
         """Count the answer about to be made, or the notice to give instead of it."""
         now = self.clock()
         day = utc_day(now)
@@ -143,7 +151,7 @@ class Quotas:
             return Admission(day, tuple((c.scope, c.subject) for c in checks))
         log.info("daily %s limit reached for %s", over.scope, over.subject or "the gateway")
         await self._alert(day, over)
-        return NOTICES[over.scope].format(reset=until_reset(now))
+        return Refusal(over.scope, NOTICES[over.scope].format(reset=until_reset(now)))
 
     async def spend(self, incoming: IncomingMessage, admission: Admission, reply: Reply) -> None:
         """Add the stored answer's tokens and cost; a failed answer gives its count back."""
