@@ -135,11 +135,17 @@ async def test_replicas_on_one_database_share_the_limit(
         await one.deliver(make_text_update(1, "on one"))
         await two.deliver(make_text_update(2, "on two"))
         await one.deliver(make_text_update(3, "on one again"))
+
+        def sent() -> list[str]:  # either replica may have claimed each update
+            return one.fake.sent_texts(1001) + two.fake.sent_texts(1001)
+
+        async with asyncio.timeout(10):
+            while len(sent()) < 3:
+                await asyncio.sleep(0.02)
         await one.idle()
         await two.idle()
-        sent = one.fake.sent_texts(1001) + two.fake.sent_texts(1001)
         assert len(fake_llm.requests) == 2
-        assert sorted(t.startswith("You have reached today's limit") for t in sent) == [
+        assert sorted(t.startswith("You have reached today's limit") for t in sent()) == [
             False,
             False,
             True,
