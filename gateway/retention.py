@@ -2,7 +2,8 @@
 
 Messages, traces, ratings and delivery records go with their session; the session's id
 stays in `deleted_sessions`, so proposals and decisions keep their provenance and the
-console shows those sessions as deleted. Daily quota counts older than that go too.
+console shows those sessions as deleted. Daily quota counts and processed stored updates
+older than that go too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class RetentionStore(Protocol):
     async def delete_old_sessions(self, before: float, at: float) -> tuple[int, int]: ...
 
     async def quota_prune(self, before_day: str) -> int: ...
+
+    async def inbox_prune(self, older_than: float) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ async def purge_old(store: RetentionStore, days: int, now: float | None = None) 
         if gone == 0:
             break
     await store.quota_prune(utc_day(before))
+    # Stored updates hold the users' words too: none outlives the retention (the inbox's
+    # own pruning keeps processed ones a week at most).
+    await store.inbox_prune(before)
     if sessions:
         log.info(
             "retention: deleted %d session(s) with %d message(s) older than %d day(s)",

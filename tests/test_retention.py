@@ -12,6 +12,7 @@ from gateway.conversation.privacy import forget
 from gateway.core.records import Trace
 from gateway.retention import purge_old
 from gateway.store import SqliteStore, Store
+from gateway.store.sql import Conn
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, gateway, proposal, synth_settings
@@ -33,10 +34,20 @@ async def private_chat(store: Store, user: str, at: float, words: str = "hello")
     return session.id
 
 
+async def stored_updates(store: Store) -> int:
+    async def count(c: Conn) -> int:
+        return int(await c.fetchval("select count(*) from inbox"))
+
+    return await store._run(count, transaction=False)
+
+
 async def test_retention_deletes_old_sessions_whole_and_keeps_their_ids(any_store: Store) -> None:
     now = time.time()
     old = await private_chat(any_store, "1", now - 40 * DAY, "an old question")
     recent = await private_chat(any_store, "2", now - 2 * DAY, "a recent question")
+    stored = await any_store.inbox_add("telegram", "u-old", "1", '{"text": "old"}', now - 5 * DAY)
+    assert stored is not None and await any_store.inbox_done(stored.id)
+    await any_store.inbox_add("telegram", "u-new", "2", '{"text": "new"}', now - DAY)
     run = await any_store.start_run("schedule", "m", now - 39 * DAY)
     await any_store.consume_sessions([old], run, now - 39 * DAY)
 
@@ -51,6 +62,11 @@ async def test_retention_deletes_old_sessions_whole_and_keeps_their_ids(any_stor
     deleted = await any_store.deleted_sessions([old, recent])
     assert list(deleted) == [old] and deleted[old].reason == "retention"
     assert [f.comment for f in await any_store.list_feedback()] == ["too long"]  # the recent one
+    assert [i.update_id for i in await any_store.inbox_pending()] == ["u-new"]
+    assert await stored_updates(any_store) == 2  # a processed update of 5 days: under 30
+    await purge_old(any_store, 1, now)
+    assert await stored_updates(any_store) == 1  # over a day old: its words go too
+    assert await any_store.get_session(recent) is None
     # A run that read the session before it went can still record what it consumed.
     await any_store.consume_sessions([old, recent], run, now)
     assert await any_store.unconsumed_sessions(after_id=0, limit=10) == []
