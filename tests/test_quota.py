@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gateway.config import Settings
@@ -163,3 +164,21 @@ async def test_on_line_the_notice_is_the_reply_and_the_model_is_not_asked(
         notice = replies[-1].body["messages"][-1]
         assert notice["text"].startswith("You have reached today's limit of answers for you.")
         assert RESETS.search(notice["text"]) and "quickReply" not in notice
+
+
+async def test_an_answer_retried_after_a_failed_delivery_is_counted_and_spent_once(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, user_daily_answers=5) as gw:
+        gw.fake.fail_next("sendMessage", 502, "Bad Gateway")
+        await gw.deliver(make_text_update(1, "a question"))
+        assert gw.fake.sent_texts(1001) == ["Hello from the fake model."]
+        assert len(fake_llm.requests) == 1
+        day = datetime.now(UTC).date().isoformat()
+        counts = {c.scope: c for c in await gw.parts.store.quota_counts(day)}
+        (answer,) = [m for m in gw.fake.messages.values() if m.get("reply_markup")]
+        rate = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        trace = await gw.parts.store.get_trace(int(rate.split(":")[1]))
+        assert trace is not None and trace.prompt_tokens > 0
+        assert counts["user"].answers == 1
+        assert counts["user"].tokens == trace.prompt_tokens + trace.completion_tokens

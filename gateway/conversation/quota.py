@@ -109,6 +109,8 @@ class Admission:
 
     day: str
     counted: tuple[tuple[str, str], ...] = ()
+    spends: bool = True
+    """False when the answer was made (and spent) before a crash stopped its delivery."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +143,11 @@ class Quotas:
         day = utc_day(now)
         if admin or not self.limits.active:
             return Admission(day)
-        if incoming.inbox_id is not None and (
-            await self.store.message_for_inbox(incoming.inbox_id, "user") is not None
-        ):
-            return Admission(day)  # resumed after a crash: counted before
+        inbox_id = incoming.inbox_id
+        if inbox_id is not None and await self.store.message_for_inbox(inbox_id, "user"):
+            # Resumed after a crash: counted before, and spent too if it was answered.
+            answered = await self.store.message_for_inbox(inbox_id, "assistant")
+            return Admission(day, spends=answered is None)
         checks = self.limits.checks(incoming)
         over = await self.store.quota_admit(day, checks)
         if over is None:
@@ -155,7 +158,7 @@ class Quotas:
 
     async def spend(self, incoming: IncomingMessage, admission: Admission, reply: Reply) -> None:
         """Add the stored answer's tokens and cost; a failed answer gives its count back."""
-        if not self.limits.active or reply.message_id is None:
+        if not self.limits.active or not admission.spends or reply.message_id is None:
             return
         trace = await self.store.get_trace(reply.message_id)
         tokens = 0 if trace is None else trace.prompt_tokens + trace.completion_tokens
