@@ -98,6 +98,9 @@ async def test_the_console_marks_deleted_evidence_and_deleted_sessions(
         assert f'href="/admin/conversations/{kept}"' in html
         assert (gw.skills_dir / "chat-brevity" / "SKILL.md").read_text() == skill
 
+        skill_page = await (await gw.client.get("/admin/skills/chat-brevity")).text()
+        assert skill_page.count("evidence partly deleted</span>") == 1
+
         gone = await gw.client.get(f"/admin/conversations/{forgotten}")
         assert gone.status == 410
         assert "was deleted at the user&#39;s request on" in await gone.text()

@@ -222,6 +222,7 @@ async def skill(request: web.Request) -> web.Response:
         record=record,
         text=text,
         history=history,
+        deleted=await store.deleted_sessions([sid for p in history for sid in p.based_on]),
         versions=await store.skill_versions(slug),
         switches=await store.skill_switches(slug),
         effect=(await request.config_dict[SYNTHESIZER].effects()).get(slug),
