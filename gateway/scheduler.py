@@ -25,6 +25,33 @@ RETENTION_JOB_ID = "retention"
 RETENTION_EVERY_SECONDS = 3600.0
 
 
+def every(
+    job: Callable[[], Awaitable[None]], job_id: str, seconds: float, first: float
+) -> AsyncIOScheduler:
+    """A started scheduler running `job` every `seconds` from `first` (epoch seconds)."""
+    scheduler = AsyncIOScheduler(
+        timezone="UTC",
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 300},
+    )
+    scheduler.add_job(
+        job,
+        "interval",
+        seconds=seconds,
+        id=job_id,
+        replace_existing=True,
+        next_run_time=datetime.fromtimestamp(first, UTC),
+    )
+    scheduler.start()
+    return scheduler
+
+
+async def shut_down(scheduler: AsyncIOScheduler | None) -> None:
+    """Stop a scheduler started by `every` (None: nothing to stop)."""
+    if scheduler is not None:
+        scheduler.shutdown(wait=False)
+        await asyncio.sleep(0)  # shutdown is scheduled with call_soon_threadsafe
+
+
 class SynthesisSchedule:
     """Runs a synthesis pass every `interval_minutes`."""
 
@@ -52,20 +79,7 @@ class SynthesisSchedule:
         at = time.time() if now is None else now
         interval = self.interval_minutes * 60
         first = at + interval if last_run_at is None else max(at, last_run_at + interval)
-        scheduler = AsyncIOScheduler(
-            timezone="UTC",
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 300},
-        )
-        scheduler.add_job(
-            self._tick,
-            "interval",
-            seconds=interval,
-            id=JOB_ID,
-            replace_existing=True,
-            next_run_time=datetime.fromtimestamp(first, UTC),
-        )
-        scheduler.start()
-        self._scheduler = scheduler
+        self._scheduler = every(self._tick, JOB_ID, interval, first)
         log.info("synthesis scheduled every %g minute(s)", self.interval_minutes)
 
     def next_pass_at(self) -> float | None:
@@ -92,10 +106,8 @@ class SynthesisSchedule:
 
     async def stop(self) -> None:
         """Stop scheduling and interrupt a pass in progress (it records itself as interrupted)."""
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
-            await asyncio.sleep(0)  # shutdown is scheduled with call_soon_threadsafe
+        await shut_down(self._scheduler)
+        self._scheduler = None
         task = self._current
         if task is not None and not task.done():
             task.cancel()
@@ -107,28 +119,15 @@ class RetentionSchedule:
     """Deletes conversations older than `days` at start-up and then every hour."""
 
     def __init__(
-        self, store: RetentionStore, days: int, *, every: float = RETENTION_EVERY_SECONDS
+        self, store: RetentionStore, days: int, *, interval: float = RETENTION_EVERY_SECONDS
     ) -> None:
         self.store = store
         self.days = days
-        self.every = every
+        self.interval = interval
         self._scheduler: AsyncIOScheduler | None = None
 
     def start(self) -> None:
-        scheduler = AsyncIOScheduler(
-            timezone="UTC",
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 600},
-        )
-        scheduler.add_job(
-            self.tick,
-            "interval",
-            seconds=self.every,
-            id=RETENTION_JOB_ID,
-            replace_existing=True,
-            next_run_time=datetime.now(UTC),
-        )
-        scheduler.start()
-        self._scheduler = scheduler
+        self._scheduler = every(self.tick, RETENTION_JOB_ID, self.interval, time.time())
         log.info("conversations older than %d day(s) are deleted every hour", self.days)
 
     async def tick(self) -> None:
@@ -138,7 +137,5 @@ class RetentionSchedule:
             log.exception("retention pass failed; the next one tries again")
 
     async def stop(self) -> None:
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
-            await asyncio.sleep(0)
+        await shut_down(self._scheduler)
+        self._scheduler = None

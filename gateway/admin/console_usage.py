@@ -11,7 +11,7 @@ from datetime import date
 from aiohttp import web
 
 from gateway.admin.console import page, refuse
-from gateway.admin.console_chart import HEIGHT, LEFT, MAX_X_LABELS, RIGHT, TOP, WIDTH, Tick
+from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.conversation.privacy import forget
 from gateway.keys import SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
@@ -20,7 +20,6 @@ USAGE_WINDOWS = {"7": 7, "30": 30, "90": 90}
 DEFAULT_USAGE_WINDOW = "30"
 CHANNELS = ("telegram", "line")
 MAX_USER_ID = 128
-BOTTOM = 50
 
 
 @dataclass(frozen=True)
@@ -39,16 +38,10 @@ class UsageBar:
 
 
 @dataclass
-class UsageChart:
-    width: int = WIDTH
-    height: int = HEIGHT
-    left: int = LEFT
-    right: int = WIDTH - RIGHT
-    top: int = TOP
-    bottom: int = HEIGHT - BOTTOM
+class UsageChart(Frame):
+    """Tokens per day, in the feedback chart's frame."""
+
     bars: list[UsageBar] = field(default_factory=list)
-    x_ticks: list[Tick] = field(default_factory=list)
-    y_ticks: list[Tick] = field(default_factory=list)
     max_tokens: int = 0
 
 

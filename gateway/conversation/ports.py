@@ -13,13 +13,11 @@ from typing import Protocol
 
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
-    AnswerUsage,
     Awaiting,
     FeedbackRecord,
     Forgotten,
     MessageRecord,
     QuotaCheck,
-    RunUsage,
     SessionRecord,
     SkillRecord,
     Trace,
@@ -29,6 +27,7 @@ from gateway.skills.effect import SkillEffect
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
+from gateway.usage import UsageSource
 
 
 class Responder(Protocol):
@@ -103,7 +102,37 @@ class CardLedger(Protocol):
     ) -> None: ...
 
 
-class ConversationStore(CardSource, CardLedger, Protocol):
+class QuotaStore(Protocol):
+    """The daily counts (`gateway.store.usage`), and what a turn already stored."""
+
+    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
+
+    async def quota_spend(
+        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
+    ) -> None: ...
+
+    async def quota_first(self, day: str, flag: str) -> bool: ...
+
+    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
+
+    async def get_trace(self, message_id: int) -> Trace | None: ...
+
+
+class ForgetStore(Protocol):
+    """Deleting everything about one user (`gateway.store.privacy`)."""
+
+    async def forget_user(
+        self,
+        channel: str,
+        user_id: str,
+        at: float,
+        *,
+        meta_keys: Sequence[str] = (),
+        handling: int | None = None,
+    ) -> Forgotten: ...
+
+
+class ConversationStore(CardSource, CardLedger, QuotaStore, ForgetStore, UsageSource, Protocol):
     """The part of the store the conversation layer reads and writes."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
@@ -153,34 +182,6 @@ class ConversationStore(CardSource, CardLedger, Protocol):
     async def get_meta(self, key: str) -> str | None: ...
 
     async def set_meta(self, key: str, value: str) -> None: ...
-
-    # usage, quotas and forgetting (gateway.store.usage, gateway.store.privacy)
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
-
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
-
-    async def answer_usage(self, since: float, until: float) -> list[AnswerUsage]: ...
-
-    async def run_usage(self, since: float, until: float) -> list[RunUsage]: ...
-
-    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
-
-    async def quota_spend(
-        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
-    ) -> None: ...
-
-    async def quota_first(self, day: str, flag: str) -> bool: ...
-
-    async def forget_user(
-        self,
-        channel: str,
-        user_id: str,
-        at: float,
-        *,
-        meta_keys: Sequence[str] = (),
-        handling: int | None = None,
-    ) -> Forgotten: ...
 
 
 class Turns(Protocol):

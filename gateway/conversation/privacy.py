@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable
 
 from gateway.conversation.content import ALBUM_META
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import Responder
+from gateway.conversation.ports import ForgetStore, Responder
 from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
 
@@ -37,18 +36,6 @@ FORGET_DONE = (
 FORGET_DELETED = "Deleted."
 FORGET_CANCELLED = "Okay, nothing was deleted."
 FORGET_PRIVATE = "Send /forget in a private chat with me, so that only you can confirm it."
-
-
-class ForgetStore(Protocol):
-    async def forget_user(
-        self,
-        channel: str,
-        user_id: str,
-        at: float,
-        *,
-        meta_keys: Sequence[str] = (),
-        handling: int | None = None,
-    ) -> Forgotten: ...
 
 
 def forget_buttons() -> list[Button]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from gateway.core.models import IncomingMessage, Reply, Role
-from gateway.core.records import MessageRecord, QuotaCheck, Trace
+from gateway.conversation.ports import QuotaStore
+from gateway.core.models import IncomingMessage, Reply
+from gateway.core.records import QuotaCheck
 from gateway.usage import Prices, cost_of, next_reset, subjects, utc_day
 
 log = logging.getLogger(__name__)
@@ -77,25 +77,6 @@ class Limits:
             if check.answers is not None or check.tokens is not None or check.cost is not None:
                 found.append(check)
         return found
-
-
-class QuotaStore(Protocol):
-    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
-
-    async def quota_spend(
-        self,
-        day: str,
-        counts: Sequence[tuple[str, str, int]],
-        *,
-        tokens: int,
-        cost: float,
-    ) -> None: ...
-
-    async def quota_first(self, day: str, flag: str) -> bool: ...
-
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
 
 
 def until_reset(now: float) -> str:
