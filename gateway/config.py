@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
-from gateway.usage import parse_prices
+from gateway.usage import parse_prices, price_of
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -274,6 +274,13 @@ class Settings(BaseSettings):
     def _budget_needs_prices(self) -> Settings:
         if self.daily_cost_budget > 0 and not self.llm_prices.strip():
             raise ValueError("SKILLGATE_DAILY_COST_BUDGET needs LLM_PRICES to price the tokens")
+        # Unpriced, the model's answers would cost nothing and the budget never be reached.
+        unpriced = self.llm_model is not None and price_of(self.prices(), self.llm_model) is None
+        if self.daily_cost_budget > 0 and unpriced:
+            raise ValueError(
+                "SKILLGATE_DAILY_COST_BUDGET: LLM_PRICES has no price for LLM_MODEL"
+                " (name it, or add *=input/output)"
+            )
         return self
 
     @field_validator("log_level")

@@ -43,6 +43,12 @@ async def test_an_answer_is_admitted_under_every_count_or_under_none(any_store: 
     assert await any_store.quota_admit(DAY, [other, GATEWAY]) == GATEWAY
     assert await any_store.quota_admit("2026-05-02", [other, GATEWAY]) is None  # a new day
 
+    spent = QuotaCheck("gateway", "", cost=0.5)
+    await any_store.quota_spend("2026-05-03", [("gateway", "", 1)], tokens=10, cost=0.25)
+    assert await any_store.quota_admit("2026-05-03", [spent]) is None
+    await any_store.quota_spend("2026-05-03", [("gateway", "", 0)], tokens=10, cost=0.25)
+    assert await any_store.quota_admit("2026-05-03", [spent]) == spent  # 0.5 of 0.5 spent
+
     assert await any_store.quota_first(DAY, "admins-told") is True
     assert await any_store.quota_first(DAY, "admins-told") is False
     assert await any_store.quota_first("2026-05-02", "admins-told") is True

@@ -53,6 +53,10 @@ def test_prices_are_model_equals_input_slash_output_per_million_tokens() -> None
         load_settings(_env_file=None, LLM_PRICES="gpt=1")
     with pytest.raises(ConfigError, match="needs LLM_PRICES"):
         load_settings(_env_file=None, SKILLGATE_DAILY_COST_BUDGET="5")
+    budget = {"SKILLGATE_DAILY_COST_BUDGET": "5", "LLM_MODEL": "big", "LLM_PRICES": "small=1/1"}
+    with pytest.raises(ConfigError, match="no price for LLM_MODEL"):
+        load_settings(_env_file=None, **budget)
+    assert load_settings(_env_file=None, **{**budget, "LLM_PRICES": "small=1/1,*=2/2"})
 
 
 def test_the_report_sums_per_day_user_chat_channel_and_model_and_prices_them() -> None:
