@@ -267,3 +267,26 @@ async def test_the_check_finds_what_a_table_holds(any_store: Store) -> None:
     await any_store.add_message(session.id, "user", "nothing special", now=1.0)
     found = traces_of(await every_row(any_store), str(FORGOTTEN), SECRET_WORDS)
     assert found == ["sessions.chat_id", "sessions.user_id"]
+
+
+async def test_an_older_group_message_without_its_sender_is_found_by_its_stored_update(
+    any_store: Store,
+) -> None:
+    payload = json.dumps(
+        {"update_id": 5, "message": {"from": {"id": FORGOTTEN}, "chat": {"id": GROUP}}}
+    )
+    item = await any_store.inbox_add("telegram", "5", str(GROUP), payload, 10.0)
+    assert item is not None and await any_store.inbox_done(item.id)
+    other = await any_store.inbox_add("telegram", "6", str(GROUP), '{"from": {"id": 7}}', 11.0)
+    assert other is not None and await any_store.inbox_done(other.id)
+    # Written before messages knew their sender: only the stored update says whose it is.
+    session = await any_store.current_session("telegram", str(GROUP), None, 10.0, 600)
+    mine = await any_store.add_message(session.id, "user", SECRET_WORDS, inbox_id=item.id, now=10)
+    await any_store.add_message(session.id, "assistant", "an answer", inbox_id=item.id, now=10)
+    theirs = await any_store.add_message(session.id, "user", "kept", inbox_id=other.id, now=11)
+
+    done = await any_store.forget_user("telegram", str(FORGOTTEN), 20.0)
+    assert (done.messages, done.updates, done.sessions) == (2, 1, 0)
+    assert await any_store.get_message(mine.id) is None
+    assert await any_store.get_message(theirs.id) is not None
+    assert traces_of(await every_row(any_store), str(FORGOTTEN), SECRET_WORDS) == []

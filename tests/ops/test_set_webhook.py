@@ -36,7 +36,7 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
         "drop_pending_updates": False,
     }
     [commands] = telegram_api.calls_of("setMyCommands")
-    assert [c["command"] for c in commands.params["commands"]] == ["start", "help", "new"]
+    assert [c["command"] for c in commands.params["commands"]] == ["start", "help", "new", "forget"]
     assert all(c["description"] for c in commands.params["commands"])
     assert line_puts(line_api) == [{"endpoint": LINE_URL}]
     [test] = line_api.calls_to(WEBHOOK_TEST_PATH)
