@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from gateway.app import PARTS
 from gateway.config import Settings
 from gateway.store import Store
+from gateway.store.privacy import SCRUBBED
 from gateway.store.sql import Conn
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
@@ -290,3 +292,22 @@ async def test_an_older_group_message_without_its_sender_is_found_by_its_stored_
     assert await any_store.get_message(mine.id) is None
     assert await any_store.get_message(theirs.id) is not None
     assert traces_of(await every_row(any_store), str(FORGOTTEN), SECRET_WORDS) == []
+
+
+async def test_a_blanked_confirmation_found_again_after_a_crash_is_finished_quietly(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # A crash after the forget committed but before its update was marked processed: the
+    # restart finds the update blanked, and finishes it without an answer or a retry loop.
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        assert await gw.parts.inbox.accept("telegram", "77", "forgotten:1", SCRUBBED)
+        await gw.idle()
+        assert await gw.parts.store.inbox_pending_count() == 0
+        assert gw.fake.calls_of("sendMessage") == [] and fake_llm.requests == []
+
+
+async def test_a_blanked_line_confirmation_is_finished_quietly_too(line: LineRig) -> None:
+    assert await line.http.app[PARTS].inbox.accept("line", "77", "forgotten:1", SCRUBBED)
+    await line.idle()
+    assert await line.store.inbox_pending_count() == 0
+    assert line.fake.calls_to(REPLY) == [] and line.llm.requests == []
