@@ -3,9 +3,10 @@
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
 group only when said to the bot; then, in a group, only what is addressed to the bot;
-then the allowlist; then commands (admin commands go to the review chat); then media
-without words (a notice, `content`); the rest is a turn for the agent. The turn is the one
-place where an answer is delivered and counted.
+then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
+(admin commands go to the review chat); then media without words (a notice, `content`);
+the rest is a turn for the agent, unless a daily limit refuses it first (`quota`). The turn
+is the one place where an answer is delivered and counted.
 """
 
 from __future__ import annotations
