@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.app import PARTS
@@ -25,8 +24,10 @@ from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update, make_text_update
 from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
-from tests.pg_support import drop_schema, fresh_schema
+from tests.pg_support import database
 from tests.telegram_harness import ADMIN, telegram_gateway
+
+__all__ = ["database"]  # a fixture
 
 FORGOTTEN = 48151623
 KEPT = 42424242
@@ -134,23 +135,10 @@ async def _rate_last(gw: Any, update_id: int, chat_id: int, user_id: int, rating
     )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def database(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
-    """The settings for each backend: the data dir's SQLite file, or a fresh schema."""
-    if request.param == "sqlite":
-        yield {}
-        return
-    name, url = await fresh_schema()
-    try:
-        yield {"database_url": url}
-    finally:
-        await drop_schema(name)
-
-
 async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_file(
     make_settings: Callable[..., Settings],
     fake_llm: FakeOpenAI,
-    database: dict[str, Any],
+    database: dict[str, str],
     tmp_path: Path,
 ) -> None:
     extra: dict[str, Any] = {"user_daily_answers": 50, **database}

@@ -20,7 +20,10 @@ from tests.fakes.line_api import text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.line_support import REPLY, line_rig
+from tests.pg_support import database
 from tests.telegram_harness import telegram_gateway
+
+__all__ = ["database"]  # a fixture
 
 DAY = "2026-05-01"
 USER = QuotaCheck("user", "telegram:1001", answers=2)
@@ -67,9 +70,9 @@ async def test_two_replicas_admitting_at_once_let_exactly_the_limit_through(
 
 
 async def test_over_the_daily_limit_a_user_gets_one_notice_and_the_model_is_not_asked(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, database: dict[str, str]
 ) -> None:
-    limits = {"user_daily_answers": 2, "telegram_admin_ids": [7007]}
+    limits = {"user_daily_answers": 2, "telegram_admin_ids": [7007], **database}
     async with telegram_gateway(make_settings, fake_llm, **limits) as gw:
         for n in (1, 2, 3):
             await gw.deliver(make_text_update(n, f"question {n}"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,8 @@ from gateway.conversation.privacy import forget
 from gateway.errors import SkillError
 from gateway.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
 from gateway.usage import usage_report
+
+log = logging.getLogger(__name__)
 
 
 def iso(ts: float | None) -> str | None:
@@ -142,7 +145,9 @@ async def export_user(request: web.Request) -> web.Response:
 
 async def forget_user(request: web.Request) -> web.Response:
     """Delete everything stored about one user; what was deleted, counted."""
-    done = await forget(request.config_dict[STORE], *_user(request))
+    ref = _user(request)
+    done = await forget(request.config_dict[STORE], *ref)
+    log.info("admin API: %s deleted a %s user's data", request[API_ADMIN] or "admin", ref[0])
     return web.json_response(done.model_dump())
 
 

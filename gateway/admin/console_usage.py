@@ -4,17 +4,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import date
 
 from aiohttp import web
 
-from gateway.admin.console import page, refuse
+from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.conversation.privacy import forget
 from gateway.keys import SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
+
+log = logging.getLogger(__name__)
 
 USAGE_WINDOWS = {"7": 7, "30": 30, "90": 90}
 DEFAULT_USAGE_WINDOW = "30"
@@ -157,6 +160,7 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
             "Tick the box to confirm that everything about this user is to be deleted.",
         )
     done = await forget(request.config_dict[STORE], *ref, now=time.time())
+    log.info("console: %s deleted a %s user's data", decider(request), ref[0])
     return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
 
 
