@@ -86,6 +86,22 @@ def traces_of(rows: dict[str, list[dict[str, Any]]], user: str, words: str) -> l
     return sorted(set(found))
 
 
+def orphans(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Rows of any table that name a message (a `message_id` column) no longer stored."""
+    kept = {r["id"] for r in rows["messages"]}
+    return sorted(
+        f"{table}.{column}"
+        for table, records in rows.items()
+        for record in records
+        for column, value in record.items()
+        if column == "message_id" and value is not None and value not in kept
+    )
+
+
+def files_of(data_dir: Path) -> set[str]:
+    return {str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file()}
+
+
 def files_holding(data_dir: Path, needles: list[bytes]) -> list[str]:
     return sorted(
         str(p.relative_to(data_dir))
@@ -143,7 +159,9 @@ async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_fil
 ) -> None:
     extra: dict[str, Any] = {"user_daily_answers": 50, **database}
     me, other = str(FORGOTTEN), str(KEPT)
+    data_dir = tmp_path / "data"
     async with telegram_gateway(make_settings, fake_llm, **extra) as gw:
+        before = files_of(data_dir)
         await gw.deliver(
             make_text_update(1, f"my {SECRET_WORDS} recipe", chat_id=FORGOTTEN, user_id=FORGOTTEN)
         )
@@ -165,6 +183,13 @@ async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_fil
                 entities=[{"type": "mention", "offset": 0, "length": len(mention)}],
             )
         )
+        photo = make_text_update(55, "", chat_id=FORGOTTEN, user_id=FORGOTTEN)
+        del photo["message"]["text"]
+        photo["message"]["photo"] = [
+            {"file_id": "AgADphoto", "file_unique_id": "AQADphoto", "width": 90, "height": 67}
+        ]
+        photo["message"]["caption"] = f"what is this {SECRET_WORDS}?"
+        await gw.deliver(photo)
         await gw.deliver(make_text_update(5, "I am staying", chat_id=KEPT, user_id=KEPT))
         await _rate_last(gw, 6, GROUP, KEPT, 1)  # the other user rates the answer in the group
         await _rate_last(gw, 7, KEPT, KEPT, 1)
@@ -189,9 +214,13 @@ async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_fil
         assert rows["deleted_sessions"] and {r["reason"] for r in rows["deleted_sessions"]} == {
             "forget"
         }
-        assert len(fake_llm.requests) == 4  # neither /forget nor its buttons reached the model
+        assert len(fake_llm.requests) == 5  # neither /forget nor its buttons reached the model
+        assert orphans(rows) == []
+        # Whatever the user's messages made in the data dir (media, say) went with them.
+        made = {p for p in files_of(data_dir) if not p.startswith("skillgate.db")} - before
+        assert made == set()
     # Closed, with secure_delete: not even the SQLite file's free pages hold it any more.
-    assert files_holding(tmp_path / "data", [me.encode(), SECRET_WORDS.encode()]) == []
+    assert files_holding(data_dir, [me.encode(), SECRET_WORDS.encode()]) == []
 
 
 async def test_forget_on_line_with_the_quick_reply_and_only_in_a_private_chat(
