@@ -26,6 +26,7 @@ from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
 from gateway.conversation.dispatch import Conversation
+from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
@@ -81,9 +82,12 @@ class Parts:
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
+    languages: Languages = field(init=False)
+    """The language of each chat's fixed texts."""
 
     def __post_init__(self) -> None:
         self.inbox = Inbox(self.store, self.worker, self.metrics)
+        self.languages = Languages(self.store, self.settings.default_language, self.clock)
 
     def ports(self, channel: Channel) -> Ports:
         """What one channel is given when it starts."""
@@ -94,6 +98,7 @@ class Parts:
             counts=self.metrics,
             review=self.review,
             synthesis=self.synthesizer,
+            languages=self.languages,
             clock=self.clock,
             limits=quota_limits(self.settings),
             alerts=self.tell_admins,
@@ -106,10 +111,10 @@ class Parts:
             claims=self.worker,
         )
 
-    async def tell_admins(self, text: str, ref: str) -> None:
-        """A notice to every chat admin, once the cards' transports have started."""
+    async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
+        """A fixed text to every chat admin, once the cards' transports have started."""
         if self.cards is not None:
-            await self.cards.tell_admins(text, ref)
+            await self.cards.tell_admins(message, ref, **values)
 
 
 def quota_limits(settings: Settings) -> Limits:
@@ -281,7 +286,9 @@ async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[No
             continue
         started.append(channel)
     transports = [channel.card_transport() for channel in started]
-    cards = start_cards(parts.review, parts.store, transports, catch_up=False)
+    cards = start_cards(
+        parts.review, parts.store, transports, catch_up=False, languages=parts.languages
+    )
     parts.cards = cards
     try:
         yield
@@ -363,7 +370,9 @@ def build_app(
                 watcher = RegistryWatcher(parts.store, parts.catalog.refresh)
                 await watcher.start()
             transports = [channel.card_transport() for channel in started]
-            parts.cards = start_cards(parts.review, parts.store, transports)
+            parts.cards = start_cards(
+                parts.review, parts.store, transports, languages=parts.languages
+            )
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
+from gateway.i18n import LANGUAGES, language_of
 from gateway.usage import parse_prices, price_of
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -176,6 +177,8 @@ class Settings(BaseSettings):
     daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
     retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
     """Conversations last active longer ago than this are deleted; 0 keeps them."""
+    # Bot texts: the language for users whose own is unknown or has no catalog.
+    default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
     _split = field_validator(
         "telegram_admin_ids",
@@ -207,6 +210,17 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value
+
+    @field_validator("default_language", mode="before")
+    @classmethod
+    def _language(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "en"
+        chosen = language_of(str(value))
+        if chosen is None:
+            names = ", ".join(LANGUAGES)
+            raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
+        return chosen
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from gateway.core.records import AnswerUsage, RunUsage
+from gateway.i18n import ENGLISH, N_, Np_, Texts
 
 Prices = Mapping[str, tuple[float, float]]
 ANY_MODEL = "*"
@@ -233,40 +234,60 @@ def money(value: float) -> str:
     return f"{value:.4f}" if value < 1 else f"{value:,.2f}"
 
 
-def _line(label: str, t: Totals, priced: bool) -> str:
-    unknown = f", {t.unknown} without token counts" if t.unknown else ""
-    cost = f", cost {money(t.cost)}" if priced else ""
-    return (
-        f"{label}: {t.answers} · {t.tokens:,} tokens"
-        f" ({t.prompt_tokens:,} in, {t.completion_tokens:,} out){unknown}{cost}"
+# The report's words, translated for the admin reading /usage (`skillgate usage` is English).
+PERIOD = Np_(
+    "Usage {start} to {end} (UTC, {n} day)",
+    "Usage {start} to {end} (UTC, {n} days)",
+)
+ANSWERS = N_("Answers")
+RUNS = N_("Synthesis runs")
+TOTALS = N_("{label}: {count} · {tokens} tokens ({prompt} in, {completion} out)")
+UNKNOWN = Np_(", {n} without token counts", ", {n} without token counts")
+COST = N_(", cost {cost}")
+SHARE = N_("Synthesis share of tokens: {share}")
+TOTAL_COST = N_("Total cost: {cost}")
+NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
+SECTIONS = (N_("Channels:"), N_("Models:"), N_("Top users:"), N_("Top chats:"))
+ROW = Np_("  {key}: {n} answer, {tokens} tokens", "  {key}: {n} answers, {tokens} tokens")
+
+
+def _line(label: str, t: Totals, priced: bool, texts: Texts) -> str:
+    line = texts(
+        TOTALS,
+        label=label,
+        count=t.answers,
+        tokens=f"{t.tokens:,}",
+        prompt=f"{t.prompt_tokens:,}",
+        completion=f"{t.completion_tokens:,}",
     )
+    if t.unknown:
+        line += texts.plural(UNKNOWN, t.unknown)
+    if priced:
+        line += texts(COST, cost=money(t.cost))
+    return line
 
 
-def usage_text(report: UsageReport, top: int = 5) -> str:
+def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str:
     """The report as a short plain text (the /usage command, `skillgate usage`)."""
     days = (report.end - report.start).days + 1
-    lines = [f"Usage {report.start} to {report.end} (UTC, {days} day{'s' if days != 1 else ''})"]
-    lines.append(_line("Answers", report.total, report.priced))
-    lines.append(_line("Synthesis runs", report.synthesis, report.priced))
+    lines = [texts.plural(PERIOD, days, start=report.start, end=report.end)]
+    lines.append(_line(texts(ANSWERS), report.total, report.priced, texts))
+    lines.append(_line(texts(RUNS), report.synthesis, report.priced, texts))
     share = report.synthesis_share
     if share is not None:
-        lines.append(f"Synthesis share of tokens: {share:.0%}")
+        lines.append(texts(SHARE, share=f"{share:.0%}"))
     if report.priced:
-        lines.append(f"Total cost: {money(report.total.cost + report.synthesis.cost)}")
+        lines.append(texts(TOTAL_COST, cost=money(report.total.cost + report.synthesis.cost)))
     else:
-        lines.append("No prices set (LLM_PRICES): costs are not shown.")
-    for title, which in (
-        ("Channels", report.channels),
-        ("Models", report.models),
-        ("Top users", report.users),
-        ("Top chats", report.chats),
-    ):
+        lines.append(texts(NO_PRICES))
+    tables = (report.channels, report.models, report.users, report.chats)
+    for title, which in zip(SECTIONS, tables, strict=True):
         rows = report.top(which, top)
         if rows:
-            lines.append(f"{title}:")
+            lines.append(texts(title))
             lines.extend(
-                f"  {key}: {t.answers} answers, {t.tokens:,} tokens"
-                + (f", {money(t.cost)}" if report.priced else "")
+                texts.plural(ROW, t.answers, key=key, tokens=f"{t.tokens:,}")
+                + (texts(COST, cost=money(t.cost)) if report.priced else "")
                 for key, t in rows
             )
     return "\n".join(lines)

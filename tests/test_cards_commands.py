@@ -11,6 +11,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.ops.webhooks import run_set_webhook
+from gateway.store import store_for
 from tests.cards_support import (
     ALICE,
     BOB,
@@ -121,13 +122,12 @@ async def test_synthesize_runs_a_pass_now_and_its_cards_follow(rig: Rig) -> None
     said = [t for t in await tell(rig, ALICE, "/synthesize") if "<b>Proposal #" not in t]
     assert said[0] == "Running a synthesis pass now…"
     assert said[1].endswith(
-        "done: 1 proposed, 0 suppressed, 0 refused from 1 session(s)."
-        " Their cards go to every admin."
+        "done: 1 proposed, 0 suppressed, 0 refused from 1 session. Their cards go to every admin."
     )
     assert len(rig.cards_in(ALICE)) == len(rig.cards_in(BOB)) == len(rig.line_cards()) == 1
 
     (sent,) = await say_line(rig, LINE_ADMIN, "/synthesize")
-    assert str(sent["text"]).endswith("0 proposed, 0 suppressed, 0 refused from 0 session(s).")
+    assert str(sent["text"]).endswith("0 proposed, 0 suppressed, 0 refused from 0 sessions.")
 
 
 async def test_a_thumbs_down_comment_and_a_reject_reason_never_take_each_others_answer(
@@ -176,14 +176,20 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
             telegram_api_base_url=telegram.base_url,
             telegram_admin_ids=[ALICE, BOB],
         )
-        # Bob never wrote to the bot, so Telegram knows no chat with him yet.
-        telegram.fail_next("setMyCommands", 400, "Bad Request: chat not found", after=2)
+        async with store_for(settings) as store:  # Alice's app is set to Japanese
+            await store.user_language_seen("telegram", str(ALICE), "ja", ok=True)
+        # Bob never wrote to the bot, so Telegram knows no chat with him yet (the menus of
+        # everyone, in four languages, come first).
+        telegram.fail_next("setMyCommands", 400, "Bad Request: chat not found", after=5)
         assert await run_set_webhook(settings) == 0
-        public = ["start", "help", "new", "forget"]
+        public = ["start", "help", "new", "language", "forget"]
         assert menus(telegram) == {
             "default": public,
             f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "usage"],
         }
+        alice = next(v for (scope, _), v in telegram.commands.items() if str(ALICE) in scope)
+        assert alice[-2]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-1]["description"] == "過去7日間の回答数・トークン・費用"
         out = capsys.readouterr().out
         assert (
             "telegram admin commands: set /proposals, /skills, /synthesize, /usage for 2 admin(s)"

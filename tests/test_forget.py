@@ -328,3 +328,15 @@ async def test_a_blanked_line_confirmation_is_finished_quietly_too(line: LineRig
     await line.idle()
     assert await line.store.inbox_pending_count() == 0
     assert line.fake.calls_to(REPLY) == [] and line.llm.requests == []
+
+
+async def test_the_users_languages_go_with_them(any_store: Store) -> None:
+    me = str(FORGOTTEN)
+    await any_store.user_language_seen("line", me, "ja-JP", ok=True, now=1.0)
+    await any_store.choose_language("line", me, "th", me, now=2.0)  # their 1:1 chat's choice
+    await any_store.choose_language("line", "Cgroup", "ja", me, now=3.0)  # a group's, by them
+    assert traces_of(await every_row(any_store), me, SECRET_WORDS)
+    await any_store.forget_user("line", me, 4.0)
+    assert traces_of(await every_row(any_store), me, SECRET_WORDS) == []
+    state = await any_store.language_state("line", "Cgroup", "U-other")
+    assert state.chosen == "ja"  # the group keeps its language; only who chose it is gone

@@ -82,7 +82,7 @@ async def test_over_the_daily_limit_a_user_gets_one_notice_and_the_model_is_not_
         assert answers[2].startswith("You have reached today's limit of answers for you.")
         assert RESETS.search(answers[2])
         (alert,) = gw.fake.sent_texts(7007)
-        assert "Daily limit reached (a user's limit, telegram:1001)" in alert
+        assert alert.startswith("Daily limit reached by a user (telegram:1001): their answers wait")
 
         # An admin is exempt; a second user over the limit does not tell the admins again.
         for n in (4, 5, 6):

@@ -163,7 +163,7 @@ async def test_usage_is_an_admin_command_in_telegram_and_line(
             await _say(rig, MALLORY, "a question")
             (said,) = await _say(rig, ALICE, "/usage")
             assert said.startswith("Usage ") and "Answers: 1 ·" in said
-            assert "telegram:1003: 1 answers" in said
+            assert "telegram:1003: 1 answer, " in said
             (refused,) = await _say(rig, MALLORY, "/usage")
             assert "not allowed" in refused.lower()
             token = rig.line.issue_reply_token(to=LINE_ADMIN)

@@ -14,11 +14,13 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from gateway.i18n import N_
+
 Length = Callable[[str], int]
 
 MAX_ANSWER_PARTS = 5
 """The most messages one answer becomes: on LINE that is one reply call, and no push."""
-CUT_NOTE = "✂️ Answer cut: it was too long to send in full."
+CUT_NOTE = N_("✂️ Answer cut: it was too long to send in full.")
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # Tried in order; a boundary in the first half of the allowed window is too early to be worth it.
@@ -222,8 +224,9 @@ def capped(
     limit: int,
     length: Length = len,
     max_parts: int = MAX_ANSWER_PARTS,
+    note: str = CUT_NOTE,
 ) -> list[str]:
-    """`split(text)`, at most `max_parts` parts; a longer answer ends with CUT_NOTE.
+    """`split(text)`, at most `max_parts` parts; a longer answer ends with `note` (CUT_NOTE).
 
     Only a prefix that fills `max_parts + 1` parts is split (a part holds at most `limit`
     characters), so the work is bounded however long the answer is.
@@ -233,9 +236,9 @@ def capped(
     if len(parts) <= max_parts and len(window) == len(text):
         return parts
     kept = parts[:max_parts] or [""]
-    room = limit - length(CUT_NOTE) - 2
+    room = limit - length(note) - 2
     last = kept[-1]
     if length(last) > room:
         last = split_text(last, room, length)[0]
-    kept[-1] = f"{last}\n\n{CUT_NOTE}" if last.strip() else CUT_NOTE
+    kept[-1] = f"{last}\n\n{note}" if last.strip() else note
     return kept

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from gateway.conversation.content import album_key, words
-from gateway.conversation.feedback import COMMENT_PURPOSE, Feedback
+from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
+from gateway.conversation.language import Languages, pressed
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import (
     ConversationStore,
@@ -30,20 +31,28 @@ from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_pres
 from gateway.conversation.questions import Questions
 from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
 from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.i18n import N_
 from gateway.skills.card_buttons import is_card_data
 
 log = logging.getLogger(__name__)
 
 COMMANDS = (
-    ("start", "Say hello and see what I can do"),
-    ("help", "How to talk to me and rate my answers"),
-    ("new", "Start a new conversation"),
+    ("start", N_("Say hello and see what I can do")),
+    ("help", N_("How to talk to me and rate my answers")),
+    ("new", N_("Start a new conversation")),
+    ("language", N_("Choose the language I write in")),
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+
+
+def argument(text: str | None) -> str:
+    """What follows the command word ("/language ja" gives "ja")."""
+    parts = (text or "").split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else ""
 
 
 class Conversation:
@@ -58,12 +67,15 @@ class Conversation:
         counts: Counts,
         review: Decisions,
         synthesis: Synthesis,
+        languages: Languages | None = None,
         clock: Callable[[], float] = time.time,
         limits: Limits | None = None,
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.profile = profile
+        self.languages = languages or Languages(store, clock=clock)
+        """Which language each chat's fixed texts are in."""
         self.store = store
         self.turns = turns
         self.counts = counts
@@ -88,23 +100,24 @@ class Conversation:
         if message.edited:
             log.info("%s: an edited message is not answered again", self.profile.who)
             return
+        if chat.is_group and not message.addressed:
+            return  # in a group, only what is said to the bot (an answer to its question too)
+        out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
-            return
-        if chat.is_group and not message.addressed:
             return
         if message.command == FORGET_COMMAND[0]:
             await self.privacy.ask(chat, out)  # everyone may ask, on the allowlist or not
             return
         if not self.profile.audience.allowed(chat.user_id):
-            await out.notice(dialect.refusal.format(user_id=chat.user_id))
+            await out.notice(texts(dialect.refusal, user_id=chat.user_id))
             return
         if message.command is not None:
             await self._command(message, out)
             return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
-                await out.notice(dialect.text_only)
+                await out.notice(texts(dialect.text_only))
             return
         incoming = IncomingMessage(
             chat=chat,
@@ -112,6 +125,7 @@ class Conversation:
             user_name=message.user_name,
             platform_message_id=message.message_id,
             inbox_id=message.inbox_id,
+            language=texts.language,
         )
         await self.answer(incoming, out)
 
@@ -136,23 +150,49 @@ class Conversation:
         return True
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        """A button: a proposal card's, /forget's confirmation, or a rating under an answer."""
+        """A button: a proposal card's, /language's, /forget's confirmation, or a rating."""
+        out.texts = await self.languages.texts(press.chat, out)
+        language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif language is not None:
+            await self._language_press(press, language, out)
         elif is_forget_press(press.data):
             await self.privacy.on_press(press, out)
         else:
             await self.feedback.on_press(press, out)
 
+    async def _language_press(self, press: Press, language: str, out: Responder) -> None:
+        """A /language button: the same as typing /language with that choice."""
+        if not self.profile.audience.allowed(press.chat.user_id):
+            await out.acknowledge(out.texts(PRIVATE), courtesy=True)
+            return
+        await out.acknowledge("", courtesy=True)  # the button stops spinning; the notice says it
+        out.texts, text, _ = await self.languages.command(press.chat, language, out.texts, out)
+        await out.notice(text)
+
+    async def on_stale_press(self, chat: ChatRef, out: Responder) -> None:
+        """A press on a message too old for the platform to say which: the button is gone."""
+        out.texts = texts = await self.languages.texts(chat, out)
+        await out.acknowledge(texts(STALE))
+
     async def on_greeting(self, greeting: Greeting, out: Responder) -> None:
         """The bot was added to a chat or followed again."""
         dialect = self.profile.dialect
+        # Joining a group greets everyone there: the group's language, not one member's.
+        chat = (
+            greeting.chat.model_copy(update={"user_id": None})
+            if greeting.kind == "join"
+            else greeting.chat
+        )
+        out.texts = texts = await self.languages.texts(chat, out)
         if greeting.kind == "join":
-            text = dialect.group_greeting
+            text = texts(dialect.group_greeting or "")
         elif not self.profile.audience.allowed(greeting.chat.user_id):
-            text = dialect.refusal.format(user_id=greeting.chat.user_id)
+            text = texts(dialect.refusal, user_id=greeting.chat.user_id)
         else:
-            text = dialect.welcome_back if greeting.kind == "refollow" else dialect.greeting
+            chosen = dialect.welcome_back if greeting.kind == "refollow" else dialect.greeting
+            text = texts(chosen or "", help=texts(dialect.help))
         if text:
             await out.notice(text)
 
@@ -180,24 +220,29 @@ class Conversation:
     async def _command(self, message: Message, out: Responder) -> None:
         chat, dialect, command = message.chat, self.profile.dialect, message.command
         assert command is not None
+        texts = out.texts
+        buttons: tuple[Button, ...] = ()
         if command in ADMIN_COMMAND_NAMES:
             await self.review.on_command(command, chat, out)
             return
-        hint = dialect.group_hint if chat.is_group else ""
+        hint = texts(dialect.group_hint) if chat.is_group else ""
         if not chat.is_group and self.review.is_admin(chat.user_id):
-            hint = ADMIN_HELP
+            hint = texts(ADMIN_HELP)
         if command == "start" and dialect.start is not None:
-            text = dialect.start.format(name=message.user_name or "") + hint
+            text = texts(dialect.start, name=message.user_name or "") + hint
         elif command == "help":
-            text = dialect.help + hint
+            text = texts(dialect.help) + hint
         elif command == "new":
             await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
-            text = dialect.new
+            text = texts(dialect.new)
+        elif command == "language":
+            said = await self.languages.command(chat, argument(message.text), texts, out)
+            out.texts, text, buttons = said
         elif dialect.unknown is not None:
-            text = dialect.unknown.format(command=command)
+            text = texts(dialect.unknown, command=command)
         else:
             return
-        await out.notice(text)
+        await out.notice(text, buttons=buttons)
 
     # ---- the turn -------------------------------------------------------------------------
 
@@ -208,7 +253,7 @@ class Conversation:
         """
         started = time.monotonic()
         admin = self.review.is_admin(incoming.chat.user_id)
-        admission = await self.quotas.admit(incoming, admin=admin)
+        admission = await self.quotas.admit(incoming, admin=admin, texts=out.texts)
         if isinstance(admission, Refusal):
             self.counts.over_limit(self.channel, admission.scope)
             await out.notice(admission.notice)

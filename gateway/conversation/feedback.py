@@ -17,6 +17,7 @@ from gateway.conversation.ports import ConversationStore, Responder
 from gateway.conversation.questions import Questions
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError
+from gateway.i18n import N_
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,10 @@ COMMENT_PURPOSE = "feedback_comment"
 MAX_COMMENT = 2000
 _RATE = re.compile(r"rate:([0-9]{1,18}):([+-]1)")  # \d would take any script's digits
 
-STALE = "This button no longer works."
-PRIVATE = "Sorry, this bot is private."
-THANKS_UP = "Thanks for the feedback!"
-THANKS_DOWN = "Thanks, noted."
+STALE = N_("This button no longer works.")
+PRIVATE = N_("Sorry, this bot is private.")
+THANKS_UP = N_("Thanks for the feedback!")
+THANKS_DOWN = N_("Thanks, noted.")
 
 
 def parse_rating(data: str | None) -> tuple[int, int] | None:
@@ -46,23 +47,24 @@ class Feedback:
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """Check and store one rating press, then show it and, after 👎, ask what went wrong."""
+        texts = out.texts
         rating = parse_rating(press.data)
         if rating is None:
             log.info("ignoring %s button data %r", self.profile.channel, press.data[:50])
-            await out.acknowledge(STALE, courtesy=True)
+            await out.acknowledge(texts(STALE), courtesy=True)
             return
         user = press.chat.user_id
         if user is None or not self.profile.audience.allowed(user):
-            await out.acknowledge(PRIVATE, courtesy=True)
+            await out.acknowledge(texts(PRIVATE), courtesy=True)
             return
         answer_id, value = rating
         if not await self._belongs(answer_id, press):
             log.warning(
                 "rejected a rating of answer %s from chat %s", answer_id, press.chat.chat_id
             )
-            await out.acknowledge(STALE, courtesy=True)
+            await out.acknowledge(texts(STALE), courtesy=True)
             return
-        await out.acknowledge(THANKS_UP if value > 0 else THANKS_DOWN, courtesy=True)
+        await out.acknowledge(texts(THANKS_UP if value > 0 else THANKS_DOWN), courtesy=True)
         stored = await self.store.set_feedback(answer_id, user, value)
         try:
             await out.show_rating(answer_id, value)
@@ -99,7 +101,7 @@ class Feedback:
             platform_message_id=message_id,
         )
         try:
-            await out.notice(self.profile.dialect.thanks_for_comment, quote=True)
+            await out.notice(out.texts(self.profile.dialect.thanks_for_comment), quote=True)
         except ChannelError as exc:  # the comment is stored; the thank-you is a courtesy
             log.warning("could not thank for a comment: %s", exc)
         await self.questions.close(question)

@@ -16,6 +16,7 @@ from typing import Protocol
 from gateway.conversation.ports import Responder
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.core.records import InboxItem
+from gateway.i18n import Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
 
@@ -36,6 +37,21 @@ class FencedResponder:
         self.claims = claims
         self.item = item
         self.chat: ChatRef = out.chat
+
+    @property
+    def texts(self) -> Texts:
+        return self.out.texts
+
+    @texts.setter
+    def texts(self, texts: Texts) -> None:
+        self.out.texts = texts
+
+    @property
+    def language_tag(self) -> str | None:
+        return self.out.language_tag
+
+    async def look_up_language(self) -> str | None:
+        return await self.out.look_up_language()  # a read: nothing is said
 
     async def _hold(self) -> None:
         await self.claims.hold(self.item)

@@ -66,7 +66,10 @@ class Greeting:
 
 @dataclass(frozen=True)
 class Dialect:
-    """The words one platform uses, and how long it waits for an answer to a question."""
+    """The words one platform uses, and how long it waits for an answer to a question.
+
+    Each text is an English message id (marked `N_`), said through the chat's `Texts`.
+    """
 
     help: str
     new: str
@@ -80,7 +83,9 @@ class Dialect:
     group_hint: str = ""
     text_only: str | None = None
     greeting: str | None = None
+    """To a new friend; may name `{help}`, the help text."""
     welcome_back: str | None = None
+    """To a friend back after a block; may name `{help}`."""
     group_greeting: str | None = None
     running_synthesis: str | None = None
     """Said before a synthesis pass starts, where a second message costs nothing."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from gateway.conversation.language import LanguageStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
@@ -22,6 +23,7 @@ from gateway.core.records import (
     SkillRecord,
     Trace,
 )
+from gateway.i18n import Texts
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
 from gateway.skills.proposals import Proposal
@@ -34,6 +36,17 @@ class Responder(Protocol):
     """How a platform answers in the chat of the event being handled."""
 
     chat: ChatRef
+    texts: Texts
+    """The fixed texts in the user's language; the conversation layer sets them first."""
+
+    @property
+    def language_tag(self) -> str | None:
+        """The user's language as the update itself gives it (Telegram), else None."""
+        ...
+
+    async def look_up_language(self) -> str | None:
+        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
+        ...
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -132,7 +145,9 @@ class ForgetStore(Protocol):
     ) -> Forgotten: ...
 
 
-class ConversationStore(CardSource, CardLedger, QuotaStore, ForgetStore, UsageSource, Protocol):
+class ConversationStore(
+    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+):
     """The part of the store the conversation layer reads and writes."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...

@@ -17,31 +17,33 @@ from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import ForgetStore, Responder
 from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
+from gateway.i18n import ENGLISH, N_, Texts
 
 log = logging.getLogger(__name__)
 
-FORGET_COMMAND = ("forget", "Delete everything this bot keeps about you")
+FORGET_COMMAND = ("forget", N_("Delete everything this bot keeps about you"))
 FORGET_ACTION = "forget"
-FORGET_ASK = (
+FORGET_ASK = N_(
     "This deletes everything this bot keeps about you: your messages, the answers to them,"
     " your ratings and comments. It cannot be undone. Skills the admins already approved"
     " stay as they are. Delete it all?"
 )
-FORGET_YES = "Delete my data"
-FORGET_NO = "Cancel"
-FORGET_DONE = (
+FORGET_YES = N_("Delete my data")
+FORGET_NO = N_("Cancel")
+FORGET_DONE = N_(
     "Done: everything this bot kept about you is deleted. If you write again, that starts"
     " a new conversation."
 )
-FORGET_DELETED = "Deleted."
-FORGET_CANCELLED = "Okay, nothing was deleted."
-FORGET_PRIVATE = "Send /forget in a private chat with me, so that only you can confirm it."
+FORGET_DELETED = N_("Deleted.")
+FORGET_CANCELLED = N_("Okay, nothing was deleted.")
+FORGET_PRIVATE = N_("Send /forget in a private chat with me, so that only you can confirm it.")
 
 
-def forget_buttons() -> list[Button]:
+def forget_buttons(texts: Texts = ENGLISH) -> list[Button]:
+    """Delete and Cancel; the data ("forget:yes", "forget:no") is never translated."""
     return [
-        Button(label=FORGET_YES, action=FORGET_ACTION, value="yes"),
-        Button(label=FORGET_NO, action=FORGET_ACTION, value="no"),
+        Button(label=texts(FORGET_YES), action=FORGET_ACTION, value="yes"),
+        Button(label=texts(FORGET_NO), action=FORGET_ACTION, value="no"),
     ]
 
 
@@ -83,21 +85,23 @@ class Privacy:
         self.clock = clock
 
     async def ask(self, chat: ChatRef, out: Responder) -> None:
+        texts = out.texts
         if chat.is_group or chat.user_id is None:
-            await out.notice(FORGET_PRIVATE)
+            await out.notice(texts(FORGET_PRIVATE))
             return
-        await out.notice(FORGET_ASK, buttons=forget_buttons())
+        await out.notice(texts(FORGET_ASK), buttons=forget_buttons(texts))
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        user = press.chat.user_id
+        user, texts = press.chat.user_id, out.texts
         if press.data.endswith(":no") or user is None:
-            await out.acknowledge(FORGET_CANCELLED)
+            await out.acknowledge(texts(FORGET_CANCELLED))
             return
         if press.chat.is_group:
-            await out.acknowledge(FORGET_PRIVATE)
+            await out.acknowledge(texts(FORGET_PRIVATE))
             return
         await forget(
             self.store, self.profile.channel, user, handling=press.inbox_id, now=self.clock()
         )
-        await out.acknowledge(FORGET_DELETED, courtesy=True)
-        await out.notice(FORGET_DONE)
+        # `texts` was chosen before the user's language was deleted with the rest.
+        await out.acknowledge(texts(FORGET_DELETED), courtesy=True)
+        await out.notice(texts(FORGET_DONE))

@@ -11,31 +11,48 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from gateway.conversation.ports import QuotaStore
 from gateway.core.models import IncomingMessage, Reply
 from gateway.core.records import QuotaCheck
+from gateway.i18n import ENGLISH, N_, Texts
 from gateway.usage import Prices, cost_of, next_reset, subjects, utc_day
 
 log = logging.getLogger(__name__)
 
-USER_LIMIT = "You have reached today's limit of answers for you. It resets at 00:00 UTC, {reset}."
-CHAT_LIMIT = "This chat has reached today's limit of answers. It resets at 00:00 UTC, {reset}."
-GATEWAY_LIMIT = (
+USER_LIMIT = N_(
+    "You have reached today's limit of answers for you. It resets at 00:00 UTC, {reset}."
+)
+CHAT_LIMIT = N_("This chat has reached today's limit of answers. It resets at 00:00 UTC, {reset}.")
+GATEWAY_LIMIT = N_(
     "I have used up today's answer budget for everyone. It resets at 00:00 UTC, {reset}."
 )
-ADMIN_ALERT = (
-    "Daily limit reached ({what}, {subject}): answers are refused until 00:00 UTC."
-    " Admins are exempt. You are told once a day."
-)
-IN_TIME = "in {hours} h {minutes} min"
+IN_TIME = N_("in {hours} h {minutes} min")
 NOTICES = {"user": USER_LIMIT, "chat": CHAT_LIMIT, "gateway": GATEWAY_LIMIT}
-LIMIT_NAMES = {"user": "a user's limit", "chat": "a group chat's limit", "gateway": "the budget"}
+ALERTS = {
+    "user": N_(
+        "Daily limit reached by a user ({subject}): their answers wait until 00:00 UTC."
+        " Admins are exempt. You are told once a day."
+    ),
+    "chat": N_(
+        "Daily limit reached by a group chat ({subject}): its answers wait until 00:00 UTC."
+        " Admins are exempt. You are told once a day."
+    ),
+    "gateway": N_(
+        "The gateway's daily budget is used up: answers wait until 00:00 UTC."
+        " Admins are exempt. You are told once a day."
+    ),
+}
+"""What the admins are told, in each admin's language, the first time a day a limit is hit."""
 
-Alerts = Callable[[str, str], Awaitable[None]]
-"""Tell every admin `text`; `ref` names the notice so a retried push is not sent twice."""
+
+class Alerts(Protocol):
+    """Tell every admin a fixed text (translated for each); `ref` keeps a retried push single."""
+
+    async def __call__(self, message: str, ref: str, /, **values: object) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -79,9 +96,9 @@ class Limits:
         return found
 
 
-def until_reset(now: float) -> str:
+def until_reset(now: float, texts: Texts = ENGLISH) -> str:
     left = max(0, int(next_reset(now) - now))
-    return IN_TIME.format(hours=left // 3600, minutes=left % 3600 // 60)
+    return texts(IN_TIME, hours=left // 3600, minutes=left % 3600 // 60)
 
 
 @dataclass(frozen=True)
@@ -118,8 +135,10 @@ class Quotas:
         self.alerts = alerts
         self.clock = clock
 
-    async def admit(self, incoming: IncomingMessage, *, admin: bool) -> Admission | Refusal:
-        """Count the answer about to be made, or the notice to give instead of it."""
+    async def admit(
+        self, incoming: IncomingMessage, *, admin: bool, texts: Texts = ENGLISH
+    ) -> Admission | Refusal:
+        """Count the answer about to be made, or the notice (in `texts`) to give instead."""
         now = self.clock()
         day = utc_day(now)
         if admin or not self.limits.active:
@@ -135,7 +154,7 @@ class Quotas:
             return Admission(day, tuple((c.scope, c.subject) for c in checks))
         log.info("daily %s limit reached for %s", over.scope, over.subject or "the gateway")
         await self._alert(day, over)
-        return Refusal(over.scope, NOTICES[over.scope].format(reset=until_reset(now)))
+        return Refusal(over.scope, texts(NOTICES[over.scope], reset=until_reset(now, texts)))
 
     async def spend(self, incoming: IncomingMessage, admission: Admission, reply: Reply) -> None:
         """Add the stored answer's tokens and cost; a failed answer gives its count back."""
@@ -162,8 +181,7 @@ class Quotas:
     async def _alert(self, day: str, over: QuotaCheck) -> None:
         if self.alerts is None or not await self.store.quota_first(day, "admins-told"):
             return
-        text = ADMIN_ALERT.format(what=LIMIT_NAMES[over.scope], subject=over.subject or "gateway")
         try:
-            await self.alerts(text, f"quota:{day}")
+            await self.alerts(ALERTS[over.scope], f"quota:{day}", subject=over.subject)
         except Exception:
             log.exception("telling the admins about the daily limit failed")

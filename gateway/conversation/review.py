@@ -22,6 +22,7 @@ from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError, ProposalNotFound, SkillError, StoreError
+from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
 from gateway.skills.overview import skills_overview
@@ -33,10 +34,10 @@ from gateway.usage import Prices, usage_report, usage_text
 log = logging.getLogger(__name__)
 
 ADMIN_COMMANDS = (
-    ("proposals", "Proposals waiting for review, with their buttons"),
-    ("skills", "Skills with their source, status and 👍 rate"),
-    ("synthesize", "Run a synthesis pass now"),
-    ("usage", "Answers, tokens and cost of the last 7 days"),
+    ("proposals", N_("Proposals waiting for review, with their buttons")),
+    ("skills", N_("Skills with their source, status and 👍 rate")),
+    ("synthesize", N_("Run a synthesis pass now")),
+    ("usage", N_("Answers, tokens and cost of the last 7 days")),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
@@ -45,26 +46,52 @@ MAX_REASON = 2000
 MAX_CARDS_SHOWN = 5
 """Most pending cards one /proposals shows; the oldest come first."""
 
-ADMIN_HELP = (
+ADMIN_HELP = N_(
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
     " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
     " /usage shows the tokens and cost of the last 7 days."
 )
-NOT_ALLOWED = "Not allowed: only the bot's admins can review proposals."
-INVALID_BUTTON = "This button is not valid."
-PRIVATE_ONLY = "Review commands work only in a private chat with me."
-GONE = "This proposal no longer exists."
-NO_PENDING = "No proposals are waiting for review."
+NOT_ALLOWED = N_("Not allowed: only the bot's admins can review proposals.")
+INVALID_BUTTON = N_("This button is not valid.")
+PRIVATE_ONLY = N_("Review commands work only in a private chat with me.")
+GONE = N_("This proposal no longer exists.")
+NO_PENDING = N_("No proposals are waiting for review.")
+REASON_STORED = N_("Thanks, the reason is stored with the rejection.")
+NO_REASON = N_("Okay, rejected without a reason.")
+MORE_PENDING = Np_(
+    "Showing the {shown} oldest of {n} pending proposal;"
+    " decide these and send /proposals again for the rest.",
+    "Showing the {shown} oldest of {n} pending proposals;"
+    " decide these and send /proposals again for the rest.",
+)
+ALREADY = {
+    "approved": N_("Already approved by {who} at {at}."),
+    "applied": N_("Already applied by {who} at {at}."),
+    "rejected": N_("Already rejected by {who} at {at}."),
+    "stale": N_("Already stale by {who} at {at}."),
+    "rolled_back": N_("Already rolled back by {who} at {at}."),
+}
+"""What a press on a decided proposal says, by the status it has."""
+ALREADY_DECIDED = N_("Already decided by {who} at {at}.")
+COULD_NOT_APPLY = N_("Could not apply proposal #{id}: {error}")
+NOT_APPLIED_STALE = N_("⚠️ Not applied: the skill changed after this proposal was made.")
+REJECTED = N_("❌ Rejected proposal #{id} ({slug}).")
+APPROVED = N_("✅ Approved: {slug} is live now.")
+SYNTHESIS_BUSY = N_("Another synthesis pass is running; try again in a few minutes.")
+SYNTHESIS_FAILED = N_("Synthesis run {run} failed: {error}")
+SYNTHESIS_DONE = Np_(
+    "Synthesis run {run} done: {proposed} proposed, {suppressed} suppressed,"
+    " {refused} refused from {n} session.",
+    "Synthesis run {run} done: {proposed} proposed, {suppressed} suppressed,"
+    " {refused} refused from {n} sessions.",
+)
+CARDS_GO_TO_ADMINS = N_(" Their cards go to every admin.")
 USAGE_DAYS = 7
-REASON_STORED = "Thanks, the reason is stored with the rejection."
-NO_REASON = "Okay, rejected without a reason."
+"""The days /usage reports on, today included."""
 
 
-def more_pending(shown: int, total: int) -> str:
-    return (
-        f"Showing the {shown} oldest of {total} pending proposals;"
-        " decide these and send /proposals again for the rest."
-    )
+def more_pending(shown: int, total: int, texts: Texts = ENGLISH) -> str:
+    return texts.plural(MORE_PENDING, total, shown=shown)
 
 
 @dataclass(frozen=True)
@@ -108,21 +135,21 @@ class ReviewChat:
     def is_admin(self, user_id: str | None) -> bool:
         return self.profile.audience.is_admin(user_id)
 
-    async def card(self, p: Proposal) -> Card:
-        return await build_card(p, self.review, self.store)
+    async def card(self, p: Proposal, texts: Texts = ENGLISH) -> Card:
+        return await build_card(p, self.review, self.store, texts)
 
     # ---- presses --------------------------------------------------------------------------
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """Approve, Reject, Full diff or Skip on a card."""
-        user = press.chat.user_id
+        user, texts = press.chat.user_id, out.texts
         if user is None or not self.is_admin(user):
             log.warning(
                 "%s user %s pressed a proposal button but is not an admin; nothing changed",
                 self.profile.who,
                 user,
             )
-            await out.acknowledge(NOT_ALLOWED)
+            await out.acknowledge(texts(NOT_ALLOWED))
             return
         verified = self.profile.signer.verify(press.data)
         if verified is None or verified[0] not in self.profile.card_actions:
@@ -132,7 +159,7 @@ class ReviewChat:
                 self.profile.who,
                 user,
             )
-            await out.acknowledge(INVALID_BUTTON)
+            await out.acknowledge(texts(INVALID_BUTTON))
             return
         action, proposal_id = verified
         if action == "diff":
@@ -141,7 +168,7 @@ class ReviewChat:
             question = await self.questions.open(press.chat, user, REASON_PURPOSE)
             if question is not None and question.ref == str(proposal_id):
                 await self.store_reason(question, None)
-            await out.acknowledge(NO_REASON)
+            await out.acknowledge(texts(NO_REASON))
         else:
             await self._decide(action, proposal_id, user, out)
 
@@ -152,7 +179,7 @@ class ReviewChat:
         name = await out.reviewer_name()
         if name:
             await self.store.set_reviewer_name(decider, name)
-        result = await self.decide(action, proposal_id, decider)
+        result = await self.decide(action, proposal_id, decider, out.texts)
         if result.rejected_now and result.decision is not None:
             p = result.decision.proposal
             prompt = await out.ask_reason(p, result.text)
@@ -168,7 +195,8 @@ class ReviewChat:
         await out.acknowledge(result.text)
         if result.decision is not None and result.decision.outcome == "decided":
             # Perhaps an older copy that no sync edits: show the decision on this one too.
-            card = await self.card(await self.review.get(result.decision.proposal.id))
+            p = await self.review.get(result.decision.proposal.id)
+            card = await self.card(p, out.texts)
             try:
                 await out.show_card(card)
             except ChannelError as exc:
@@ -178,17 +206,20 @@ class ReviewChat:
         try:
             p = await self.review.get(proposal_id)
         except ProposalNotFound:
-            await out.acknowledge(GONE)
+            await out.acknowledge(out.texts(GONE))
             return
         await out.send_diff(p, await full_diff(p, self.review, self.store))
 
-    async def already(self, p: Proposal) -> str:
+    async def already(self, p: Proposal, texts: Texts = ENGLISH) -> str:
         """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
         name = await self.store.reviewer_name(p.decided_by) if p.decided_by else None
-        who = decider_label(p.decided_by, name)
-        return f"Already {p.status.replace('_', ' ')} by {who} at {when(p.decided_at)}."
+        who = decider_label(p.decided_by, name, texts)
+        message = ALREADY.get(p.status, ALREADY_DECIDED)
+        return texts(message, who=who, at=when(p.decided_at, texts))
 
-    async def decide(self, action: CardAction, proposal_id: int, decider: str) -> Decided:
+    async def decide(
+        self, action: CardAction, proposal_id: int, decider: str, texts: Texts = ENGLISH
+    ) -> Decided:
         """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
         try:
             if action == "approve":
@@ -196,21 +227,19 @@ class ReviewChat:
             else:
                 decision = await self.review.reject(proposal_id, decider)
         except ProposalNotFound:
-            return Decided(GONE)
+            return Decided(texts(GONE))
         except (OSError, SkillError, StoreError) as exc:
             # Answered, so the admin's button stops spinning; the proposal stays pending.
             log.exception("deciding proposal #%d for %s failed", proposal_id, decider)
-            return Decided(f"Could not apply proposal #{proposal_id}: {exc}"[:200])
+            return Decided(texts(COULD_NOT_APPLY, id=proposal_id, error=exc)[:200])
         p = decision.proposal
         if decision.outcome == "decided":
-            return Decided(await self.already(p), decision)
+            return Decided(await self.already(p, texts), decision)
         if decision.outcome == "stale":
-            return Decided(
-                "⚠️ Not applied: the skill changed after this proposal was made.", decision
-            )
+            return Decided(texts(NOT_APPLIED_STALE), decision)
         if decision.outcome == "rejected":
-            return Decided(f"❌ Rejected proposal #{p.id} ({p.slug}).", decision)
-        return Decided(f"✅ Approved: {p.slug} is live now.", decision)
+            return Decided(texts(REJECTED, id=p.id, slug=p.slug), decision)
+        return Decided(texts(APPROVED, slug=p.slug), decision)
 
     # ---- reasons --------------------------------------------------------------------------
 
@@ -225,42 +254,43 @@ class ReviewChat:
         if not self.is_admin(question.user_id):
             return False
         await self.store_reason(question, text)
-        await out.notice(REASON_STORED, quote=True)
+        await out.notice(out.texts(REASON_STORED), quote=True)
         return True
 
     # ---- commands -------------------------------------------------------------------------
 
     async def on_command(self, command: str, chat: ChatRef, out: Responder) -> None:
         """/proposals, /skills, /usage or /synthesize from someone who wrote to the bot."""
+        texts = out.texts
         if not self.is_admin(chat.user_id):
             log.warning(
                 "%s user %s tried /%s: not an admin", self.profile.who, chat.user_id, command
             )
-            await out.notice(NOT_ALLOWED)
+            await out.notice(texts(NOT_ALLOWED))
             return
         if chat.is_group:
-            await out.notice(PRIVATE_ONLY)
+            await out.notice(texts(PRIVATE_ONLY))
             return
         if command == "proposals":
             await self._proposals(chat, out)
         elif command == "skills":
-            await out.notice(await self.skills_text())
+            await out.notice(await self.skills_text(texts))
         elif command == "usage":
             report = await usage_report(self.store, self.prices, USAGE_DAYS, self.clock())
-            await out.notice(usage_text(report))
+            await out.notice(usage_text(report, texts=texts))
         else:
             if self.profile.dialect.running_synthesis:
-                await out.notice(self.profile.dialect.running_synthesis)
-            await out.notice(synthesis_text(await self.synthesis.run("chat")))
+                await out.notice(texts(self.profile.dialect.running_synthesis))
+            await out.notice(synthesis_text(await self.synthesis.run("chat"), texts))
 
     async def _proposals(self, chat: ChatRef, out: Responder) -> None:
-        pending = await self.store.pending_proposals()
+        pending, texts = await self.store.pending_proposals(), out.texts
         if not pending:
-            await out.notice(NO_PENDING)
+            await out.notice(texts(NO_PENDING))
             return
         shown = pending[: out.cards_per_listing(len(pending))]
-        more = more_pending(len(shown), len(pending)) if len(pending) > len(shown) else None
-        ids = await out.show_cards([await self.card(p) for p in shown], more)
+        more = more_pending(len(shown), len(pending), texts) if len(pending) > len(shown) else None
+        ids = await out.show_cards([await self.card(p, texts) for p in shown], more)
         for n, p in enumerate(shown):
             # This copy is now the one kept up to date in this chat (one that failed to
             # arrive earlier counts as delivered now; decisions reach it).
@@ -273,26 +303,31 @@ class ReviewChat:
                 reason=p.reason,
             )
 
-    async def skills_text(self) -> str:
-        return await skills_text(self.store, self.synthesis)
+    async def skills_text(self, texts: Texts = ENGLISH) -> str:
+        return await skills_text(self.store, self.synthesis, texts)
 
 
-async def skills_text(store: ConversationStore, synthesis: Synthesis) -> str:
+async def skills_text(
+    store: ConversationStore, synthesis: Synthesis, texts: Texts = ENGLISH
+) -> str:
     """Every registered skill: source, status, and its measured effect on ratings."""
     pending = {p.slug: p.id for p in await store.pending_proposals()}
     effects = await synthesis.effects()
-    return skills_overview(await store.skill_records(), effects, pending)
+    return skills_overview(await store.skill_records(), effects, pending, texts)
 
 
-def synthesis_text(summary: RunSummary) -> str:
+def synthesis_text(summary: RunSummary, texts: Texts = ENGLISH) -> str:
     if summary.status == "busy":
-        return "Another synthesis pass is running; try again in a few minutes."
+        return texts(SYNTHESIS_BUSY)
     if summary.status == "failed":
-        return f"Synthesis run {summary.run_id or '-'} failed: {summary.error}"
-    counts = (
-        f"{len(summary.proposed)} proposed, {len(summary.suppressed)} suppressed,"
-        f" {len(summary.refused)} refused from {summary.sessions} session(s)"
+        return texts(SYNTHESIS_FAILED, run=summary.run_id or "-", error=summary.error)
+    done = texts.plural(
+        SYNTHESIS_DONE,
+        summary.sessions,
+        run=summary.run_id,
+        proposed=len(summary.proposed),
+        suppressed=len(summary.suppressed),
+        refused=len(summary.refused),
     )
     waiting = sum(p.status == "pending" for p in summary.proposed)
-    follow = " Their cards go to every admin." if waiting else ""
-    return f"Synthesis run {summary.run_id} done: {counts}.{follow}"
+    return done + (texts(CARDS_GO_TO_ADMINS) if waiting else "")

@@ -16,14 +16,19 @@ from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
+from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
 
-APOLOGY = "⚠️ Sorry, I couldn't answer that just now. Please try again in a moment."
-NOT_CONFIGURED = "⚠️ I can't answer yet: no language model is configured on this gateway."
-TOO_LONG = "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
-FILTERED = "⚠️ The model's provider withheld this answer (its content filter). Please rephrase."
-CUT_MARK = "\n\n[…answer cut short at the length limit]"
+# The placeholders of a failed turn are message ids: `respond` says them in the user's language.
+APOLOGY = N_("⚠️ Sorry, I couldn't answer that just now. Please try again in a moment.")
+NOT_CONFIGURED = N_("⚠️ I can't answer yet: no language model is configured on this gateway.")
+TOO_LONG = N_(
+    "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
+)
+FILTERED = N_("⚠️ The model's provider withheld this answer (its content filter). Please rephrase.")
+CUT_NOTE = N_("[…answer cut short at the length limit]")
+CUT_MARK = "\n\n" + CUT_NOTE
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class Agent:
         if turn.answer is not None:
             return _reply(turn.answer)
         text, kind, trace = await self._think(incoming.text, turn.history)
+        text = _in_language(text, kind, incoming.language)
         answer = await self.store.add_message(
             turn.session_id,
             "assistant",
@@ -220,3 +226,15 @@ def _reply(message: MessageRecord) -> Reply:
         buttons=buttons,
         delivered_ids=message.platform_message_ids,
     )
+
+
+def _in_language(text: str, kind: str, language: str) -> str:
+    """The gateway's own words in a turn (a failure's placeholder, the cut mark) translated."""
+    if language == "en":
+        return text
+    texts = texts_for(language)
+    if kind == "error":
+        return texts(text)
+    if text.endswith(CUT_MARK):
+        return text[: -len(CUT_MARK)] + "\n\n" + texts(CUT_NOTE)
+    return text

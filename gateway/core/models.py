@@ -32,6 +32,8 @@ class IncomingMessage(BaseModel):
     user_name: str | None = None
     platform_message_id: str | None = None
     inbox_id: int | None = None
+    language: str = "en"
+    """The language of the user's fixed texts (the gateway's own notices, not the model's)."""
 
 
 class Button(BaseModel):

@@ -198,3 +198,16 @@ class Forgotten(BaseModel):
     messages: int = 0
     feedback: int = 0
     updates: int = 0
+
+
+class LanguageState(BaseModel):
+    """What is known about the language of one user in one chat."""
+
+    chosen: str | None = None
+    """The chat's own choice (/language), if any."""
+    tag: str | None = None
+    """The user's language tag as their platform last gave it."""
+    ok: bool = False
+    """Whether the last lookup of `tag` succeeded."""
+    checked_at: float | None = None
+    """When `tag` was last looked up (None: never)."""

@@ -45,6 +45,8 @@ TABLES = (
     "console_signouts",
     "quota_counts",
     "deleted_sessions",
+    "chat_languages",
+    "user_languages",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks")

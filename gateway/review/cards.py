@@ -23,6 +23,7 @@ from typing import Protocol
 
 from gateway.conversation.ports import CardLedger
 from gateway.errors import ChannelError
+from gateway.i18n import ENGLISH, Texts
 from gateway.skills.cards import Card, CardSource, build_card
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Reviewer, ReviewEvent
@@ -60,6 +61,10 @@ class CardTransport(Protocol):
         """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
         ...
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        """The admin's language as the platform tells it (None where it cannot)."""
+        ...
+
 
 class CardStore(CardSource, CardLedger, Protocol):
     """Which admin holds which copy of which card, and what each copy shows."""
@@ -85,6 +90,14 @@ class CardStore(CardSource, CardLedger, Protocol):
     ) -> None: ...
 
 
+class AdminLanguages(Protocol):
+    """The language of each admin's private chat (`gateway.conversation.language`)."""
+
+    async def for_admin(
+        self, channel: str, chat_id: str, platform: CardTransport | None = None
+    ) -> Texts: ...
+
+
 Job = Callable[[], Awaitable[None]]
 
 
@@ -100,8 +113,10 @@ class ReviewCards:
         retake_after: float = RETAKE_AFTER,
         resync_interval: float = RESYNC_INTERVAL,
         clock: Callable[[], float] = time.time,
+        languages: AdminLanguages | None = None,
     ) -> None:
         self.review = review
+        self.languages = languages
         self.store = store
         self.transports = {t.channel: t for t in transports}
         self.retake_after = retake_after
@@ -111,16 +126,36 @@ class ReviewCards:
         self._worker: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
 
-    async def card(self, p: Proposal) -> Card:
+    async def card(self, p: Proposal, texts: Texts = ENGLISH) -> Card:
         """The card of a proposal as it stands now."""
-        return await build_card(p, self.review, self.store)
+        return await build_card(p, self.review, self.store, texts)
 
-    async def tell_admins(self, text: str, ref: str) -> None:
-        """Send a plain notice to every admin of every channel; a failed chat is logged."""
-        for transport in self.transports.values():
+    async def _card_for(
+        self, p: Proposal, channel: str, chat_id: str, made: dict[str, Card]
+    ) -> Card:
+        """The card in the language of the admin of `chat_id` (one build per language)."""
+        texts = ENGLISH
+        if self.languages is not None:
+            platform = self.transports.get(channel)
+            texts = await self.languages.for_admin(channel, chat_id, platform)
+        if texts.language not in made:
+            made[texts.language] = await self.card(p, texts)
+        return made[texts.language]
+
+    async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
+        """A fixed text to every admin of every channel, each in their language.
+
+        A chat that cannot be reached is logged and the others are still told.
+        """
+        for channel, transport in self.transports.items():
             for chat_id in transport.admins():
+                texts = ENGLISH
+                if self.languages is not None:
+                    texts = await self.languages.for_admin(channel, chat_id, transport)
                 try:
-                    await transport.send_notice(chat_id, text, f"{ref}:{chat_id}")
+                    await transport.send_notice(
+                        chat_id, texts(message, **values), f"{ref}:{chat_id}"
+                    )
                 except ChannelError as exc:
                     log.warning("could not tell %s admin %s: %s", transport.channel, chat_id, exc)
 
@@ -195,7 +230,7 @@ class ReviewCards:
         p = await self.review.get(proposal_id)
         if p.status != "pending":
             return
-        card: Card | None = None
+        made: dict[str, Card] = {}
         for transport in self.transports.values():
             for chat_id in transport.admins():
                 now = self.clock()
@@ -203,7 +238,7 @@ class ReviewCards:
                     p.id, transport.channel, chat_id, retake_before=now - self.retake_after, now=now
                 ):
                     continue
-                card = card or await self.card(p)
+                card = await self._card_for(p, transport.channel, chat_id, made)
                 try:
                     message_id = await transport.send_card(chat_id, card)
                 except ChannelError as exc:
@@ -237,11 +272,12 @@ class ReviewCards:
         ]
         if not copies:
             return
-        card = await self.card(p)
+        made: dict[str, Card] = {}
         for copy in copies:
             transport = self.transports.get(copy.channel)
             if transport is None:
                 continue  # that channel is not configured in this process
+            card = await self._card_for(p, copy.channel, copy.chat_id, made)
             try:
                 await transport.show_decision(copy, card)
             except CopyGone as exc:
@@ -260,12 +296,13 @@ def start_cards(
     transports: Sequence[CardTransport | None],
     *,
     catch_up: bool = True,
+    languages: AdminLanguages | None = None,
 ) -> ReviewCards | None:
     """Cards for the transports that have admins, listening to `review`; None when none has."""
     useful = [t for t in transports if t is not None and t.admins()]
     if not useful:
         return None
-    cards = ReviewCards(review, store, useful)
+    cards = ReviewCards(review, store, useful, languages=languages)
     review.listeners.append(cards.on_review_event)
     cards.start(catch_up=catch_up)
     return cards

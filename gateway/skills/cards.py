@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from gateway.errors import SkillError
+from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.skills.evidence import SessionEvidence
 from gateway.skills.library import SKILL_FILE, parse_skill
 from gateway.skills.proposals import Proposal, SkillVersion
@@ -26,11 +27,45 @@ MAX_COMMENTS = 3
 COMPACT_CONTEXT = 1
 """Lines of context around each change in a card's diff (the full diff has 3)."""
 
+UNKNOWN_TIME = N_("an unknown time")
+SOMEONE = N_("someone")
+WEB_CONSOLE = N_("the web console")
+AUTOMATION = N_("automation")
+TERMINAL_USER = N_("{who} (terminal)")
+TELEGRAM_USER = N_("Telegram user {who}")
+LINE_USER = N_("LINE user {who}…")
+# TRANSLATORS: joins the parts of a card's evidence line ("3 sessions, 2 👎").
+LIST_SEPARATOR = N_(", ")
+SESSIONS = Np_("{n} session", "{n} sessions")
+DOWN_ALL_COMMENTED = Np_("{n} 👎 with a comment", "{n} 👎 with comments")
+DOWN = N_("{n} 👎")
+SOME_COMMENTED = Np_("({n} with a comment)", "({n} with comments)")
+UP = N_("{n} 👍")
+FAILED_ANSWERS = Np_("{n} failed answer", "{n} failed answers")
+TITLE_NEW = N_("Proposal #{id}: new skill {slug}")
+TITLE_UPDATE = N_("Proposal #{id}: update of {slug}")
+DESCRIPTION = N_("Description")
+WHY = N_("Why")
+EVIDENCE = N_("Evidence")
+APPROVED_BY = N_("✅ Approved by {who} at {at}")
+APPLIED_AT = N_("✅ Applied automatically at {at}")
+REJECTED_BECAUSE = N_("❌ Rejected by {who}: {reason}")
+REJECTED_AT = N_("❌ Rejected by {who} at {at}")
+STALE_BECAUSE = N_("⚠️ Not applied ({who} at {at}): {reason}")
+LIVE_SKILL_CHANGED = N_("the live skill changed")
+ROLLED_BACK = N_("↩️ Rolled back by {who} at {at}")
+ROLLED_BACK_BECAUSE = N_("↩️ Rolled back by {who} at {at}: {reason}")
+WAITING = N_("⏳ Waiting for review")
+DIFF_TRIMMED = Np_(
+    "… {n} more diff line not shown: tap Full diff.",
+    "… {n} more diff lines not shown: tap Full diff.",
+)
 
-def when(ts: float | None) -> str:
+
+def when(ts: float | None, texts: Texts = ENGLISH) -> str:
     """A moment as people read it: "2026-05-01 12:34 UTC"."""
     if ts is None:
-        return "an unknown time"
+        return texts(UNKNOWN_TIME)
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -40,23 +75,23 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def decider_label(decider: str | None, name: str | None = None) -> str:
+def decider_label(decider: str | None, name: str | None = None, texts: Texts = ENGLISH) -> str:
     """Who decided, readable: a remembered name, else what the decider string says."""
     if name:
         return name
     if not decider:
-        return "someone"
+        return texts(SOMEONE)
     kind, _, who = decider.partition(":")
     if decider == "web":
-        return "the web console"
+        return texts(WEB_CONSOLE)
     if decider == "auto":
-        return "automation"
+        return texts(AUTOMATION)
     if kind == "cli" and who:
-        return f"{who} (terminal)"
+        return texts(TERMINAL_USER, who=who)
     if kind == "telegram" and who:
-        return f"Telegram user {who}"
+        return texts(TELEGRAM_USER, who=who)
     if kind == "line" and who:
-        return f"LINE user {who[:9]}…"
+        return texts(LINE_USER, who=who[:9])
     return decider
 
 
@@ -71,23 +106,22 @@ class Evidence:
     failed: int = 0
     comments: tuple[str, ...] = ()
 
-    def summary(self) -> str:
+    def summary(self, texts: Texts = ENGLISH) -> str:
         """E.g. "3 sessions, 2 👎 with comments, 1 👍, 1 failed answer"."""
-        parts = [f"{self.sessions} session{'' if self.sessions == 1 else 's'}"]
+        parts = [texts.plural(SESSIONS, self.sessions)]
         if self.down:
-            down = f"{self.down} 👎"
             if self.commented == self.down:
-                down += " with a comment" if self.down == 1 else " with comments"
+                parts.append(texts.plural(DOWN_ALL_COMMENTED, self.down))
             elif self.commented:
-                down += (
-                    f" ({self.commented} with {'a comment' if self.commented == 1 else 'comments'})"
-                )
-            parts.append(down)
+                some = texts.plural(SOME_COMMENTED, self.commented)
+                parts.append(f"{texts(DOWN, n=self.down)} {some}")
+            else:
+                parts.append(texts(DOWN, n=self.down))
         if self.up:
-            parts.append(f"{self.up} 👍")
+            parts.append(texts(UP, n=self.up))
         if self.failed:
-            parts.append(f"{self.failed} failed answer{'' if self.failed == 1 else 's'}")
-        return ", ".join(parts)
+            parts.append(texts.plural(FAILED_ANSWERS, self.failed))
+        return texts(LIST_SEPARATOR).join(parts)
 
 
 def evidence_of(p: Proposal, sessions: Sequence[SessionEvidence]) -> Evidence:
@@ -127,58 +161,59 @@ class Card:
     diff: str
     decided_by: str | None = None
     """The decider's readable name."""
+    texts: Texts = ENGLISH
+    """The language of the admin the card is for."""
 
     @property
     def pending(self) -> bool:
         return self.proposal.status == "pending"
 
     @property
-    def kind_label(self) -> str:
-        return "new skill" if self.proposal.kind == "create" else "update of"
-
-    @property
     def title(self) -> str:
         """E.g. "Proposal #3: new skill chat-brevity"."""
-        return f"Proposal #{self.proposal.id}: {self.kind_label} {self.proposal.slug}"
+        p = self.proposal
+        return self.texts(TITLE_NEW if p.kind == "create" else TITLE_UPDATE, id=p.id, slug=p.slug)
 
     def facts(self) -> list[tuple[str, str]]:
         """(label, text) lines under the title."""
-        p = self.proposal
-        facts = [("Description", p.description)]
+        p, t = self.proposal, self.texts
+        facts = [(t(DESCRIPTION), p.description)]
         if p.rationale.strip():
-            facts.append(("Why", clip(p.rationale, MAX_RATIONALE)))
-        facts.append(("Evidence", self.evidence.summary()))
+            facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
+        facts.append((t(EVIDENCE), self.evidence.summary(t)))
         return facts
 
     def outcome(self) -> str | None:
         """The decision as one line, or None while pending."""
-        p = self.proposal
-        who = self.decided_by or decider_label(p.decided_by)
-        at = when(p.decided_at)
+        p, t = self.proposal, self.texts
+        who = self.decided_by or decider_label(p.decided_by, texts=t)
+        at = when(p.decided_at, t)
         if p.status == "approved":
-            return f"✅ Approved by {who} at {at}"
+            return t(APPROVED_BY, who=who, at=at)
         if p.status == "applied":
-            return f"✅ Applied automatically at {at}"
+            return t(APPLIED_AT, at=at)
         if p.status == "rejected":
-            return (
-                f"❌ Rejected by {who}: {p.reason}" if p.reason else f"❌ Rejected by {who} at {at}"
-            )
+            if p.reason:
+                return t(REJECTED_BECAUSE, who=who, reason=p.reason)
+            return t(REJECTED_AT, who=who, at=at)
         if p.status == "stale":
-            return f"⚠️ Not applied ({who} at {at}): {p.reason or 'the live skill changed'}"
+            return t(STALE_BECAUSE, who=who, at=at, reason=p.reason or t(LIVE_SKILL_CHANGED))
         if p.status == "rolled_back":
-            return f"↩️ Rolled back by {who} at {at}" + (f": {p.reason}" if p.reason else "")
+            if p.reason:
+                return t(ROLLED_BACK_BECAUSE, who=who, at=at, reason=p.reason)
+            return t(ROLLED_BACK, who=who, at=at)
         return None
 
     def notice(self) -> str:
         """A short message about the decision, for chats whose card cannot be edited."""
-        outcome = self.outcome() or "⏳ Waiting for review"
+        outcome = self.outcome() or self.texts(WAITING)
         return f"{self.title}\n{outcome}"
 
     def plain(self) -> str:
         """The card as plain text, without the diff."""
         lines = [self.title, *(f"{label}: {text}" for label, text in self.facts())]
         lines.extend(f"  “{c}”" for c in self.evidence.comments)
-        lines.append(self.outcome() or "⏳ Waiting for review")
+        lines.append(self.outcome() or self.texts(WAITING))
         return "\n".join(lines)
 
 
@@ -213,9 +248,9 @@ def prefix(text: str, budget: int, length: Length = len) -> str:
     return text[:low]
 
 
-def trimmed_note(dropped: int) -> str:
+def trimmed_note(dropped: int, texts: Texts = ENGLISH) -> str:
     """What a card says when its diff was cut to fit."""
-    return f"… {dropped} more diff line{'' if dropped == 1 else 's'} not shown: tap Full diff."
+    return texts.plural(DIFF_TRIMMED, dropped)
 
 
 class CardReview(Protocol):
@@ -277,13 +312,16 @@ async def full_diff(p: Proposal, review: CardReview, source: CardSource) -> str:
     return await change_diff(p, review, source, context=3)
 
 
-async def build_card(p: Proposal, review: CardReview, source: CardSource) -> Card:
-    """The card of a proposal as it stands now."""
+async def build_card(
+    p: Proposal, review: CardReview, source: CardSource, texts: Texts = ENGLISH
+) -> Card:
+    """The card of a proposal as it stands now, in the language of `texts`."""
     sessions = await source.session_evidence(p.based_on)
     name = await source.reviewer_name(p.decided_by) if p.decided_by else None
     return Card(
         proposal=p,
         evidence=evidence_of(p, sessions),
         diff=await change_diff(p, review, source),
-        decided_by=decider_label(p.decided_by, name) if p.decided_by else None,
+        decided_by=decider_label(p.decided_by, name, texts) if p.decided_by else None,
+        texts=texts,
     )

@@ -27,14 +27,20 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from gateway.i18n import ENGLISH, N_, Np_, Texts
+
 Z95 = 1.959963984540054
 Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
 VERDICT_TEXT: dict[str, str] = {
-    "collecting": "collecting evidence",
-    "harmful": "harmful: rated worse than answers without it",
-    "helpful": "helpful: rated better than answers without it",
-    "unclear": "no clear effect",
+    "collecting": N_("collecting evidence"),
+    "harmful": N_("harmful: rated worse than answers without it"),
+    "helpful": N_("helpful: rated better than answers without it"),
+    "unclear": N_("no clear effect"),
 }
+FIGURES = Np_(
+    "{n} use, 👍 {up} 👎 {down}, rate {rate}; without it {without} of {rated}; {verdict}",
+    "{n} uses, 👍 {up} 👎 {down}, rate {rate}; without it {without} of {rated}; {verdict}",
+)
 
 
 def wilson(up: int, rated: int, z: float = Z95) -> tuple[float, float]:
@@ -198,14 +204,20 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{round(value * 100)}%"
 
 
-def describe(effect: SkillEffect) -> str:
+def describe(effect: SkillEffect, texts: Texts = ENGLISH) -> str:
     """One line for chat or a terminal: uses, 👍/👎, rate with interval, without-it, verdict."""
     t, w = effect.loaded, effect.without
     low, high = t.interval(effect.z)
     rate = f"{_percent(t.rate)} ({round(low * 100)}-{_percent(high)})" if t.rated else "-"
-    return (
-        f"{t.answers} uses, 👍 {t.up} 👎 {t.down}, rate {rate};"
-        f" without it {_percent(w.rate)} of {w.rated}; {VERDICT_TEXT[effect.verdict]}"
+    return texts.plural(
+        FIGURES,
+        t.answers,
+        up=t.up,
+        down=t.down,
+        rate=rate,
+        without=_percent(w.rate),
+        rated=w.rated,
+        verdict=texts(VERDICT_TEXT[effect.verdict]),
     )
 
 

@@ -16,6 +16,7 @@ from gateway.store.console import ConsoleQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
+from gateway.store.languages import LanguageQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
@@ -38,6 +39,7 @@ class Store(
     CardQueries,
     UsageQueries,
     PrivacyQueries,
+    LanguageQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

@@ -485,6 +485,32 @@ _USAGE_PRIVACY: list[Step] = [
 ]
 
 
+# The language a chat chose with /language, and each user's language as the platform last
+# said it (`ok` 0: the last lookup failed, so it is retried sooner).
+_LANGUAGES: list[Step] = [
+    """
+    create table chat_languages (
+        channel text not null,
+        chat_id text not null,
+        language text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    """
+    create table user_languages (
+        channel text not null,
+        user_id text not null,
+        tag text,
+        ok integer not null,
+        checked_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -515,6 +541,7 @@ MIGRATIONS: list[Migration] = [
         "usage and quotas: message owners, reported tokens, daily counts, deleted sessions",
         _USAGE_PRIVACY,
     ),
+    (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
 ]
 
 

@@ -167,6 +167,17 @@ class PrivacyQueries(QueriesBase):
         await c.execute(
             "delete from quota_counts where scope in ('user', 'chat') and subject = ?", subject
         )
+        await c.execute(
+            "delete from user_languages where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
+            "delete from chat_languages where channel = ? and chat_id = ?", channel, user_id
+        )
+        await c.execute(
+            "update chat_languages set set_by = null where channel = ? and set_by = ?",
+            channel,
+            user_id,
+        )
         await c.execute("delete from reviewer_names where decider = ?", subject)
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
@@ -234,6 +245,18 @@ class PrivacyQueries(QueriesBase):
             " and subject = ? order by day",
             f"{channel}:{user_id}",
         )
+        languages = await c.fetch(
+            "select tag, checked_at from user_languages where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
+        chosen = await c.fetch(
+            "select chat_id, language, set_at from chat_languages where channel = ?"
+            " and (chat_id = ? or set_by = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
         for t in traces:
             decode_json_fields(t, "skills_loaded")
             t["tokens_known"] = bool(t["tokens_known"])
@@ -247,6 +270,7 @@ class PrivacyQueries(QueriesBase):
             "feedback": feedback,
             "awaiting": awaiting,
             "daily_counts": counts,
+            "language": {"as_the_platform_says": languages, "chosen": chosen},
         }
 
     @query

@@ -12,6 +12,7 @@ from gateway.channels.base import Channel, Handler, Ports
 from gateway.conversation.models import Audience, Dialect, Profile
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
+from gateway.i18n import ENGLISH, Texts
 from gateway.skills.card_buttons import CardSigner
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
@@ -68,9 +69,14 @@ class FakeChannel(Channel):
 class FakeResponder:
     """Answers go to the fake platform's list; a notice is a reply of kind "notice"."""
 
-    def __init__(self, channel: FakeChannel, chat: ChatRef) -> None:
+    def __init__(self, channel: FakeChannel, chat: ChatRef, language: str | None = None) -> None:
         self.channel = channel
         self.chat = chat
+        self.texts: Texts = ENGLISH
+        self.language_tag = language
+
+    async def look_up_language(self) -> str | None:
+        return None
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False

@@ -35,16 +35,28 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
         "max_connections": 40,
         "drop_pending_updates": False,
     }
-    [commands] = telegram_api.calls_of("setMyCommands")
-    assert [c["command"] for c in commands.params["commands"]] == ["start", "help", "new", "forget"]
-    assert all(c["description"] for c in commands.params["commands"])
+    menus = {
+        c.params.get("language_code", ""): c.params for c in telegram_api.calls_of("setMyCommands")
+    }
+    assert sorted(menus) == ["", "ja", "th", "zh"]  # everyone's, and one per catalog
+    for params in menus.values():
+        names = [c["command"] for c in params["commands"]]
+        assert names == ["start", "help", "new", "language", "forget"]
+        assert all(c["description"] for c in params["commands"])
+    english = [c["description"] for c in menus[""]["commands"]]
+    assert english[0] == "Say hello and see what I can do"
+    assert menus["ja"]["commands"][0]["description"] == "あいさつと、できることの紹介"
+    assert menus["zh"]["commands"][2]["description"] == "開始新的對話"
     assert line_puts(line_api) == [{"endpoint": LINE_URL}]
     [test] = line_api.calls_to(WEBHOOK_TEST_PATH)
     assert test.body == {"endpoint": LINE_URL}
 
     out = capsys.readouterr().out
     assert f"telegram webhook: set {TELEGRAM_URL}" in out
-    assert "telegram commands: set /start, /help, /new" in out
+    assert (
+        "telegram commands: set /start, /help, /new, /language, /forget (default, ja, zh, th)"
+        in out
+    )
     assert f"line webhook: set {LINE_URL}" in out
     assert "line webhook test: ok" in out
     assert WEBHOOK_SECRET not in out and telegram_api.token not in out
@@ -61,7 +73,7 @@ async def test_a_second_run_changes_nothing_until_a_setting_changes(
     assert await run_set_webhook(bot_settings) == 0
     out = capsys.readouterr().out
     assert len(telegram_api.calls_of("setWebhook")) == 1
-    assert len(telegram_api.calls_of("setMyCommands")) == 1
+    assert len(telegram_api.calls_of("setMyCommands")) == 4
     assert len(line_puts(line_api)) == 1
     assert f"telegram webhook: unchanged {TELEGRAM_URL}" in out
     assert "telegram commands: unchanged" in out

@@ -27,6 +27,7 @@ from linebot.v3.messaging import (
 from gateway.channels.line.client import text_messages
 from gateway.channels.line.delivery import LineOutbox
 from gateway.channels.text import utf16_len
+from gateway.i18n import N_, Texts
 from gateway.skills.card_buttons import CardAction, CardSigner
 from gateway.skills.cards import Card, clip, fit, trimmed_note
 from gateway.store.cards import CardDelivery
@@ -35,6 +36,10 @@ MAX_ALT_TEXT = 400
 MAX_DIFF = 1500
 """UTF-16 units of diff in a bubble; a bubble's JSON may not exceed 30 KB."""
 GREEN, RED, GREY = "#1DB446", "#D9534F", "#888888"
+APPROVE, REJECT, FULL_DIFF = N_("Approve"), N_("Reject"), N_("Full diff")
+PRESSED = N_("{label} #{id}")
+"""What LINE shows in the chat as the admin's own message when a button is tapped."""
+WAITING_FOR_YOU = N_("waiting for your review")
 
 
 def _text(text: str, **style: object) -> FlexText:
@@ -48,18 +53,19 @@ class CardBubbles:
         self.signer = signer
 
     def button(
-        self, label: str, action: CardAction, proposal_id: int, **style: object
+        self, texts: Texts, label: str, action: CardAction, proposal_id: int, **style: object
     ) -> FlexButton:
+        shown = texts(label)
         postback = PostbackAction(
-            label=label,
+            label=shown,
             data=self.signer.data(action, proposal_id),
-            display_text=f"{label} #{proposal_id}",
+            display_text=texts(PRESSED, label=shown, id=proposal_id),
         )
         return FlexButton(action=postback, height="sm", **style)
 
     def message(self, card: Card) -> FlexMessage:
         """The card as a Flex message; buttons only while the proposal is pending."""
-        p = card.proposal
+        p, texts = card.proposal, card.texts
         body: list[FlexComponent] = [_text(card.title, weight="bold", size="md")]
         for label, text in card.facts():
             spans = [FlexSpan(text=f"{label}: ", weight="bold"), FlexSpan(text=text or " ")]
@@ -69,7 +75,7 @@ class CardBubbles:
             shown, dropped = fit(card.diff, MAX_DIFF, utf16_len)
             body += [FlexSeparator(margin="md"), _text(shown, size="xxs", margin="md")]
             if dropped:
-                body.append(_text(trimmed_note(dropped), size="xxs", color=GREY))
+                body.append(_text(trimmed_note(dropped, texts), size="xxs", color=GREY))
         outcome = card.outcome()
         if outcome:
             body.append(_text(outcome, weight="bold", size="sm", margin="md"))
@@ -78,20 +84,20 @@ class CardBubbles:
             body=FlexBox(layout="vertical", spacing="sm", contents=body),
             footer=self._footer(card) if card.pending else None,
         )
-        what = "waiting for your review" if card.pending else (outcome or p.status)
+        what = texts(WAITING_FOR_YOU) if card.pending else (outcome or p.status)
         return FlexMessage(alt_text=clip(f"{card.title}: {what}", MAX_ALT_TEXT), contents=bubble)
 
     def _footer(self, card: Card) -> FlexBox:
-        pid = card.proposal.id
+        pid, t = card.proposal.id, card.texts
         decide = FlexBox(
             layout="horizontal",
             spacing="sm",
             contents=[
-                self.button("Approve", "approve", pid, style="primary", color=GREEN),
-                self.button("Reject", "reject", pid, style="primary", color=RED),
+                self.button(t, APPROVE, "approve", pid, style="primary", color=GREEN),
+                self.button(t, REJECT, "reject", pid, style="primary", color=RED),
             ],
         )
-        diff = self.button("Full diff", "diff", pid, style="link")
+        diff = self.button(t, FULL_DIFF, "diff", pid, style="link")
         return FlexBox(layout="vertical", spacing="sm", contents=[decide, diff])
 
 
@@ -107,6 +113,9 @@ class LineCards:
 
     def admins(self) -> list[str]:
         return list(self._admins)
+
+    async def look_up_language(self, user_id: str) -> str | None:
+        return (await self.outbox.client.profile(user_id)).language
 
     async def send_card(self, chat_id: str, card: Card) -> str | None:
         ids = await self.outbox.deliver_messages(

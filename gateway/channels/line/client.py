@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
 from linebot.v3.messaging import (
@@ -39,6 +39,14 @@ MAX_MESSAGES_PER_CALL = 5
 MAX_POSTBACK_DATA = 300
 MAX_QUICK_REPLY_ITEMS = 13
 MONTHLY_LIMIT = "monthly limit"
+
+
+class Profile(NamedTuple):
+    """What a LINE profile tells about a user."""
+
+    display_name: str | None
+    language: str | None
+    """A BCP 47 tag ("ja", "zh-TW", "th"); absent when the user has not shared it."""
 
 
 class ReplyTokenRejected(ChannelError):
@@ -127,17 +135,21 @@ class LineClient:
             return []
         return [m.id for m in response.sent_messages]
 
+    async def profile(self, user_id: str) -> Profile:
+        """The user's LINE profile: display name and language, where LINE tells them."""
+        got = await self._call(
+            "profile", lambda: self.api.get_profile(user_id, _request_timeout=10), retries=0
+        )
+        name, language = getattr(got, "display_name", None), getattr(got, "language", None)
+        return Profile(str(name) if name else None, str(language) if language else None)
+
     async def display_name(self, user_id: str) -> str | None:
         """The user's LINE display name, or None when LINE does not tell (best effort)."""
         try:
-            profile = await self._call(
-                "profile", lambda: self.api.get_profile(user_id, _request_timeout=10), retries=0
-            )
+            return (await self.profile(user_id)).display_name
         except ChannelError as exc:
             log.info("no LINE profile for %s: %s", user_id, exc)
             return None
-        name = getattr(profile, "display_name", None)
-        return str(name) if name else None
 
     async def show_loading(self, user_id: str, seconds: int) -> None:
         """Show the typing animation in a 1:1 chat for up to `seconds` (5-60, a multiple of 5)."""

@@ -1,27 +1,34 @@
-"""What the bot says in LINE, and how long it waits for the answer to a question."""
+"""What the bot says in LINE, and how long it waits for the answer to a question.
+
+Each text is an English message id, translated where it is shown (`gateway.i18n`).
+"""
 
 from __future__ import annotations
 
 from gateway.conversation.models import Dialect
+from gateway.i18n import N_
 
-HELP = (
+HELP = N_(
     "I'm an AI assistant: ask me anything in plain words.\n"
     "• In a group, mention me so I know you're talking to me.\n"
     "• Tap 👍 or 👎 under an answer to tell me how I did.\n"
     "• /new starts a fresh conversation.\n"
+    "• /language chooses the language of these messages.\n"
     "• /help shows this message.\n"
     "• /forget deletes everything I keep about you."
 )
-GREETING = "Hi, thanks for adding me! 👋\n\n" + HELP
-WELCOME_BACK = "Welcome back! 👋\n\n" + HELP
-GROUP_GREETING = "Hi everyone! 👋 Mention me or start a message with /help to see what I can do."
-NEW_SESSION = "Okay, let's start over. I've set our earlier conversation aside."
-REFUSAL = "Sorry, this assistant is private and only answers the people it was set up for."
-ASK_WHAT_WENT_WRONG = "What went wrong? Tell me in your next message (optional)."
-ASK_IN_GROUP = "What went wrong? Mention me in your next message to tell me (optional)."
+GREETING = N_("Hi, thanks for adding me! 👋\n\n{help}")
+WELCOME_BACK = N_("Welcome back! 👋\n\n{help}")
+GROUP_GREETING = N_(
+    "Hi everyone! 👋 Mention me or start a message with /help to see what I can do."
+)
+NEW_SESSION = N_("Okay, let's start over. I've set our earlier conversation aside.")
+REFUSAL = N_("Sorry, this assistant is private and only answers the people it was set up for.")
+ASK_WHAT_WENT_WRONG = N_("What went wrong? Tell me in your next message (optional).")
+ASK_IN_GROUP = N_("What went wrong? Mention me in your next message to tell me (optional).")
 """In a group only a message to the bot answers its question."""
-TEXT_ONLY = "Sorry, I can only read text so far: please send your question as a message."
-THANKS_FOR_COMMENT = "Thanks, I've noted that. It helps me get better."
+TEXT_ONLY = N_("Sorry, I can only read text so far: please send your question as a message.")
+THANKS_FOR_COMMENT = N_("Thanks, I've noted that. It helps me get better.")
 
 LINE = Dialect(
     help=HELP,

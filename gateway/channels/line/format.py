@@ -8,7 +8,7 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from gateway.channels.text import capped, split_text, utf16_len
+from gateway.channels.text import CUT_NOTE, capped, split_text, utf16_len
 
 MAX_TEXT_UTF16 = 5000
 """A LINE text message holds at most 5000 UTF-16 code units (an emoji counts 2)."""
@@ -21,7 +21,7 @@ QUOTE = "│ "
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
 
-def line_parts(markdown: str) -> list[str]:
+def line_parts(markdown: str, note: str = CUT_NOTE) -> list[str]:
     """The texts of the LINE messages that carry one answer, in order.
 
     At most MAX_ANSWER_PARTS (one reply call, no push); a longer answer is cut with a note.
@@ -31,6 +31,7 @@ def line_parts(markdown: str) -> list[str]:
         markdown,
         MAX_TEXT_UTF16,
         utf16_len,
+        note=note,
     )
 
 

@@ -18,33 +18,36 @@ from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, LineClient, text
 from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import ASK_IN_GROUP, ASK_WHAT_WENT_WRONG
 from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
-from gateway.channels.text import split_text, utf16_len
+from gateway.channels.text import CUT_NOTE, split_text, utf16_len
 from gateway.conversation.review import MAX_CARDS_SHOWN
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.errors import ChannelError
+from gateway.i18n import ENGLISH, N_, Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
 
 log = logging.getLogger(__name__)
 
-ASK_REASON = (
+ASK_REASON = N_(
     "Why reject proposal #{id} ({slug})? Send the reason in your next message, or tap Skip."
 )
-ASK_REASON_IN_GROUP = (
+ASK_REASON_IN_GROUP = N_(
     "Why reject proposal #{id} ({slug})? Mention me in your next message with the reason,"
     " or tap Skip."
 )
-DIFF_TOO_LONG = (
+SKIP = N_("Skip")
+DIFF_TOO_LONG = N_(
     "… the rest of the diff is too long for chat: skillgate proposals show {id}"
     " (in a terminal) or the web console shows all of it."
 )
+NO_DIFFERENCES = N_("(no differences)")
 
 
-def full_diff_texts(proposal_id: int, diff: str) -> list[str]:
+def full_diff_texts(proposal_id: int, diff: str, texts: Texts = ENGLISH) -> list[str]:
     """The diff as at most five text messages (one push); a longer one ends with a pointer."""
-    parts = split_text(diff, MAX_TEXT_UTF16, utf16_len) or ["(no differences)"]
+    parts = split_text(diff, MAX_TEXT_UTF16, utf16_len) or [texts(NO_DIFFERENCES)]
     if len(parts) > MAX_MESSAGES_PER_CALL:
-        parts = [*parts[: MAX_MESSAGES_PER_CALL - 1], DIFF_TOO_LONG.format(id=proposal_id)]
+        parts = [*parts[: MAX_MESSAGES_PER_CALL - 1], texts(DIFF_TOO_LONG, id=proposal_id)]
     return parts
 
 
@@ -67,6 +70,20 @@ class LineResponder:
         self.client = client
         self.bubbles = bubbles
         self.loading_seconds = loading_seconds
+        self.texts: Texts = ENGLISH
+        self._name: str | None = None
+        """The display name, when the language lookup brought it along."""
+
+    @property
+    def language_tag(self) -> str | None:
+        return None  # LINE's events do not say; the profile does
+
+    async def look_up_language(self) -> str | None:
+        if self.chat.user_id is None:
+            return None
+        profile = await self.client.profile(self.chat.user_id)
+        self._name = profile.display_name
+        return profile.language
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -96,28 +113,30 @@ class LineResponder:
             ref = f"answer:{reply.message_id}"
         else:
             ref = self.event.next_ref()
-        parts = line_parts(reply.text) or [reply.text.strip()[:MAX_TEXT_UTF16] or "…"]
+        parts = line_parts(reply.text, note=self.texts(CUT_NOTE)) or [
+            reply.text.strip()[:MAX_TEXT_UTF16] or "…"
+        ]
         return await self.outbox.deliver(self.chat.chat_id, parts, reply.buttons, ref, self.event)
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         return None  # LINE cannot edit a sent message
 
     async def ask_comment(self, answer_id: int) -> str | None:
-        await self.notice(ASK_IN_GROUP if self.chat.is_group else ASK_WHAT_WENT_WRONG)
+        await self.notice(self.texts(ASK_IN_GROUP if self.chat.is_group else ASK_WHAT_WENT_WRONG))
         return None
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         action, _, value = self.bubbles.signer.data("skip", proposal.id).partition(":")
-        skip = Button(label="Skip", action=action, value=value)
+        skip = Button(label=self.texts(SKIP), action=action, value=value)
         ask = ASK_REASON_IN_GROUP if self.chat.is_group else ASK_REASON
-        text = f"{decided}\n{ask.format(id=proposal.id, slug=proposal.slug)}"
+        text = f"{decided}\n{self.texts(ask, id=proposal.id, slug=proposal.slug)}"
         await self.notice(text, buttons=[skip])
         return None
 
     async def reviewer_name(self) -> str | None:
         if self.chat.user_id is None:
             return None
-        return await self.client.display_name(self.chat.user_id)
+        return self._name or await self.client.display_name(self.chat.user_id)
 
     def cards_per_listing(self, pending: int) -> int:
         # One batch of five messages: with more waiting, the last one says so.
@@ -136,7 +155,7 @@ class LineResponder:
         return None  # LINE cannot edit a sent message; the decision was said already
 
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
-        texts = full_diff_texts(proposal.id, diff)
+        texts = full_diff_texts(proposal.id, diff, self.texts)
         await self.outbox.deliver_messages(
             self.chat.chat_id, text_messages(texts), self.event.next_ref(), self.event
         )

@@ -10,13 +10,19 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.text import utf16_len
+from gateway.i18n import N_, Np_, Texts
 from gateway.review.cards import CopyGone
 from gateway.skills.card_buttons import CardSigner
 from gateway.skills.cards import Card, fit, trimmed_note
 from gateway.skills.proposals import Proposal
 from gateway.store.cards import CardDelivery
 
-APPROVE, REJECT, FULL_DIFF = "✅ Approve", "❌ Reject", "🔍 Full diff"
+APPROVE, REJECT, FULL_DIFF = N_("✅ Approve"), N_("❌ Reject"), N_("🔍 Full diff")
+DIFF_CAPTION = Np_(
+    "Full diff of proposal #{id} ({slug}): {n} line",
+    "Full diff of proposal #{id} ({slug}): {n} lines",
+)
+NO_DIFFERENCES = N_("(no differences)")
 MIN_DIFF = 40
 """Below this many characters of room, a card shows no diff at all, only the note."""
 
@@ -27,6 +33,7 @@ def _e(text: str) -> str:
 
 def card_part(card: Card, limit: int = MAX_TEXT) -> Part:
     """The card as one message; the diff is cut at a line to keep within `limit`, with a note."""
+    texts = card.texts
     head = [(f"<b>{_e(card.title)}</b>", card.title)]
     head += [
         (f"<b>{_e(label)}:</b> {_e(text)}", f"{label}: {text}") for label, text in card.facts()
@@ -40,13 +47,13 @@ def card_part(card: Card, limit: int = MAX_TEXT) -> Part:
         tail_html, tail_plain = f"\n\n<b>{_e(outcome)}</b>", f"\n\n{outcome}"
     if card.diff.strip():
         total = len(card.diff.splitlines())
-        room = limit - utf16_len(plain + tail_plain + "\n\n\n" + trimmed_note(total))
+        room = limit - utf16_len(plain + tail_plain + "\n\n\n" + trimmed_note(total, texts))
         shown, dropped = fit(card.diff, room, utf16_len) if room >= MIN_DIFF else ("", total)
         if shown:
             html += f'\n\n<pre><code class="language-diff">{_e(shown)}</code></pre>'
             plain += f"\n\n{shown}"
         if dropped:
-            note = trimmed_note(dropped)
+            note = trimmed_note(dropped, texts)
             html += f"\n<i>{_e(note)}</i>"
             plain += f"\n{note}"
     return Part(html + tail_html, plain + tail_plain)
@@ -69,11 +76,11 @@ class TelegramCards:
         """✅ Approve / ❌ Reject / 🔍 Full diff while pending; none once decided."""
         if not card.pending:
             return None
-        pid = card.proposal.id
-        diff = [InlineKeyboardButton(FULL_DIFF, callback_data=self.signer.data("diff", pid))]
+        pid, t = card.proposal.id, card.texts
+        diff = [InlineKeyboardButton(t(FULL_DIFF), callback_data=self.signer.data("diff", pid))]
         decide = [
-            InlineKeyboardButton(APPROVE, callback_data=self.signer.data("approve", pid)),
-            InlineKeyboardButton(REJECT, callback_data=self.signer.data("reject", pid)),
+            InlineKeyboardButton(t(APPROVE), callback_data=self.signer.data("approve", pid)),
+            InlineKeyboardButton(t(REJECT), callback_data=self.signer.data("reject", pid)),
         ]
         return InlineKeyboardMarkup([decide, diff])
 
@@ -91,6 +98,9 @@ class TelegramCards:
             return
         await self.edit(int(copy.chat_id), int(copy.platform_message_id), card)
 
+    async def look_up_language(self, user_id: str) -> str | None:
+        return None  # the Bot API tells it only with the admin's own updates
+
     async def edit(self, chat_id: int, message_id: int, card: Card) -> None:
         """Make one copy show the card as it stands (no keyboard once decided)."""
         try:
@@ -100,10 +110,10 @@ class TelegramCards:
         except Undeliverable as exc:
             raise CopyGone(str(exc)) from exc
 
-    async def send_diff(self, target: Target, p: Proposal, diff: str) -> None:
+    async def send_diff(self, target: Target, p: Proposal, diff: str, texts: Texts) -> None:
         """The whole unified diff as a .diff document."""
         lines = len(diff.splitlines())
-        caption = f"Full diff of proposal #{p.id} ({p.slug}): {lines} lines"
-        body = diff.encode() if diff.strip() else b"(no differences)\n"
+        caption = texts.plural(DIFF_CAPTION, lines, id=p.id, slug=p.slug)
+        body = (diff if diff.strip() else texts(NO_DIFFERENCES) + "\n").encode()
         filename = f"proposal-{p.id}-{p.slug}.diff"
         await self.sender.document(target, filename, body, caption)

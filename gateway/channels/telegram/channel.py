@@ -277,9 +277,12 @@ class TelegramSession:
         query = query_id(raw)
         if query is None:
             return
+        sender = raw.get("callback_query", {}).get("from", {})
+        tag = sender.get("language_code") if isinstance(sender, dict) else None
+        text = self.conversation.languages.pick(tag if isinstance(tag, str) else None)(STALE)
         try:
             await self.sender.call(
-                "answerCallbackQuery", lambda: self.bot.answer_callback_query(query, STALE)
+                "answerCallbackQuery", lambda: self.bot.answer_callback_query(query, text)
             )
         except ChannelError as exc:
             log.warning("could not answer an unreadable button press: %s", exc)
@@ -290,7 +293,7 @@ class TelegramSession:
         if not isinstance(message, TgMessage):  # too old for Telegram to say which
             chat = ChatRef(channel=TelegramChannel.name, chat_id=str(user.id))
             out = self._responder(item, chat, user=query.from_user, query=query)
-            await out.acknowledge(STALE)
+            await self.conversation.on_stale_press(chat, out)
             return
         is_group = message.chat.type != ChatType.PRIVATE
         topic = message.message_thread_id if message.is_topic_message else None

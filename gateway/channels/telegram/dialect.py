@@ -1,41 +1,48 @@
-"""What the bot says in Telegram, and how long it waits for the answer to a question."""
+"""What the bot says in Telegram, and how long it waits for the answer to a question.
+
+Each text is an English message id, translated where it is shown (`gateway.i18n`).
+"""
 
 from __future__ import annotations
 
 from gateway.conversation.models import Dialect
+from gateway.i18n import N_
 
-START = (
+START = N_(
     "Hi {name}! I'm an AI assistant: ask me anything.\n"
     "Rate my answers with 👍 or 👎, that is how I get better. /help tells more."
 )
-HELP = (
+HELP = N_(
     "Send me a message and I'll answer it.\n\n"
     "/new finishes this conversation and starts a fresh one\n"
+    "/language chooses the language of these messages\n"
     "/help shows this message\n"
     "/forget deletes everything I keep about you\n\n"
     "Under each answer, 👍 or 👎 tells me how it went; after 👎 you can say what went wrong."
 )
-GROUP_HINT = (
+GROUP_HINT = N_(
     "\n\nIn a group I answer when you mention me, reply to one of my messages or use a command."
 )
-NEW = "Done: this conversation is finished. Your next message starts a fresh one."
-REFUSAL = (
+NEW = N_("Done: this conversation is finished. Your next message starts a fresh one.")
+REFUSAL = N_(
     "Sorry, this bot is private. If you should have access, ask its owner to add your"
     " Telegram user id: {user_id}"
 )
-TEXT_ONLY = "Sorry, I can only read text so far: send your question as a message or a caption."
-UNKNOWN = "I don't know /{command}. /help lists what I understand."
+TEXT_ONLY = N_("Sorry, I can only read text so far: send your question as a message or a caption.")
+UNKNOWN = N_("I don't know /{command}. /help lists what I understand.")
+THANKS_FOR_COMMENT = N_("Thanks, I've noted that.")
+RUNNING_SYNTHESIS = N_("Running a synthesis pass now…")
 
 TELEGRAM = Dialect(
     help=HELP,
     new=NEW,
     refusal=REFUSAL,
-    thanks_for_comment="Thanks, I've noted that.",
+    thanks_for_comment=THANKS_FOR_COMMENT,
     start=START,
     unknown=UNKNOWN,
     group_hint=GROUP_HINT,
     text_only=TEXT_ONLY,
-    running_synthesis="Running a synthesis pass now…",
+    running_synthesis=RUNNING_SYNTHESIS,
     comment_seconds=10 * 60,
     reason_seconds=10 * 60,
 )

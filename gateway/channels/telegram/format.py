@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from html import escape
 
-from gateway.channels.text import capped, split_message, utf16_len
+from gateway.channels.text import CUT_NOTE, capped, split_message, utf16_len
 
 MAX_TEXT = 4096
 """Telegram's limit for a message's text, counted after entity parsing."""
@@ -47,13 +47,13 @@ class Part:
         return cls(escape(text, quote=False), text)
 
 
-def render_parts(text: str, limit: int = MAX_TEXT) -> list[Part]:
+def render_parts(text: str, limit: int = MAX_TEXT, note: str = CUT_NOTE) -> list[Part]:
     """An answer as ordered parts within Telegram's limit, each formatted as HTML.
 
     At most MAX_ANSWER_PARTS; a longer answer is cut with a note saying so.
     """
     split = lambda t: split_message(t, limit, utf16_len)  # noqa: E731
-    chunks = capped(split, text, limit, utf16_len) or [text.strip()[:limit] or "…"]
+    chunks = capped(split, text, limit, utf16_len, note=note) or [text.strip()[:limit] or "…"]
     return [Part(to_html(chunk), chunk) for chunk in chunks]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -21,15 +21,21 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, Te
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, WEBHOOK_PATH
 from gateway.config import Settings
 from gateway.conversation.dispatch import COMMANDS
+from gateway.conversation.language import Languages
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.errors import ChannelError, ConfigError
+from gateway.i18n import Texts, texts_for
 from gateway.logs import mask
 from gateway.operator import Step, public_endpoint
 
 if TYPE_CHECKING:
+    from gateway.store.base import Store
     from gateway.store.registry import RegistryQueries
 
 SECRET_META = "telegram_webhook_secret_hmac"
+MENU_LANGUAGES = {"": "en", "ja": "ja", "zh": "zh_TW", "th": "th"}
+"""Telegram's language code of each command menu ("": everyone else), and its catalog.
+Telegram keys menus by two-letter codes only, so every Chinese app gets the Traditional one."""
 
 
 @asynccontextmanager
@@ -71,7 +77,7 @@ def secret_fingerprint(settings: Settings) -> str:
 
 
 async def telegram_register(
-    settings: Settings, store: RegistryQueries, *, max_connections: int = 40, force: bool = False
+    settings: Settings, store: Store, *, max_connections: int = 40, force: bool = False
 ) -> list[Step]:
     """Set the Telegram webhook and commands where they differ from what is wanted."""
     url = public_endpoint(settings, WEBHOOK_PATH)
@@ -118,30 +124,51 @@ async def telegram_register(
                     f" allowed_updates={','.join(ALLOWED_UPDATES)}",
                 )
             )
-        current = [(c.command, c.description) for c in await bot.get_my_commands()]
-        names = ", ".join(f"/{name}" for name, _ in COMMANDS)
-        if current == list(COMMANDS) and not force:
-            steps.append(Step("telegram commands", "unchanged", names))
-        else:
-            await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
-            steps.append(Step("telegram commands", "set", names))
-        steps += await admin_commands(settings, bot, force=force)
+        steps.append(await public_commands(bot, force=force))
+        steps += await admin_commands(
+            settings, bot, Languages(store, settings.default_language), force=force
+        )
     return steps
 
 
-async def admin_commands(settings: Settings, bot: Bot, *, force: bool = False) -> list[Step]:
-    """The admins' own command menu: the public commands plus the review commands."""
-    menu = [*COMMANDS, *ADMIN_COMMANDS]
+def menu(commands: Sequence[tuple[str, str]], texts: Texts) -> list[tuple[str, str]]:
+    """(command, description) pairs with the descriptions in one language."""
+    return [(name, texts(description)) for name, description in commands]
+
+
+async def public_commands(bot: Bot, *, force: bool = False) -> Step:
+    """Everyone's menu: English by default, and one per language Telegram's apps are set to."""
+    names = ", ".join(f"/{name}" for name, _ in COMMANDS)
+    changed = []
+    for code, language in MENU_LANGUAGES.items():
+        wanted = menu(COMMANDS, texts_for(language))
+        found = await bot.get_my_commands(language_code=code or None)
+        if [(c.command, c.description) for c in found] == wanted and not force:
+            continue
+        commands = [BotCommand(name, text) for name, text in wanted]
+        await bot.set_my_commands(commands, language_code=code or None)
+        changed.append(code or "default")
+    if not changed:
+        return Step("telegram commands", "unchanged", names)
+    return Step("telegram commands", "set", f"{names} ({', '.join(changed)})")
+
+
+async def admin_commands(
+    settings: Settings, bot: Bot, languages: Languages, *, force: bool = False
+) -> list[Step]:
+    """The admins' own command menu, each in the admin's language: public plus review commands."""
     names = ", ".join(f"/{name}" for name, _ in ADMIN_COMMANDS)
     steps: list[Step] = []
     changed = 0
     for admin in settings.telegram_admin_ids:
         scope = BotCommandScopeChat(admin)
+        texts = await languages.for_admin("telegram", str(admin))
+        wanted = menu([*COMMANDS, *ADMIN_COMMANDS], texts)
         try:
             current = [(c.command, c.description) for c in await bot.get_my_commands(scope=scope)]
-            if current == menu and not force:
+            if current == wanted and not force:
                 continue
-            await bot.set_my_commands([BotCommand(n, text) for n, text in menu], scope=scope)
+            await bot.set_my_commands([BotCommand(n, text) for n, text in wanted], scope=scope)
             changed += 1
         except (BadRequest, Forbidden) as exc:
             # Telegram knows a private chat only once the person has written to the bot.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
+from html import escape
 
 from telegram import CallbackQuery, ForceReply, User
 from telegram import Message as TgMessage
@@ -22,20 +23,28 @@ from gateway.channels.telegram.buttons import keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.send import NotModified, Sender, Target
-from gateway.channels.text import split_text, utf16_len
+from gateway.channels.text import CUT_NOTE, split_text, utf16_len
 from gateway.core.models import Button, ChatRef, Reply, rating_buttons
 from gateway.errors import ChannelError
+from gateway.i18n import ENGLISH, N_, Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
 
 log = logging.getLogger(__name__)
 
-ASK_COMMENT = "What went wrong? Reply to this message, or ignore it."
-ASK_REASON = (
+ASK_COMMENT = N_("What went wrong? Reply to this message, or ignore it.")
+ASK_COMMENT_IN_GROUP = N_("{mention}, what went wrong? Reply to this message, or ignore it.")
+"""In a group the prompt names the user, so that the selective ForceReply reaches them."""
+COMMENT_PLACEHOLDER = N_("What went wrong?")
+ASK_REASON = N_(
     "Why reject proposal #{id} ({slug})? Reply to this message with the reason,"
     " or ignore it to leave the rejection without one."
 )
+REASON_PLACEHOLDER = N_("Reason (optional)")
+SENDING_DIFF = N_("Sending the full diff…")
 MAX_CARDS_SHOWN = 5
+MAX_PLACEHOLDER = 64
+"""Telegram's limit on a ForceReply's input field placeholder, in characters."""
 
 
 def readable(user: User) -> str:
@@ -66,6 +75,14 @@ class TelegramResponder:
         """The message handled, or the one whose button was pressed."""
         self.query = query
         self.target = Target.of(chat)
+        self.texts: Texts = ENGLISH
+
+    @property
+    def language_tag(self) -> str | None:
+        return self.user.language_code
+
+    async def look_up_language(self) -> str | None:
+        return None  # the Bot API tells it only with the user's updates
 
     @property
     def _reply_to(self) -> int | None:
@@ -106,7 +123,7 @@ class TelegramResponder:
 
     async def deliver(self, reply: Reply) -> list[str]:
         """The answer in parts, the last one with its buttons; continues after a failure."""
-        parts = render_parts(reply.text)
+        parts = render_parts(reply.text, note=self.texts(CUT_NOTE))
         ids = list(reply.delivered_ids)
         if len(ids) >= len(parts):
             return ids
@@ -137,12 +154,15 @@ class TelegramResponder:
             )
 
     async def ask_comment(self, answer_id: int) -> str | None:
+        texts = self.texts
         if self.chat.is_group:
             mention = mention_html(self.user.id, self.user.first_name)
-            part = Part(f"{mention}, w{ASK_COMMENT[1:]}", ASK_COMMENT)
+            template = texts(ASK_COMMENT_IN_GROUP)
+            html = escape(template, quote=False).format(mention=mention)
+            part = Part(html, template.format(mention=self.user.first_name))
         else:
-            part = Part.of_text(ASK_COMMENT)
-        placeholder = "What went wrong?"
+            part = Part.of_text(texts(ASK_COMMENT))
+        placeholder = texts(COMMENT_PLACEHOLDER)[:MAX_PLACEHOLDER]
         prompt = await self.sender.send(
             self.target,
             part,
@@ -154,8 +174,11 @@ class TelegramResponder:
         await self.acknowledge(decided)
         prompt = await self.sender.send(
             Target(self.target.chat_id),
-            Part.of_text(ASK_REASON.format(id=proposal.id, slug=proposal.slug)),
-            markup=ForceReply(selective=True, input_field_placeholder="Reason (optional)"),
+            Part.of_text(self.texts(ASK_REASON, id=proposal.id, slug=proposal.slug)),
+            markup=ForceReply(
+                selective=True,
+                input_field_placeholder=self.texts(REASON_PLACEHOLDER)[:MAX_PLACEHOLDER],
+            ),
         )
         return str(prompt.message_id)
 
@@ -176,5 +199,5 @@ class TelegramResponder:
             await self.cards.edit(self.message.chat.id, self.message.message_id, card)
 
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
-        await self.acknowledge("Sending the full diff…")
-        await self.cards.send_diff(Target(self.target.chat_id), proposal, diff)
+        await self.acknowledge(self.texts(SENDING_DIFF))
+        await self.cards.send_diff(Target(self.target.chat_id), proposal, diff, self.texts)

@@ -1,0 +1,88 @@
+"""Languages: the one a chat chose with /language, and each user's as their platform says it."""
+
+from __future__ import annotations
+
+import time
+
+from gateway.core.records import LanguageState
+from gateway.store.sql import Conn, QueriesBase, query
+
+
+class LanguageQueries(QueriesBase):
+    """The chat's choice and the user's platform language, read together in one query."""
+
+    @query
+    async def language_state(
+        self, c: Conn, channel: str, chat_id: str, user_id: str | None
+    ) -> LanguageState:
+        row = await c.fetchrow(
+            "select (select language from chat_languages where channel = ? and chat_id = ?)"
+            " as chosen, u.tag, u.ok, u.checked_at from (select 1 as one) as x"
+            " left join user_languages u on u.channel = ? and u.user_id = ?",
+            channel,
+            chat_id,
+            channel,
+            user_id or "",
+        )
+        if row is None:  # pragma: no cover - the select always gives one row
+            return LanguageState()
+        return LanguageState(
+            chosen=row["chosen"],
+            tag=row["tag"],
+            ok=bool(row["ok"]),
+            checked_at=row["checked_at"],
+        )
+
+    @query
+    async def choose_language(
+        self,
+        c: Conn,
+        channel: str,
+        chat_id: str,
+        language: str | None,
+        by: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        """Keep the chat's choice; None forgets it (the user's own language applies again)."""
+        if language is None:
+            await c.execute(
+                "delete from chat_languages where channel = ? and chat_id = ?", channel, chat_id
+            )
+            return
+        await c.execute(
+            "insert into chat_languages (channel, chat_id, language, set_by, set_at)"
+            " values (?, ?, ?, ?, ?) on conflict (channel, chat_id) do update set"
+            " language = excluded.language, set_by = excluded.set_by, set_at = excluded.set_at",
+            channel,
+            chat_id,
+            language,
+            by,
+            time.time() if now is None else now,
+        )
+
+    @query
+    async def user_language_seen(
+        self,
+        c: Conn,
+        channel: str,
+        user_id: str,
+        tag: str | None,
+        *,
+        ok: bool,
+        now: float | None = None,
+    ) -> None:
+        """Remember the user's language tag as looked up now (a failed lookup keeps the old)."""
+        at = time.time() if now is None else now
+        if ok:
+            update = "tag = excluded.tag, ok = excluded.ok, checked_at = excluded.checked_at"
+        else:
+            update = "ok = excluded.ok, checked_at = excluded.checked_at"
+        await c.execute(
+            "insert into user_languages (channel, user_id, tag, ok, checked_at)"
+            f" values (?, ?, ?, ?, ?) on conflict (channel, user_id) do update set {update}",
+            channel,
+            user_id,
+            tag,
+            int(ok),
+            at,
+        )
