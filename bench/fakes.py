@@ -3,11 +3,14 @@
     python -m bench.fakes telegram [--lean]   # fake Bot API; records when each answer arrives
     python -m bench.fakes line                # fake LINE Messaging API
     python -m bench.fakes openai [--delay S]  # model that echoes the last message (after S s)
+    python -m bench.fakes openai --tokens N --token-interval S  # ... then streams N more words
 
 Each prints one JSON line (its base URL and control URL) once it listens and runs until
 its stdin closes. The control port answers GET /count (answers received so far) and
 POST /drain (hands over the arrival records and forgets them); LINE's also hands out
-reply tokens (POST /tokens?n=N).
+reply tokens (POST /tokens?n=N). The Bot API's POST /drain?calls=1 also hands over every
+call (method, chat, time, status); the model's /drain, when each streamed answer's first
+word went out.
 
 `telegram` is the project's recording fake (tests/fakes/telegram_api.py); `--lean` is a
 minimal handler that answers the same calls, to check the recording fake is not the
@@ -37,6 +40,7 @@ KEY = re.compile(r"q\d+-\d+")
 """Every benchmark update's text carries a unique key, which the echoing model repeats."""
 
 Arrival = tuple[str, int, float]
+CallRecord = tuple[str, int, float, int | None]
 
 
 def echo(body: dict[str, Any]) -> str:
@@ -63,13 +67,18 @@ class RecordingAPI:
         return sum(1 for c in self.fake.calls if c.method == "sendMessage" and c.status == 200)
 
     def drain(self) -> tuple[list[Arrival], Counter[str]]:
+        sent, methods, _calls = self.drain_calls()
+        return sent, methods
+
+    def drain_calls(self) -> tuple[list[Arrival], Counter[str], list[CallRecord]]:
         calls, self.fake.calls = self.fake.calls, []
         self.fake.messages.clear()
         methods = Counter(c.method for c in calls)
         sent = [
             arrival(c.params, c.at) for c in calls if c.method == "sendMessage" and c.status == 200
         ]
-        return sent, methods
+        records = [(c.method, int(c.params.get("chat_id") or 0), c.at, c.status) for c in calls]
+        return sent, methods, records
 
 
 class LeanAPI:
@@ -133,7 +142,10 @@ async def serve_telegram(lean: bool) -> None:
     async def count(_request: web.Request) -> web.Response:
         return web.json_response({"sent": api.count()})
 
-    async def drain(_request: web.Request) -> web.Response:
+    async def drain(request: web.Request) -> web.Response:
+        if request.query.get("calls") and isinstance(api, RecordingAPI):
+            sent, methods, calls = api.drain_calls()
+            return web.json_response({"arrivals": sent, "methods": methods, "calls": calls})
         sent, methods = api.drain()
         return web.json_response({"arrivals": sent, "methods": methods})
 
@@ -168,14 +180,21 @@ async def serve_line() -> None:
     await fake.close()
 
 
-async def serve_openai(delay: float) -> None:
+async def serve_openai(delay: float, tokens: int = 0, interval: float = 0.0) -> None:
     fake = FakeOpenAI()
-    fake.default = (lambda body: Scripted(text=echo(body), delay=delay)) if delay else echo
+    fake.chunk_interval = interval
+    words = "".join(f" w{i}" for i in range(tokens))
+    if delay or tokens:
+        fake.default = lambda body: Scripted(text=echo(body) + words, delay=delay)
+    else:
+        fake.default = echo
     await fake.start()
 
     async def drain(_request: web.Request) -> web.Response:
         count, fake.requests = len(fake.requests), []
-        return web.json_response({"requests": count})
+        firsts, fake.first_chunks = fake.first_chunks, []
+        keyed = [(found.group(0), at) for at, text in firsts if (found := KEY.search(text))]
+        return web.json_response({"requests": count, "first_chunks": keyed})
 
     runner, url = await control([web.post("/drain", drain)])
     announce(base_url=fake.base_url, control=url)
@@ -189,9 +208,11 @@ def main() -> None:
     parser.add_argument("which", choices=["telegram", "line", "openai"])
     parser.add_argument("--lean", action="store_true", help="minimal Bot API handler")
     parser.add_argument("--delay", type=float, default=0.0, help="model latency, seconds")
+    parser.add_argument("--tokens", type=int, default=0, help="words streamed after the echo")
+    parser.add_argument("--token-interval", type=float, default=0.0, help="seconds per word")
     args = parser.parse_args()
     if args.which == "openai":
-        asyncio.run(serve_openai(args.delay))
+        asyncio.run(serve_openai(args.delay, args.tokens, args.token_interval))
     elif args.which == "line":
         asyncio.run(serve_line())
     else:

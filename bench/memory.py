@@ -166,9 +166,10 @@ LAYERS = (
     ("pydantic, pydantic-settings", "pydantic_settings"),
     ("sqlite-utils, PyYAML, markdown-it", "sqlite_utils, yaml, markdown_it"),
     ("the gateway's own code (no channel)", "gateway.app"),
-    ("python-telegram-bot + Telegram channel", "gateway.channels.telegram"),
+    ("python-telegram-bot + Telegram channel", "gateway.channels.telegram.entry"),
     ("openai (model client)", "openai"),
-    ("line-bot-sdk + LINE channel", "gateway.channels.line"),
+    ("LINE channel, before line-bot-sdk", "gateway.channels.line.entry"),
+    ("line-bot-sdk (loaded after start)", "gateway.channels.line.sdk"),
 )
 _LAYER_SCRIPT = """
 import importlib, json, sys

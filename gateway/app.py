@@ -48,7 +48,8 @@ from gateway.scheduler import RetentionSchedule, SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
-from gateway.skills.effect import EffectThresholds, settled
+from gateway.skills.effect import EffectThresholds, settled_skills
+from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
 from gateway.skills.review import Reviewer, ReviewEvent
@@ -158,6 +159,7 @@ def make_llm(settings: Settings) -> LLM:
             model,
             model_key,
             timeout=settings.llm_timeout_seconds,
+            idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
         )
@@ -199,8 +201,10 @@ async def open_parts(
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
                 await check_skills_volume(store, settings.skills_dir)
-            await reconcile(review)  # before sync, which would take a half-promoted skill
-            await catalog.sync(bundled_skills_dir())
+            described = await describe_files(library, store)  # one scan for both steps
+            # Before sync, which would take a half-promoted skill; a repair rescans.
+            repaired = await reconcile(review, described)
+            await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
         config = AgentConfig(
             persona=load_persona(settings),
             session_idle_seconds=settings.session_idle_minutes * 60,
@@ -213,7 +217,8 @@ async def open_parts(
         synthesizer = Synthesizer(
             store, model, catalog, review, synthesis_config(settings), clock=clock
         )
-        catalog.settle(settled(await synthesizer.effects()))  # holdout only where still needed
+        # Holdout only where still needed.
+        catalog.settle(await settled_skills(store, synthesizer.config.effect))
     except BaseException:
         await store.close()
         raise

@@ -81,10 +81,13 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
         settings = settings.model_copy(update={"telegram_polling": True})
     log_format = args.log_format or settings.log_format
     setup_logging(settings.log_level, settings.secrets(), log_format)
+    from gateway.banner import next_steps
+
     port = sock.getsockname()[1]
-    logging.getLogger("gateway").info(
-        "skillgate %s listening on http://%s:%s", __version__, args.host, port
-    )
+    log = logging.getLogger("gateway")
+    log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
+    for line in next_steps(settings, args.host, port):
+        log.info("%s", line)
     serving.run(
         build_app(settings, settle_after_start=True),
         sock,
@@ -92,6 +95,13 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
         shutdown_timeout=settings.shutdown_timeout_seconds,
     )
     return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Set up a first run: ask for the model and the bots, check them, write a private .env."""
+    from gateway.cli_init import run_init
+
+    return run_init(args)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -202,15 +212,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         settings = _load(args)
     except ConfigError as exc:
+        where = args.env_file or ".env"
         check = Check(
-            "settings", "fail", str(exc), "correct the variable in the environment or .env"
+            "settings",
+            "fail",
+            str(exc),
+            f"correct it in {where} (or the environment), or run `skillgate init`",
         )
         if args.json:
             print(json.dumps([asdict(check)], indent=2))
         else:
-            print(f"FAIL settings: {exc}\n     fix: {check.fix}")
+            print("\n".join(check.lines()))
         return 1
-    return asyncio.run(run_doctor(settings, as_json=args.json))
+    return asyncio.run(
+        run_doctor(
+            settings,
+            as_json=args.json,
+            fix=args.fix,
+            env_file=args.env_file or Path(".env"),
+            unit=args.unit,
+            reload=lambda: _settings(args),
+        )
+    )
 
 
 def cmd_set_webhook(args: argparse.Namespace) -> int:
@@ -357,6 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=func)
         return cmd
 
+    from gateway.cli_init import add_arguments as init_arguments
+
+    init_arguments(command("init", cmd_init))
+
     serve = command("serve", cmd_serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
@@ -392,6 +419,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="first fix what is safe to fix (data dir mode, persona, secrets, webhooks)",
+    )
+    doctor.add_argument(
+        "--unit",
+        type=Path,
+        default=Path("/etc/systemd/system/skillgate.service"),
+        metavar="PATH",
+        help="the systemd unit whose data dir is compared (default: %(default)s, if present)",
+    )
 
     hook = command("set-webhook", cmd_set_webhook)
     hook.add_argument("--delete", action="store_true", help="remove the webhooks instead")

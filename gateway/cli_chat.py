@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 
 from gateway.app import close_parts, open_parts
 from gateway.config import Settings
+from gateway.conversation.feedback import NOTHING_TO_RATE, rateable
 from gateway.core.models import ChatRef, IncomingMessage
 
-HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit"
+HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"
 
 
-async def _read(prompt: str) -> str | None:
-    try:
-        return await asyncio.get_running_loop().run_in_executor(None, input, prompt)
-    except EOFError:
-        return None
+def line_reader() -> Callable[[str], Awaitable[str | None]]:
+    """Lines typed at a terminal (prompt_toolkit: editing, history, Ctrl-C at once) or piped in.
+
+    Neither reads in a thread, so nothing is left waiting for Enter when Ctrl-C ends the chat.
+    """
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession()
+
+        async def typed(prompt: str) -> str | None:
+            try:
+                return await session.prompt_async(prompt)
+            except EOFError:  # Ctrl-D
+                return None
+
+        return typed
+
+    async def piped(prompt: str) -> str | None:
+        line = sys.stdin.readline()  # a pipe or a file: the lines are there, or the end is
+        return line.rstrip("\n") if line else None
+
+    return piped
 
 
 async def run_chat(settings: Settings, *, user: str) -> int:
@@ -26,8 +45,9 @@ async def run_chat(settings: Settings, *, user: str) -> int:
     model = settings.llm_model or "no model configured"
     print(f"skillgate chat ({model}). {HELP}", file=sys.stderr)
     last_answer: int | None = None
+    read = line_reader()
     try:
-        while (line := await _read("you> ")) is not None:
+        while (line := await read("you> ")) is not None:
             text = line.strip()
             if not text:
                 continue
@@ -38,8 +58,8 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                 print("(new session)")
                 continue
             if text.startswith(("/good", "/bad")):
-                if last_answer is None:
-                    print("(nothing to rate yet)")
+                if last_answer is None or not await rateable(parts.store, last_answer):
+                    print(f"({NOTHING_TO_RATE})")
                     continue
                 good = text.startswith("/good")
                 await parts.store.set_feedback(last_answer, user, 1 if good else -1)

@@ -41,13 +41,33 @@ def print_summary(summary: RunSummary) -> None:
         print(f"run {summary.run_id or '-'} {summary.status}: {summary.error}", file=sys.stderr)
 
 
+def open_sessions_note(count: int, idle_minutes: float) -> str:
+    """Why sessions still being talked in were not read, and when they will be."""
+    return (
+        f"{count} session(s) still open, not read: a session is read once it is finished,"
+        f" by /new in the chat or after {idle_minutes:g} idle minute(s)"
+        " (SKILLGATE_SESSION_IDLE_MINUTES)"
+    )
+
+
 async def run_synthesize(settings: Settings) -> int:
-    """Exit status 0 when the pass finished, 1 when it failed or another pass was running."""
+    """Exit status 0 when the pass finished; 1 when it failed, another pass was running, or
+    there is no model to ask."""
+    if not settings.model_configured:
+        print(
+            "skillgate synthesize: no model configured: run `skillgate init`"
+            " (or set LLM_BASE_URL and LLM_MODEL)",
+            file=sys.stderr,
+        )
+        return 1
     parts = await open_parts(settings)
     try:
         async with chat_cards(parts):  # new proposals reach the admins' chats now
             summary = await parts.synthesizer.run("cli", progress=_progress)
+        still_open = await parts.store.open_session_count()
     finally:
         await close_parts(parts)
     print_summary(summary)
+    if still_open:
+        print(open_sessions_note(still_open, settings.session_idle_minutes))
     return 0 if summary.status == "ok" else 1

@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
     )
     telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
+    # Streaming answers (README): private chats show drafts unless `off`; groups and forum
+    # topics, where drafts do not exist, get one message edited in place only with `edit`.
+    telegram_streaming: Literal["off", "drafts", "edit"] = Field(
+        "drafts", validation_alias="TELEGRAM_STREAMING"
+    )
     telegram_max_messages_per_second: float = Field(
         30.0, ge=0, validation_alias="TELEGRAM_MAX_MESSAGES_PER_SECOND"
     )
@@ -114,7 +119,10 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")
     llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
+    # Answers stream: the first chunk within LLM_TIMEOUT_SECONDS (a server that cannot
+    # stream: the whole answer), then never a longer silence than the idle timeout.
     llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
+    llm_idle_timeout_seconds: float = Field(30.0, gt=0, validation_alias="LLM_IDLE_TIMEOUT_SECONDS")
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
     # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
     llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")

@@ -6,7 +6,9 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 
 from gateway.channels.registry import PLATFORMS, configured_platforms
 from gateway.config import Settings
@@ -14,6 +16,8 @@ from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
 from gateway.model_probe import probe
 from gateway.operator import Check
+from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
 
 DISK_FAIL_MB = 50
@@ -31,7 +35,8 @@ def check_data_dir(settings: Settings) -> Check:
             "data dir",
             "fail",
             f"{path} is not writable: {exc.strerror}",
-            "create it and give the gateway's user write access, or set SKILLGATE_DATA_DIR",
+            f"`sudo install -d -m 700 -o $(id -un) {path.absolute()}`, or set SKILLGATE_DATA_DIR"
+            " to a folder this user can write",
         )
     mode = path.stat().st_mode
     if mode & stat.S_IWOTH:
@@ -39,7 +44,7 @@ def check_data_dir(settings: Settings) -> Check:
             "data dir",
             "fail",
             f"{path.resolve()} is world-writable: anyone on the machine can change skills",
-            f"chmod 750 {path.resolve()}",
+            f"run `skillgate doctor --fix` (or `chmod 750 {path.resolve()}`)",
         )
     db = settings.db_path
     others_enter = mode & stat.S_IXOTH
@@ -48,9 +53,24 @@ def check_data_dir(settings: Settings) -> Check:
             "data dir",
             "warn",
             f"{db.resolve()} is readable by every user on the machine (conversations)",
-            f"chmod 750 {path.resolve()}",
+            f"run `skillgate doctor --fix` (or `chmod 750 {path.resolve()}`)",
         )
     return Check("data dir", "ok", f"{path.resolve()} writable, not world-writable")
+
+
+def check_persona(settings: Settings) -> Check:
+    """A SKILLGATE_PERSONA_FILE that is missing stops the server at start."""
+    path = persona_path(settings)
+    if path.is_file():
+        return Check("persona", "ok", f"{path}")
+    if settings.persona_file is None:
+        return Check("persona", "ok", f"{path} is written with the default at the first start")
+    return Check(
+        "persona",
+        "fail",
+        f"SKILLGATE_PERSONA_FILE {path} does not exist: `skillgate serve` stops at start",
+        "run `skillgate doctor --fix` (writes the default persona there to edit)",
+    )
 
 
 def check_disk(settings: Settings) -> Check:
@@ -58,7 +78,12 @@ def check_disk(settings: Settings) -> Check:
     mb = free.f_bavail * free.f_frsize // (1024 * 1024)
     detail = f"{mb} MB free for {settings.data_dir.resolve()}"
     if mb < DISK_FAIL_MB:
-        return Check("disk", "fail", detail, "free disk space: SQLite stops writing when full")
+        return Check(
+            "disk",
+            "fail",
+            detail,
+            f"free disk space: SQLite stops writing when full (`du -sh {settings.data_dir}/*`)",
+        )
     if mb < DISK_WARN_MB:
         return Check("disk", "warn", detail, "free some disk space soon")
     return Check("disk", "ok", detail)
@@ -68,7 +93,8 @@ async def check_database(settings: Settings) -> Check:
     fix = (
         "check SKILLGATE_DATABASE_URL: host, port, user, password, database; is the server up?"
         if settings.shared_database
-        else "check the file's permissions and free disk"
+        else "check the file's permissions and free disk:"
+        f" `ls -l {settings.db_path.absolute()}; df -h {settings.data_dir.absolute()}`"
     )
     try:
         async with store_for(settings) as store:
@@ -125,7 +151,8 @@ async def check_model(settings: Settings) -> list[Check]:
                 "model",
                 "fail",
                 "no model configured: replies will say so",
-                "set LLM_BASE_URL (ending in /v1), LLM_MODEL and, if needed, LLM_API_KEY",
+                "run `skillgate init` (or set LLM_BASE_URL ending in /v1, LLM_MODEL and, if"
+                " needed, LLM_API_KEY)",
             )
         ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
@@ -159,14 +186,17 @@ def check_channels(settings: Settings) -> list[Check]:
                 "warn",
                 "neither SKILLGATE_ADMIN_TOKEN nor SKILLGATE_ADMIN_TOKENS set:"
                 " admin API and console are off",
-                "set SKILLGATE_ADMIN_TOKEN to a long random string",
+                "run `skillgate doctor --fix` (generates SKILLGATE_ADMIN_TOKEN into the env file)",
             )
         )
     return checks
 
 
-async def collect(settings: Settings) -> list[Check]:
+async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
     checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
+    if (service := check_service_data_dir(unit, settings.data_dir)) is not None:
+        checks.append(service)
+    checks.append(check_persona(settings))
     if settings.data_dir.is_dir():
         checks.append(check_disk(settings))
         checks.append(await check_database(settings))
@@ -181,14 +211,50 @@ async def collect(settings: Settings) -> list[Check]:
     return checks
 
 
-async def run_doctor(settings: Settings, *, as_json: bool = False) -> int:
-    """Print the checks (text or a JSON list); exit status 1 when any failed."""
-    checks = await collect(settings)
+async def run_doctor(
+    settings: Settings,
+    *,
+    as_json: bool = False,
+    fix: bool = False,
+    env_file: Path = Path(".env"),
+    unit: Path = DEFAULT_UNIT,
+    reload: Callable[[], Settings] | None = None,
+) -> int:
+    """Print the checks (text or a JSON list); exit status 1 when any failed.
+
+    With `fix`, what is safe to fix is fixed first (each said as a `FIXED` line, its
+    failures as `FAIL`), then everything is checked again and that is what counts.
+    """
+    checks = await collect(settings, unit)
+    fixed: list[Check] = []
+    if fix:
+        failed = {c.name for c in checks if c.status != "ok"}
+        fixed += fix_files(settings, failed)
+        fixed += fix_secrets(settings, failed, env_file)
+        if fixed and reload is not None:
+            settings = reload()  # a generated secret is in the env file now
+        fixed += await fix_webhooks(settings, failed | _needs_webhook(fixed))
+        if fixed:
+            checks = await collect(settings, unit)
+        elif not as_json:
+            print("nothing doctor can fix by itself")
     if as_json:
-        print(json.dumps([asdict(c) for c in checks], indent=2, ensure_ascii=False))
+        print(json.dumps([asdict(c) for c in fixed + checks], indent=2, ensure_ascii=False))
     else:
+        for check in fixed:
+            print(
+                f"{'FIXED' if check.status == 'fixed' else check.status.upper()} "
+                f"{check.name}: {check.detail}"
+            )
+        if fixed:
+            print("checked again:")
         for check in checks:
-            print(f"{check.status.upper():4} {check.name}: {check.detail}")
-            if check.fix and check.status != "ok":
-                print(f"     fix: {check.fix}")
+            print("\n".join(check.lines()))
     return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def _needs_webhook(fixed: list[Check]) -> set[str]:
+    """A generated webhook secret must be registered with Telegram too."""
+    return (
+        {"telegram webhook"} if any("TELEGRAM_WEBHOOK_SECRET" in c.detail for c in fixed) else set()
+    )

@@ -61,7 +61,8 @@ async def probe(llm: OpenAIChat) -> list[Check]:
                 "model",
                 "fail",
                 f"{llm.base_url}: {exc}",
-                "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY",
+                "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY; `skillgate init`"
+                " tries them as you change them",
             )
         ]
     names = [str(m.get("id")) for m in models]
@@ -71,7 +72,7 @@ async def probe(llm: OpenAIChat) -> list[Check]:
                 "model",
                 "fail",
                 f"{llm.base_url} does not serve {llm.model!r} (it has: {', '.join(names[:5])})",
-                "set LLM_MODEL to one of the names it lists",
+                "set LLM_MODEL to one of the names it lists (`skillgate init` offers them)",
             )
         ]
     checks = [_context(where, next((m for m in models if m.get("id") == llm.model), None))]
@@ -177,7 +178,13 @@ async def _json(llm: OpenAIChat) -> Check:
 
 def _unreachable_fix(detail: str) -> str:
     if "refused" in detail:
-        return "start the model server, or fix the host and port in LLM_BASE_URL"
+        return (
+            "start the model server, or fix the host and port in LLM_BASE_URL"
+            " (`skillgate init` tries them)"
+        )
     if "within" in detail or "no answer" in detail:
         return "the server is slow or stuck: check it, or raise LLM_TIMEOUT_SECONDS"
-    return "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY"
+    return (
+        "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY"
+        " (`skillgate init` tries them)"
+    )

@@ -8,6 +8,10 @@ from gateway.config import Settings
 from gateway.errors import ConfigError
 
 SET_WEBHOOK = "run `skillgate set-webhook`"
+SET_PUBLIC_URL = (
+    "set SKILLGATE_PUBLIC_URL=https://<your domain> in the env file (`skillgate init` asks"
+    " for it), then run `skillgate set-webhook`"
+)
 
 
 @dataclass
@@ -18,6 +22,11 @@ class Check:
     status: str  # ok | warn | fail
     detail: str
     fix: str = ""
+
+    def lines(self) -> list[str]:
+        """How doctor prints it: the status and the finding, then the fix unless it is ok."""
+        first = f"{self.status.upper():4} {self.name}: {self.detail}"
+        return [first, f"     fix: {self.fix}"] if self.fix and self.status != "ok" else [first]
 
 
 @dataclass

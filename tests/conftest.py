@@ -11,7 +11,9 @@ import pytest
 
 from gateway.config import Settings
 from gateway.store import SqliteStore, Store
+from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.line_support import LineRig, line_rig
 from tests.pg_support import drop_schema, fresh_schema, postgres_url
 
@@ -41,6 +43,20 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 @pytest.fixture
 async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def telegram_api() -> AsyncIterator[FakeTelegramAPI]:
+    """The loopback Bot API fake."""
+    async with FakeTelegramAPI() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def line_api() -> AsyncIterator[FakeLineAPI]:
+    """The loopback LINE Messaging API fake."""
+    async with FakeLineAPI() as fake:
         yield fake
 
 

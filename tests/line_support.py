@@ -104,23 +104,32 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value).encode()
 
 
+def line_settings(
+    make_settings: Callable[..., Settings], llm: FakeOpenAI, fake: FakeLineAPI, **overrides: Any
+) -> Settings:
+    """Settings of a gateway with LINE against `fake` and the model `llm`."""
+    return make_settings(
+        llm_base_url=llm.base_url,
+        llm_model="fake-model",
+        line_channel_secret=SECRET,
+        line_channel_access_token=fake.access_token,
+        line_api_base_url=fake.base_url,
+        **overrides,
+    )
+
+
 @asynccontextmanager
 async def line_rig(
     make_settings: Callable[..., Settings], llm: FakeOpenAI, **overrides: Any
 ) -> AsyncIterator[LineRig]:
     """Start FakeLineAPI and the gateway; stop the gateway before the fake."""
     async with FakeLineAPI() as fake:
-        settings = make_settings(
-            llm_base_url=llm.base_url,
-            llm_model="fake-model",
-            admin_token="admin-secret-token",
-            line_channel_secret=SECRET,
-            line_channel_access_token=fake.access_token,
-            line_api_base_url=fake.base_url,
-            **overrides,
+        settings = line_settings(
+            make_settings, llm, fake, admin_token="admin-secret-token", **overrides
         )
         async with TestClient(TestServer(build_app(settings))) as http:
             rig = LineRig(http, fake, llm)
+            await rig.channel.ready()  # line-bot-sdk loads in the background
             rig.channel.client.backoff = lambda attempt: 0.01
             http.app[PARTS].worker.backoff = lambda attempt: 0.01
             yield rig

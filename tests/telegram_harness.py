@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -68,10 +69,17 @@ async def telegram_gateway(
     *,
     channel_options: dict[str, Any] | None = None,
     before_start: Callable[[FakeTelegramAPI], None] | None = None,
+    fake: FakeTelegramAPI | None = None,
     **settings: Any,
 ) -> AsyncIterator[Gateway]:
-    """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise)."""
-    async with FakeTelegramAPI() as fake:
+    """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise).
+
+    With `fake`, that running fake Bot API is used (and kept): a restarted gateway finds
+    the messages the last one sent.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        if fake is None:
+            fake = await stack.enter_async_context(FakeTelegramAPI())
         if before_start is not None:
             before_start(fake)
         values: dict[str, Any] = {

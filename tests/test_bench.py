@@ -10,7 +10,7 @@ import pytest
 
 from bench.report import table, write_section
 
-COMMANDS = ("webhook", "skill_index", "memory", "synthesis")
+COMMANDS = ("webhook", "skill_index", "memory", "synthesis", "streaming", "startup")
 
 
 @pytest.mark.parametrize("name", COMMANDS)

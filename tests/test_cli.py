@@ -80,7 +80,14 @@ async def test_chat_talks_to_the_model_through_the_core(
     assert fake_llm.requests[0]["messages"][-1]["content"] == "hello there"
 
 
-async def test_serve_answers_healthz(tmp_path: Path) -> None:
+async def test_serve_answers_healthz_and_says_what_to_do_next(tmp_path: Path) -> None:
     async with serving(env={"SKILLGATE_DATA_DIR": str(tmp_path / "data")}) as served:
         assert served.health["status"] == "ok"
     assert served.returncode == 0, served.stderr
+    assert "no model configured: every answer says so; run `skillgate init`" in served.stderr
+    assert "admin console: off; set SKILLGATE_ADMIN_TOKEN" in served.stderr
+
+    env = {"SKILLGATE_DATA_DIR": str(tmp_path / "data"), "SKILLGATE_ADMIN_TOKEN": "t" * 32}
+    async with serving(env=env) as served:
+        console = f"{served.url}/admin/"
+    assert f"admin console: {console} (sign in with SKILLGATE_ADMIN_TOKEN)" in served.stderr

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FAKE_PIP = """#!/bin/sh
 echo "pip $*" >> "$(dirname "$0")/../../calls"
+echo "Collecting aiohttp<4,>=3.10 (from skillgate==0.1.0)"
+echo "  Downloading aiohttp-3.13.0.tar.gz (7.5 MB)"
 """
 FAKE_SKILLGATE = """#!/bin/sh
 echo "skillgate $*" >> "$(dirname "$0")/../../calls"
@@ -23,7 +25,8 @@ def checkout(tmp_path: Path) -> Path:
     """A copy of the project's serve script and pyproject, with a .venv whose tools only
     record how they were called (an install that needs no network)."""
     (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
+    for script in ("install", "serve", "init"):
+        shutil.copy(ROOT / "scripts" / script, tmp_path / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
@@ -34,26 +37,40 @@ def checkout(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def serve(root: Path) -> list[str]:
-    """Run scripts/serve once; the calls its tools saw, then forget them."""
-    subprocess.run([root / "scripts" / "serve", "--port", "9"], check=True, timeout=30)
+def serve(root: Path, script: str = "serve") -> list[str]:
+    """Run a script once; the calls its tools saw, then forget them."""
+    done = subprocess.run(
+        [root / "scripts" / script, "--port", "9"],
+        check=True,
+        timeout=30,
+        capture_output=True,
+        text=True,
+    )
     calls = root / "calls"
     seen = calls.read_text().splitlines()
     calls.unlink()
-    return seen
+    return [*seen, *(f"said: {line}" for line in done.stderr.splitlines())]
 
 
 def test_scripts_serve_reinstalls_when_pyproject_changed_since_the_last_install(
     tmp_path: Path,
 ) -> None:
     root = checkout(tmp_path)
-    first = serve(root)  # never installed by this script: install
-    assert "pip install --quiet -e ." in first and first[-1] == "skillgate serve --port 9"
-    assert serve(root) == ["skillgate serve --port 9"]  # nothing changed: just serve
+    first = serve(root)  # never installed by this script: install, saying so as it goes
+    assert "pip install --progress-bar off -e ." in first
+    assert "skillgate serve --port 9" in first
+    said = [line for line in first if line.startswith("said: ")]
+    assert said[0] == (
+        "said: skillgate: pyproject.toml changed since the last install: installing again"
+        " into .venv"
+    )
+    assert "said:   aiohttp<4,>=3.10" in said  # each package as pip collects it
+    assert said[-1].startswith("said: skillgate: installed in ")
+    assert serve(root) == ["skillgate serve --port 9"]  # nothing changed: just serve, quietly
     with (root / "pyproject.toml").open("a") as pyproject:
         pyproject.write("\n# a new dependency, say\n")
-    again = serve(root)
-    assert "pip install --quiet -e ." in again and again[-1] == "skillgate serve --port 9"
+    again = serve(root, "init")  # the same install step, then init
+    assert "pip install --progress-bar off -e ." in again and "skillgate init --port 9" in again
     assert serve(root) == ["skillgate serve --port 9"]
 
 

@@ -17,7 +17,7 @@ from gateway.config import Settings
 from gateway.logs import Throttle, make_handler
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
-from tests.line_support import SECRET
+from tests.line_support import line_settings
 
 LIMITS = serving.Limits(head_seconds=0.5, body_seconds=0.5, max_connections=6)
 
@@ -85,13 +85,7 @@ async def test_the_line_webhook_reads_a_body_only_within_the_deadline(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     async with FakeLineAPI() as fake:
-        settings = make_settings(
-            llm_base_url=fake_llm.base_url,
-            llm_model="fake-model",
-            line_channel_secret=SECRET,
-            line_channel_access_token=fake.access_token,
-            line_api_base_url=fake.base_url,
-        )
+        settings = line_settings(make_settings, fake_llm, fake)
         async with served(settings) as port:
             head = (
                 b"POST /webhook/line HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -57,11 +57,20 @@ async def expire_leases(store: PostgresStore) -> None:
 async def taken_over(
     store: PostgresStore, workers: list[SharedInboxWorker], handled: list[list[str]]
 ) -> None:
-    """Worker 0 stalls past its lease; worker 1 takes the update over and answers it."""
-    await expire_leases(store)
-    await workers[1].start()
-    await until(lambda: bool(handled[1]))
-    await workers[1].wait_idle(5)
+    """Worker 0 stalls past its lease; worker 1 takes the update over and answers it.
+
+    A stalled replica claims nothing either: left polling, worker 0 could claim the
+    expired update again itself before worker 1 starts.
+    """
+    stalled = dict(workers[0].handlers)
+    workers[0].handlers.clear()
+    try:
+        await expire_leases(store)
+        await workers[1].start()
+        await until(lambda: bool(handled[1]))
+        await workers[1].wait_idle(5)
+    finally:
+        workers[0].handlers.update(stalled)
 
 
 async def test_a_slow_answer_keeps_its_claim_past_the_lease(postgres_url: str) -> None:

@@ -162,3 +162,34 @@ def test_the_upgrade_refuses_rather_than_cascade_deletes_rows_that_reference_pro
         migrate(db)
     assert db.execute("select count(*) from notes").fetchone() == (1,)
     assert 6 not in {r["version"] for r in db.query("select version from schema_migrations")}
+
+
+async def test_start_up_finds_the_same_settled_skills_without_measuring_each_in_full() -> None:
+    from gateway.skills.effect import (
+        EffectThresholds,
+        SkillTallies,
+        Tally,
+        settled,
+        settled_skills,
+        skill_effects,
+    )
+
+    shapes = [(0, 0, 0, 0), (19, 10, 30, 12), (25, 20, 30, 10), (40, 5, 40, 35), (20, 12, 20, 9)]
+    tallies = {
+        f"s{i}": SkillTallies(
+            name=f"s{i}",
+            content_hash=f"h{i}",
+            loaded=Tally(answers=lr, up=lu, down=lr - lu),
+            withheld=Tally(answers=wr, up=wu, down=wr - wu),
+        )
+        for i, (lr, lu, wr, wu) in enumerate(shapes)
+    }
+
+    class Tallies:
+        async def skill_tallies(self) -> dict[str, SkillTallies]:
+            return tallies
+
+    thresholds = EffectThresholds()
+    found = await settled_skills(Tallies(), thresholds)
+    assert found == settled(await skill_effects(Tallies(), thresholds))
+    assert found == {"s2": "h2", "s3": "h3", "s4": "h4"}  # enough rated answers both ways

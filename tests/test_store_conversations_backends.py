@@ -36,6 +36,15 @@ async def execute(store: Store, sql: str, *params: Any) -> None:
 # Sessions
 
 
+async def test_open_sessions_are_counted_until_finished(any_store: Store) -> None:
+    assert await any_store.open_session_count() == 0
+    await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    await any_store.current_session("line", "d", "u", 1000.0, 60)
+    assert await any_store.open_session_count() == 2
+    assert await any_store.finish_chat_session("telegram", "c", "new", 1001.0)
+    assert await any_store.open_session_count() == 1
+
+
 async def test_a_session_stays_open_while_active_and_rolls_over_when_idle(any_store: Store) -> None:
     first = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
     assert (first.started_at, first.last_activity_at, first.finished_at) == (1000.0, 1000.0, None)

@@ -258,8 +258,8 @@ class Conversation:
             self.counts.over_limit(self.channel, admission.scope)
             await out.notice(admission.notice)
             return Reply(text=admission.notice, kind="notice")
-        async with out.working():
-            reply = await self.turns.respond(incoming)
+        async with out.working() as partial:
+            reply = await self.turns.respond(incoming, partial)
         await self.quotas.spend(incoming, admission, reply)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)

@@ -29,6 +29,18 @@ STALE = N_("This button no longer works.")
 PRIVATE = N_("Sorry, this bot is private.")
 THANKS_UP = N_("Thanks for the feedback!")
 THANKS_DOWN = N_("Thanks, noted.")
+NOTHING_TO_RATE = N_("Nothing to rate yet: this conversation has no answer so far.")
+
+
+async def rateable(store: ConversationStore, answer_id: int) -> bool:
+    """A rating command (/good, /bad) rates the chat's last answer only while its session is
+    open: after /new, or once the session went idle, there is nothing to rate.
+
+    Buttons name the answer they rate, so they need no such rule.
+    """
+    answer = await store.get_message(answer_id)
+    session = None if answer is None else await store.get_session(answer.session_id)
+    return session is not None and session.finished_at is None
 
 
 def parse_rating(data: str | None) -> tuple[int, int] | None:

@@ -16,6 +16,7 @@ from typing import Protocol
 from gateway.conversation.ports import Responder
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.core.records import InboxItem
+from gateway.core.stream import PartialText
 from gateway.i18n import Texts
 from gateway.skills.cards import Card
 from gateway.skills.proposals import Proposal
@@ -66,8 +67,9 @@ class FencedResponder:
         await self._hold()
         await self.out.acknowledge(text, courtesy=courtesy)
 
-    def working(self) -> AbstractAsyncContextManager[None]:
-        return self.out.working()  # "typing…" is no message; the answer after it is fenced
+    def working(self) -> AbstractAsyncContextManager[PartialText | None]:
+        # "typing…" and drafts are no message; the answer after them is fenced.
+        return self.out.working()
 
     async def deliver(self, reply: Reply) -> list[str]:
         await self._hold()

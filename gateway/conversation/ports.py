@@ -23,6 +23,7 @@ from gateway.core.records import (
     SkillRecord,
     Trace,
 )
+from gateway.core.stream import PartialText
 from gateway.i18n import Texts
 from gateway.skills.cards import Card, CardReview, CardSource
 from gateway.skills.effect import SkillEffect
@@ -58,8 +59,12 @@ class Responder(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
-    def working(self) -> AbstractAsyncContextManager[None]:
-        """Show that an answer is being written ("typing…", the loading animation)."""
+    def working(self) -> AbstractAsyncContextManager[PartialText | None]:
+        """Show that an answer is being written ("typing…", the loading animation).
+
+        A platform that shows the answer as it grows yields the `PartialText` to fill;
+        one that does not (or a chat where it does not) yields None.
+        """
         ...
 
     async def deliver(self, reply: Reply) -> list[str]:
@@ -202,7 +207,9 @@ class ConversationStore(
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
-    async def respond(self, incoming: IncomingMessage) -> Reply: ...
+    async def respond(
+        self, incoming: IncomingMessage, partial: PartialText | None = None
+    ) -> Reply: ...
 
 
 class Counts(Protocol):

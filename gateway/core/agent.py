@@ -15,6 +15,7 @@ from gateway.core.models import IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
+from gateway.core.stream import PartialText
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
 from gateway.i18n import N_, texts_for
 
@@ -64,8 +65,12 @@ class Agent:
         self.clock = clock
         self.rng = rng or random.Random()
 
-    async def respond(self, incoming: IncomingMessage) -> Reply:
-        """Answer one message; an update answered before a crash gets its stored answer back."""
+    async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
+        """Answer one message; an update answered before a crash gets its stored answer back.
+
+        `partial`, when given, receives the answer as the model writes it (each model call
+        starts it afresh) and is closed once the model is done; only the final text is stored.
+        """
         chat = incoming.chat
         # One store round trip: session, the user's message and history in one transaction.
         turn = await self.store.open_turn(
@@ -82,7 +87,11 @@ class Agent:
         )
         if turn.answer is not None:
             return _reply(turn.answer)
-        text, kind, trace = await self._think(incoming.text, turn.history)
+        try:
+            text, kind, trace = await self._think(incoming.text, turn.history, partial)
+        finally:
+            if partial is not None:
+                partial.close()
         text = _in_language(text, kind, incoming.language)
         answer = await self.store.add_message(
             turn.session_id,
@@ -95,7 +104,9 @@ class Agent:
         )
         return _reply(answer)
 
-    async def _think(self, query: str, history: list[MessageRecord]) -> tuple[str, Any, Trace]:
+    async def _think(
+        self, query: str, history: list[MessageRecord], partial: PartialText | None = None
+    ) -> tuple[str, Any, Trace]:
         """Run the model, with load_skill tool rounds; never raises for model failures."""
         started = time.monotonic()
         budget = self.config.skill_index_tokens
@@ -108,14 +119,14 @@ class Agent:
         try:
             try:
                 messages = build_messages(self.config.persona, section, history, history_tokens)
-                return await self._rounds(messages, offered, trace, started)
+                return await self._rounds(messages, offered, trace, started, partial)
             except ContextOverflow as exc:
                 # Once with half the history; a second overflow is the user's to end (/new).
                 log.warning("context overflow, retrying with half the history: %s", exc)
                 trace.notes.append(f"context overflow, history halved: {exc}")
                 half = history_tokens // 2
                 messages = build_messages(self.config.persona, section, history, half)
-                return await self._rounds(messages, offered, trace, started)
+                return await self._rounds(messages, offered, trace, started, partial)
         except ContextOverflow as exc:
             log.warning("context overflow: %s", exc)
             trace.error = str(exc)
@@ -129,13 +140,20 @@ class Agent:
             return APOLOGY, "error", _finish(trace, started, completed=False)
 
     async def _rounds(
-        self, messages: list[dict[str, Any]], offered: list[str], trace: Trace, started: float
+        self,
+        messages: list[dict[str, Any]],
+        offered: list[str],
+        trace: Trace,
+        started: float,
+        partial: PartialText | None,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
         tools = [load_skill_tool(offered)] if offered else None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
-            completion = await self.llm.complete(messages, tools=tools if round_ < rounds else None)
+            completion = await self.llm.complete(
+                messages, tools=tools if round_ < rounds else None, partial=partial
+            )
             trace.prompt_tokens += completion.prompt_tokens
             trace.completion_tokens += completion.completion_tokens
             trace.tokens_known = trace.tokens_known and completion.usage_known

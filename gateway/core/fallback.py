@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.core.llm import LLM, Completion
+from gateway.core.stream import PartialText
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class FallbackLLM:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
+        partial: PartialText | None = None,
     ) -> Completion:
         failures: list[str] = []
         last: ModelError | None = None
@@ -42,6 +44,7 @@ class FallbackLLM:
                     json_schema=json_schema,
                     max_tokens=max_tokens,
                     retry_timeouts=retry_timeouts,
+                    partial=partial,  # each model resets it as it starts
                 )
             except (ModelNotConfigured, ContextOverflow):
                 raise  # the caller's to handle: another model would not help it

@@ -5,8 +5,15 @@ ours, so that a timed-out chat turn is not silently re-run from scratch while
 the user waits, and so that an error inside an HTTP 200 is retried like a
 503. Responses are read by `llm_wire` as raw JSON, which tolerates the shapes
 real servers send. What a server refuses once (tools, a JSON mode, the
-`max_tokens` field) is remembered for the process and not asked again. The
-client is imported on first use: it costs about a second at start-up.
+`max_tokens` field, `stream_options`, streaming itself) is remembered for the
+process and not asked again. The client is imported on first use: it costs
+about a second at start-up.
+
+Answers are streamed (`stream: true`): a model that is slow to start gets
+`first_token_timeout` seconds, and one that has started may go quiet for at
+most `idle_timeout` seconds between chunks, however long its whole answer
+takes. A caller that shows partial text passes a `PartialText`; the chunks
+are read either way (see `llm_stream`).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway.core.llm_stream import StreamAssembler
 from gateway.core.llm_wire import (
     Completion,
     ToolCall,
@@ -24,6 +32,7 @@ from gateway.core.llm_wire import (
     mask,
     parse_completion,
 )
+from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
@@ -35,7 +44,7 @@ from gateway.errors import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["LLM", "Completion", "OpenAIChat", "ToolCall", "UnconfiguredLLM"]
+__all__ = ["LLM", "Completion", "OpenAIChat", "PartialText", "ToolCall", "UnconfiguredLLM"]
 log = logging.getLogger(__name__)
 JSON_MODES = ("json_object", "json_schema", "text")
 
@@ -54,6 +63,7 @@ class LLM(Protocol):
         json_schema: dict[str, Any] | None = None,
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
+        partial: PartialText | None = None,
     ) -> Completion: ...
 
     async def ping(self) -> str: ...
@@ -75,6 +85,7 @@ class UnconfiguredLLM:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
+        partial: PartialText | None = None,
     ) -> Completion:
         raise ModelNotConfigured("no model configured: set LLM_BASE_URL and LLM_MODEL")
 
@@ -95,6 +106,7 @@ class OpenAIChat:
         api_key: str | None = None,
         *,
         timeout: float = 60.0,
+        idle_timeout: float | None = None,
         max_retries: int = 2,
         max_tokens: int | None = None,
         backoff: float = 0.5,
@@ -103,6 +115,9 @@ class OpenAIChat:
         self.model: str | None = model
         self._api_key = api_key
         self._timeout = timeout
+        """Seconds to the first chunk (and for a call that does not stream, to its answer)."""
+        self._idle = idle_timeout or timeout
+        """Seconds a streaming answer may go without a chunk."""
         self._max_retries = max_retries
         self._max_tokens = max_tokens
         self._backoff = backoff
@@ -111,6 +126,8 @@ class OpenAIChat:
         self.tools_refused: str | None = None
         self.json_mode = JSON_MODES[0]
         self._max_tokens_field = "max_tokens"
+        self.streaming = True
+        self.stream_usage = True
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
@@ -121,7 +138,8 @@ class OpenAIChat:
             self._client = AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self._api_key or "not-needed",
-                timeout=self._timeout,
+                # Our own deadlines (first token, idle) come first; this one bounds /models.
+                timeout=max(self._timeout, self._idle) + 1.0,
                 max_retries=0,
                 http_client=DefaultAioHttpClient(),
             )
@@ -139,6 +157,7 @@ class OpenAIChat:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
+        partial: PartialText | None = None,
     ) -> Completion:
         """One answer; what the server refuses (tools, a JSON mode) is dropped and retried."""
         notes: list[str] = []
@@ -158,7 +177,7 @@ class OpenAIChat:
             if limit:
                 body[self._max_tokens_field] = limit
             try:
-                completion = await self._send(body, retry_timeouts=retry_timeouts)
+                completion = await self._send(body, retry_timeouts=retry_timeouts, partial=partial)
             except ToolsUnsupported as exc:
                 if not use_tools:
                     raise
@@ -199,7 +218,9 @@ class OpenAIChat:
         self.json_mode = JSON_MODES[index]
         log.warning("model %s refuses a JSON mode, now %s: %s", self.model, self.json_mode, exc)
 
-    async def _send(self, body: dict[str, Any], *, retry_timeouts: bool) -> Completion:
+    async def _send(
+        self, body: dict[str, Any], *, retry_timeouts: bool, partial: PartialText | None
+    ) -> Completion:
         """POST with our retries: transient errors back off; a timeout only when asked."""
         import openai
 
@@ -207,17 +228,12 @@ class OpenAIChat:
         while True:
             wait = self._backoff * 2**attempt
             try:
-                # The SDK's typed transform costs 0.5-9 ms of CPU per call for what is plain
-                # JSON already; the documented custom-request path skips it. Raw text back:
-                # the response model refuses shapes real servers send (see llm_wire).
-                raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
-                try:
-                    data = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise ModelError(
-                        f"model answered something that is not JSON: {mask(raw[:120])}"
-                    ) from exc
-                return parse_completion(data, self.model)
+                if self.streaming:
+                    return await self._stream(body, partial)
+                return await self._whole(body)
+            except _Stalled as exc:
+                if not retry_timeouts or attempt >= self._max_retries:
+                    raise ModelUnavailable(str(exc)) from exc
             except openai.APITimeoutError as exc:
                 # The aiohttp backend reports a refused connection as a connect timeout.
                 refused = _refused(exc) is not None
@@ -236,12 +252,20 @@ class OpenAIChat:
                     ) from exc
             except openai.APIStatusError as exc:
                 message = mask(error_message(exc.body) or exc.response.text, self._secrets())
+                if self._refuses_streaming(exc.status_code, message):
+                    continue  # asked again at once, without what it refused
                 cls = classify(exc.status_code, message)
                 if exc.status_code == 404 and not self.base_url.rstrip("/").endswith("/v1"):
                     message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
                     raise cls(f"model answered HTTP {exc.status_code}: {message}") from exc
                 wait = _retry_after(exc.response.headers) or wait
+            except openai.APIError as exc:
+                # An error the server streamed after its 200 (the SDK raises it for us).
+                message = mask(error_message({"error": exc.body}) or exc.message, self._secrets())
+                cls = classify(0, message)
+                if cls is not ModelUnavailable or attempt >= self._max_retries:
+                    raise cls(f"model streamed an error: {message}") from exc
             except ModelUnavailable:
                 if attempt >= self._max_retries:
                     raise
@@ -249,6 +273,84 @@ class OpenAIChat:
                 raise ModelError(f"model call failed: {type(exc).__name__}") from exc
             attempt += 1
             await asyncio.sleep(min(wait, 8.0))
+
+    async def _whole(self, body: dict[str, Any]) -> Completion:
+        """One non-streamed call, for a server that refuses to stream."""
+        # The SDK's typed transform costs 0.5-9 ms of CPU per call for what is plain
+        # JSON already; the documented custom-request path skips it. Raw text back:
+        # the response model refuses shapes real servers send (see llm_wire).
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
+        except TimeoutError as exc:
+            raise _Stalled(f"model did not answer within {self._timeout:g} s") from exc
+        return self._read_whole(raw)
+
+    def _read_whole(self, raw: str) -> Completion:
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ModelError(
+                f"model answered something that is not JSON: {mask(raw[:120])}"
+            ) from exc
+        return parse_completion(data, self.model)
+
+    async def _stream(self, body: dict[str, Any], partial: PartialText | None) -> Completion:
+        """One streamed call: the first chunk within `_timeout`, each next within `_idle`."""
+        from openai import AsyncStream
+
+        body = body | {"stream": True}
+        if self.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        if partial is not None:
+            partial.reset()
+        assembler = StreamAssembler(partial)
+        loop = asyncio.get_running_loop()
+        idle, slack = self._idle, self._idle / 8
+        try:
+            async with asyncio.timeout(self._timeout) as deadline:
+                stream = await self._get_client().post(
+                    "/chat/completions",
+                    body=body,
+                    cast_to=object,
+                    stream=True,
+                    stream_cls=AsyncStream[object],
+                )
+                try:
+                    if "event-stream" not in stream.response.headers.get("content-type", ""):
+                        # A server that ignores `stream` answers whole.
+                        return self._read_whole((await stream.response.aread()).decode())
+                    async for chunk in stream:
+                        # Moving the deadline costs a timer: it is moved a little further
+                        # than needed, and only once less than `idle` is left.
+                        due = loop.time() + idle
+                        if assembler.chunks == 0 or (deadline.when() or 0) < due:
+                            deadline.reschedule(due + slack)
+                        assembler.feed(chunk)
+                finally:
+                    await stream.close()
+        except TimeoutError as exc:
+            if assembler.chunks == 0:
+                raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
+            raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"model streamed a chunk that is not JSON: {exc.msg}") from exc
+        return assembler.completion(self.model)
+
+    def _refuses_streaming(self, status: int, message: str) -> bool:
+        """Drop `stream_options`, then streaming, when a server says it cannot take them."""
+        lowered = message.lower()
+        if status not in (400, 415, 422, 501) or "stream" not in lowered:
+            return False
+        if self.stream_usage and "stream_options" in lowered:
+            self.stream_usage = False
+            log.warning("model %s refuses stream_options; usage may be missing", self.model)
+            return True
+        if self.streaming:
+            self.streaming = False
+            log.warning("model %s refuses to stream; answers arrive whole: %s", self.model, message)
+            return True
+        return False
 
     async def models(self) -> list[dict[str, Any]]:
         """The endpoint's /models list, raw; ModelError or ModelUnavailable with the cause."""
@@ -289,6 +391,10 @@ class OpenAIChat:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+class _Stalled(Exception):
+    """No first chunk, or no next chunk, in time."""
 
 
 def _reason(exc: ModelError) -> str:

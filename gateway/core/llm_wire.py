@@ -156,19 +156,19 @@ def strip_think(text: str) -> tuple[str, str | None]:
 def parse_completion(data: Any, model: str | None) -> Completion:
     """A Completion from a decoded response body; ModelError when nothing usable is in it."""
     if not isinstance(data, dict):
-        raise ModelError(f"model answered something that is not a JSON object: {_peek(data)}")
+        raise ModelError(f"model answered something that is not a JSON object: {peek(data)}")
     choices = data.get("choices")
     if data.get("error") and not choices:
         message = mask(error_message(data))
         status = _int(data["error"].get("code")) if isinstance(data["error"], dict) else 0
         raise classify(status or 0, message)(f"model answered an error: {message}")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelError(f"model returned no choices: {_peek(data)}")
+        raise ModelError(f"model returned no choices: {peek(data)}")
     choice = choices[0]
     reply = choice.get("message") or choice.get("delta") or {}
     if not isinstance(reply, dict):
-        raise ModelError(f"model returned a message that is not an object: {_peek(reply)}")
-    text = _content(reply.get("content"))
+        raise ModelError(f"model returned a message that is not an object: {peek(reply)}")
+    text = content_text(reply.get("content"))
     reasoning = _text(reply.get("reasoning_content")) or _text(reply.get("reasoning"))
     if text is not None:
         text, thought = strip_think(text)
@@ -189,14 +189,14 @@ def parse_completion(data: Any, model: str | None) -> Completion:
     )
 
 
-def _content(value: Any) -> str | None:
+def content_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):  # content parts
         texts = [p if isinstance(p, str) else p.get("text") for p in value if p is not None]
         if all(isinstance(t, str) or t is None for t in texts):
             return "".join(t for t in texts if t)
-    raise ModelError(f"model returned content of an unknown shape: {_peek(value)}")
+    raise ModelError(f"model returned content of an unknown shape: {peek(value)}")
 
 
 def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
@@ -204,7 +204,7 @@ def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
     if isinstance(message.get("function_call"), dict):  # the legacy single call
         raw = [*raw, {"function": message["function_call"]}] if isinstance(raw, list) else raw
     if not isinstance(raw, list):
-        raise ModelError(f"model returned tool_calls of an unknown shape: {_peek(raw)}")
+        raise ModelError(f"model returned tool_calls of an unknown shape: {peek(raw)}")
     calls = []
     for index, call in enumerate(raw):
         function = call.get("function") if isinstance(call, dict) else None
@@ -212,7 +212,7 @@ def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
             continue  # custom (non-function) tool calls: none are offered
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise ModelError(f"model returned a tool call without a name: {_peek(call)}")
+            raise ModelError(f"model returned a tool call without a name: {peek(call)}")
         arguments = function.get("arguments")
         if isinstance(arguments, dict | list):
             arguments = json.dumps(arguments)
@@ -233,5 +233,5 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _peek(value: Any) -> str:
+def peek(value: Any) -> str:
     return mask(json.dumps(value, default=str)[:120])

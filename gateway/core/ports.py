@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from gateway.core.models import MessageKind, Role
-from gateway.core.records import MessageRecord, OpenedTurn, SkillRecord, Trace
+from gateway.core.records import MessageRecord, OpenedTurn, SkillFileRecord, SkillRecord, Trace
 
 
 class ConversationStore(Protocol):
@@ -47,6 +47,10 @@ class SkillRegistry(Protocol):
     async def skill_records(self) -> list[SkillRecord]: ...
 
     async def put_skill_records(self, records: list[SkillRecord]) -> None: ...
+
+    async def skill_files(self) -> dict[str, SkillFileRecord]: ...
+
+    async def put_skill_files(self, files: list[SkillFileRecord], gone: list[str]) -> None: ...
 
     async def get_meta(self, key: str) -> str | None: ...
 

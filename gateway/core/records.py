@@ -112,6 +112,21 @@ class SkillRecord(BaseModel):
     updated_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class SkillFileRecord:
+    """A skill file as start-up last read it: while its size and modification time are
+    unchanged, its hash and description are taken from here instead of the file.
+    (A plain dataclass: start-up builds ten thousand of them, and they are never input.)"""
+
+    slug: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    checked_at: float
+    description: str
+    proposal_id: int | None = None
+
+
 class SkillSwitch(BaseModel):
     """A skill switched off or on by hand: by whom, why and when."""
 

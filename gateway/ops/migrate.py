@@ -49,8 +49,9 @@ TABLES = (
     "user_languages",
 )
 """Every table with data, parents before the tables that reference them."""
-SKIPPED = ("schema_migrations", "locks")
-"""Written by each database itself: versions, and leases that mean nothing elsewhere."""
+SKIPPED = ("schema_migrations", "locks", "skill_files")
+"""Written by each database itself: versions, leases that mean nothing elsewhere, and what
+start-up last read from the skill files (read again from the files at the next start)."""
 
 
 @dataclass

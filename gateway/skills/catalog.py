@@ -16,7 +16,8 @@ from pathlib import Path
 from gateway.core.ports import SkillRegistry
 from gateway.core.records import SkillRecord
 from gateway.errors import SkillError
-from gateway.skills.library import SKILL_FILE, SLUG_RE, SkillLibrary, content_hash, parse_skill
+from gateway.skills.files import Described, describe_files
+from gateway.skills.library import SKILL_FILE, SLUG_RE, SkillLibrary, content_hash
 from gateway.skills.selection import SkillIndex, render_index
 
 log = logging.getLogger(__name__)
@@ -43,14 +44,26 @@ class SkillCatalog:
         self._hashes: dict[str, str] = {}
         self._settled: dict[str, str] = {}
 
-    async def sync(self, bundled: Path | None = None, now: float | None = None) -> None:
-        """Seed bundled skills once, register dropped-in ones, then rebuild the index."""
+    async def sync(
+        self,
+        bundled: Path | None = None,
+        now: float | None = None,
+        described: Mapping[str, Described] | None = None,
+    ) -> None:
+        """Seed bundled skills once, register dropped-in ones, then rebuild the index.
+
+        A file whose size and modification time are those recorded when it was last read
+        is neither read nor parsed again (see `files.describe_files`): start-up with a large
+        library costs a directory scan and one query. `described` is such a scan taken
+        just before, if nothing changed the files since; seeding scans again.
+        """
         at = time.time() if now is None else now
         self.library.root.mkdir(parents=True, exist_ok=True)
         records = {r.slug: r for r in await self.registry.skill_records()}
         changed: list[SkillRecord] = []
         seeded = set(json.loads(await self.registry.get_meta(SEEDED_KEY) or "[]"))
         for slug in self._seed(bundled, seeded):
+            described = None  # the library changed
             seeded.add(slug)
             text = self.library.read_text(slug)
             records[slug] = SkillRecord(
@@ -61,14 +74,10 @@ class SkillCatalog:
                 updated_at=at,
             )
             changed.append(records[slug])
-        for slug in self.library.slugs():
-            try:
-                text = self.library.read_text(slug)
-                parse_skill(text, expect_name=slug)
-            except SkillError as exc:
-                log.warning("skipping skill %s: %s", slug, exc)
-                continue
-            digest = content_hash(text)
+        if described is None:
+            described = await describe_files(self.library, self.registry)
+        for slug, file in described.items():
+            digest = file.content_hash
             rec = records.get(slug)
             if rec is None:
                 # Nobody but a person puts files here unannounced: it is theirs.
@@ -86,7 +95,7 @@ class SkillCatalog:
         if changed:
             await self.registry.put_skill_records(changed)
         await self.registry.set_meta(SEEDED_KEY, json.dumps(sorted(seeded)))
-        await self.refresh()
+        self._rebuild(records, described)
 
     def _seed(self, bundled: Path | None, seeded: set[str]) -> list[str]:
         """Copy bundled skills never seeded before; an operator's later edits or deletions stand."""
@@ -108,20 +117,25 @@ class SkillCatalog:
 
     async def refresh(self) -> None:
         """Rebuild the in-memory index of enabled skills from registry and files."""
+        records = {r.slug: r for r in await self.registry.skill_records()}
+        self._rebuild(records, await describe_files(self.library, self.registry))
+
+    def _rebuild(
+        self, records: Mapping[str, SkillRecord], described: Mapping[str, Described]
+    ) -> None:
         pairs = []
         enabled = set()
         hashes = {}
-        for rec in await self.registry.skill_records():
+        for slug in sorted(records):
+            rec = records[slug]
             if not rec.enabled:
                 continue
-            try:
-                skill = self.library.read(rec.slug)
-            except SkillError as exc:
-                log.warning("enabled skill %s unreadable: %s", rec.slug, exc)
+            if slug not in described:
+                log.warning("enabled skill %s unreadable: missing or invalid on disk", slug)
                 continue
-            pairs.append((skill.name, skill.description))
-            enabled.add(skill.name)
-            hashes[skill.name] = rec.content_hash
+            pairs.append((slug, described[slug].description))
+            enabled.add(slug)
+            hashes[slug] = rec.content_hash
         self.index.replace(pairs)
         self._enabled = enabled
         self._hashes = hashes

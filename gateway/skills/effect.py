@@ -235,3 +235,13 @@ async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dic
 def settled(effects: Mapping[str, SkillEffect]) -> dict[str, str]:
     """Skills whose current text has the minimum evidence: name -> content hash."""
     return {n: e.content_hash for n, e in effects.items() if e.verdict != "collecting"}
+
+
+async def settled_skills(store: EffectStore, thresholds: EffectThresholds) -> dict[str, str]:
+    """`settled(await skill_effects(...))` without measuring every skill in full: only the
+    verdict "collecting" matters here, and most skills of a large library have it."""
+    return {
+        name: t.content_hash
+        for name, t in (await store.skill_tallies()).items()
+        if judge(t.loaded, t.offered + t.withheld, thresholds) != "collecting"
+    }

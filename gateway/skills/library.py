@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,16 @@ def render_skill(skill: Skill) -> str:
     return f"---\n{head}\n---\n\n{skill.body.strip()}\n"
 
 
+@dataclass(frozen=True)
+class SkillFile:
+    """A skill's SKILL.md as a scan found it: checked to be inside the root."""
+
+    slug: str
+    path: str
+    size: int
+    mtime_ns: int
+
+
 class SkillLibrary:
     """The skills folder of the data dir."""
 
@@ -135,17 +147,43 @@ class SkillLibrary:
 
     def slugs(self) -> list[str]:
         """Folder names that hold a SKILL.md and are valid slugs, sorted."""
+        return [f.slug for f in self.scan()]
+
+    def scan(self, filename: str = SKILL_FILE) -> list[SkillFile]:
+        """Every skill file of `slugs()` (or staged file, or other `filename` of the skill
+        folders), with its size and modification time, by slug.
+
+        A real folder holding a real file cannot lead outside the root, so one `lstat`
+        settles it; only where a link is involved is the path resolved (`path_for`).
+        """
         if not self.root.is_dir():
             return []
         found = []
         for entry in os.scandir(self.root):
-            if SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME:
-                try:
-                    if self.exists(entry.name):
-                        found.append(entry.name)
-                except PathEscape:
-                    continue
-        return sorted(found)
+            if not (SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME):
+                continue
+            try:
+                path = os.path.join(entry.path, filename)  # strings: pathlib costs here
+                info = os.lstat(path) if entry.is_dir(follow_symlinks=False) else None
+                if info is None or stat.S_ISLNK(info.st_mode):
+                    resolved = self.path_for(entry.name, filename)  # a link: where does it lead?
+                    path, info = str(resolved), resolved.stat()
+            except (OSError, PathEscape):
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append(SkillFile(entry.name, path, info.st_size, info.st_mtime_ns))
+        return sorted(found, key=lambda f: f.slug)
+
+    def read_file(self, file: SkillFile) -> str:
+        """Raw text of a file a scan found."""
+        try:
+            with open(file.path, encoding="utf-8") as handle:
+                return handle.read()
+        except FileNotFoundError as exc:
+            raise SkillNotFound(f"no skill {file.slug!r}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            name = os.path.basename(file.path)
+            raise InvalidSkill(f"cannot read {file.slug}/{name}: {exc}") from exc
 
     def write_text(self, slug: str, text: str, filename: str = SKILL_FILE) -> Path:
         """Write a skill file atomically (temp file, fsync, os.replace)."""

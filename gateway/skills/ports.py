@@ -8,6 +8,7 @@ from typing import Protocol
 from gateway.core.records import SkillRecord
 from gateway.skills.effect import EffectStore
 from gateway.skills.evidence import EvidenceSource
+from gateway.skills.files import SkillFiles
 from gateway.skills.proposals import (
     Candidate,
     Proposal,
@@ -18,8 +19,8 @@ from gateway.skills.proposals import (
 )
 
 
-class ReviewStore(Protocol):
-    """Proposals, decisions, tombstones, replaced versions and registry rows."""
+class ReviewStore(SkillFiles, Protocol):
+    """Proposals, decisions, tombstones, replaced versions, registry rows, file records."""
 
     async def add_proposal(self, candidate: Candidate, run_id: int | None) -> Proposal: ...
 

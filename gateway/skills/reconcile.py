@@ -17,7 +17,9 @@ finishes what was decided and removes what nobody wants:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
+from gateway.skills.files import Described, describe_files
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import (
     STALE_REASON,
@@ -30,10 +32,17 @@ log = logging.getLogger(__name__)
 RECONCILER = "reconcile"
 
 
-async def reconcile(reviewer: Reviewer) -> list[str]:
-    """Repair what a crash left half done; returns one line per repair."""
+async def reconcile(
+    reviewer: Reviewer, described: Mapping[str, Described] | None = None
+) -> list[str]:
+    """Repair what a crash left half done; returns one line per repair.
+
+    `described` is a scan of the library taken just before (`describe_files`), if any.
+    """
     fixes: list[str] = []
-    handled = await _live_files(reviewer, fixes)
+    if described is None:
+        described = await describe_files(reviewer.library, reviewer.store)
+    handled = await _live_files(reviewer, described, fixes)
     for p in await reviewer.store.unfinished_promotions():
         if p.id not in handled:
             await _finish_promotion(reviewer, p, fixes)
@@ -54,10 +63,13 @@ async def reconcile(reviewer: Reviewer) -> list[str]:
     return fixes
 
 
-async def _live_files(reviewer: Reviewer, fixes: list[str]) -> set[int]:
+async def _live_files(
+    reviewer: Reviewer, described: Mapping[str, Described], fixes: list[str]
+) -> set[int]:
     """Finish decisions whose file step already happened; returns the proposals handled."""
     handled: set[int] = set()
-    for slug in reviewer.library.slugs():
+    # Only files carrying a proposal can need this; unchanged ones are not read to find out.
+    for slug in sorted(s for s, d in described.items() if d.proposal is not None):
         pid = live_proposal(reviewer.staging.live_text(slug))
         p = await reviewer.store.get_proposal(pid) if pid is not None else None
         if p is None or p.slug != slug:

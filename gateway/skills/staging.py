@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.errors import SkillError
-from gateway.skills.library import SKILL_FILE, SLUG_RE, Skill, SkillLibrary, render_skill
+from gateway.skills.library import SKILL_FILE, Skill, SkillLibrary, render_skill
 from gateway.skills.proposals import PROPOSED_FILE, Proposal
 
 # Our provenance keys; a live skill's other metadata is kept as it is.
@@ -86,15 +86,7 @@ class Staging:
 
     def staged_slugs(self) -> list[str]:
         """Folders that hold a staged file."""
-        if not self.library.root.is_dir():
-            return []
-        found = []
-        for entry in os.scandir(self.library.root):
-            if SLUG_RE.match(entry.name):
-                with contextlib.suppress(SkillError):
-                    if self.library.path_for(entry.name, PROPOSED_FILE).is_file():
-                        found.append(entry.name)
-        return sorted(found)
+        return [f.slug for f in self.library.scan(PROPOSED_FILE)]
 
 
 def _sync_dir(path: os.PathLike[str]) -> None:

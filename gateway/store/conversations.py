@@ -128,6 +128,11 @@ class ConversationQueries(QueriesBase):
         )
 
     @query
+    async def open_session_count(self, c: Conn) -> int:
+        """Sessions not finished yet, which synthesis does not read."""
+        return int(await c.fetchval("select count(*) from sessions where finished_at is null"))
+
+    @query
     async def get_session(self, c: Conn, session_id: int) -> SessionRecord | None:
         """One session by id."""
         row = await c.fetchrow("select * from sessions where id = ?", session_id)

@@ -485,6 +485,24 @@ _USAGE_PRIVACY: list[Step] = [
 ]
 
 
+# What start-up last read from each skill file, so an unchanged file is not read or parsed
+# again: its size and modification time when it was checked, its hash, its description and
+# the proposal whose text it carries.
+_SKILL_FILES: list[Step] = [
+    """
+    create table skill_files (
+        slug text primary key,
+        content_hash text not null,
+        size {bigint} not null,
+        mtime_ns {bigint} not null,
+        checked_at {time} not null,
+        description text not null,
+        proposal_id {bigint}
+    )
+    """,
+]
+
+
 # The language a chat chose with /language, and each user's language as the platform last
 # said it (`ok` 0: the last lookup failed, so it is retried sooner).
 _LANGUAGES: list[Step] = [
@@ -541,6 +559,7 @@ MIGRATIONS: list[Migration] = [
         "usage and quotas: message owners, reported tokens, daily counts, deleted sessions",
         _USAGE_PRIVACY,
     ),
+    (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
 ]
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
-from gateway.core.records import Awaiting, SkillRecord, SkillSwitch
+from gateway.core.records import Awaiting, SkillFileRecord, SkillRecord, SkillSwitch
 from gateway.store.sql import Conn, QueriesBase, insert_sql, query, transaction
 
 _PK = "channel = ? and chat_id = ? and user_id = ?"
@@ -20,6 +21,8 @@ def _upsert(table: str, columns: tuple[str, ...], key: tuple[str, ...]) -> str:
 _SKILL_COLUMNS = tuple(SkillRecord.model_fields)
 UPSERT_SKILL = _upsert("skills", _SKILL_COLUMNS, ("slug",))
 """Write one registry row (the triggers keep `content_since`); arguments from `skill_args`."""
+_FILE_COLUMNS = tuple(f.name for f in dataclasses.fields(SkillFileRecord))
+_UPSERT_FILE = _upsert("skill_files", _FILE_COLUMNS, ("slug",))
 _AWAITING_COLUMNS = tuple(Awaiting.model_fields)
 _UPSERT_AWAITING = _upsert("awaiting", _AWAITING_COLUMNS, ("channel", "chat_id", "user_id"))
 
@@ -52,6 +55,21 @@ class RegistryQueries(QueriesBase):
         """Insert or replace registry rows in one transaction."""
         if records:
             await c.executemany(UPSERT_SKILL, [skill_args(r) for r in records])
+
+    @query
+    async def skill_files(self, c: Conn) -> dict[str, SkillFileRecord]:
+        """What start-up last read from each skill file, by slug."""
+        rows = await c.fetch(f"select {', '.join(_FILE_COLUMNS)} from skill_files")
+        return {r["slug"]: SkillFileRecord(**r) for r in rows}
+
+    @transaction
+    async def put_skill_files(self, c: Conn, files: list[SkillFileRecord], gone: list[str]) -> None:
+        """Record files as read now, and forget the files no longer on disk."""
+        if files:
+            rows = [[getattr(f, col) for col in _FILE_COLUMNS] for f in files]
+            await c.executemany(_UPSERT_FILE, rows)
+        if gone:
+            await c.executemany("delete from skill_files where slug = ?", [[s] for s in gone])
 
     @transaction
     async def switch_skill(

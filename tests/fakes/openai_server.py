@@ -3,7 +3,13 @@
 The real `openai` client is pointed at `fake.base_url`. Answers are scripted
 in order with `reply`, `tool_call`, `error`, `stall` and `raw` (any body a real
 server was seen to send, for the odd shapes); when the script is
-empty, `default` (a function of the request body) answers. `pause()` holds
+empty, `default` (a function of the request body) answers. A request with
+`stream: true` is answered as a real server does, with server-sent chunks: a
+word of content per chunk (`chunk_interval` seconds apart), each tool call's
+name then its arguments in two halves, the finish reason, then the usage when
+`stream_options.include_usage` asks for it; `raw` bodies are sent whole (a
+server that ignores `stream`), and `refuse_stream_options` answers 400 to a
+request that carries them, as some servers do. `pause()` holds
 every answer until `resume()`, to keep a call in flight. With `upstream` set
 (a real server's /v1 URL), unscripted requests are passed on to it and its
 answers recorded in `forwarded`: a recording proxy in front of a real model.
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -34,8 +41,14 @@ class Scripted:
     message: str | None = None
     body: Any = None
     finish_reason: str | None = None
+    # Streamed: after this many content chunks, go quiet for `quiet` seconds.
+    quiet_after: int | None = None
+    quiet: float = 0.0
+    # Streamed: after the content, an error object instead of the finish (as servers do).
+    stream_error: str | None = None
 
 
+MAX_CHUNKS = 2000
 Responder = Callable[[dict[str, Any]], "Scripted | str"]
 
 
@@ -56,6 +69,11 @@ class FakeOpenAI:
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
         self._ids = itertools.count(1)
+        self.chunk_interval = 0.0
+        self.refuse_stream_options = False
+        self.first_chunks: list[tuple[float, str]] = []
+        """When each streamed answer's first content chunk was written (monotonic), and the
+        last message of the request it answered."""
         self._runner: web.AppRunner | None = None
         self._cond = asyncio.Condition()
         self._open = asyncio.Event()
@@ -115,6 +133,14 @@ class FakeOpenAI:
         for _ in range(times):
             self.script.append(Scripted(text="too late", delay=seconds))
 
+    def go_quiet(self, text: str, after: int, seconds: float) -> None:
+        """Next answer, streamed: `after` words of `text`, then nothing for `seconds`."""
+        self.script.append(Scripted(text=text, quiet_after=after, quiet=seconds))
+
+    def fail_mid_stream(self, text: str, message: str) -> None:
+        """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
+        self.script.append(Scripted(text=text, stream_error=message))
+
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
         self._open.clear()
@@ -129,14 +155,14 @@ class FakeOpenAI:
                 self._cond.wait_for(lambda: len(self.requests) >= count), timeout
             )
 
-    async def _completions(self, request: web.Request) -> web.Response:
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         async with self._cond:
             self.requests.append(body)
             self._cond.notify_all()
         await self._open.wait()
         if not self.script and self.upstream is not None:
-            return await self._forward("/chat/completions", body)
+            return await self._forward("/chat/completions", body, request)
         step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):
             step = Scripted(text=step)
@@ -146,6 +172,8 @@ class FakeOpenAI:
             if isinstance(step.body, str):
                 return web.Response(text=step.body, status=step.status)
             return web.json_response(step.body, status=step.status)
+        if body.get("stream") and body.get("stream_options") and self.refuse_stream_options:
+            step = Scripted(status=400, message="Unrecognized request argument: stream_options")
         if step.status != 200:
             text = step.message or f"scripted {step.status}"
             return web.json_response(
@@ -167,30 +195,105 @@ class FakeOpenAI:
                 for name, args in step.tool_calls
             ]
         prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+        usage = {
+            "prompt_tokens": prompt_chars // 4,
+            "completion_tokens": len(step.text or "") // 4,
+            "total_tokens": prompt_chars // 4 + len(step.text or "") // 4,
+        }
+        finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            try:
+                return await self._stream(request, body, step, message, finish, usage, options)
+            except ConnectionResetError:  # the client gave up (its timeout): as a server sees it
+                return web.Response(status=499)
         return web.json_response(
             {
                 "id": f"chatcmpl-{next(self._ids)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake-model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": step.finish_reason
-                        or ("tool_calls" if step.tool_calls else "stop"),
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_chars // 4,
-                    "completion_tokens": len(step.text or "") // 4,
-                    "total_tokens": prompt_chars // 4 + len(step.text or "") // 4,
-                },
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
             }
         )
 
-    async def _forward(self, path: str, body: dict[str, Any] | None) -> web.Response:
-        """Pass a request on to the real server; record and return its answer as it is."""
+    async def _stream(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        step: Scripted,
+        message: dict[str, Any],
+        finish: str,
+        usage: dict[str, Any],
+        options: dict[str, Any],
+    ) -> web.StreamResponse:
+        """The answer as server-sent chunks, the way OpenAI-compatible servers stream."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        base = {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+        }
+
+        async def send(delta: dict[str, Any], finish_reason: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+            await response.write(f"data: {json.dumps(base | {'choices': [choice]})}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        rest = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
+        if rest:  # reasoning, a legacy function_call: in one delta, as servers send them
+            await send(rest)
+        content = message.get("content")
+        words = re.findall(r"\s*\S+\s*", content) if isinstance(content, str) else []
+        if len(words) > MAX_CHUNKS:  # a huge answer in fewer, bigger chunks, to stay quick
+            size = -(-len(words) // MAX_CHUNKS)
+            words = ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+        if content and not words:
+            await send({"content": content})  # content parts, in one delta
+        for n, word in enumerate(words):
+            if n and self.chunk_interval:
+                await asyncio.sleep(self.chunk_interval)
+            if step.quiet_after is not None and n == step.quiet_after:
+                await asyncio.sleep(step.quiet)
+            await send({"content": word})
+            if n == 0:
+                last = (body.get("messages") or [{}])[-1].get("content")
+                self.first_chunks.append((time.monotonic(), str(last)))
+        for index, call in enumerate(message.get("tool_calls") or []):
+            function = dict(call.get("function") or {})
+            arguments = function.pop("arguments", "")
+            head = {k: v for k, v in call.items() if k != "function"}
+            await send({"tool_calls": [{"index": index, **head, "function": function}]})
+            if isinstance(arguments, str):
+                half = len(arguments) // 2
+                for piece in (arguments[:half], arguments[half:]):
+                    await send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            else:
+                await send({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})
+        if step.stream_error is not None:
+            error = {"error": {"message": step.stream_error, "type": "server_error"}}
+            await response.write(f"data: {json.dumps(error)}\n\n".encode())
+            await response.write_eof()
+            return response
+        await send({}, finish)
+        if options.get("include_usage"):
+            await response.write(
+                f"data: {json.dumps(base | {'choices': [], 'usage': usage})}\n\n".encode()
+            )
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _forward(
+        self, path: str, body: dict[str, Any] | None, request: web.Request | None = None
+    ) -> web.StreamResponse:
+        """Pass a request on to the real server; record and return its answer as it is.
+
+        A streamed answer is passed on chunk by chunk as it comes (and recorded whole).
+        """
         import aiohttp
 
         if body is not None and self.max_tokens_cap is not None:
@@ -198,6 +301,17 @@ class FakeOpenAI:
         async with aiohttp.ClientSession() as session:
             method = session.post if body is not None else session.get
             async with method(f"{self.upstream}{path}", json=body) as resp:
+                kind = resp.headers.get("Content-Type", "")
+                if request is not None and resp.status == 200 and "event-stream" in kind:
+                    out = web.StreamResponse(headers={"Content-Type": kind})
+                    await out.prepare(request)
+                    pieces = []
+                    async for piece in resp.content.iter_any():
+                        pieces.append(piece)
+                        await out.write(piece)
+                    await out.write_eof()
+                    self.forwarded.append((200, _read_stream(b"".join(pieces))))
+                    return out
                 text = await resp.text()
                 status = resp.status
         try:
@@ -224,3 +338,13 @@ class FakeOpenAI:
     def system_prompt(self, index: int = -1) -> str:
         """The system message of a recorded request."""
         return str(self.requests[index]["messages"][0]["content"])
+
+
+def _read_stream(raw: bytes) -> dict[str, Any]:
+    """A recorded stream: its decoded chunks, and the usage its last chunks carried."""
+    chunks = []
+    for line in raw.decode(errors="replace").splitlines():
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+            chunks.append(json.loads(line[5:]))
+    usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
+    return {"chunks": chunks, "usage": usage}

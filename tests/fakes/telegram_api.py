@@ -13,6 +13,10 @@ as UTF-8, in ``Call.params[field]``.
 
 The fake does not render formatting: a stored or returned message carries its text
 exactly as sent (HTML tags included) and no ``entities``.
+
+``sendMessageDraft`` (Bot API 9.3) is answered for private chats only, as Telegram does:
+a group, supergroup or channel gets ``400 Bad Request: TEXTDRAFT_PEER_INVALID``. The
+latest text of each draft is kept in ``drafts``; a draft is no message.
 """
 
 from __future__ import annotations
@@ -247,6 +251,7 @@ class FakeTelegramAPI:
         self.unauthorized_requests = 0
         self.messages: dict[tuple[int | str, int], dict[str, Any]] = {}
         self.commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.drafts: dict[tuple[int | str, int], str] = {}
         self.webhook_url = ""
         self.webhook_secret_token: str | None = None
         self.webhook_max_connections = 40
@@ -268,6 +273,7 @@ class FakeTelegramAPI:
         self._handlers = {
             "getMe": self._get_me,
             "sendMessage": self._send_message,
+            "sendMessageDraft": self._send_message_draft,
             "sendChatAction": self._send_chat_action,
             "answerCallbackQuery": self._answer_callback_query,
             "editMessageText": self._edit_message_text,
@@ -529,6 +535,32 @@ class FakeTelegramAPI:
         return self._new_message(
             call.params, text=text, reply_markup=_markup_or_none(call.params.get("reply_markup"))
         )
+
+    def _send_message_draft(self, call: Call) -> bool:
+        chat_id = self._require(call.params, "chat_id")
+        draft_id = self._require(call.params, "draft_id")
+        if _chat_json(chat_id)["type"] != "private":
+            raise bad_request("TEXTDRAFT_PEER_INVALID")
+        if not isinstance(draft_id, int) or draft_id == 0:
+            raise bad_request("draft_id must be non-zero")
+        text = str(call.params.get("text") or "")
+        visible = (
+            html_to_plain(text)
+            if str(call.params.get("parse_mode", "")).upper() == "HTML"
+            else text
+        )
+        if len(visible) > MAX_TEXT_LENGTH:
+            raise bad_request("message is too long")
+        self.drafts[(chat_id, draft_id)] = text
+        return True
+
+    def draft_texts(self, chat_id: int | str | None = None) -> list[str]:
+        """Texts of the successful sendMessageDraft calls, optionally for one chat."""
+        return [
+            str(call.params.get("text", ""))
+            for call in self.calls_of("sendMessageDraft")
+            if call.status == 200 and (chat_id is None or call.params.get("chat_id") == chat_id)
+        ]
 
     def _send_chat_action(self, call: Call) -> bool:
         self._require(call.params, "chat_id")

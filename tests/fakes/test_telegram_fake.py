@@ -251,3 +251,19 @@ async def test_a_message_keeps_only_an_inline_keyboard(fake: FakeTelegramAPI, bo
     assert prompt.reply_markup is None
     assert "reply_markup" not in fake.message(1, prompt.message_id)
     assert fake.calls_of("sendMessage")[0].params["reply_markup"]["force_reply"] is True
+
+
+@pytest.mark.asyncio
+async def test_a_draft_is_shown_in_a_private_chat_and_refused_in_a_group(
+    fake: FakeTelegramAPI, bot: Bot
+) -> None:
+    assert await bot.send_message_draft(42, 7, "Hel") is True
+    assert await bot.send_message_draft(42, 7, "Hello") is True
+    assert fake.drafts == {(42, 7): "Hello"}
+    assert fake.draft_texts(42) == ["Hel", "Hello"]
+    assert fake.messages == {}  # a draft is no message
+    for group in (-100123, -1001234567890):
+        with pytest.raises(BadRequest, match=r"(?i)textdraft_peer_invalid"):
+            await bot.send_message_draft(group, 7, "Hello")
+    with pytest.raises(BadRequest, match=r"(?i)draft_id"):
+        await bot.send_message_draft(42, 0, "Hello")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -15,18 +15,6 @@ PUBLIC_URL = "https://bot.example.test"
 WEBHOOK_SECRET = "webhook-secret_0123456789"
 LINE_SECRET = "line-channel-secret-0123"
 LLM_KEY = "sk-test-key-0123456789"
-
-
-@pytest.fixture
-async def telegram_api() -> AsyncIterator[FakeTelegramAPI]:
-    async with FakeTelegramAPI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def line_api() -> AsyncIterator[FakeLineAPI]:
-    async with FakeLineAPI() as fake:
-        yield fake
 
 
 @pytest.fixture

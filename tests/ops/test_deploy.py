@@ -580,3 +580,24 @@ async def test_nginx_spreads_requests_over_replicas_and_skips_a_stopped_one(
         assert await answered_by(base, 20) == [gateways[1].port] * 20
     finally:
         await stop(proc)
+
+
+def test_the_guide_clones_for_real_and_writes_the_env_file_with_init() -> None:
+    import shlex
+
+    from gateway.cli import build_parser
+
+    guide = (DEPLOY / "README.md").read_text()
+    assert "<the Skillgate repository URL>" not in guide
+    assert guide.count('git clone "$REPO" /opt/skillgate') == 2 and "\nREPO=" in guide
+    assert "install -m 640 -o root -g skillgate /opt/skillgate/.env.example" not in guide
+    assert "../.env.example" not in guide  # the old template set SKILLGATE_DATA_DIR=./data
+    start = guide.index("/opt/skillgate/.venv/bin/skillgate --env-file")
+    command = guide[start : guide.index("\n", guide.index("--telegram-admin-ids", start))]
+    argv = shlex.split(command.replace("\\\n", " ").replace("$DOMAIN", "bot.example.com"))
+    args = build_parser().parse_args(argv[1:])
+    assert args.command == "init" and args.non_interactive
+    assert str(args.env_file) == "/etc/skillgate/skillgate.env"
+    unit = (DEPLOY / "skillgate.service").read_text()
+    assert f"Environment=SKILLGATE_DATA_DIR={args.data_dir}\n" in unit
+    assert f"EnvironmentFile={args.env_file}\n" in unit

@@ -108,7 +108,7 @@ async def test_a_world_writable_data_dir_fails(bot_settings: Settings) -> None:
     bot_settings.data_dir.chmod(0o777)
     check = by_name(await collect(bot_settings))["data dir"]
     assert check.status == "fail" and "world-writable" in check.detail
-    assert check.fix == f"chmod 750 {bot_settings.data_dir.resolve()}"
+    assert f"`chmod 750 {bot_settings.data_dir.resolve()}`" in check.fix
 
 
 async def test_conversations_readable_by_other_users_are_a_warning(bot_settings: Settings) -> None:

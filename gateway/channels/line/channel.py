@@ -12,21 +12,19 @@ event's reply token first, then by push (`LineOutbox`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import json
 import logging
-import math
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiohttp import web
-from linebot.v3.webhook import SignatureValidator
 
 from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
-from gateway.channels.line.cards import CardBubbles, LineCards
-from gateway.channels.line.client import LineClient, PushQuotaExhausted
-from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
     LineEvent,
@@ -38,7 +36,6 @@ from gateway.channels.line.events import (
     self_mentions,
     without_spans,
 )
-from gateway.channels.line.responder import LineResponder
 from gateway.config import Settings
 from gateway.conversation.models import Audience, Greeting, Message, Press, Profile
 from gateway.conversation.ports import Responder
@@ -47,6 +44,15 @@ from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
 from gateway.serving import read_body
 from gateway.skills.card_buttons import CardSigner
+
+if TYPE_CHECKING:
+    from linebot.v3.webhook import SignatureValidator
+
+    from gateway.channels.line.cards import CardBubbles, LineCards
+    from gateway.channels.line.client import LineClient
+    from gateway.channels.line.delivery import LineOutbox
+    from gateway.skills.cards import Card
+    from gateway.store.cards import CardDelivery
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +68,23 @@ class LineChannel(Channel):
 
     name: ClassVar[str] = "line"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, load_in_background: bool = False) -> None:
+        """`load_in_background`: `start` returns before line-bot-sdk is loaded (see `sdk`);
+        the webhook and the handler wait for it. Off, `start` loads it first."""
         if settings.line_channel_secret is None or settings.line_channel_access_token is None:
             raise ChannelError("LINE needs LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN")
         secret = settings.line_channel_secret.get_secret_value()
         self.settings = settings
-        self._signature = SignatureValidator(secret)
-        self.client = LineClient(
-            settings.line_channel_access_token.get_secret_value(), settings.line_api_base_url
-        )
-        # The loading animation lasts 5-60 s in steps of 5; cover the model's timeout.
-        self.loading_seconds = min(60, max(5, 5 * math.ceil(settings.llm_timeout_seconds / 5)))
+        self._secret = secret
+        self._background = load_in_background
+        self._loading: asyncio.Future[LineSession] | None = None
+        self._signature: SignatureValidator | None = None
+        self._client: LineClient | None = None
+        self._bubbles: CardBubbles | None = None
+        # The loading animation lasts at most 60 s a call; it is renewed before it ends for
+        # as long as the model writes (a streamed answer has no total timeout).
+        self.loading_seconds = 60
+        self.loading_renew_seconds = 50.0
         self.profile = Profile(
             channel=self.name,
             dialect=LINE,
@@ -80,26 +92,69 @@ class LineChannel(Channel):
             signer=CardSigner(secret),
             label="LINE",
         )
-        self.bubbles = CardBubbles(self.profile.signer)
         self.session: LineSession | None = None
-        """The open client and outbox, between `start` and `stop`."""
+        """The open client and outbox, between `start` (once loaded) and `stop`."""
+
+    @property
+    def client(self) -> LineClient:
+        if self._client is None:
+            raise ChannelError("the LINE client is not loaded yet")
+        return self._client
+
+    @property
+    def bubbles(self) -> CardBubbles:
+        if self._bubbles is None:
+            raise ChannelError("the LINE card renderer is not loaded yet")
+        return self._bubbles
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(WEBHOOK_PATH, self.webhook)]
 
     async def start(self, ports: Ports) -> Handler:
-        await self.client.open()  # the SDK's HTTP session must be made inside the loop
-        outbox = LineOutbox(self.client, ports.deliveries)
+        self._loading = asyncio.ensure_future(self._open(ports))
+        if not self._background:
+            await self._loading
+        return self._process
+
+    async def _open(self, ports: Ports) -> LineSession:
+        # In a worker thread: the event loop keeps serving while the SDK's modules load.
+        sdk = await asyncio.to_thread(importlib.import_module, "gateway.channels.line.sdk")
+        self._signature = sdk.SignatureValidator(self._secret)
+        self._bubbles = sdk.CardBubbles(self.profile.signer)
+        token = self.settings.line_channel_access_token
+        assert token is not None  # checked in __init__
+        client = self._client = sdk.LineClient(
+            token.get_secret_value(), self.settings.line_api_base_url
+        )
+        await client.open()  # the SDK's HTTP session must be made inside the loop
+        outbox = sdk.LineOutbox(client, ports.deliveries)
         await outbox.load()
         self.session = LineSession(self, outbox, ports)
-        return self.session.process
+        return self.session
+
+    async def ready(self) -> LineSession:
+        """The open session, once line-bot-sdk has loaded; ChannelError before `start`."""
+        if self._loading is None:
+            raise ChannelError("the LINE channel is not started")
+        return await asyncio.shield(self._loading)
+
+    async def _process(self, item: InboxItem) -> None:
+        await (await self.ready()).process(item)
 
     async def stop(self) -> None:
+        loading, self._loading = self._loading, None
+        if loading is not None and not loading.done():
+            loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await loading
         self.session = None
-        await self.client.close()
+        if self._client is not None:
+            await self._client.close()
 
-    def card_transport(self) -> LineCards | None:
-        return self.session.cards if self.session is not None else None
+    def card_transport(self) -> LineCards | LaterCards | None:
+        if self.session is not None:
+            return self.session.cards
+        return LaterCards(self) if self._loading is not None else None
 
     def health(self) -> dict[str, Any]:
         since = self.session.outbox.quota_exhausted_since if self.session else None
@@ -125,6 +180,12 @@ class LineChannel(Channel):
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             return web.json_response({"error": "body is not UTF-8"}, status=400)
+        try:
+            await self.ready()  # the signature check is the SDK's
+        except Exception:
+            log.exception("LINE channel not ready for a webhook")
+            return web.json_response({"error": "not ready, try again"}, status=503)
+        assert self._signature is not None
         # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
         if not signature.isascii() or not self._signature.validate(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
@@ -158,19 +219,48 @@ class LineChannel(Channel):
         return web.json_response({})
 
 
+class LaterCards:
+    """LINE's card transport while line-bot-sdk loads: the same admins; sending waits."""
+
+    channel = "line"
+
+    def __init__(self, line: LineChannel) -> None:
+        self._line = line
+
+    def admins(self) -> list[str]:
+        return list(self._line.settings.line_admin_ids)
+
+    async def send_card(self, chat_id: str, card: Card) -> str | None:
+        return await (await self._line.ready()).cards.send_card(chat_id, card)
+
+    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
+        await (await self._line.ready()).cards.show_decision(copy, card)
+
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        await (await self._line.ready()).cards.send_notice(chat_id, text, ref)
+
+    async def look_up_language(self, user_id: str) -> str | None:
+        return await (await self._line.ready()).cards.look_up_language(user_id)
+
+
 class LineSession:
     """An open LINE client: decodes stored events for the conversation layer."""
 
     def __init__(self, channel: LineChannel, outbox: LineOutbox, ports: Ports) -> None:
+        from gateway.channels.line.sdk import LineCards  # loaded by now (see `sdk`)
+
         self.client = channel.client
         self.bubbles = channel.bubbles
         self.loading_seconds = channel.loading_seconds
+        self.loading_renew_seconds = channel.loading_renew_seconds
         self.outbox = outbox
         self.cards = LineCards(outbox, channel.bubbles, channel.settings.line_admin_ids)
         self.conversation = ports.conversation
         self.ports = ports
 
     async def process(self, item: InboxItem) -> None:
+        from gateway.channels.line.sdk import EventContext, LineResponder, PushQuotaExhausted
+
         event = read_event(json.loads(item.payload), item.update_id)
         if event.mode != "active":
             return  # meant for another channel in standby mode
@@ -194,6 +284,7 @@ class LineSession:
             self.client,
             self.bubbles,
             loading_seconds=self.loading_seconds,
+            loading_renew_seconds=self.loading_renew_seconds,
         )
         out = self.ports.fenced(line_out, item)  # nothing is said once the claim is gone
         try:

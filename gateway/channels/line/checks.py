@@ -6,7 +6,7 @@ from gateway.channels.line.channel import WEBHOOK_PATH as LINE_PATH
 from gateway.channels.line.operator import LINE_TIMEOUT, line_api, line_errors
 from gateway.config import Settings
 from gateway.errors import ChannelError, ConfigError
-from gateway.operator import SET_WEBHOOK, Check, public_endpoint
+from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, public_endpoint
 
 
 async def line_checks(settings: Settings) -> list[Check]:
@@ -19,6 +19,7 @@ async def line_checks(settings: Settings) -> list[Check]:
         fix = (
             "issue a long-lived channel access token in the LINE Developers console"
             " (your channel, Messaging API tab) and set LINE_CHANNEL_ACCESS_TOKEN"
+            " (`skillgate init` checks it)"
             if "401" in str(exc)
             else "check the server's outbound HTTPS and LINE_API_BASE_URL"
         )
@@ -27,7 +28,7 @@ async def line_checks(settings: Settings) -> list[Check]:
     try:
         expected = public_endpoint(settings, LINE_PATH)
     except ConfigError as exc:
-        checks.append(Check("line webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
+        checks.append(Check("line webhook", "fail", str(exc), SET_PUBLIC_URL))
         return checks
     if endpoint.endpoint != expected:
         shown = endpoint.endpoint or "nothing"

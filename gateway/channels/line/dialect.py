@@ -29,6 +29,11 @@ ASK_IN_GROUP = N_("What went wrong? Mention me in your next message to tell me (
 """In a group only a message to the bot answers its question."""
 TEXT_ONLY = N_("Sorry, I can only read text so far: please send your question as a message.")
 THANKS_FOR_COMMENT = N_("Thanks, I've noted that. It helps me get better.")
+ADMIN_RECORDED = N_(
+    "Thanks, that's the code: you are an admin of this bot now. New skill proposals will"
+    " come to you here."
+)
+"""The answer to the one-time code `skillgate init` asked an admin to send."""
 
 LINE = Dialect(
     help=HELP,

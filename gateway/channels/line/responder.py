@@ -9,6 +9,7 @@ it, or Skip after a rejection.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -63,6 +64,7 @@ class LineResponder:
         bubbles: CardBubbles,
         *,
         loading_seconds: int,
+        loading_renew_seconds: float | None = None,
     ) -> None:
         self.chat = chat
         self.event = event
@@ -70,6 +72,7 @@ class LineResponder:
         self.client = client
         self.bubbles = bubbles
         self.loading_seconds = loading_seconds
+        self.loading_renew_seconds = loading_renew_seconds or max(5.0, loading_seconds - 10.0)
         self.texts: Texts = ENGLISH
         self._name: str | None = None
         """The display name, when the language lookup brought it along."""
@@ -96,13 +99,34 @@ class LineResponder:
 
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
-        """The loading animation, in 1:1 chats only (LINE shows it nowhere else)."""
-        if not self.chat.is_group and self.chat.user_id is not None:
-            try:
-                await self.client.show_loading(self.chat.user_id, self.loading_seconds)
-            except ChannelError as exc:
-                log.warning("LINE loading animation failed: %s", exc)
-        yield
+        """The loading animation, in 1:1 chats only (LINE shows it nowhere else).
+
+        LINE has no partial messages, so nothing is previewed; the animation (at most 60 s
+        a call) is renewed before it runs out for as long as the answer is being written.
+        """
+        user_id = self.chat.user_id
+        if self.chat.is_group or user_id is None:
+            yield
+            return
+        await self._show_loading(user_id)
+        task = asyncio.create_task(self._keep_loading(user_id), name=f"loading:{user_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep_loading(self, user_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.loading_renew_seconds)
+            await self._show_loading(user_id)
+
+    async def _show_loading(self, user_id: str) -> None:
+        try:
+            await self.client.show_loading(user_id, self.loading_seconds)
+        except ChannelError as exc:
+            log.warning("LINE loading animation failed: %s", exc)
 
     async def deliver(self, reply: Reply) -> list[str]:
         return await self._send(reply)

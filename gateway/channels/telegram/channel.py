@@ -73,6 +73,9 @@ class TelegramChannel(Channel):
         typing_interval: float = 4.0,
         typing_delay: float = 1.0,
         poll_timeout: float = 30.0,
+        draft_interval: float = 1.0,
+        draft_keepalive: float = 20.0,
+        edit_interval: float = 3.0,
     ) -> None:
         if settings.telegram_bot_token is None:
             raise ChannelError("Telegram needs TELEGRAM_BOT_TOKEN")
@@ -85,6 +88,9 @@ class TelegramChannel(Channel):
             max_retries=max_retries,
             typing_interval=typing_interval,
             typing_delay=typing_delay,
+            draft_interval=draft_interval,
+            draft_keepalive=draft_keepalive,
+            edit_interval=edit_interval,
         )
         self.poll_timeout = poll_timeout
         self.mode = "polling" if settings.telegram_polling else "webhook"
@@ -186,6 +192,7 @@ class TelegramSession:
         self.ports = ports
         self.conversation = ports.conversation
         self.poll_timeout = channel.poll_timeout
+        self.streaming = channel.settings.telegram_streaming
         self._poller: asyncio.Task[None] | None = None
 
     async def start_polling(self) -> None:
@@ -373,6 +380,7 @@ class TelegramSession:
             user=user,
             message=message,
             query=query,
+            streaming=self.streaming,
         )
         return self.ports.fenced(out, item)
 

@@ -9,7 +9,7 @@ from gateway.channels.telegram.operator import secret_fingerprint, telegram_bot,
 from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
 from gateway.config import Settings
 from gateway.errors import ChannelError, ConfigError
-from gateway.operator import SET_WEBHOOK, Check, public_endpoint
+from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, public_endpoint
 
 BACKLOG_WARN = 100
 RECENT_ERROR_SECONDS = 3600
@@ -26,7 +26,7 @@ def delivery_fix(error: str) -> str:
         return "the reverse proxy does not forward /webhook/telegram to the gateway: check it"
     return (
         "check that the service and the reverse proxy are running"
-        " (systemctl status skillgate caddy) and that DNS points to this server"
+        " (`systemctl status skillgate caddy`) and that DNS points to this server"
     )
 
 
@@ -38,16 +38,20 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
             info = await bot.get_webhook_info()
     except ChannelError as exc:
         fix = (
-            "copy the token again from @BotFather (/mybots, your bot, API Token)"
+            "copy the token again from @BotFather (/mybots, your bot, API Token) and run"
+            " `skillgate init`, which checks it"
             if "TELEGRAM_BOT_TOKEN" in str(exc)
             else "check the server's outbound HTTPS and TELEGRAM_API_BASE_URL"
         )
         return [Check("telegram bot", "fail", str(exc), fix)]
     checks = [Check("telegram bot", "ok", me)]
+    if settings.telegram_polling:
+        checks.append(_polling(info.url, info.pending_update_count))
+        return checks
     try:
         expected = public_endpoint(settings, TELEGRAM_PATH)
     except ConfigError as exc:
-        checks.append(Check("telegram webhook", "fail", str(exc), f"set it, then {SET_WEBHOOK}"))
+        checks.append(Check("telegram webhook", "fail", str(exc), SET_PUBLIC_URL))
         return checks
     pending = info.pending_update_count
     if not info.url:
@@ -93,6 +97,18 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
     else:
         checks.append(Check("telegram webhook", "ok", f"{info.url}, {pending} pending"))
     return checks
+
+
+def _polling(url: str | None, pending: int) -> Check:
+    """With polling the webhook must be gone; serve removes one at start, so it only warns."""
+    if url:
+        return Check(
+            "telegram webhook",
+            "warn",
+            f"{url} is registered, but the gateway polls: `skillgate serve` removes it at start",
+            "run `skillgate set-webhook --delete` (or set TELEGRAM_POLLING=false to use it)",
+        )
+    return Check("telegram webhook", "ok", f"none: updates by polling, {pending} pending")
 
 
 def _recent(when: datetime | None) -> bool:

@@ -33,7 +33,8 @@ def settings_checks(settings: Settings) -> list[Check]:
                 "telegram",
                 "fail",
                 "TELEGRAM_WEBHOOK_SECRET is not set: webhooks get 401",
-                "set TELEGRAM_WEBHOOK_SECRET to 1-256 characters of A-Z a-z 0-9 _ -",
+                "run `skillgate doctor --fix` (generates TELEGRAM_WEBHOOK_SECRET into the env file"
+                " and registers it), or poll instead: TELEGRAM_POLLING=true",
             )
         ]
     return [Check("telegram", "ok", "bot token and webhook secret set")]

@@ -5,6 +5,10 @@ answerCallbackQuery (at most 200 characters; a late answer after a retry is no e
 A question (what went wrong after 👎, why a proposal was rejected) is a ForceReply
 prompt, so only a reply to it is its answer; in a group a selective ForceReply reaches
 only the users mentioned in the prompt.
+
+An answer being written is shown per TELEGRAM_STREAMING (see `stream`): as a draft in a
+private chat, or in a group (with `edit`) as one message edited in place, which the final
+answer then becomes.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from html import escape
 
-from telegram import CallbackQuery, ForceReply, User
+from telegram import CallbackQuery, ForceReply, InlineKeyboardMarkup, User
 from telegram import Message as TgMessage
 from telegram.helpers import mention_html
 
@@ -23,8 +27,10 @@ from gateway.channels.telegram.buttons import keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.send import NotModified, Sender, Target
+from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
 from gateway.channels.text import CUT_NOTE, split_text, utf16_len
 from gateway.core.models import Button, ChatRef, Reply, rating_buttons
+from gateway.core.stream import PartialText
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, N_, Texts
 from gateway.skills.cards import Card
@@ -65,6 +71,7 @@ class TelegramResponder:
         user: User,
         message: TgMessage | None = None,
         query: CallbackQuery | None = None,
+        streaming: Streaming = "off",
     ) -> None:
         self.chat = chat
         self.sender = sender
@@ -75,6 +82,9 @@ class TelegramResponder:
         """The message handled, or the one whose button was pressed."""
         self.query = query
         self.target = Target.of(chat)
+        self.streaming = streaming
+        self._shown: int | None = None
+        """The message that showed this answer as it was written (edit mode), if any."""
         self.texts: Texts = ENGLISH
 
     @property
@@ -117,9 +127,19 @@ class TelegramResponder:
             log.info("could not acknowledge a button press: %s", exc)
 
     @contextlib.asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
-        async with self.sender.typing(self.target):
-            yield
+    async def working(self) -> AsyncIterator[PartialText | None]:
+        """ "typing…", and the answer as it grows where TELEGRAM_STREAMING shows it here."""
+        async with self.sender.typing(self.target) as stop_typing:
+            message_id = self.message.message_id if self.message is not None else None
+            stream = preview_for(
+                self.streaming, self.sender, self.target, message_id, self._reply_to, self.parts_log
+            )
+            if stream is None:
+                yield None
+                return
+            async with stream.previewing(stop_typing) as partial:
+                yield partial
+            self._shown = stream.message_id
 
     async def deliver(self, reply: Reply) -> list[str]:
         """The answer in parts, the last one with its buttons; continues after a failure."""
@@ -128,6 +148,18 @@ class TelegramResponder:
         if len(ids) >= len(parts):
             return ids
         markup = keyboard(reply.buttons) if reply.buttons else None
+        if not ids and self._shown is None and self._edits_in_place():
+            # A retry of an answer already written: its streamed message may be waiting.
+            assert self.message is not None
+            ref = preview_ref(self.target, self.message.message_id)
+            self._shown = await stored_preview(self.parts_log, ref)
+        if not ids and self._shown is not None:
+            # The message that grew with the answer becomes its first part.
+            first = await self._finish_shown(self._shown, parts[0], markup, len(parts) == 1)
+            if first is not None:
+                ids.append(first)
+                if reply.message_id is not None:
+                    await self.parts_log.set_platform_ids(reply.message_id, ids)
         for index in range(len(ids), len(parts)):
             last = index == len(parts) - 1
             sent = await self.sender.send(
@@ -142,6 +174,24 @@ class TelegramResponder:
                 # outlasted the retries, a network error) continues with the next part.
                 await self.parts_log.set_platform_ids(reply.message_id, ids)
         return ids
+
+    def _edits_in_place(self) -> bool:
+        return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
+
+    async def _finish_shown(
+        self, message_id: int, part: Part, markup: InlineKeyboardMarkup | None, last: bool
+    ) -> str | None:
+        """Edit the streamed message into the answer's first part; None if it is gone."""
+        try:
+            await self.sender.edit(
+                self.target.chat_id, message_id, part, markup=markup if last else None
+            )
+        except NotModified:
+            pass
+        except ChannelError as exc:
+            log.info("the streamed message could not become the answer, sending it: %s", exc)
+            return None
+        return str(message_id)
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         message = self.message

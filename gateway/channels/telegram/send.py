@@ -16,22 +16,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
-import httpx
 from aiolimiter import AsyncLimiter
-from httpx_aiohttp import AiohttpTransport
 from telegram import Bot, ForceReply, InlineKeyboardMarkup, InputFile, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
     ChatMigrated,
     Forbidden,
+    InvalidToken,
     RetryAfter,
     TelegramError,
 )
-from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
 from gateway.channels.telegram.format import Part
+from gateway.channels.telegram.request import AiohttpRequest
 from gateway.core.models import ChatRef
 from gateway.errors import ChannelError, RateLimited
 
@@ -69,22 +68,14 @@ class Target:
         return cls(int(chat.chat_id), thread, chat.is_group)
 
 
-def bot_request(pool_size: int = 256, timeout: float = 5.0) -> HTTPXRequest:
-    """PTB's HTTP client on an aiohttp transport.
+def bot_request(pool_size: int = 256, timeout: float = 5.0) -> AiohttpRequest:
+    """PTB's HTTP client: straight on one aiohttp session (see `request`).
 
-    httpx's own pool checks every pooled connection on each request, which under load cost
-    more CPU than the rest of a turn; aiohttp's pool does not. The pool timeout also bounds
-    opening a connection there, so it gets the connect timeout.
+    httpx's own pool checks every pooled connection on each request, and even on an
+    aiohttp transport httpx builds its request, response and header objects per call;
+    PTB's `BaseRequest` extension point skips both.
     """
-    transport = AiohttpTransport(limits=httpx.Limits(max_connections=pool_size))
-    return HTTPXRequest(
-        connection_pool_size=pool_size,
-        connect_timeout=timeout,
-        read_timeout=timeout,
-        write_timeout=timeout,
-        pool_timeout=timeout,
-        httpx_kwargs={"transport": transport},
-    )
+    return AiohttpRequest(pool_size=pool_size, timeout=timeout)
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -111,6 +102,12 @@ class SendPolicy:
     # Telegram advises a chat action only when the answer takes noticeable time; a quick
     # answer arrives before "typing…" would show, and saves one Bot API call.
     typing_delay: float = 1.0
+    # An answer being written: a draft at most this often in a private chat (Telegram
+    # animates each change), an edit of the one message at most this often in a group
+    # (whose 20 messages a minute edits count against too).
+    draft_interval: float = 1.0
+    draft_keepalive: float = 20.0
+    edit_interval: float = 3.0
 
 
 class Sender:
@@ -123,16 +120,20 @@ class Sender:
         self._overall = AsyncLimiter(rate, 1) if rate else None
         # Per chat; the group bucket lets short bursts through, as Telegram does.
         self._chats: dict[int, AsyncLimiter] = {}
+        self.drafts_unsupported = False
 
-    async def call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run one API call, waiting out flood control up to `max_retries` times."""
+    async def call(
+        self, what: str, fn: Callable[[], Awaitable[T]], *, retries: int | None = None
+    ) -> T:
+        """Run one API call, waiting out flood control up to `max_retries` (or `retries`) times."""
+        limit = self.policy.max_retries if retries is None else retries
         attempt = 0
         while True:
             try:
                 return await fn()
             except RetryAfter as exc:
                 wait = retry_seconds(exc)
-                if attempt >= self.policy.max_retries or wait > self.policy.max_retry_wait:
+                if attempt >= limit or wait > self.policy.max_retry_wait:
                     raise RateLimited(f"Telegram flood control on {what}", wait) from exc
                 attempt += 1
                 log.info("Telegram asked to wait %.0f s before %s (retry %d)", wait, what, attempt)
@@ -161,14 +162,15 @@ class Sender:
         *,
         markup: Markup | None = None,
         reply_to: int | None = None,
+        retries: int | None = None,
     ) -> Message:
         """Send one part as HTML; resent as plain text if Telegram cannot parse it."""
         await self._pace(target)
         try:
-            return await self._send(target, part.html, ParseMode.HTML, markup, reply_to)
+            return await self._send(target, part.html, ParseMode.HTML, markup, reply_to, retries)
         except FormattingRejected as exc:
             log.warning("%s; sending that part as plain text", exc)
-            return await self._send(target, part.plain, None, markup, reply_to)
+            return await self._send(target, part.plain, None, markup, reply_to, retries)
 
     async def _send(
         self,
@@ -177,6 +179,7 @@ class Sender:
         parse_mode: str | None,
         markup: Markup | None,
         reply_to: int | None,
+        retries: int | None = None,
     ) -> Message:
         reply = (
             ReplyParameters(reply_to, allow_sending_without_reply=True)
@@ -193,7 +196,29 @@ class Sender:
                 message_thread_id=target.thread_id,
                 reply_parameters=reply,
             ),
+            retries=retries,
         )
+
+    async def draft(self, target: Target, draft_id: int, text: str) -> None:
+        """Show `text` (plain, so it always parses) as the draft of the answer being written.
+
+        No waiting here: a 429 is raised as RateLimited at once, for the caller to skip
+        drafts until `retry_after` has passed. A Bot API server without the method (older
+        than 9.3, self-hosted) answers 404: drafts are then not tried again.
+        """
+        try:
+            await self.call(
+                "sendMessageDraft",
+                lambda: self.bot.send_message_draft(
+                    target.chat_id, draft_id, text, message_thread_id=target.thread_id
+                ),
+                retries=0,
+            )
+        except ChannelError as exc:
+            if isinstance(exc.__cause__, InvalidToken):  # how PTB reads a 404
+                self.drafts_unsupported = True
+                log.warning("the Bot API server has no sendMessageDraft; answers show whole")
+            raise
 
     async def edit(
         self,
@@ -202,13 +227,14 @@ class Sender:
         part: Part,
         *,
         markup: InlineKeyboardMarkup | None = None,
+        retries: int | None = None,
     ) -> None:
         """Replace a message's text; its inline keyboard becomes `markup` (None removes it)."""
         try:
-            await self._edit(chat_id, message_id, part.html, ParseMode.HTML, markup)
+            await self._edit(chat_id, message_id, part.html, ParseMode.HTML, markup, retries)
         except FormattingRejected as exc:
             log.warning("%s; editing with plain text", exc)
-            await self._edit(chat_id, message_id, part.plain, None, markup)
+            await self._edit(chat_id, message_id, part.plain, None, markup, retries)
 
     async def _edit(
         self,
@@ -217,6 +243,7 @@ class Sender:
         text: str,
         parse_mode: str | None,
         markup: InlineKeyboardMarkup | None,
+        retries: int | None = None,
     ) -> None:
         await self.call(
             "editMessageText",
@@ -227,6 +254,7 @@ class Sender:
                 parse_mode=parse_mode,
                 reply_markup=markup,
             ),
+            retries=retries,
         )
 
     async def document(
@@ -268,11 +296,18 @@ class Sender:
         return limiter
 
     @contextlib.asynccontextmanager
-    async def typing(self, target: Target) -> AsyncIterator[None]:
-        """Show "typing…" after `policy.typing_delay` s, renewed every `typing_interval` s."""
+    async def typing(self, target: Target) -> AsyncIterator[Callable[[], None]]:
+        """Show "typing…" after `policy.typing_delay` s, renewed every `typing_interval` s.
+
+        Yields a function that stops it early (once the answer itself shows, as a draft).
+        """
         task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
+
+        def stop() -> None:
+            task.cancel()
+
         try:
-            yield
+            yield stop
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,152 @@
+"""Benchmark (e): time to a healthy `skillgate serve` with a large skill library.
+
+A data dir gets --skills generated skills on disk (as `bench.skill_index` makes them,
+their files dated an hour back, as a library written earlier would be), then
+`skillgate serve` starts on it with the configured channels against loopback fakes:
+first on a fresh database (every skill read, parsed and registered), then --warm
+times more on the same data dir (nothing changed on disk). Time to healthy is from
+spawning the process to the first 200 from /healthz, polled every 10 ms; the same
+starts with no library beside them show what the library adds. Run:
+
+    python -m bench.startup [--skills 10000] [--warm 3] [--configs telegram+line] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.memory import Fakes
+from bench.procs import free_port, skillgate_serve, wait_healthy
+from bench.report import machine, median, publish, run_in_scratch, spread, table, verdict
+from bench.skill_index import make_library
+
+CONFIGS = ("telegram+line",)
+WARM_TARGET_S = 1.5
+
+
+@dataclass
+class Starts:
+    """Times to healthy of one data dir: its first start, then the warm ones; and the CPU
+    seconds the process had used by then (what other load on the machine does not stretch)."""
+
+    first: float = 0.0
+    first_cpu: float = 0.0
+    warm: list[float] = field(default_factory=list)
+    warm_cpu: list[float] = field(default_factory=list)
+
+
+async def start_once(config: str, fakes: Fakes, data: Path, tmp: Path) -> tuple[float, float]:
+    """Seconds to healthy, and the CPU seconds used by then."""
+    port = free_port()
+    child = skillgate_serve(f"skillgate-{data.name}", port, fakes.settings(config, data), tmp)
+    try:
+        healthy = await wait_healthy(f"http://127.0.0.1:{port}/healthz", child, timeout=120)
+        return healthy, child.cpu()
+    finally:
+        child.stop()
+
+
+def library(data: Path, skills: int) -> None:
+    """`skills` generated skills in the data dir's skills folder, last written an hour ago."""
+    root = data / "skills"
+    make_library(root, skills, random.Random(skills))
+    an_hour_ago = time.time() - 3600
+    for folder in root.iterdir():
+        os.utime(folder / "SKILL.md", (an_hour_ago, an_hour_ago))
+
+
+async def run(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], Starts]:
+    fakes = Fakes(tmp)
+    results: dict[tuple[str, int], Starts] = {}
+    try:
+        for config in args.configs.split(","):
+            for skills in (0, args.skills):
+                data = tmp / f"data-{config}-{skills}"
+                if skills:
+                    library(data, skills)
+                starts = results[(config, skills)] = Starts()
+                starts.first, starts.first_cpu = await start_once(config, fakes, data, tmp)
+                print(f"{config} {skills} skills: first start {starts.first:.2f} s", flush=True)
+        for i in range(args.warm):  # alternate the data dirs, so load hits both alike
+            for (config, skills), starts in results.items():
+                data = tmp / f"data-{config}-{skills}"
+                healthy, cpu = await start_once(config, fakes, data, tmp)
+                starts.warm.append(healthy)
+                starts.warm_cpu.append(cpu)
+                print(f"{config} {skills} skills: warm {i + 1} {starts.warm[-1]:.2f} s", flush=True)
+    finally:
+        fakes.stop()
+    return results
+
+
+def render(results: dict[tuple[str, int], Starts], args: argparse.Namespace) -> str:
+    rows, verdicts = [], []
+    for (config, skills), starts in results.items():
+        warm = median(starts.warm)
+        rows.append(
+            [
+                config,
+                f"{skills:,}",
+                f"{starts.first:.2f}",
+                f"{starts.first_cpu:.2f}",
+                spread(starts.warm, "{:.2f}"),
+                spread(starts.warm_cpu, "{:.2f}"),
+                f"{warm / WARM_TARGET_S:.2f}",
+            ]
+        )
+        verdicts.append(
+            [
+                f"{config}, {skills:,} skills",
+                f"{warm:.2f} s: {verdict(warm, WARM_TARGET_S, at_most=True)}",
+            ]
+        )
+    return "\n".join(
+        [
+            f"Machine: {machine()}.",
+            "",
+            f"Generated skills dated an hour back; one first start on a fresh database, then "
+            f"{args.warm} warm starts of the same data dir (median, range in brackets), "
+            "alternating with the same configuration without a library. Seconds from spawning "
+            "`skillgate serve` to the first 200 from /healthz; CPU is the CPU time the process "
+            "had used by then (user and system), which other load on the machine does not "
+            "stretch.",
+            "",
+            table(
+                [
+                    "channels",
+                    "skills",
+                    "first start, s",
+                    "its CPU, s",
+                    "warm start, s",
+                    "its CPU, s",
+                    "warm vs 1.5 s",
+                ],
+                rows,
+            ),
+            "",
+            table(["start", "warm start <= 1.5 s"], verdicts),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--skills", type=int, default=10_000, help="skills in the library")
+    parser.add_argument("--warm", type=int, default=3, help="warm starts per data dir")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="channel configurations")
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    args = parser.parse_args()
+    started = time.monotonic()
+    results = run_in_scratch(lambda tmp: run(args, tmp))
+    publish("startup", render(results, args), started, write=args.write)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""python-telegram-bot's networking on aiohttp: its documented `BaseRequest` extension point.
+
+PTB sends every Bot API call through a `BaseRequest`; its default (`HTTPXRequest`) builds
+httpx request, response, header and cookie objects on every call, even on an aiohttp
+transport. The gateway already runs on aiohttp, so this request class hands PTB's
+encoded parameters to one pooled aiohttp session and gives back the status and the body,
+which is all `BaseRequest.do_request` asks for; PTB still does the encoding, the parsing
+of the answer and the error mapping (`BadRequest`, `RetryAfter`, ...) itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+import aiohttp
+from telegram.error import NetworkError, TimedOut
+from telegram.request import BaseRequest, RequestData
+
+_FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+_TOKEN_IN_PATH = re.compile(r"/bot[^/\s]+")
+_DEFAULT = type(BaseRequest.DEFAULT_NONE)
+"""What PTB passes for a timeout the caller left to the request's own."""
+
+
+def _given(value: object, default: float | None) -> float | None:
+    if isinstance(value, _DEFAULT):
+        return default
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+class AiohttpRequest(BaseRequest):
+    """One aiohttp session with a bounded pool; timeouts as `HTTPXRequest` takes them."""
+
+    __slots__ = ("_connect", "_limit", "_pool", "_read", "_session")
+
+    def __init__(self, pool_size: int = 256, timeout: float = 5.0) -> None:
+        self._limit = pool_size
+        self._read = self._connect = self._pool = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self._read
+
+    async def initialize(self) -> None:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit),
+                headers={"User-Agent": self.USER_AGENT},
+            )
+
+    async def shutdown(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: object = BaseRequest.DEFAULT_NONE,
+        write_timeout: object = BaseRequest.DEFAULT_NONE,
+        connect_timeout: object = BaseRequest.DEFAULT_NONE,
+        pool_timeout: object = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        session = self._session
+        if session is None or session.closed:
+            raise RuntimeError("This AiohttpRequest is not initialized!")
+        read = _given(read_timeout, self._read)
+        connect = _given(connect_timeout, self._connect)
+        pool = _given(pool_timeout, self._pool)
+        # aiohttp's `connect` covers waiting for a pooled connection and opening one.
+        waiting = None if pool is None or connect is None else pool + connect
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=waiting, sock_connect=connect, sock_read=read
+        )
+        data: aiohttp.FormData | bytes | None = None
+        headers = None
+        if request_data is not None:
+            files = request_data.multipart_data
+            if files:
+                form = aiohttp.FormData(request_data.json_parameters)
+                for name, (filename, content, mime) in files.items():
+                    form.add_field(name, content, filename=filename, content_type=mime)
+                data = form
+            else:
+                data, headers = request_data.url_encoded_parameters().encode(), _FORM
+        try:
+            async with session.request(
+                method, url, data=data, headers=headers, timeout=timeout
+            ) as response:
+                return response.status, await response.read()
+        except TimeoutError as err:
+            raise TimedOut from err
+        except aiohttp.ClientError as err:
+            # aiohttp may quote the URL, whose path carries the bot's token.
+            text = _TOKEN_IN_PATH.sub("/bot<token>", f"aiohttp.{type(err).__name__}: {err}")
+            raise NetworkError(text) from err

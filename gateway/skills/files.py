@@ -1,0 +1,92 @@
+"""What start-up needs from each skill file, without reading the files that did not change.
+
+Every start scans the library (one `lstat` per skill) and compares each file's size and
+modification time with the `skill_files` record of its last read. Where both match, and
+the file was already older than `SETTLED_SECONDS` when it was read (a second write
+within the clock's resolution could keep both, as git's index also guards against), the
+record's hash, description and proposal id stand for the file. Otherwise the file is
+read and hashed, parsed only if its hash changed, and recorded again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.core.records import SkillFileRecord
+from gateway.errors import SkillError
+from gateway.skills.library import SkillLibrary, content_hash, parse_skill
+
+log = logging.getLogger(__name__)
+
+SETTLED_SECONDS = 2.0
+"""How much older than its last read a file's modification time must be to be trusted."""
+
+
+class SkillFiles(Protocol):
+    """The store's record of the skill files as last read."""
+
+    async def skill_files(self) -> dict[str, SkillFileRecord]: ...
+
+    async def put_skill_files(self, files: list[SkillFileRecord], gone: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Described:
+    """A valid skill file, as far as start-up cares."""
+
+    content_hash: str
+    description: str
+    proposal: int | None
+    """The proposal whose text the file carries (its `metadata.proposal`), if any."""
+
+
+async def describe_files(library: SkillLibrary, store: SkillFiles) -> dict[str, Described]:
+    """Every valid skill file of the library, by slug; invalid ones are logged and left out."""
+    known = await store.skill_files()
+    described: dict[str, Described] = {}
+    fresh: list[SkillFileRecord] = []
+    checked = time.time()
+    for file in library.scan():
+        entry = known.get(file.slug)
+        if (
+            entry is not None
+            and (entry.size, entry.mtime_ns) == (file.size, file.mtime_ns)
+            and file.mtime_ns / 1e9 < entry.checked_at - SETTLED_SECONDS
+        ):
+            described[file.slug] = Described(
+                entry.content_hash, entry.description, entry.proposal_id
+            )
+            continue
+        try:
+            text = library.read_file(file)
+            digest = content_hash(text)
+            if entry is not None and entry.content_hash == digest:
+                found = Described(digest, entry.description, entry.proposal_id)
+            else:
+                skill = parse_skill(text, expect_name=file.slug)
+                proposal = skill.metadata.get("proposal")
+                found = Described(
+                    digest, skill.description, proposal if isinstance(proposal, int) else None
+                )
+        except SkillError as exc:
+            log.warning("skipping skill %s: %s", file.slug, exc)
+            continue
+        described[file.slug] = found
+        fresh.append(
+            SkillFileRecord(
+                slug=file.slug,
+                content_hash=digest,
+                size=file.size,
+                mtime_ns=file.mtime_ns,
+                checked_at=checked,
+                description=found.description,
+                proposal_id=found.proposal,
+            )
+        )
+    gone = sorted(set(known) - set(described))
+    if fresh or gone:
+        await store.put_skill_files(fresh, gone)
+    return described
