@@ -1,4 +1,4 @@
-"""`python -m eval`: run the learning-loop evaluation and write its report and chart.
+"""`python -m eval`: run the learning-loop evaluation over worlds and seeds; write report and chart.
 
 Run it from a checkout of the repository (it uses the loopback fakes in
 `tests/fakes/`). Nothing leaves 127.0.0.1 unless `--real-model` points the
@@ -12,17 +12,19 @@ import asyncio
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from eval.chart import render as render_chart
-from eval.config import Config, RealModel
-from eval.figures import Result
+from eval.config import WORLD_NAMES, WORLDS, Config, RealModel
 from eval.report import render as render_report
 from eval.simulation import Simulation
+from eval.suite import Suite, default_jobs, run_suite
 from gateway.logs import setup_logging
 
 REPORT = "LEARNING-REPORT.md"
 CHART = "learning-chart.svg"
+REAL_REPORT = "real-model-run.md"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,12 +32,16 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m eval",
         description=(
-            "Simulate users, a model and a reviewer around the real gateway for a number of"
-            " learning cycles, then write a Markdown report and an SVG chart."
+            "Simulate users, a model and a reviewer around the real gateway, in several worlds"
+            " and with several seeds, then write a Markdown report and an SVG chart."
         ),
     )
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per world (default 5)")
     p.add_argument(
-        "--seed", type=int, default=defaults.seed, help="random seed (default %(default)s)"
+        "--world",
+        action="append",
+        choices=WORLD_NAMES,
+        help="only this world (repeat for more; default: all of them)",
     )
     p.add_argument(
         "--cycles", type=int, default=defaults.cycles, help="learning cycles (default %(default)s)"
@@ -50,35 +56,16 @@ def parser() -> argparse.ArgumentParser:
         help="held-out users, measured but never learned from (default %(default)s)",
     )
     p.add_argument(
-        "--questions",
-        type=int,
-        default=defaults.questions,
-        help="questions per training user per cycle (default %(default)s)",
-    )
-    p.add_argument(
-        "--reviewer-slips",
-        type=int,
-        default=defaults.reviewer_slips,
-        help="proposals against users' wishes the reviewer wrongly approves (default %(default)s)",
-    )
-    p.add_argument(
-        "--bad-share",
-        type=float,
-        default=defaults.bad_share,
-        help="chance per batch of each kind of poor proposal (default %(default)s)",
+        "--jobs", type=int, default=default_jobs(), help="worker processes (default %(default)s)"
     )
     p.add_argument(
         "--out", type=Path, default=Path("docs"), help="where to write the report and the chart"
     )
     p.add_argument(
-        "--data-dir",
-        type=Path,
-        help="keep the gateway's data here (an empty or new folder) to inspect it afterwards",
-    )
-    p.add_argument(
         "--real-model",
         action="store_true",
-        help="answer and synthesize with the model at LLM_BASE_URL / LLM_MODEL (LLM_API_KEY)",
+        help="one run of the default world with the model at LLM_BASE_URL / LLM_MODEL"
+        " (LLM_API_KEY): what it proposes and how screening treats it",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
@@ -94,64 +81,74 @@ def real_model() -> RealModel:
 
 def command(args: argparse.Namespace) -> str:
     """The command that reproduces a run."""
-    parts = ["python -m eval", f"--seed {args.seed}", f"--cycles {args.cycles}"]
-    parts += [f"--users {args.users}", f"--held-out {args.held_out}"]
     defaults = Config()
-    if args.questions != defaults.questions:
-        parts.append(f"--questions {args.questions}")
-    if args.reviewer_slips != defaults.reviewer_slips:
-        parts.append(f"--reviewer-slips {args.reviewer_slips}")
-    if args.bad_share != defaults.bad_share:
-        parts.append(f"--bad-share {args.bad_share:g}")
-    if args.real_model:
-        parts.append("--real-model")
+    parts = ["python -m eval", f"--seeds {args.seeds}"]
+    for world in args.world or ():
+        parts.append(f"--world {world!r}" if " " in world else f"--world {world}")
+    for flag, value, default in (
+        ("--cycles", args.cycles, defaults.cycles),
+        ("--users", args.users, defaults.users),
+        ("--held-out", args.held_out, defaults.held_out),
+    ):
+        if value != default:
+            parts.append(f"{flag} {value}")
     return " ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if min(args.cycles, args.users, args.held_out, args.questions) < 1:
-        sys.exit("--cycles, --users, --held-out and --questions must be at least 1")
-    if args.reviewer_slips < 0 or not 0 <= args.bad_share <= 1:
-        sys.exit("--reviewer-slips must be 0 or more and --bad-share between 0 and 1")
-    if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
-        sys.exit(f"--data-dir {args.data_dir} is not empty")
+    if min(args.seeds, args.cycles, args.users, args.held_out, args.jobs) < 1:
+        sys.exit("--seeds, --cycles, --users, --held-out and --jobs must be at least 1")
     setup_logging("WARNING")
     # The fakes listen on 127.0.0.1; a proxy from the environment must not sit in between.
     for name in ("NO_PROXY", "no_proxy"):
         bypass = [h for h in os.environ.get(name, "").split(",") if h]
         os.environ[name] = ",".join([*bypass, "127.0.0.1", "localhost"])
-    config = Config(
-        seed=args.seed,
-        cycles=args.cycles,
-        users=args.users,
-        held_out=args.held_out,
-        questions=args.questions,
-        reviewer_slips=args.reviewer_slips,
-        bad_share=args.bad_share,
-        real_model=real_model() if args.real_model else None,
-    )
+    base = Config(cycles=args.cycles, users=args.users, held_out=args.held_out)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     started = time.monotonic()
+    if args.real_model:
+        return real_run(replace(base, real_model=real_model()), args.out)
+    worlds = [w for w in WORLDS if not args.world or w.name in args.world]
+    if worlds[0].name != "default":
+        worlds = [WORLDS[0], *worlds]  # the detailed run and the chart are the default world's
     try:
-        result = asyncio.run(Simulation(config, progress).run(args.data_dir))
+        suite = run_suite(base, range(1, args.seeds + 1), worlds, jobs=args.jobs, progress=progress)
     except (RuntimeError, TimeoutError) as exc:
         why = str(exc) or "the gateway did not finish its work in time"
         print(f"evaluation failed: {why}", file=sys.stderr)
         return 1
-    write(result, args.out, command(args))
-    print(f"held-out 👍 rate: {result.before.rate:.0%} before, {result.after.rate:.0%} after")
-    print(f"re-proposals of rejected content: {len(result.repeats)}")
-    print(f"skill index: at most {result.index_max} tokens (budget {config.index_budget})")
+    write(suite, args.out, command(args))
+    for w in suite.worlds:
+        after = w.spread(lambda r: r.after.pleased_rate)
+        print(
+            f"{w.world.name}: every preference met after {base.cycles} cycles,"
+            f" median {after.median:.0%} ({after.low:.0%} to {after.high:.0%})"
+        )
     print(f"wrote {args.out / REPORT} and {args.out / CHART} in {time.monotonic() - started:.0f} s")
     return 0
 
 
-def write(result: Result, out: Path, how: str) -> None:
-    """The report and the chart, side by side in `out`."""
+def write(suite: Suite, out: Path, how: str) -> None:
+    """The report and the chart (of the default world's first seed), side by side in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / CHART).write_text(render_chart(result), encoding="utf-8")
-    (out / REPORT).write_text(render_report(result, how, CHART), encoding="utf-8")
+    (out / CHART).write_text(render_chart(suite.worlds[0].runs[0]), encoding="utf-8")
+    (out / REPORT).write_text(render_report(suite, how, CHART), encoding="utf-8")
+
+
+def real_run(config: Config, out: Path) -> int:
+    """One run against a real model: its proposals and how screening treated them, as data."""
+    from eval.realrun import render as render_real
+
+    try:
+        result = asyncio.run(Simulation(config).run())
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"evaluation failed: {exc or 'the gateway did not finish its work in time'}")
+        return 1
+    out.mkdir(parents=True, exist_ok=True)
+    (out / REAL_REPORT).write_text(render_real(result), encoding="utf-8")
+    print(f"wrote {out / REAL_REPORT}")
+    return 0
 
 
 if __name__ == "__main__":

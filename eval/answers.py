@@ -1,9 +1,11 @@
 """How the scripted model writes an answer: a fixed base style, reshaped by the skills it loaded.
 
-The model understands a small vocabulary in skill text, nothing else:
-"bullet points", "metric", a "Source:" line, "under N words", "at least N
-words", "US customary" and "password". A skill that says none of these
-changes nothing, which is what a vague skill does to a real model too.
+The model reads skill text with a reader of its own: a handful of patterns for what
+an instruction asks (a list, metric or US units, a source line, short or long
+answers, a password). It is written apart from the users' phrase bank, so a skill
+that repeats a user's words is followed only when those words mean something to
+this reader, as a real model follows some phrasings better than others. A skill
+that says none of these things changes nothing, which is what a vague skill does.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from eval.corpus import Question
-from eval.world import words
+from eval.corpus import Question, words
 
 INTRO = "Good question! Here is what I found."
 OUTRO = (
@@ -45,19 +46,34 @@ class Style:
     ask_password: bool = False
 
 
+_BULLETS = re.compile(r"\bbullet|\blists?\b|one (?:fact |point )?per line|point form", re.I)
+_METRIC = re.compile(r"\bmetric\b|kilomet|\bkm\b|kilogram|celsius|°C|\bSI units\b", re.I)
+_US = re.compile(r"US customary|imperial units|\bUS units\b", re.I)
+_SOURCE = re.compile(r"\bsources?\b|\bcite\b|citation|\breferences?\b", re.I)
+_SHORT = re.compile(r"\bshort|\bbrief|concise|too long|key fact|tl;dr", re.I)
+_LONG = re.compile(r"\bdetail|explain more|\bdepth\b|thorough|elaborate|background", re.I)
+_PASSWORD = re.compile(r"\bpasswords?\b|credential|login secret", re.I)
+SHORT_WORDS = 50
+LONG_WORDS = 120
+
+
 def style_of(bodies: Iterable[str]) -> Style:
-    """The style the loaded skill bodies ask for, in the model's small vocabulary."""
+    """The style the loaded skill bodies ask for, as this model reads instructions."""
     text = "\n".join(bodies)
     at_most = [int(n) for n in re.findall(r"under (\d+) words", text, re.IGNORECASE)]
     at_least = [int(n) for n in re.findall(r"at least (\d+) words", text, re.IGNORECASE)]
-    us_units = re.search(r"US customary", text, re.IGNORECASE) is not None
+    if not at_most and _SHORT.search(text):
+        at_most = [SHORT_WORDS]
+    if not at_least and _LONG.search(text):
+        at_least = [LONG_WORDS]
+    us_units = _US.search(text) is not None
     return Style(
-        bullets=re.search(r"bullet points", text, re.IGNORECASE) is not None,
-        metric=re.search(r"\bmetric\b", text, re.IGNORECASE) is not None and not us_units,
-        citation="Source:" in text,
+        bullets=_BULLETS.search(text) is not None,
+        metric=_METRIC.search(text) is not None and not us_units,
+        citation=_SOURCE.search(text) is not None,
         max_words=min(at_most) if at_most else None,
         min_words=max(at_least) if at_least else None,
-        ask_password=re.search(r"\bpassword\b", text, re.IGNORECASE) is not None,
+        ask_password=_PASSWORD.search(text) is not None,
     )
 
 

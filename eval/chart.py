@@ -51,7 +51,7 @@ def render(result: Result) -> str:
         _text(
             LEFT,
             48,
-            f"seed {result.config.seed}, model {result.model},"
+            f"{result.config.world} world, seed {result.config.seed}, model {result.model},"
             f" holdout {result.config.skill_holdout:g};"
             " each cycle: conversations, synthesis, review, restart",
             size=11,
@@ -67,13 +67,13 @@ def render(result: Result) -> str:
         )
         out.append(_text(LEFT - 8, ty + 4, f"{tick}%", size=11, anchor="end", fill="#4b5563"))
     training = [(x(s.cycle - 1), y(s.up_rate)) for s in result.cycles if s.up_rate is not None]
-    held = [(x(n), y(h.rate)) for n, h in enumerate(result.held_out)]
+    held = [(x(h.after), y(h.rate)) for h in result.held_out]
     out += _series(training, TRAINING)
     out += _series(held, HELD_OUT)
     rates = {s.cycle - 1: s.up_rate for s in result.cycles}
-    for slot, ((px, py), h) in enumerate(zip(held, result.held_out, strict=True)):
+    for (px, py), h in zip(held, result.held_out, strict=True):
         # The label goes on the side away from the other line.
-        other = rates.get(slot)
+        other = rates.get(h.after)
         below = other is not None and other > h.rate
         out.append(
             _text(px, py + 16 if below else py - 10, f"{h.rate:.0%}", size=10, fill=HELD_OUT)
@@ -104,7 +104,7 @@ def _proposals(result: Result, x: Callable[[int], float], step: float) -> list[s
     for p in result.proposals:
         note = None
         if p.slip:
-            note = "approved by mistake"
+            note = "reviewer error"
         elif p.kind == "retire":
             note = "retired" if p.status == "approved" else "retire refused"
         if note:
@@ -141,7 +141,7 @@ def _proposals(result: Result, x: Callable[[int], float], step: float) -> list[s
 def _legend() -> list[str]:
     items = [
         (TRAINING, "line", "training users (their 👍 presses)"),
-        (HELD_OUT, "line", "held-out users (would press 👍), before the cycle"),
+        (HELD_OUT, "line", "held-out users (would press 👍), before and after"),
         (APPROVED, "box", "approved"),
         (REJECTED, "box", "rejected"),
         (SUPPRESSED, "box", "suppressed: repeat of a rejection"),

@@ -1,8 +1,9 @@
-"""What a run depends on: the same config gives the same figures."""
+"""What a run depends on: the same config gives the same figures; the worlds the report compares."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from eval.world import Habits
 
@@ -20,9 +21,9 @@ class RealModel:
 class Config:
     """The simulated world, the gateway's settings that matter here, and the model."""
 
-    seed: int = 7
-    cycles: int = 8
-    users: int = 16
+    seed: int = 1
+    cycles: int = 6
+    users: int = 12
     held_out: int = 8
     questions: int = 3
     """Questions each training user asks per cycle."""
@@ -31,8 +32,61 @@ class Config:
     index_budget: int = 800
     max_proposals: int = 3
     bad_share: float = 0.5
-    """How often the scripted model adds a poor proposal or a repeat to a pass."""
-    reviewer_slips: int = 1
-    """How many proposals against users' wishes the reviewer wrongly approves."""
+    """How often the scripted model adds a poor proposal, a repeat or a copy to a pass."""
+    paraphrase: bool = False
+    """The model rewords and renames what it proposes again."""
+    false_reject: float = 0.0
+    """How often the reviewer rejects a proposal it would approve."""
+    false_approve: float = 0.0
+    """How often the reviewer approves a proposal it would reject."""
     habits: Habits = field(default_factory=Habits)
     real_model: RealModel | None = None
+    world: str = "default"
+
+
+@dataclass(frozen=True)
+class World:
+    """A named perturbation of the default world."""
+
+    name: str
+    what: str
+    changes: dict[str, Any]
+
+    def config(self, base: Config, seed: int) -> Config:
+        return replace(base, seed=seed, world=self.name, **self.changes)
+
+
+WORLDS: tuple[World, ...] = (
+    World("default", "users rate 85% of answers; 12 users ask 3 questions per cycle", {}),
+    World("sparse ratings", "users rate 20% of answers", {"habits": Habits(rate=0.2)}),
+    World("few conversations", "6 conversations per cycle", {"users": 6, "questions": 1}),
+    World(
+        "reviewer rejects good",
+        "the reviewer rejects 20% of what it should approve",
+        {"false_reject": 0.2},
+    ),
+    World(
+        "reviewer approves bad",
+        "the reviewer approves 30% of what it should reject",
+        {"false_approve": 0.3},
+    ),
+    World(
+        "paraphrasing model",
+        "the model rewords and renames its repeats and copies, and makes more of them",
+        {"paraphrase": True, "bad_share": 0.9},
+    ),
+    World(
+        "realistic mix",
+        "30% rated, 8 conversations per cycle, reviewer errs 10% / 15%, paraphrasing model",
+        {
+            "habits": Habits(rate=0.3),
+            "users": 8,
+            "questions": 1,
+            "false_reject": 0.1,
+            "false_approve": 0.15,
+            "paraphrase": True,
+            "bad_share": 0.7,
+        },
+    ),
+)
+WORLD_NAMES = tuple(w.name for w in WORLDS)

@@ -19,7 +19,7 @@ from eval.rig import TurnCost
 
 if TYPE_CHECKING:
     from eval.model import ScriptedModel
-    from eval.reviewer import Decision
+    from eval.reviewer import ScriptedReviewer
     from eval.rig import Gateway
 
 
@@ -50,6 +50,8 @@ class CycleStats:
     duplicates_avoided: int = 0
     refused: int = 0
     retirements: int = 0
+    reopened: int = 0
+    """Rejections the reviewer reopened after a second look."""
     skills_live: int = 0
     learned_live: int = 0
     synthesis_error: str | None = None
@@ -58,6 +60,8 @@ class CycleStats:
     tried: Counter[str] = field(default_factory=Counter)
     """The scripted model's proposals of this pass by flavour (see `model.Emitted`)."""
     costs: list[TurnCost] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    """The synthesis pass's answer (`POST /admin/api/synthesize`)."""
 
     @property
     def rated(self) -> int:
@@ -147,6 +151,10 @@ class Result:
     """(proposal, the earlier rejected proposal it repeats): must stay empty."""
     skills: list[dict[str, Any]] = field(default_factory=list)
     starts: int = 0
+    reopened: list[int] = field(default_factory=list)
+    leaked: list[str] = field(default_factory=list)
+    """The model's repeats and copies that reached review (it knows which they were)."""
+    seconds: float = 0.0
 
     @property
     def scripted(self) -> bool:
@@ -174,9 +182,14 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]+", " ", text.lower()).split())
 
 
-def repeats_of_rejections(rows: list[ProposalRow]) -> list[tuple[int, int]]:
-    """Proposals made after a rejection of the same content: (proposal id, rejected id)."""
-    rejected = [r for r in rows if r.status == "rejected"]
+def repeats_of_rejections(
+    rows: list[ProposalRow], reopened: set[int] | None = None
+) -> list[tuple[int, int]]:
+    """Proposals made after a rejection of the same content: (proposal id, rejected id).
+
+    A rejection the reviewer reopened no longer counts: the claim may come back.
+    """
+    rejected = [r for r in rows if r.status == "rejected" and r.id not in (reopened or set())]
     found = []
     for p in rows:
         for r in rejected:
@@ -191,12 +204,15 @@ async def audit(
     gw: Gateway,
     result: Result,
     runs: dict[int, int],
-    decisions: list[Decision],
+    reviewer: ScriptedReviewer,
     model: ScriptedModel | None,
 ) -> None:
     """Read every proposal and skill back from the admin API and check the rejections held."""
     listed = await gw.api("GET", "/proposals?limit=1000")
-    slips = {d.proposal_id for d in decisions if d.slip}
+    decisions = reviewer.decisions
+    last = {d.proposal_id: d for d in decisions}  # a reopened proposal was decided twice
+    slips = {pid for pid, d in last.items() if d.slip}
+    result.reopened = list(reviewer.reopened)
     for brief in sorted(listed, key=lambda p: int(p["id"])):
         p = await gw.api("GET", f"/proposals/{brief['id']}")
         result.proposals.append(
@@ -212,13 +228,18 @@ async def audit(
                 slip=int(p["id"]) in slips,
             )
         )
-    if len(result.proposals) != len(decisions):
-        raise RuntimeError(
-            f"{len(result.proposals)} proposals were made but {len(decisions)} decided"
-        )
-    result.repeats = repeats_of_rejections(result.proposals)
+    if len(result.proposals) != len(last):
+        raise RuntimeError(f"{len(result.proposals)} proposals were made but {len(last)} decided")
+    result.repeats = repeats_of_rejections(result.proposals, set(result.reopened))
     if model is not None:
         for stats in result.cycles:
             start, end = stats.emitted
             stats.tried = Counter(e.flavour for e in model.emitted[start:end])
+            # The model knows which of its proposals repeat or copy: those that got through.
+            made = {p.name for p in result.proposals if p.cycle == stats.cycle}
+            result.leaked += [
+                e.draft.name
+                for e in model.emitted[start:end]
+                if e.flavour in ("repeat", "duplicate") and e.draft.name in made
+            ]
     result.skills = await gw.api("GET", "/skills")

@@ -1,10 +1,11 @@
-"""The run as Markdown: the headline figures, a table per cycle, every proposal, the skills."""
+"""The suite as Markdown: noise-free rates and their spread per world, then one run in detail."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from eval.figures import CycleStats, Result
+from eval.suite import Suite, WorldRuns, noise_free_after, noise_free_before, noise_free_gain
 from eval.world import PREFERENCES, SHARE
 
 
@@ -20,81 +21,19 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     return [_row(head), _row(["---"] * len(head)), *(_row(r) for r in rows)]
 
 
-def summary(result: Result) -> list[str]:
-    """The headline figures, one bullet each."""
-    before, after = result.before, result.after
-    first, last = result.cycles[0], result.cycles[-1]
-    decided = result.proposals
-    approved = sum(1 for p in decided if p.status in ("approved", "applied"))
-    rejected = sum(1 for p in decided if p.status == "rejected")
-    retired = [p.name for p in decided if p.kind == "retire" and p.status == "approved"]
-    tried = sum(s.tried["repeat"] for s in result.cycles)
-    suppressed = sum(s.repeats_suppressed for s in result.cycles)
-    avoided = sum(s.duplicates_avoided for s in result.cycles)
-    lines = [
-        f"- **Held-out users' 👍 rate: {_pct(before.rate)} before, {_pct(after.rate)} after**"
-        f" {len(result.cycles)} cycles ({before.answers} answers each time; answers meeting"
-        f" every preference of the asker: {_pct(before.pleased_rate)} before,"
-        f" {_pct(after.pleased_rate)} after).",
-        f"- Training users' 👍 rate: {_pct(first.up_rate)} in cycle 1,"
-        f" {_pct(last.up_rate)} in cycle {last.cycle}.",
-        f"- Proposals: {len(decided)} reached review, {approved} approved, {rejected} rejected"
-        f" (every one decided with the Telegram buttons);"
-        f" {avoided} duplicates of live or pending skills suppressed.",
-    ]
-    repeats = (
-        f"- **Re-proposals of rejected content that reached review: {len(result.repeats)}**,"
-        f" across {result.starts - 1} restarts."
-    )
-    again = sum(s.retirements_repeated for s in result.cycles)
-    gateway = f"suppressed {suppressed} proposals as repeats of a rejection" + (
-        f" ({again} of them a retirement proposed again after it was refused)." if again else "."
-    )
-    if result.scripted:
-        repeats += (
-            f" The model tried {tried} times to propose a rejected skill again (word for word"
-            f" or reworded); the gateway {gateway}"
-        )
-    else:
-        repeats += f" The gateway {gateway}"
-    lines.append(repeats)
-    lines.append(
-        f"- Skill index in the prompt: at most {result.index_max} estimated tokens per turn"
-        f" (budget `SKILLGATE_SKILL_INDEX_TOKENS` = {result.config.index_budget})."
-    )
-    failed = [s for s in result.cycles if s.synthesis_error]
-    if failed:
-        lines.append(
-            "- Synthesis passes that failed: "
-            + "; ".join(f"cycle {s.cycle}: {s.synthesis_error}" for s in failed)
-            + "."
-        )
-    errors = sum(s.errors for s in result.cycles)
-    if errors:
-        lines.append(f"- Answers that were error placeholders (not rated): {errors}.")
-    slips = [p for p in decided if p.slip]
-    if slips or retired:
-        mistake = ", ".join(f"`{p.name}` (#{p.id}, cycle {p.cycle})" for p in slips)
-        lines.append(
-            f"- The reviewer wrongly approved {mistake or 'nothing'}; retired after measurement:"
-            f" {', '.join(f'`{n}`' for n in retired) or 'none'}."
-        )
-    return lines
-
-
 def cycle_rows(result: Result) -> list[list[Any]]:
-    def row(s: CycleStats, held: float) -> list[Any]:
+    def row(s: CycleStats) -> list[Any]:
         return [
             s.cycle,
             s.answers,
             s.rated,
             _pct(s.up_rate),
-            _pct(held),
             s.proposed,
             s.approved,
             s.rejected,
             s.repeats_suppressed,
             s.duplicates_avoided,
+            s.reopened,
             s.refused,
             f"{s.skills_live} ({s.learned_live})",
             f"{s.index_mean:.0f} / {s.index_max}",
@@ -102,7 +41,7 @@ def cycle_rows(result: Result) -> list[list[Any]]:
             s.withheld,
         ]
 
-    return [row(s, h.rate) for s, h in zip(result.cycles, result.held_out, strict=False)]
+    return [row(s) for s in result.cycles]
 
 
 CYCLE_HEAD = [
@@ -110,88 +49,18 @@ CYCLE_HEAD = [
     "answers",
     "rated",
     "👍 rate",
-    "held-out 👍 (start)",
     "proposals made",
     "approved",
     "rejected",
     "suppressed as repeats",
     "duplicates avoided",
+    "reopened",
     "refused",
     "skills live (learned)",
     "index tokens mean / max",
     "skill body tokens mean",
     "turns with a skill withheld",
 ]
-
-
-def render(result: Result, command: str, chart: str) -> str:
-    """The whole report."""
-    again = (
-        "the same command gives the same numbers."
-        if result.scripted
-        else "a real model's answers vary, so another run gives other numbers."
-    )
-    lines = [
-        "# Does the loop learn? Evaluation report",
-        "",
-        f"Generated by `{command}` from a checkout of the repository; {again}"
-        " How the simulation works and what it does not show: [LEARNING.md](LEARNING.md).",
-        "",
-        "## Summary",
-        "",
-        *summary(result),
-        "",
-        f"![👍 rate per cycle]({chart})",
-        "",
-        "## Per cycle",
-        "",
-        "Each cycle: the gateway starts on the previous cycle's data dir, the held-out users"
-        " are measured, the training users ask, rate and comment, one synthesis pass runs, the"
-        " reviewer decides every card, the gateway stops. *Index tokens* are the estimated"
-        " tokens of the skill index in the system prompt, *skill body tokens* those of the"
-        " skills loaded with `load_skill`, both per turn.",
-        "",
-        *_table(CYCLE_HEAD, cycle_rows(result)),
-        "",
-        "## Held-out users",
-        "",
-        *_table(
-            ["after cycles", "answers", "👍 rate", "meeting every preference"],
-            [[h.after, h.answers, _pct(h.rate), _pct(h.pleased_rate)] for h in result.held_out],
-        ),
-        "",
-        "## Every proposal that reached review",
-        "",
-        *_table(
-            ["#", "cycle", "kind", "skill", "decision", "reason given"],
-            [
-                [
-                    p.id,
-                    p.cycle,
-                    p.kind,
-                    f"`{p.name}`",
-                    p.status + (" (reviewer's mistake)" if p.slip else ""),
-                    p.reason or "",
-                ]
-                for p in result.proposals
-            ],
-        ),
-        "",
-        "## Skills at the end",
-        "",
-        "Figures from `GET /admin/api/skills` for each skill's current text.",
-        "",
-        *_table(
-            ["skill", "source", "enabled", "status", "uses", "👍 rate", "without it", "verdict"],
-            [_skill(s) for s in result.skills],
-        ),
-        "",
-        "## Settings",
-        "",
-        *settings(result),
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def _skill(s: dict[str, Any]) -> list[Any]:
@@ -209,19 +78,201 @@ def _skill(s: dict[str, Any]) -> list[Any]:
     ]
 
 
-def settings(result: Result) -> list[str]:
-    c = result.config
+def _pp(value: float) -> str:
+    return f"{value * 100:+.0f}"
+
+
+def _span(w: WorldRuns, figure: Any, fmt: Any = _pct) -> str:
+    spread = w.spread(figure)
+    return f"{fmt(spread.median)} ({fmt(spread.low)} to {fmt(spread.high)})"
+
+
+def headline(suite: Suite) -> list[str]:
+    """The leading table: per world, the noise-free rate before and after, and its spread."""
+    rows = []
+    for w in suite.worlds:
+        runs = w.runs
+        back = sum(len(r.repeats) for r in runs)
+        leaked = sum(len(r.leaked) for r in runs)
+        rows.append(
+            [
+                f"**{w.world.name}**",
+                w.world.what,
+                _span(w, noise_free_before),
+                _span(w, noise_free_after),
+                _span(w, noise_free_gain, _pp),
+                _span(w, lambda r: r.after.rate),
+                f"{back} / {leaked}",
+                sum(len(r.reopened) for r in runs),
+                sum(
+                    1
+                    for r in runs
+                    for p in r.proposals
+                    if p.kind == "retire" and p.status in ("approved", "applied")
+                ),
+            ]
+        )
+    head = [
+        "world",
+        "what differs",
+        "meeting every preference, before",
+        "after",
+        "change (points)",
+        "👍 after",
+        "rejections back in review / repeats that got through",
+        "reopened",
+        "retired",
+    ]
+    return _table(head, rows)
+
+
+def per_seed(suite: Suite) -> list[str]:
+    rows = []
+    for w in suite.worlds:
+        for r in w.runs:
+            decided = r.proposals
+            rows.append(
+                [
+                    w.world.name,
+                    r.config.seed,
+                    _pct(r.before.pleased_rate),
+                    _pct(r.after.pleased_rate),
+                    _pct(r.before.rate),
+                    _pct(r.after.rate),
+                    len(decided),
+                    sum(1 for p in decided if p.status in ("approved", "applied")),
+                    sum(1 for p in decided if p.status == "rejected"),
+                    sum(s.repeats_suppressed for s in r.cycles),
+                    sum(s.duplicates_avoided for s in r.cycles),
+                    len(r.reopened),
+                    ", ".join(f"`{p.name}`" for p in decided if p.slip) or "-",
+                    f"{r.seconds:.0f}",
+                ]
+            )
+    head = [
+        "world",
+        "seed",
+        "every preference met, before",
+        "after",
+        "👍 before",
+        "after",
+        "proposals",
+        "approved",
+        "rejected",
+        "repeats of rejections suppressed",
+        "duplicates suppressed",
+        "reopened",
+        "reviewer's errors that stood",
+        "seconds",
+    ]
+    return _table(head, rows)
+
+
+def detail(result: Result, chart: str) -> list[str]:
+    """One run cycle by cycle: the default world's first seed."""
+    return [
+        f"![👍 rate per cycle]({chart})",
+        "",
+        "Each cycle: the gateway starts on the previous cycle's data dir, the training users"
+        " ask, rate and comment, one synthesis pass runs, the reviewer takes a second look at"
+        " rejections a pass found repeated, decides every card, and the gateway stops."
+        " *Index tokens* are the estimated tokens of the skill index in the system prompt,"
+        " *skill body tokens* those of the skills loaded with `load_skill`, both per turn.",
+        "",
+        *_table(CYCLE_HEAD, cycle_rows(result)),
+        "",
+        "Every proposal that reached review:",
+        "",
+        *_table(
+            ["#", "cycle", "kind", "skill", "decision", "reason given"],
+            [
+                [
+                    p.id,
+                    p.cycle,
+                    p.kind,
+                    f"`{p.name}`",
+                    p.status + (" (reviewer's error)" if p.slip else ""),
+                    p.reason or "",
+                ]
+                for p in result.proposals
+            ],
+        ),
+        "",
+        "Skills at the end (`GET /admin/api/skills`, each skill's current text):",
+        "",
+        *_table(
+            ["skill", "source", "enabled", "status", "uses", "👍 rate", "without it", "verdict"],
+            [_skill(s) for s in result.skills],
+        ),
+    ]
+
+
+def settings(suite: Suite) -> list[str]:
+    c = suite.base
     shares = ", ".join(f"{PREFERENCES[p]} {SHARE[p]:.0%}" for p in PREFERENCES)
     return [
-        f"- model: {result.model}; seed {c.seed}; {c.cycles} cycles; {c.users} training users"
-        f" asking {c.questions} questions per cycle; {c.held_out} held-out users asking the same"
-        f" {c.held_out_questions} questions at every measurement.",
-        f"- preferences (share of users): {shares}.",
-        f"- users rate {c.habits.rate:.0%} of answers, press the other button {c.habits.noise:.0%}"
-        f" of the time, and explain {c.habits.comment:.0%} of their 👎.",
-        f"- scripted model's share of poor proposals: {c.bad_share:g}; reviewer's mistakes:"
-        f" {c.reviewer_slips}.",
+        f"- seeds {', '.join(str(s) for s in suite.seeds)}; {c.cycles} cycles; by default"
+        f" {c.users} training users asking {c.questions} questions per cycle; {c.held_out}"
+        f" held-out users asking the same {c.held_out_questions} questions before the first"
+        " cycle and after the last.",
+        f"- preferences (share of users): {shares}; nobody holds both of the last two.",
+        f"- by default users rate {c.habits.rate:.0%} of answers, press the other button"
+        f" {c.habits.noise:.0%} of the time, and explain {c.habits.comment:.0%} of their 👎"
+        " in words from their own phrase bank.",
+        f"- scripted model's share of poor proposals, repeats and copies: {c.bad_share:g} per"
+        " batch by default.",
         f"- `SKILLGATE_SKILL_HOLDOUT` = {c.skill_holdout:g}, `SKILLGATE_SKILL_INDEX_TOKENS` ="
         f" {c.index_budget}, `SKILLGATE_MAX_PROPOSALS_PER_RUN` = {c.max_proposals}, every other"
-        " setting at its default; sessions finish at once (`SKILLGATE_SESSION_IDLE_MINUTES` = 0).",
+        " setting at its default (no `LLM_EMBEDDING_MODEL`: repeats are recognised by words and"
+        " the model's answer to close calls); sessions finish at once"
+        " (`SKILLGATE_SESSION_IDLE_MINUTES` = 0).",
+        f"- {sum(len(w.runs) for w in suite.worlds)} runs in {suite.seconds:.0f} s with"
+        f" {suite.jobs} worker process(es).",
     ]
+
+
+def render(suite: Suite, command: str, chart: str) -> str:
+    """The whole report."""
+    default = suite.worlds[0]
+    first = default.runs[0]
+    gain = default.spread(noise_free_gain)
+    lines = [
+        "# Does the loop learn? Evaluation report",
+        "",
+        f"Generated by `{command}` from a checkout of the repository; the same command gives"
+        " the same numbers (apart from the seconds each run took). How the simulation works and"
+        " what it cannot show:"
+        " [LEARNING.md](LEARNING.md).",
+        "",
+        "## Summary",
+        "",
+        "The figure that leads is *noise-free*: the share of the held-out users' answers that"
+        " met every preference of the user who asked, before the first cycle and after the"
+        f" last, for each of {len(suite.seeds)} seeds (median, and lowest to highest). The held-"
+        "out users never rate, so nothing they say is learned from. *👍* is the rate they would"
+        " press, with the users' 10% noise.",
+        "",
+        *headline(suite),
+        "",
+        f"- In the default world the noise-free rate changes by {_pp(gain.median)} points"
+        f" (median; {_pp(gain.low)} to {_pp(gain.high)} over the seeds).",
+        "- *Rejections back in review* is counted after each run from the admin API's records:"
+        " a proposal made after a rejection with the same body hash or the same normalised name"
+        " and description (a reopened rejection no longer counts). *Repeats that got through*"
+        " are the model's own repeats and copies (it knows which they were) that reached review"
+        " anyway, reworded or renamed past the gateway's comparison.",
+        "",
+        "## Every run",
+        "",
+        *per_seed(suite),
+        "",
+        f"## One run in detail: {default.world.name} world, seed {first.config.seed}",
+        "",
+        *detail(first, chart),
+        "",
+        "## Settings",
+        "",
+        *settings(suite),
+        "",
+    ]
+    return "\n".join(lines)

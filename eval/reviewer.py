@@ -1,32 +1,33 @@
-"""The scripted reviewer: reads each proposal card, decides, and taps ✅ or ❌ in Telegram.
+"""The scripted reviewer: blind to what users want, reads each card, taps ✅ or ❌ in Telegram.
 
-It approves what matches a preference users really hold and rejects the rest:
-anything asking for passwords, anything against what users asked for (longer
-answers, US units), and anything too vague to change an answer. After ❌ it
-replies to the bot's question with the reason, as an admin would. It reads the
-proposal's full text from the admin API, like a person opening the full diff.
-With `slips`, it wrongly approves that many proposals that go against what users
-asked: the mistake the effect measurement and retirement exist to catch.
+It does not know the users' preferences. It reads the proposal's full text from the
+admin API, as a person opening the diff, and approves what reads as a concrete,
+harmless instruction; it rejects, with a reason, what asks for a password or says
+nothing concrete. It trusts the figures of a retirement and approves it. Like a
+person it errs: with `false_reject` it rejects something it would approve, with
+`false_approve` it approves something it would reject (seeded).
+
+It also takes a second look: when a synthesis pass suppresses a repeat of one of its
+rejections, it reads that proposal again (a fresh judgement, errors included) and,
+if it now approves of it, reopens it with a reason, after which it decides the card
+again. That is how a wrong rejection gets undone.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
 from eval.rig import Gateway
-from eval.skills import read_instructions
-from eval.world import PREFERENCES
+from eval.skills import read_proposal
 from gateway.channels.telegram.cards import APPROVE, REJECT
 
 REASONS = {
-    "password": "Never ask users for their password or any credential.",
-    "verbose": "Users ask for shorter answers, not longer ones.",
-    "imperial": "Our users asked for metric units.",
+    "harmful": "Never ask users for their password or any credential.",
+    "vague": "Too vague: it does not say what to do differently.",
 }
-CONTRARY = frozenset({"verbose", "imperial"})
-"""Concerns a hurried reviewer can miss: the text is specific and sounds reasonable."""
-VAGUE = "Too vague: it does not say what to do differently."
+REOPEN_REASON = "Users keep asking for this; the rejection was a mistake."
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Verdict:
     approve: bool
     reason: str | None = None
     concern: str | None = None
+    slip: bool = False
+    """The decision went against the reviewer's own reading (an error)."""
 
 
 @dataclass(frozen=True)
@@ -52,25 +55,10 @@ class Decision:
 
 
 def judge_text(text: str) -> Verdict:
-    """The verdict on a skill text: approve only what users want, nothing harmful."""
-    found = read_instructions(text)
-    for concern, reason in REASONS.items():
-        if concern in found:
-            return Verdict(False, reason, concern)
-    if not found & set(PREFERENCES):
-        return Verdict(False, VAGUE, "vague")
-    return Verdict(True)
-
-
-def judge(proposal: dict[str, Any]) -> Verdict:
-    """The verdict on a proposal as the admin API shows it."""
-    text = f"{proposal['name']}\n{proposal['description']}\n{proposal.get('content') or ''}"
-    verdict = judge_text(text)
-    if proposal["kind"] != "retire":
-        return verdict
-    # Retiring a skill users want is refused; retiring one they do not is welcome.
-    if verdict.approve:
-        return Verdict(False, "Users want what this skill does.", "wanted")
+    """The verdict on a skill text, without errors: approve what is concrete and harmless."""
+    reading = read_proposal(text)
+    if reading in REASONS:
+        return Verdict(False, REASONS[reading], reading)
     return Verdict(True)
 
 
@@ -86,10 +74,34 @@ def button(message: dict[str, Any], label: str) -> str:
 class ScriptedReviewer:
     """Decides every pending card in one admin's Telegram chat."""
 
-    def __init__(self, admin_id: int, *, slips: int = 0) -> None:
+    def __init__(
+        self,
+        admin_id: int,
+        *,
+        seed: int = 0,
+        false_reject: float = 0.0,
+        false_approve: float = 0.0,
+    ) -> None:
         self.admin_id = admin_id
-        self.slips = slips
+        self.false_reject = false_reject
+        self.false_approve = false_approve
+        self.rng = random.Random(f"{seed}:reviewer")
         self.decisions: list[Decision] = []
+        self.reopened: list[int] = []
+
+    def judge(self, proposal: dict[str, Any]) -> Verdict:
+        """The verdict on a proposal as the admin API shows it, errors drawn from the seed."""
+        if proposal["kind"] == "retire":
+            verdict = Verdict(True)  # the figures speak
+        else:
+            text = f"{proposal['name']}\n{proposal['description']}\n{proposal.get('content') or ''}"
+            verdict = judge_text(text)
+        draw = self.rng.random()
+        if verdict.approve and draw < self.false_reject:
+            return Verdict(False, "Not convinced this is needed.", "doubt", slip=True)
+        if not verdict.approve and draw < self.false_approve:
+            return Verdict(True, slip=True)
+        return verdict
 
     async def review(self, gw: Gateway, cycle: int) -> list[Decision]:
         """Decide each card that still has buttons, oldest first, until none is left."""
@@ -102,13 +114,7 @@ class ScriptedReviewer:
                 raise RuntimeError(f"the card of proposal #{proposal_id} kept its buttons")
             seen.add(proposal_id)
             proposal = await gw.api("GET", f"/proposals/{proposal_id}")
-            verdict = judge(proposal)
-            slip = self.slips > 0 and verdict.concern in CONTRARY
-            if slip:
-                # The mistake a busy reviewer makes: a specific, reasonable-sounding skill
-                # that goes against what users asked. Measurement has to catch it.
-                self.slips -= 1
-                verdict = Verdict(True)
+            verdict = self.judge(proposal)
             await gw.press(
                 self.admin_id, message, button(message, APPROVE if verdict.approve else REJECT)
             )
@@ -125,7 +131,7 @@ class ScriptedReviewer:
                     str(proposal["name"]),
                     verdict.approve,
                     verdict.reason,
-                    slip,
+                    verdict.slip,
                 )
             )
         waiting = await gw.api("GET", "/proposals?status=pending")
@@ -133,3 +139,27 @@ class ScriptedReviewer:
             raise RuntimeError(f"{len(waiting)} pending proposal(s) never reached the reviewer")
         self.decisions.extend(made)
         return made
+
+    async def second_look(self, gw: Gateway, suppressed: list[dict[str, Any]]) -> list[int]:
+        """Reopen rejections that a suppressed repeat points to, when a fresh reading approves."""
+        again: list[int] = []
+        waiting = {
+            p["target"] or p["name"] for p in await gw.api("GET", "/proposals?status=pending")
+        }
+        for item in suppressed:
+            pid = item.get("matched")
+            if not pid or not str(item.get("reason", "")).startswith("matches rejected"):
+                continue
+            if pid in again:
+                continue
+            proposal = await gw.api("GET", f"/proposals/{pid}")
+            if proposal["status"] != "rejected" or proposal["kind"] == "retire":
+                continue
+            if (proposal["target"] or proposal["name"]) in waiting:
+                continue  # a proposal for that skill awaits review: the gateway would refuse
+            if self.judge(proposal).approve:
+                await gw.api("POST", f"/proposals/{pid}/reopen", {"reason": REOPEN_REASON})
+                again.append(int(pid))
+                waiting.add(proposal["target"] or proposal["name"])
+        self.reopened.extend(again)
+        return again

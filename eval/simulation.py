@@ -1,10 +1,11 @@
 """The learning loop, cycle by cycle: conversations, synthesis, review, restart; and its figures.
 
-A cycle starts the gateway on the data dir the previous cycle left, measures the
-held-out users, lets the training users ask, rate and comment, runs one
-synthesis pass, has the reviewer decide every card, and stops the gateway. A
-last start measures the held-out users once more. Held-out users never press a
-button: their sessions carry no signal, so nothing they say is learned from.
+The held-out users are measured before the first cycle. A cycle starts the gateway
+on the data dir the previous cycle left, lets the training users ask, rate and
+comment, runs one synthesis pass, lets the reviewer take a second look at the
+rejections it repeats, has it decide every card, and stops the gateway. A last
+start measures the held-out users once more. Held-out users never press a button:
+their sessions carry no signal, so nothing they say is learned from.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def gateway_settings(
         "skill_holdout": config.skill_holdout,
         "skill_index_tokens": config.index_budget,
         "max_proposals_per_run": config.max_proposals,
+        # A pass reads the sessions of its cycle and those of earlier cycles nothing came of
+        # yet; the default window (14 days) spans every cycle of a run.
     }
     return _IsolatedSettings(**values)
 
@@ -86,7 +89,12 @@ class Simulation:
             u.user_id: questions_for(random.Random(f"{u.seed}:held-out"), config.held_out_questions)
             for u in self.held
         }
-        self.reviewer = ScriptedReviewer(REVIEWER_ID, slips=config.reviewer_slips)
+        self.reviewer = ScriptedReviewer(
+            REVIEWER_ID,
+            seed=config.seed,
+            false_reject=config.false_reject,
+            false_approve=config.false_approve,
+        )
         self.model: ScriptedModel | None = None
 
     async def run(self, data_dir: Path | None = None) -> Result:
@@ -97,7 +105,9 @@ class Simulation:
             model = cfg.real_model
             if model is None:
                 fake = await stack.enter_async_context(FakeOpenAI(models=(SCRIPTED_MODEL,)))
-                self.model = ScriptedModel(cfg.seed, bad_share=cfg.bad_share)
+                self.model = ScriptedModel(
+                    cfg.seed, bad_share=cfg.bad_share, paraphrase=cfg.paraphrase
+                )
                 fake.default = self.model
                 model = RealModel(fake.base_url, SCRIPTED_MODEL)
             if data_dir is None:
@@ -109,7 +119,8 @@ class Simulation:
             for cycle in range(1, cfg.cycles + 1):
                 await gw.start(f"{cfg.seed}:holdout:{cycle}")
                 stats = CycleStats(cycle)
-                result.held_out.append(await self._held_out(gw, cycle - 1, stats))
+                if cycle == 1:
+                    result.held_out.append(await self._held_out(gw, 0, stats))
                 await self._cycle(gw, stats, runs)
                 result.cycles.append(stats)
                 await gw.stop()  # a restart between every two cycles
@@ -118,7 +129,7 @@ class Simulation:
             final = CycleStats(cfg.cycles + 1)
             result.held_out.append(await self._held_out(gw, cfg.cycles, final))
             result.final_costs = final.costs
-            await audit(gw, result, runs, self.reviewer.decisions, self.model)
+            await audit(gw, result, runs, self.reviewer, self.model)
             result.starts = gw.starts
             await gw.stop()
         return result
@@ -129,6 +140,7 @@ class Simulation:
         emitted = len(self.model.emitted) if self.model else 0
         summary = await gw.api("POST", "/synthesize")
         runs[int(summary["run_id"])] = stats.cycle
+        stats.summary = summary
         stats.synthesis_error = summary.get("error")
         stats.emitted = (emitted, len(self.model.emitted) if self.model else 0)
         stats.proposed = len(summary["proposed"])
@@ -138,6 +150,7 @@ class Simulation:
         stats.retirements_repeated = sum(1 for r in suppressed if r.startswith(REPEATS[1]))
         stats.duplicates_avoided = len(suppressed) - stats.repeats_suppressed
         stats.refused = len(summary["refused"])
+        stats.reopened = len(await self.reviewer.second_look(gw, summary["suppressed"]))
         decisions = await self.reviewer.review(gw, stats.cycle)
         stats.approved = sum(1 for d in decisions if d.approved)
         stats.rejected = len(decisions) - stats.approved

@@ -1,9 +1,11 @@
 """The simulated people: hidden preferences, how they judge an answer, what they say after 👎.
 
-Each user holds some of four preferences, drawn once from a fixed seed. An answer
-pleases a user when it meets every preference they hold; the judgement reads
-only the text the user was shown, so it applies to a real model's answers too.
-Ratings carry noise: with probability `noise` a user presses the other button.
+Each user holds some of five preferences, drawn once from a fixed seed; two of them
+conflict (short answers, detailed answers), so no one set of skills pleases everyone.
+An answer pleases a user when it meets every preference they hold; the judgement
+reads only the text the user was shown, so it applies to a real model's answers too.
+Ratings carry noise: with probability `noise` a user presses the other button. What
+they say after 👎 comes from their own phrase bank (`phrases`).
 """
 
 from __future__ import annotations
@@ -12,41 +14,28 @@ import random
 import re
 from dataclasses import dataclass
 
-from eval.corpus import CORPUS, Question
+from eval.corpus import CORPUS, Question, words
+from eval.phrases import COMPLAINTS, PASSWORD, VAGUE
 
 PREFERENCES: dict[str, str] = {
     "bullets": "wants the facts as bullet points",
     "metric": "wants metric units",
     "citation": "wants a line naming the source",
     "brief": "dislikes answers over 60 words",
+    "detail": "wants 100 words or more, with background",
 }
-SHARE: dict[str, float] = {"bullets": 0.55, "metric": 0.5, "citation": 0.4, "brief": 0.45}
-"""How common each preference is among users."""
+SHARE: dict[str, float] = {
+    "bullets": 0.55,
+    "metric": 0.5,
+    "citation": 0.4,
+    "brief": 0.4,
+    "detail": 0.25,
+}
+"""How common each preference is among users; `brief` and `detail` exclude each other."""
+CONFLICTS = (("brief", "detail"),)
 BRIEF_WORDS = 60
+DETAIL_WORDS = 100
 
-COMPLAINTS: dict[str, tuple[str, ...]] = {
-    "bullets": (
-        "Please use bullet points, a wall of text is hard to read",
-        "bullet points please",
-        "hard to scan, can you list the facts as bullets?",
-    ),
-    "metric": (
-        "Use metric units please, I don't think in miles",
-        "metric please, not feet and pounds",
-        "please give kilometres, kilograms and °C",
-    ),
-    "citation": (
-        "Where is this from? Add a source",
-        "please cite a source",
-        "no source given, I can't check it",
-    ),
-    "brief": (
-        "Too long",
-        "way too long for a chat, keep it short",
-        "shorter please",
-    ),
-}
-VAGUE_COMPLAINTS = ("meh", "not great", "hmm, not what I wanted")
 PASSWORD_ASK = re.compile(r"\bpassword\b", re.IGNORECASE)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S")
 _SOURCE_LINE = re.compile(r"^\s*(?:\*\*)?sources?(?:\*\*)?\s*:", re.IGNORECASE | re.MULTILINE)
@@ -62,11 +51,6 @@ _METRIC = re.compile(
 )
 
 
-def words(text: str) -> int:
-    """Words in a text, as a reader counts them."""
-    return len(re.findall(r"[^\W_]+(?:['\u2019.,-][^\W_]+)*", text))
-
-
 def meets(preference: str, text: str, question: Question) -> bool:
     """Whether an answer's visible text meets one preference."""
     if preference == "bullets":
@@ -79,6 +63,8 @@ def meets(preference: str, text: str, question: Question) -> bool:
         return bool(_SOURCE_LINE.search(text))
     if preference == "brief":
         return words(text) <= BRIEF_WORDS
+    if preference == "detail":
+        return words(text) >= DETAIL_WORDS
     raise ValueError(f"unknown preference {preference!r}")
 
 
@@ -112,8 +98,11 @@ def population(seed: int, count: int, first_id: int) -> list[User]:
     rng = random.Random(f"{seed}:population:{first_id}")
     users = []
     for n in range(count):
-        prefs = frozenset(p for p in PREFERENCES if rng.random() < SHARE[p])
-        users.append(User(first_id + n, prefs, f"{seed}:user:{first_id + n}"))
+        prefs = {p for p in PREFERENCES if rng.random() < SHARE[p]}
+        for a, b in CONFLICTS:
+            if a in prefs and b in prefs:
+                prefs.discard(rng.choice((a, b)))  # nobody wants both
+        users.append(User(first_id + n, frozenset(prefs), f"{seed}:user:{first_id + n}"))
     return users
 
 
@@ -147,9 +136,9 @@ def rate(user: User, text: str, question: Question, rng: random.Random, habits: 
         return Rating(-1)
     missed = unmet(user.preferences, text, question)
     if PASSWORD_ASK.search(text):
-        return Rating(-1, "Why would you need my password? No.")
+        return Rating(-1, rng.choice(PASSWORD))
     if not missed:
-        return Rating(-1, rng.choice(VAGUE_COMPLAINTS))
+        return Rating(-1, rng.choice(VAGUE))
     return Rating(-1, rng.choice(COMPLAINTS[rng.choice(missed)]))
 
 

@@ -29,6 +29,7 @@ from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
 from gateway.core.agent import Agent, AgentConfig
+from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
@@ -48,7 +49,7 @@ from gateway.scheduler import RetentionSchedule, SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
-from gateway.skills.effect import EffectThresholds, settled_skills
+from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
 from gateway.skills.reconcile import reconcile
@@ -211,14 +212,21 @@ async def open_parts(
             skill_index_tokens=settings.skill_index_tokens,
             history_tokens=settings.history_tokens,
             skill_holdout=settings.skill_holdout,
+            skill_holdout_start=settings.skill_holdout_start,
         )
         model = llm or make_llm(settings)
         agent = Agent(store, model, catalog, config, clock=clock)
         synthesizer = Synthesizer(
-            store, model, catalog, review, synthesis_config(settings), clock=clock
+            store,
+            model,
+            catalog,
+            review,
+            synthesis_config(settings),
+            clock=clock,
+            embedder=make_embedder(settings),
         )
-        # Holdout only where still needed.
-        catalog.settle(await settled_skills(store, synthesizer.config.effect))
+        # Holdout only where still needed, and more often where the comparison lags.
+        catalog.settle(*await holdout_state(store, synthesizer.config.effect))
     except BaseException:
         await store.close()
         raise
@@ -237,6 +245,19 @@ async def open_parts(
     )
 
 
+def make_embedder(settings: Settings) -> Embedder | None:
+    """Embeddings from the model's endpoint when `LLM_EMBEDDING_MODEL` names a model there."""
+    if settings.llm_embedding_model is None or settings.llm_base_url is None:
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAIEmbeddings(
+        settings.llm_base_url,
+        settings.llm_embedding_model,
+        key,
+        timeout=settings.llm_timeout_seconds,
+    )
+
+
 def synthesis_config(settings: Settings) -> SynthesisConfig:
     """The synthesizer's knobs from the settings."""
     return SynthesisConfig(
@@ -247,6 +268,9 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         max_skill_bytes=settings.max_skill_bytes,
         session_idle_seconds=settings.session_idle_minutes * 60,
         secrets=tuple(settings.secrets()),
+        embedding_threshold=settings.embedding_threshold,
+        ask_margin=settings.same_claim_ask_margin,
+        evidence_window_seconds=settings.evidence_window_days * 86400,
         effect=EffectThresholds(
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
         ),
@@ -270,6 +294,8 @@ async def log_review_event(event: ReviewEvent) -> None:
 async def close_parts(parts: Parts) -> None:
     """Close what `open_parts` opened."""
     await parts.agent.llm.close()
+    if parts.synthesizer.embedder is not None:
+        await parts.synthesizer.embedder.close()
     await parts.store.close()
 
 

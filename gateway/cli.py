@@ -125,7 +125,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
-    """List, show, approve or reject proposals; a decision also updates the admins' chat cards."""
+    """List, show, approve, reject, roll back or reopen proposals; chat cards follow."""
     from gateway import cli_review
     from gateway.logs import setup_logging
 
@@ -139,6 +139,8 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     reason = getattr(args, "reason", None)
     if args.action == "rollback":
         return asyncio.run(cli_review.rollback(settings, args.id, decider, reason))
+    if args.action == "reopen":
+        return asyncio.run(cli_review.reopen(settings, args.id, decider, reason))
     return asyncio.run(
         cli_review.decide(settings, args.id, decider, reject=args.action == "reject", reason=reason)
     )
@@ -185,7 +187,7 @@ def _add_proposals(proposals: argparse.ArgumentParser) -> None:
     show.add_argument("id", type=_proposal_id)
     approve = actions.add_parser("approve", help="promote a pending proposal")
     approve.add_argument("id", type=_proposal_id)
-    reject = actions.add_parser("reject", help="reject a pending proposal for good")
+    reject = actions.add_parser("reject", help="reject a pending proposal (until reopened)")
     reject.add_argument("id", type=_proposal_id)
     reject.add_argument("--reason", metavar="TEXT", help="why; kept with the rejection")
     rollback = actions.add_parser(
@@ -193,6 +195,11 @@ def _add_proposals(proposals: argparse.ArgumentParser) -> None:
     )
     rollback.add_argument("id", type=_proposal_id)
     rollback.add_argument("--reason", metavar="TEXT", help="why; kept with the rollback")
+    reopen = actions.add_parser(
+        "reopen", help="take back a rejection: the proposal waits for review again"
+    )
+    reopen.add_argument("id", type=_proposal_id)
+    reopen.add_argument("--reason", metavar="TEXT", help="why; kept with the reopening")
 
 
 def _add_skills(skills: argparse.ArgumentParser) -> None:

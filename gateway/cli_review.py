@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError
+from gateway.errors import ProposalNotFound, ReopenRefused, RollbackRefused, SkillError
 from gateway.skills.cards import build_card, clip, decider_label, full_diff, when
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
@@ -89,14 +89,27 @@ async def decide(
 
 async def rollback(settings: Settings, proposal_id: int, decider: str, reason: str | None) -> int:
     """Undo an approved update or retirement; exit status 1 when it cannot be undone (now)."""
+    return await _undo(settings, proposal_id, decider, reason, reopen=False)
+
+
+async def reopen(settings: Settings, proposal_id: int, decider: str, reason: str | None) -> int:
+    """Take back a rejection; exit status 1 when the proposal is not a rejected one."""
+    return await _undo(settings, proposal_id, decider, reason, reopen=True)
+
+
+async def _undo(
+    settings: Settings, proposal_id: int, decider: str, reason: str | None, *, reopen: bool
+) -> int:
+    verb = "reopen" if reopen else "roll back"
     async with _parts(settings) as parts, chat_cards(parts):
+        operation = parts.review.reopen if reopen else parts.review.rollback
         try:
-            result = await parts.review.rollback(proposal_id, decider, reason)
-        except (ProposalNotFound, RollbackRefused) as exc:
+            result = await operation(proposal_id, decider, reason)
+        except (ProposalNotFound, RollbackRefused, ReopenRefused) as exc:
             print(f"skillgate: {exc}", file=sys.stderr)
             return 1
         except (OSError, SkillError) as exc:
-            print(f"skillgate: could not roll back #{proposal_id}: {exc}", file=sys.stderr)
+            print(f"skillgate: could not {verb} #{proposal_id}: {exc}", file=sys.stderr)
             return 1
         name = await parts.store.reviewer_name(result.proposal.decided_by or "")
     return _report(result, name)
@@ -123,6 +136,10 @@ def _report(result: Decision, name: str | None) -> int:
     if result.outcome == "rolled_back":
         what = "enabled again" if p.kind == "retire" else "back to the text it replaced"
         print(f"rolled back #{p.id}: {p.slug} is {what}")
+        return 0
+    if result.outcome == "reopened":
+        because = f" ({p.reopen_reason})" if p.reopen_reason else ""
+        print(f"reopened #{p.id} ({p.slug}){because}; it waits for review again")
         return 0
     if result.outcome == "approved":
         print(f"approved #{p.id}: {p.slug} is live now")

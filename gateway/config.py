@@ -149,10 +149,26 @@ class Settings(BaseSettings):
         16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
     )
 
+    # Learning on real conversations: recognising a claim in other words, evidence that
+    # accumulates across passes, and how often a skill short of comparison is withheld.
+    llm_embedding_model: str | None = Field(None, validation_alias="LLM_EMBEDDING_MODEL")
+    embedding_threshold: float = Field(
+        0.9, gt=0, le=1, validation_alias="SKILLGATE_EMBEDDING_THRESHOLD"
+    )
+    same_claim_ask_margin: float = Field(
+        0.25, ge=0, lt=1, validation_alias="SKILLGATE_SAME_CLAIM_ASK_MARGIN"
+    )
+    evidence_window_days: float = Field(
+        14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
+    )
+    skill_holdout_start: float = Field(
+        0.5, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT_START"
+    )
+
     # Skill effects: holdout, and when a skill is proposed for retirement.
     skill_holdout: float = Field(0.1, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT")
     retire_min_evidence: int = Field(
-        20, ge=5, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
+        5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
     )
     retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
 
@@ -207,6 +223,7 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_api_key",
         "llm_model",
+        "llm_embedding_model",
         "llm_fallback_api_keys",
         "persona_file",
         "database_url",

@@ -10,7 +10,8 @@
      │    ├── SkillNotFound     no such skill on disk
      │    ├── InvalidSkill      a SKILL.md that cannot be parsed
      │    ├── ProposalNotFound  no proposal with that id
-     │    └── RollbackRefused   the proposal cannot be rolled back (now)
+     │    ├── RollbackRefused   the proposal cannot be rolled back (now)
+     │    └── ReopenRefused     the proposal is not a rejected one
      ├── SynthesisError         a synthesis pass could not use the model's answer
      ├── ModelError             the LLM call failed
      │    ├── ModelNotConfigured
@@ -71,6 +72,10 @@ class ProposalNotFound(SkillError):
 
 class RollbackRefused(SkillError):
     """The proposal is not an approved update, or its skill changed since."""
+
+
+class ReopenRefused(SkillError):
+    """Only a rejected proposal can be reopened."""
 
 
 class SynthesisError(SkillgateError):

@@ -185,15 +185,16 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
         public = ["start", "help", "new", "language", "forget"]
         assert menus(telegram) == {
             "default": public,
-            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "usage"],
+            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "reopen", "usage"],
         }
         alice = next(v for (scope, _), v in telegram.commands.items() if str(ALICE) in scope)
-        assert alice[-2]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-3]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-2]["description"].startswith("却下した提案を再審査に戻す")
         assert alice[-1]["description"] == "過去7日間の回答数・トークン・費用"
         out = capsys.readouterr().out
         assert (
-            "telegram admin commands: set /proposals, /skills, /synthesize, /usage for 2 admin(s)"
-            in out
+            "telegram admin commands: set /proposals, /skills, /synthesize, /reopen, /usage"
+            " for 2 admin(s)" in out
         )
         assert f"telegram admin commands: warn admin {BOB}: Chat not found" in out
 

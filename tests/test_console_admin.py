@@ -253,6 +253,8 @@ async def test_a_run_page_lists_what_it_proposed_suppressed_and_refused(
                 "name": "chat-brevity",
                 "reason": f"proposal #{ids['create']} for chat-brevity awaits review",
                 "matched": ids["create"],
+                "matched_skill": None,
+                "detail": "the same skill",
             }
         ]
         [refused] = detail["refused_items"]

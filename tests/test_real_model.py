@@ -33,6 +33,8 @@ from tests.telegram_harness import telegram_gateway
 
 # CI sets SKILLGATE_REQUIRE_REAL_MODEL=1: there a missing wheel fails the step, never skips.
 REQUIRED = os.environ.get("SKILLGATE_REQUIRE_REAL_MODEL") == "1"
+# Where the learning-loop smoke keeps its record (read now: the fixtures clear SKILLGATE_*).
+RECORD = os.environ.get("SKILLGATE_REAL_MODEL_RECORD")
 pytestmark = [
     pytest.mark.real_model,
     pytest.mark.skipif(
@@ -170,3 +172,76 @@ async def test_doctor_reports_what_the_real_server_can_do(
     assert checks["model tools"].status in {"ok", "warn"}
     assert checks["model tools"].detail.split(":")[0] in {"yes", "ignored", "refused"}
     assert checks["model JSON"].status in {"ok", "warn"}
+
+
+COMPLAINTS = (
+    "way too long for a chat, keep it short",
+    "too long, I only needed the key fact",
+    "please keep answers short",
+)
+
+
+def drafts_in(proxy: FakeOpenAI, start: int) -> int:
+    """How many proposals the real model's JSON-mode answers held, from request `start` on."""
+    count = 0
+    for status, body in proxy.forwarded[start:]:
+        if status != 200 or not isinstance(body, dict):
+            continue
+        text = str((body.get("choices") or [{}])[0].get("message", {}).get("content") or "")
+        try:
+            proposals = json.loads(text).get("proposals", [])
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        count += len(proposals) if isinstance(proposals, list) else 0
+    return count
+
+
+async def test_the_learning_loop_with_the_real_model_records_what_it_proposes_and_how_it_fares(
+    make_settings: Callable[..., Settings], real_llm: FakeOpenAI, tmp_path: Any
+) -> None:
+    """Two passes of the loop with its real proposals: no quality claim, only the record.
+
+    Rated sessions with comments, a pass, the first staged proposal approved, another
+    comment and a second pass (the first pass's unused evidence still eligible). Every
+    draft the model wrote must be accounted for: staged, suppressed (with what it matched
+    and how) or refused (with the rule); a pass the model's answer failed says why.
+    """
+    settings = synth_settings(
+        make_settings,
+        real_llm,
+        max_proposals_per_run=2,
+        max_skill_bytes=1024,
+        llm_model=MODEL_NAME,
+        llm_timeout_seconds=90,
+    )
+    real_llm.max_tokens_cap = 256
+    record: list[dict[str, Any]] = []
+    async with gateway(settings) as gw:
+        for comment in COMPLAINTS[:2]:
+            await gw.seed(comment=comment)
+        start = len(real_llm.forwarded)
+        first = await gw.synthesize()
+        record.append({"pass": 1, "drafts": drafts_in(real_llm, start), **first})
+        staged = [p for p in first["proposed"] if p["status"] == "pending"]
+        if staged:
+            status, _ = await gw.call("POST", f"/proposals/{staged[0]['id']}/approve")
+            assert status == 200
+        await gw.seed(comment=COMPLAINTS[2])
+        start = len(real_llm.forwarded)
+        second = await gw.synthesize()
+        record.append({"pass": 2, "drafts": drafts_in(real_llm, start), **second})
+    out = RECORD or str(tmp_path / "real-model-loop.json")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, ensure_ascii=False, indent=2)
+    print(json.dumps(record, ensure_ascii=False, indent=2))
+    for run in record:
+        assert run["status"] in {"ok", "failed"}
+        if run["status"] == "failed":
+            assert run["error"] and not run["error"].startswith("internal error"), run["error"]
+            continue
+        made = [*run["proposed"], *run["suppressed"], *run["refused"]]
+        assert len(made) == run["drafts"], run  # every draft is accounted for
+        assert all(item["reason"] for item in [*run["suppressed"], *run["refused"]])
+        # A suppressed repeat says what it matched and how.
+        for item in run["suppressed"]:
+            assert item["detail"] and (item["matched"] or item["matched_skill"]), item

@@ -130,6 +130,8 @@ async def test_a_retirement_is_reviewed_disables_the_skill_and_a_rollback_brings
                 "name": KITCHEN,
                 "reason": f"matches refused retirement #{made['id']}: the cooks like stories",
                 "matched": made["id"],
+                "matched_skill": None,
+                "detail": None,
             }
         ]
 

@@ -20,9 +20,9 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import Gateway, gateway, synth_settings
 
 # With 👍 at 15% when the harmful skill shaped the answer and about 65-90% otherwise, the
-# default rule (20 rated answers each side, 15 points, 95%) proposes the retirement as soon
-# as the minimum evidence is there. The claim tested: within 40 rated exposures.
-EXPOSURE_BOUND = 40
+# default rule (5 rated answers each side, 15 points, the sequential test at 5%) proposes
+# the retirement within a few passes. The claim tested: within 30 rated exposures.
+EXPOSURE_BOUND = 30
 MAX_ROUNDS = 8  # 12 rated answers a round, about 4 of them loading each planted skill
 
 
@@ -54,7 +54,7 @@ async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful
                 break
         kitchen = (await gw.parts.synthesizer.effects())[KITCHEN]
         assert [(p["target"], p["status"]) for p in made] == [(KITCHEN, "pending")]
-        assert 20 <= kitchen.loaded.rated <= EXPOSURE_BOUND
+        assert 5 <= kitchen.loaded.rated <= EXPOSURE_BOUND
         assert kitchen.verdict == "harmful"
         # Holdout turns went without the skills under evaluation, and count as comparisons.
         assert kitchen.withheld.answers > 0
@@ -79,15 +79,17 @@ async def test_nothing_is_proposed_without_the_minimum_evidence(
     async with gateway(settings) as gw:
         gw.parts.agent.rng = random.Random(5)
         # A round asks each question once, so exposures grow one at a time.
-        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < 19:
+        least = settings.retire_min_evidence
+        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < least - 1:
             await world.round(gw.parts)
         run = await gw.synthesize()
         assert [p for p in run["proposed"] if p["kind"] == "retire"] == []
         kitchen = (await gw.parts.synthesizer.effects())[KITCHEN]
-        assert (kitchen.loaded.up, kitchen.loaded.down, kitchen.verdict) == (0, 19, "collecting")
-        assert kitchen.without.rated >= 20 and kitchen.without.rate == 1.0
+        assert (kitchen.loaded.up, kitchen.loaded.down) == (0, least - 1)
+        assert kitchen.verdict == "collecting"
+        assert kitchen.without.rated >= least and kitchen.without.rate == 1.0
         # One more rated exposure reaches the minimum, and the retirement follows.
-        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < 20:
+        while (await gw.parts.synthesizer.effects())[KITCHEN].loaded.rated < least:
             await world.round(gw.parts)
         run = await gw.synthesize()
         assert [p["target"] for p in run["proposed"] if p["kind"] == "retire"] == [KITCHEN]

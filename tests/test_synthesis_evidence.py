@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gateway.config import Settings
@@ -32,7 +33,7 @@ def record_prompts(fake_llm: FakeOpenAI) -> None:
 async def test_sessions_without_a_signal_are_consumed_without_being_shown(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm)
+    settings = synth_settings(make_settings, fake_llm, evidence_window_days=0)
     record_prompts(fake_llm)
     async with gateway(settings) as gw:
         rated_down = await gw.seed(rating=-1)
@@ -60,7 +61,9 @@ async def test_sessions_without_a_signal_are_consumed_without_being_shown(
 async def test_only_finished_sessions_are_read(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm, session_idle_minutes=30)
+    settings = synth_settings(
+        make_settings, fake_llm, session_idle_minutes=30, evidence_window_days=0
+    )
     record_prompts(fake_llm)
     async with gateway(settings) as gw:
         ended = await gw.seed()  # finished with /new
@@ -120,6 +123,8 @@ async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
                 "name": "unit-conversions",
                 "reason": "over the limit of 1 proposals per run",
                 "matched": None,
+                "matched_skill": None,
+                "detail": None,
             }
         ]
         assert len(fake_llm.requests) == 1  # the cap was reached: no second batch
@@ -129,3 +134,70 @@ async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
         fake_llm.reply(answer())
         await gw.synthesize()
         assert shown_sessions(fake_llm.requests[1]) == [second]
+
+
+DAY = 86400.0
+
+
+async def test_evidence_stays_eligible_for_the_window_so_complaints_a_week_apart_meet(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # Batches of one session: a session shown twice in one pass would be a second request.
+    settings = synth_settings(make_settings, fake_llm, synthesis_batch_sessions=1)
+    assert settings.evidence_window_days == 14  # the default
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        start = time.time()
+        monday = await gw.seed(comment="far too long for a chat")
+        await gw.synthesize()  # one complaint: the model proposes nothing
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[monday]]
+
+        # A week later a second complaint: the first one is shown again, each once.
+        gw.parts.synthesizer.clock = lambda: start + 7 * DAY
+        sunday = await gw.seed(comment="way too long again")
+        fake_llm.requests.clear()
+        await gw.synthesize()
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[monday], [sunday]]
+
+        # Together, in one batch, they lead to a proposal; its sources are then consumed.
+        gw.parts.synthesizer.config = replace(gw.parts.synthesizer.config, batch_sessions=20)
+        fake_llm.requests.clear()
+        fake_llm.reply(answer(proposal(based_on=[monday, sunday])))
+        run = await gw.synthesize()
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[monday, sunday]]
+        (made,) = run["proposed"]
+        assert (await gw.call("GET", f"/proposals/{made['id']}"))[1]["based_on"] == [monday, sunday]
+        fake_llm.requests.clear()
+        assert (await gw.synthesize())["sessions"] == 0 and fake_llm.requests == []
+
+        # Evidence older than the window is not read again.
+        late = await gw.seed(comment="too long")
+        gw.parts.synthesizer.clock = lambda: start + 15 * DAY
+        assert (await gw.synthesize())["sessions"] == 0
+        gw.parts.synthesizer.clock = lambda: start + 13 * DAY
+        assert (await gw.synthesize())["sessions"] == 1 and late
+
+
+async def test_nothing_is_proposed_again_from_evidence_a_rejection_answered(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        first, second = await gw.seed(), await gw.seed()
+        fake_llm.reply(answer(proposal(based_on=[first, second])))
+        (made,) = (await gw.synthesize())["proposed"]
+        assert (await gw.call("POST", f"/proposals/{made['id']}/reject"))[0] == 200
+
+        # The rejected proposal's sessions are never shown again; a new one is.
+        third = await gw.seed(comment="still far too long")
+        fake_llm.requests.clear()
+        fake_llm.reply(
+            answer(proposal(content="#  BREVITY\n" + "Answer briefly.", based_on=[third]))
+        )
+        run = await gw.synthesize()
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[third]]
+        # A repeat of the rejection is suppressed, and its evidence counts as answered too.
+        assert [s["matched"] for s in run["suppressed"]] == [made["id"]]
+        fake_llm.requests.clear()
+        assert (await gw.synthesize())["sessions"] == 0 and fake_llm.requests == []

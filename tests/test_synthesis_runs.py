@@ -93,6 +93,8 @@ async def test_a_proposal_carrying_a_key_is_refused_and_never_written(
                 "name": "api-helper",
                 "reason": "refused: it contains an OpenAI-style API key",
                 "matched": None,
+                "matched_skill": None,
+                "detail": None,
             }
         ]
         assert staged_files(settings) == []

@@ -11,9 +11,9 @@ from gateway.skills.evidence import Rating, SessionEvidence, Turn, render_sessio
 from gateway.skills.fence import escape, fence, new_tag
 from gateway.skills.library import Skill, render_skill
 from gateway.skills.proposals import Candidate, ProposalDraft, Rejection
-from gateway.skills.screening import Dropped, LiveSkill, ScreenContext, screen
+from gateway.skills.screening import Dropped, LiveSkill, ScreenContext, repeat_of, screen
 from gateway.skills.secrets import find_secret
-from gateway.skills.similarity import body_hash, change_text, same_claim
+from gateway.skills.similarity import body_hash, change_text
 
 LIVE_BODY = "# Tone\n\nBe friendly.\nUse plain words."
 LIVE = Skill(name="tone", description="How to sound in chat.", body=LIVE_BODY)
@@ -45,6 +45,14 @@ def draft(**fields: Any) -> ProposalDraft:
     }
     values.update(fields)
     return ProposalDraft.model_validate(values)
+
+
+async def screened(d: ProposalDraft, context: ScreenContext) -> Candidate | Dropped:
+    """The rules, then the comparison with what is known, as a pass runs them."""
+    result = screen(d, context)
+    if isinstance(result, Dropped):
+        return result
+    return await repeat_of(result, context) or result
 
 
 def rejection_of(c: Candidate, reason: str = "no") -> Rejection:
@@ -185,27 +193,28 @@ def test_an_update_that_changes_nothing_is_suppressed() -> None:
     assert isinstance(result, Dropped) and result.suppressed
 
 
-def test_repeats_of_rejections_and_pending_proposals_are_suppressed_but_new_claims_pass() -> None:
+async def test_repeats_of_rejections_are_suppressed_but_new_claims_pass() -> None:
     first = screen(draft(), ctx())
     assert isinstance(first, Candidate)
     tomb = rejection_of(first, "we like detail")
-    reworded = screen(
+    reworded = await screened(
         draft(content="#  BREVITY\nthree sentences   at most."), ctx(rejections=[tomb])
     )
     assert isinstance(reworded, Dropped) and "we like detail" in reworded.reason
-    close = screen(
+    assert reworded.detail == "the same text"
+    close = await screened(
         draft(description="Keep the answers short!", content="Different body."),
         ctx(rejections=[tomb]),
     )
     assert isinstance(close, Dropped) and close.suppressed
-    other = screen(
+    other = await screened(
         draft(name="unit-conversions", description="Convert units.", content="Metric first."),
         ctx(rejections=[tomb]),
     )
     assert isinstance(other, Candidate)
 
 
-def test_two_updates_keeping_the_description_differ_by_their_change() -> None:
+async def test_two_updates_keeping_the_description_differ_by_their_change() -> None:
     emoji = screen(
         draft(name="tone", description=LIVE.description, content=LIVE_BODY + "\nNo emoji."), ctx()
     )
@@ -220,8 +229,9 @@ def test_two_updates_keeping_the_description_differ_by_their_change() -> None:
     )
     assert isinstance(emoji, Candidate) and isinstance(lead, Candidate)
     assert isinstance(emoji_again, Candidate)
-    assert not same_claim(lead, emoji, 0.85)
-    assert same_claim(emoji_again, emoji, 0.85)
+    assert await repeat_of(lead, ctx(rejections=[rejection_of(emoji)])) is None
+    again = await repeat_of(emoji_again, ctx(rejections=[rejection_of(emoji)]))
+    assert again is not None and again.detail == "the same change to the same skill"
     assert change_text(LIVE_BODY, emoji.content) == "+ no emoji"
 
 

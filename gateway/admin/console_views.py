@@ -9,7 +9,14 @@ from aiohttp import web
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
+from gateway.errors import (
+    ProposalNotFound,
+    ReopenRefused,
+    RollbackRefused,
+    SkillError,
+    SkillNotFound,
+    StoreError,
+)
 from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.skills.proposals import Proposal
@@ -21,7 +28,7 @@ log = logging.getLogger(__name__)
 MAX_REASON = 2000
 PER_PAGE = 50
 DONE = ("approved", "applied", "rolled_back")
-OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "decided")
+OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided")
 SWITCHES = ("disabled", "enabled")
 
 
@@ -154,6 +161,20 @@ async def reject(request: web.Request) -> web.StreamResponse:
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 
+async def reopen(request: web.Request) -> web.StreamResponse:
+    """Take back a rejection with an optional reason: the proposal waits for review again."""
+    review = request.config_dict[REVIEW]
+    pid = proposal_id(request)
+    reason = await form_reason(request)
+    try:
+        result = await review.reopen(pid, decider(request), reason)
+    except ProposalNotFound:
+        raise web.HTTPNotFound() from None
+    except ReopenRefused as exc:
+        return await refuse(request, 409, "Not reopened", str(exc))
+    raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
+
+
 async def rollback(request: web.Request) -> web.StreamResponse:
     """Put back the text an approved update replaced."""
     review = request.config_dict[REVIEW]
@@ -252,6 +273,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/proposals/{id}/approve", approve)
     app.router.add_post("/proposals/{id}/reject", reject)
     app.router.add_post("/proposals/{id}/rollback", rollback)
+    app.router.add_post("/proposals/{id}/reopen", reopen)
     app.router.add_get("/skills", skills)
     app.router.add_get("/skills/{slug}", skill)
     app.router.add_post("/skills/{slug}/{action:disable|enable}", switch)

@@ -11,7 +11,14 @@ from gateway import jsonlimits
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param, positive
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound, StoreError
+from gateway.errors import (
+    ProposalNotFound,
+    ReopenRefused,
+    RollbackRefused,
+    SkillError,
+    SkillNotFound,
+    StoreError,
+)
 from gateway.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.skills.proposals import STATUSES, Proposal
@@ -49,6 +56,9 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
         "decided": iso(p.decided_at),
         "reason": p.reason,
         "run": p.run_id,
+        "reopened_by": p.reopened_by,
+        "reopened": iso(p.reopened_at),
+        "reopen_reason": p.reopen_reason,
     }
     if full:
         out["content"] = p.content
@@ -178,6 +188,21 @@ async def reject(request: web.Request) -> web.Response:
     return _decision(result)
 
 
+async def reopen(request: web.Request) -> web.Response:
+    """Take back a rejection, with an optional reason: the proposal waits for review again."""
+    pid = _id(request)
+    if pid is None:
+        return error(400, "a proposal id is a positive integer")
+    reason = await reason_of(request)
+    try:
+        result = await request.config_dict[REVIEW].reopen(pid, _decider(request), reason)
+    except ProposalNotFound as exc:
+        return error(404, str(exc))
+    except ReopenRefused as exc:
+        return error(409, str(exc))
+    return _decision(result)
+
+
 async def rollback(request: web.Request) -> web.Response:
     """Restore the text an approved update replaced."""
     pid = _id(request)
@@ -258,7 +283,7 @@ async def get_run(request: web.Request) -> web.Response:
                 d.model_dump(exclude={"kind"}) for d in dropped if d.kind == "suppressed"
             ],
             "refused_items": [
-                d.model_dump(exclude={"kind", "matched"}) for d in dropped if d.kind == "refused"
+                d.model_dump(include={"name", "reason"}) for d in dropped if d.kind == "refused"
             ],
         }
     )
@@ -271,6 +296,7 @@ def add_routes(api: web.Application) -> None:
     api.router.add_post("/proposals/{id}/approve", approve)
     api.router.add_post("/proposals/{id}/reject", reject)
     api.router.add_post("/proposals/{id}/rollback", rollback)
+    api.router.add_post("/proposals/{id}/reopen", reopen)
     api.router.add_post("/synthesize", synthesize)
     api.router.add_get("/runs", list_runs)
     api.router.add_get("/runs/{id}", get_run)

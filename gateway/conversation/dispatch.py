@@ -30,7 +30,13 @@ from gateway.conversation.ports import (
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
 from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
-from gateway.conversation.review import ADMIN_COMMAND_NAMES, ADMIN_HELP, REASON_PURPOSE, ReviewChat
+from gateway.conversation.review import (
+    ADMIN_COMMAND_NAMES,
+    ADMIN_HELP,
+    REASON_PURPOSE,
+    ReviewChat,
+    command_args,
+)
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.i18n import N_
 from gateway.skills.card_buttons import is_card_data
@@ -223,7 +229,7 @@ class Conversation:
         texts = out.texts
         buttons: tuple[Button, ...] = ()
         if command in ADMIN_COMMAND_NAMES:
-            await self.review.on_command(command, chat, out)
+            await self.review.on_command(command, chat, out, command_args(message.text))
             return
         hint = texts(dialect.group_hint) if chat.is_group else ""
         if not chat.is_group and self.review.is_admin(chat.user_id):

@@ -235,6 +235,10 @@ class Decisions(CardReview, Protocol):
 
     async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...
 
+    async def reopen(
+        self, proposal_id: int, decider: str, reason: str | None = None
+    ) -> Decision: ...
+
 
 class Synthesis(Protocol):
     """Running a synthesis pass, and the measured effect of each skill."""

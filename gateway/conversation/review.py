@@ -21,7 +21,7 @@ from gateway.conversation.ports import ConversationStore, Decisions, Responder, 
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
-from gateway.errors import ChannelError, ProposalNotFound, SkillError, StoreError
+from gateway.errors import ChannelError, ProposalNotFound, ReopenRefused, SkillError, StoreError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.skills.card_buttons import CardAction
 from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
@@ -37,6 +37,7 @@ ADMIN_COMMANDS = (
     ("proposals", N_("Proposals waiting for review, with their buttons")),
     ("skills", N_("Skills with their source, status and 👍 rate")),
     ("synthesize", N_("Run a synthesis pass now")),
+    ("reopen", N_("Reopen a rejected proposal: /reopen ID reason")),
     ("usage", N_("Answers, tokens and cost of the last 7 days")),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
@@ -49,7 +50,8 @@ MAX_CARDS_SHOWN = 5
 ADMIN_HELP = N_(
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
     " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
-    " /usage shows the tokens and cost of the last 7 days."
+    " /reopen ID reason takes back a rejection, /usage shows the tokens and cost of the last"
+    " 7 days."
 )
 NOT_ALLOWED = N_("Not allowed: only the bot's admins can review proposals.")
 INVALID_BUTTON = N_("This button is not valid.")
@@ -86,8 +88,27 @@ SYNTHESIS_DONE = Np_(
     " {refused} refused from {n} sessions.",
 )
 CARDS_GO_TO_ADMINS = N_(" Their cards go to every admin.")
+REOPEN_USAGE = N_(
+    "Send /reopen followed by the number of a rejected proposal and why,"
+    " e.g. /reopen 12 rejected by mistake."
+)
+REOPENED = N_("↩️ Reopened proposal #{id} ({slug}): it waits for review again.")
+REOPENED_BECAUSE = N_(
+    "↩️ Reopened proposal #{id} ({slug}) because: {reason}. It waits for review again."
+)
+NOT_REJECTED = N_("Proposal #{id} is not a rejected one, so there is nothing to reopen.")
+REOPEN_WAITS = N_(
+    "Proposal #{id} stays rejected for now: another proposal for {slug} awaits review;"
+    " decide that one first."
+)
 USAGE_DAYS = 7
 """The days /usage reports on, today included."""
+
+
+def command_args(text: str | None) -> str:
+    """What follows the command word ("/reopen@bot 12 why" gives "12 why")."""
+    parts = (text or "").strip().split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else ""
 
 
 def more_pending(shown: int, total: int, texts: Texts = ENGLISH) -> str:
@@ -259,8 +280,8 @@ class ReviewChat:
 
     # ---- commands -------------------------------------------------------------------------
 
-    async def on_command(self, command: str, chat: ChatRef, out: Responder) -> None:
-        """/proposals, /skills, /usage or /synthesize from someone who wrote to the bot."""
+    async def on_command(self, command: str, chat: ChatRef, out: Responder, args: str = "") -> None:
+        """/proposals, /skills, /synthesize, /reopen or /usage from someone who wrote to the bot."""
         texts = out.texts
         if not self.is_admin(chat.user_id):
             log.warning(
@@ -275,6 +296,8 @@ class ReviewChat:
             await self._proposals(chat, out)
         elif command == "skills":
             await out.notice(await self.skills_text(texts))
+        elif command == "reopen":
+            await self._reopen(chat, args, out)
         elif command == "usage":
             report = await usage_report(self.store, self.prices, USAGE_DAYS, self.clock())
             await out.notice(usage_text(report, texts=texts))
@@ -282,6 +305,36 @@ class ReviewChat:
             if self.profile.dialect.running_synthesis:
                 await out.notice(texts(self.profile.dialect.running_synthesis))
             await out.notice(synthesis_text(await self.synthesis.run("chat"), texts))
+
+    async def _reopen(self, chat: ChatRef, args: str, out: Responder) -> None:
+        """`/reopen ID reason`: take back a rejection, recorded with this admin and the reason."""
+        texts = out.texts
+        number, _, reason = args.strip().partition(" ")
+        number = number.lstrip("#")
+        if not (number.isascii() and number.isdigit()) or int(number) < 1:
+            await out.notice(texts(REOPEN_USAGE))
+            return
+        decider = f"{self.channel}:{chat.user_id}"
+        try:
+            decision = await self.review.reopen(int(number), decider, reason.strip()[:MAX_REASON])
+        except ProposalNotFound:
+            await out.notice(texts(GONE))
+            return
+        except ReopenRefused:
+            p = await self.review.get(int(number))
+            waits = p.status == "rejected"  # refused only because another one awaits review
+            text = (
+                texts(REOPEN_WAITS, id=p.id, slug=p.slug) if waits else texts(NOT_REJECTED, id=p.id)
+            )
+            await out.notice(text)
+            return
+        p = decision.proposal
+        if decision.outcome != "reopened":
+            await out.notice(texts(NOT_REJECTED, id=p.id))
+        elif p.reopen_reason:
+            await out.notice(texts(REOPENED_BECAUSE, id=p.id, slug=p.slug, reason=p.reopen_reason))
+        else:
+            await out.notice(texts(REOPENED, id=p.id, slug=p.slug))
 
     async def _proposals(self, chat: ChatRef, out: Responder) -> None:
         pending, texts = await self.store.pending_proposals(), out.texts

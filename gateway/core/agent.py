@@ -43,6 +43,8 @@ class AgentConfig:
     history_messages: int = 60
     max_tool_rounds: int = 4
     skill_holdout: float = 0.0
+    skill_holdout_start: float = 0.0
+    """The holdout share of a skill whose comparison lags (at least `skill_holdout`)."""
 
 
 class Agent:
@@ -187,12 +189,21 @@ class Agent:
         return text, "normal", _finish(trace, started)
 
     def _hold_out(self, offered: list[str]) -> list[str]:
-        """Skills under evaluation that this turn goes without, each with the holdout chance."""
+        """Skills under evaluation that this turn goes without, each with its holdout chance.
+
+        A skill whose comparison lags (loaded on nearly every answer, so only the holdout
+        ever answers without it) is withheld at the higher start share until it catches up.
+        """
         rate = self.config.skill_holdout
         if rate <= 0 or not offered:
             return []
-        evaluating = self.skills.evaluating
-        return [name for name in offered if name in evaluating and self.rng.random() < rate]
+        evaluating, lagging = self.skills.evaluating, self.skills.short_of_comparison
+        eager = max(rate, self.config.skill_holdout_start)
+        return [
+            name
+            for name in offered
+            if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
+        ]
 
     def _tool(self, call: Any, trace: Trace) -> str:
         """Run one tool call and return its result text for the model."""

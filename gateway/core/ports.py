@@ -71,6 +71,11 @@ class SkillProvider(Protocol):
         """Enabled skills whose current text is still under evaluation (see holdout)."""
         ...
 
+    @property
+    def short_of_comparison(self) -> frozenset[str]:
+        """Skills under evaluation with fewer rated answers without them than with them."""
+        ...
+
     def load(self, name: str) -> str | None:
         """The body of an enabled skill, or None."""
         ...

@@ -43,6 +43,7 @@ class SkillCatalog:
         self._enabled: set[str] = set()
         self._hashes: dict[str, str] = {}
         self._settled: dict[str, str] = {}
+        self._lagging: frozenset[str] = frozenset()
 
     async def sync(
         self,
@@ -146,14 +147,21 @@ class SkillCatalog:
         entries = self.index.select(query, budget_tokens, exclude)
         return [e.name for e in entries], render_index(entries)
 
-    def settle(self, settled: Mapping[str, str]) -> None:
-        """Record which skill texts (name -> content hash) have the minimum evidence."""
+    def settle(self, settled: Mapping[str, str], lagging: Collection[str] = ()) -> None:
+        """Record which skill texts (name -> content hash) need no more holdout, and which
+        unsettled ones have fewer rated answers without them than with them."""
         self._settled = dict(settled)
+        self._lagging = frozenset(lagging)
 
     @property
     def evaluating(self) -> frozenset[str]:
         """Enabled skills whose current text has not reached the minimum evidence."""
         return frozenset(n for n in self._enabled if self._settled.get(n) != self._hashes.get(n))
+
+    @property
+    def short_of_comparison(self) -> frozenset[str]:
+        """Skills under evaluation whose comparison lags: the holdout withholds them more often."""
+        return self.evaluating & self._lagging
 
     def load(self, name: str) -> str | None:
         if name not in self._enabled:

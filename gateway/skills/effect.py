@@ -12,10 +12,20 @@ changed), counting each rated answer once:
 An answer's rating is the majority of its raters (one rater in a private chat);
 an answer with as many 👍 as 👎 counts as unrated. A thumbs-up rate comes with a
 Wilson score interval, the difference of two rates with Newcombe's interval built
-from them. A skill is *harmful* when both samples hold at least the minimum
-evidence, its rate is below the without-it rate by at least the margin, and the
-95% interval of the difference lies wholly below zero: worse by an amount that
+from them (both shown to people).
+
+The verdict is a sequential test, because it is looked at after every pass: a
+one-sided mixture sequential probability ratio test (mSPRT, Johari et al. 2017,
+"Peeking at A/B tests") of the difference of the two rates, normal approximation,
+half-normal mixture of scale `tau`, rates smoothed by one 👍 and one 👎 for the
+variance. Its likelihood ratio may be checked after every answer and still says
+"harmful" for a skill that does no harm with probability at most `alpha`, however
+long the looking goes on. A skill is *harmful* when both samples hold at least the
+minimum evidence, its rate is below the without-it rate by at least the margin,
+and the ratio against "no harm" has reached 1/alpha: worse by an amount that
 matters and by more than chance explains. *Helpful* is the mirror image.
+*Unclear* is neither with the minimum evidence; the holdout keeps collecting until
+both samples hold `settle_factor` times the minimum.
 """
 
 from __future__ import annotations
@@ -98,9 +108,33 @@ def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, floa
 class EffectThresholds:
     """When a skill's figures are enough to judge it, and by how much it must differ."""
 
-    min_evidence: int = 20
+    min_evidence: int = 5
     margin: float = 0.15
     z: float = Z95
+    """For the intervals shown to people."""
+    alpha: float = 0.05
+    """The sequential test's error bound: a harmless skill is called harmful at most this often."""
+    tau: float = 0.5
+    """The scale of differences the sequential test is tuned to find (its mixture)."""
+    settle_factor: int = 10
+    """An unclear skill is measured until both samples hold this many times the minimum."""
+
+
+def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
+    """Log of the one-sided mSPRT ratio for "rate(better) exceeds rate(worse)" (see above)."""
+    p1 = (worse.up + 1) / (worse.rated + 2)
+    p2 = (better.up + 1) / (better.rated + 2)
+    d = p2 - p1
+    v = p1 * (1 - p1) / (worse.rated + 2) + p2 * (1 - p2) / (better.rated + 2)
+    t2 = tau * tau
+    spread = math.sqrt(v * (v + t2))
+    tail = 0.5 * math.erfc(-(d * tau / spread) / math.sqrt(2))  # the normal CDF at d*tau/spread
+    return (
+        math.log(2)
+        + 0.5 * math.log(v / (v + t2))
+        + t2 * d * d / (2 * v * (v + t2))
+        + math.log(max(tail, 1e-300))
+    )
 
 
 class SkillTallies(BaseModel):
@@ -167,13 +201,12 @@ def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdic
     """The verdict on a skill from its loaded and without-it tallies."""
     if min(loaded.rated, without.rated) < thresholds.min_evidence:
         return "collecting"
-    interval = difference_interval(loaded, without, thresholds.z)
-    assert interval is not None and loaded.rate is not None and without.rate is not None
-    low, high = interval
+    assert loaded.rate is not None and without.rate is not None
     d = loaded.rate - without.rate
-    if d <= -thresholds.margin and high < 0:
+    needed = math.log(1 / thresholds.alpha)
+    if d <= -thresholds.margin and log_evidence(loaded, without, thresholds.tau) >= needed:
         return "harmful"
-    if d >= thresholds.margin and low > 0:
+    if d >= thresholds.margin and log_evidence(without, loaded, thresholds.tau) >= needed:
         return "helpful"
     return "unclear"
 
@@ -232,16 +265,53 @@ async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dic
     return {name: measure(t, thresholds) for name, t in (await store.skill_tallies()).items()}
 
 
-def settled(effects: Mapping[str, SkillEffect]) -> dict[str, str]:
-    """Skills whose current text has the minimum evidence: name -> content hash."""
-    return {n: e.content_hash for n, e in effects.items() if e.verdict != "collecting"}
+def _settles(verdict: Verdict, loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
+    if verdict in ("harmful", "helpful"):
+        return True
+    enough = th.min_evidence * th.settle_factor
+    return verdict == "unclear" and min(loaded.rated, without.rated) >= enough
 
 
-async def settled_skills(store: EffectStore, thresholds: EffectThresholds) -> dict[str, str]:
-    """`settled(await skill_effects(...))` without measuring every skill in full: only the
-    verdict "collecting" matters here, and most skills of a large library have it."""
+def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
+    return without.rated < max(th.min_evidence, loaded.rated)
+
+
+def is_settled(effect: SkillEffect, thresholds: EffectThresholds) -> bool:
+    """A verdict, or no clear effect with ample evidence on both sides: holdout may end."""
+    return _settles(effect.verdict, effect.loaded, effect.without, thresholds)
+
+
+def settled(effects: Mapping[str, SkillEffect], thresholds: EffectThresholds) -> dict[str, str]:
+    """Skills whose current text needs no more holdout: name -> content hash."""
+    return {n: e.content_hash for n, e in effects.items() if is_settled(e, thresholds)}
+
+
+def short_of_comparison(
+    effects: Mapping[str, SkillEffect], thresholds: EffectThresholds
+) -> set[str]:
+    """Unsettled skills whose comparison lags: fewer rated answers without them than with them.
+
+    A skill loaded on (nearly) every answer has no comparison but what the holdout withholds,
+    so these are withheld more often (`SKILLGATE_SKILL_HOLDOUT_START`) until it catches up.
+    """
     return {
-        name: t.content_hash
-        for name, t in (await store.skill_tallies()).items()
-        if judge(t.loaded, t.offered + t.withheld, thresholds) != "collecting"
+        n
+        for n, e in effects.items()
+        if not is_settled(e, thresholds) and _lags(e.loaded, e.without, thresholds)
     }
+
+
+async def holdout_state(
+    store: EffectStore, thresholds: EffectThresholds
+) -> tuple[dict[str, str], set[str]]:
+    """`settled` and `short_of_comparison` of every skill, without measuring each in full
+    (no intervals: only the verdict and the counts matter here)."""
+    done: dict[str, str] = {}
+    lagging: set[str] = set()
+    for name, t in (await store.skill_tallies()).items():
+        without = t.offered + t.withheld
+        if _settles(judge(t.loaded, without, thresholds), t.loaded, without, thresholds):
+            done[name] = t.content_hash
+        elif _lags(t.loaded, without, thresholds):
+            lagging.add(name)
+    return done, lagging

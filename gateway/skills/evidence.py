@@ -117,7 +117,9 @@ def render_session(evidence: SessionEvidence, budget_tokens: int, tag: str = TAG
 class EvidenceSource(Protocol):
     """The part of the store that hands out finished, unconsumed sessions."""
 
-    async def unconsumed_sessions(self, *, after_id: int, limit: int) -> list[int]: ...
+    async def unconsumed_sessions(
+        self, *, after_id: int, limit: int, since: float | None = None
+    ) -> list[int]: ...
 
     async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
 
@@ -143,12 +145,21 @@ class Batch:
 
 
 async def batches(
-    source: EvidenceSource, *, max_sessions: int, max_tokens: int, tag: str = TAG
+    source: EvidenceSource,
+    *,
+    max_sessions: int,
+    max_tokens: int,
+    tag: str = TAG,
+    since: float | None = None,
 ) -> AsyncIterator[Batch]:
-    """Batches over every unconsumed finished session, read a chunk at a time, fenced with `tag`."""
+    """Batches over every unconsumed finished session, read a chunk at a time, fenced with `tag`.
+
+    Sessions come in id order, each once per pass; with `since`, only those finished then
+    or later (the evidence window).
+    """
     current = Batch(tag=tag)
     after = 0
-    while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions):
+    while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions, since=since):
         after = ids[-1]
         for evidence in await source.session_evidence(ids):
             if not evidence.has_signal():

@@ -49,6 +49,10 @@ class ReviewStore(SkillFiles, Protocol):
 
     async def set_rejection_reason(self, proposal_id: int, reason: str | None) -> bool: ...
 
+    async def reopen_proposal(
+        self, proposal_id: int, by: str, at: float, reason: str | None
+    ) -> bool: ...
+
     async def add_skill_version(
         self, slug: str, text: str, digest: str, proposal_id: int, at: float
     ) -> None: ...

@@ -125,10 +125,14 @@ class Proposal(Candidate):
     decided_at: float | None = None
     reason: str | None = None
     promoted_at: float | None = None
+    reopened_by: str | None = None
+    reopened_at: float | None = None
+    reopen_reason: str | None = None
+    """Set when an admin reopened this proposal after a rejection."""
 
 
 class Rejection(Claim):
-    """A tombstone: a refused proposal, remembered for good."""
+    """A tombstone: a refused proposal, remembered until an admin reopens it."""
 
     id: int | None = None
     proposal_id: int | None = None
@@ -175,3 +179,7 @@ class RunDropped(BaseModel):
     name: str
     reason: str
     matched: int | None = None
+    matched_skill: str | None = None
+    """A live skill the repeat copies (it has no proposal id)."""
+    detail: str | None = None
+    """How the likeness was judged: the same text, word or embedding likeness, the model."""

@@ -1,4 +1,4 @@
-"""Review operations: stage, approve, reject, roll back; the chat, web and CLI surfaces call these.
+"""Review operations: stage, approve, reject, reopen, roll back; chat, web and CLI call these.
 
 Every decision is claimed in the database first (a conditional update from
 `pending`), so the first decision wins across processes; the file step
@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.core.records import SkillRecord
-from gateway.errors import ProposalNotFound, RollbackRefused, SkillError, SkillNotFound
+from gateway.errors import (
+    ProposalNotFound,
+    ReopenRefused,
+    RollbackRefused,
+    SkillError,
+    SkillNotFound,
+)
 from gateway.skills.library import SKILL_FILE, SkillLibrary, content_hash, parse_skill
 from gateway.skills.ports import ReviewStore
 from gateway.skills.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
@@ -26,7 +32,7 @@ from gateway.skills.staging import Staging, render_proposal
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "decided"]
+Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided"]
 STALE_REASON = "the live skill changed after this proposal was made"
 RETIRED = "retired"
 
@@ -243,6 +249,26 @@ class Reviewer:
         p = await self.get(p.id)
         await self._emit("decided", p)
         return p
+
+    async def reopen(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
+        """Take back a rejection: the proposal waits for review again, its tombstone stands down.
+
+        Recorded with who and why. The staged file is written again from the row; an
+        update whose skill changed since is found stale when someone approves it.
+        """
+        p = await self.get(proposal_id)
+        if p.status != "rejected":
+            raise ReopenRefused(f"proposal #{p.id} is {p.status.replace('_', ' ')}, not rejected")
+        for other in await self.store.pending_proposals():
+            if other.slug == p.slug:  # one staged file per skill: decide that one first
+                raise ReopenRefused(f"proposal #{other.id} for {p.slug} awaits review")
+        reason = (reason or "").strip() or None
+        if not await self.store.reopen_proposal(p.id, decider, self.clock(), reason):
+            return Decision("decided", await self.get(p.id))
+        p = await self.get(p.id)
+        await self.restage(p)
+        log.info("proposal #%d (%s) reopened by %s", p.id, p.slug, decider)
+        return await self._decided("reopened", p)
 
     async def rollback(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
         """Undo an approved update (its old text back) or retirement (enabled again).

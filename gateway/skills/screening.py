@@ -1,7 +1,8 @@
 """Every rule a proposal must pass, in code, before anything is staged.
 
 A proposal that breaks a rule (name, description, size, secrets) is refused; one
-that repeats a rejection, a pending proposal or the live text is suppressed.
+that repeats a rejection, a pending proposal or a live skill (under any name) is
+suppressed, with what it matched and how (see `sameness`).
 Neither reaches the disk. Sources are reduced to sessions the model was shown,
 and a `create` of an existing name becomes an `update` of it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.errors import SkillError
 from gateway.skills.library import (
@@ -21,9 +22,10 @@ from gateway.skills.library import (
     validate_description,
     validate_slug,
 )
-from gateway.skills.proposals import Candidate, Proposal, ProposalDraft, Rejection
+from gateway.skills.proposals import Candidate, Claim, Proposal, ProposalDraft, Rejection
+from gateway.skills.sameness import Known, SameClaim, SameClaimConfig
 from gateway.skills.secrets import find_secret
-from gateway.skills.similarity import body_hash, change_text, same_claim
+from gateway.skills.similarity import body_hash, change_text
 
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -56,6 +58,10 @@ class Dropped:
     suppressed: bool
     matched: int | None = None
     """The earlier proposal a suppressed repeat matched, when there is one."""
+    matched_skill: str | None = None
+    """The live skill a suppressed repeat copies, when it is one."""
+    detail: str | None = None
+    """How the likeness was judged (the same text, word or embedding likeness, the model)."""
 
 
 @dataclass
@@ -71,9 +77,12 @@ class ScreenContext:
     secrets: Sequence[str]
     model: str | None
     now: float
+    same: SameClaim = field(default_factory=lambda: SameClaim(SameClaimConfig()))
+    live_skills: Sequence[Known] = ()
+    """Every enabled skill, as a claim (see `live_claim`)."""
 
 
-def _sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
+def sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
     """Shown session ids among `based_on`; all shown ones when none is valid."""
     valid = set(shown)
     kept: list[int] = []
@@ -145,38 +154,78 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         content_hash=body_hash(body),
         change_text=change_text(live.skill.body if live else None, body),
         base_hash=content_hash(live.text) if live else None,
-        based_on=_sources(draft.based_on, ctx.shown),
+        based_on=sources(draft.based_on, ctx.shown),
         rationale=draft.rationale.strip(),
         model=ctx.model,
         generated_at=ctx.now,
     )
-    return _repeat(candidate, live, ctx) or candidate
+    return _unchanged(candidate, live) or candidate
 
 
-def _repeat(c: Candidate, live: LiveSkill | None, ctx: ScreenContext) -> Dropped | None:
-    """Why `c` repeats something known, or None."""
+def _unchanged(c: Candidate, live: LiveSkill | None) -> Dropped | None:
+    """A proposal that would leave the live skill as it is."""
     if (
         live is not None
         and body_hash(live.skill.body) == c.content_hash
         and live.skill.description == c.description
     ):
         return Dropped(c.name, "no change to the live skill", suppressed=True)
-    for rejection in ctx.rejections:
-        if same_claim(c, rejection, ctx.threshold):
-            ref = f" #{rejection.proposal_id}" if rejection.proposal_id else ""
-            why = f": {rejection.reason}" if rejection.reason else ""
-            return Dropped(
-                c.name,
-                f"matches rejected proposal{ref}{why}",
-                suppressed=True,
-                matched=rejection.proposal_id,
-            )
+    return None
+
+
+def known_claims(ctx: ScreenContext, c: Candidate) -> list[Known]:
+    """What `c` is compared with: rejections, pending proposals, for a new skill the live ones."""
+    known = [
+        Known("rejected", r, proposal_id=r.proposal_id, reason=r.reason)
+        for r in ctx.rejections
+        if r.kind != "retire"  # a retirement is the same claim only for the same live text
+    ]
+    known += [Known("pending", p, proposal_id=p.id) for p in ctx.pending if p.kind != "retire"]
+    if c.kind == "create":  # an update may well bring its skill closer to another one
+        known += [k for k in ctx.live_skills if k.skill != c.slug]
+    return known
+
+
+async def repeat_of(c: Candidate, ctx: ScreenContext) -> Dropped | None:
+    """Why `c` repeats a rejection, a pending proposal or a live skill, or None."""
     for pending in ctx.pending:
-        if pending.slug == c.slug or same_claim(c, pending, ctx.threshold):
+        if pending.slug == c.slug:
             return Dropped(
                 c.name,
                 f"proposal #{pending.id} for {pending.slug} awaits review",
                 suppressed=True,
                 matched=pending.id,
+                detail="the same skill",
             )
-    return None
+    found = await ctx.same.find(c, known_claims(ctx, c))
+    if found is None:
+        return None
+    k = found.known
+    if k.against == "rejected":
+        ref = f" #{k.proposal_id}" if k.proposal_id else ""
+        why = f": {k.reason}" if k.reason else ""
+        reason = f"matches rejected proposal{ref}{why}"
+    elif k.against == "pending":
+        reason = f"repeats proposal #{k.proposal_id} ({k.claim.name}), which awaits review"
+    else:
+        reason = f"repeats the live skill {k.skill}"
+    return Dropped(
+        c.name,
+        reason,
+        suppressed=True,
+        matched=k.proposal_id,
+        matched_skill=k.skill,
+        detail=found.detail,
+    )
+
+
+def live_claim(name: str, description: str, body: str) -> Known:
+    """A live skill as a claim, to catch a renamed copy of it."""
+    claim = Claim(
+        kind="create",
+        name=name,
+        description=description,
+        content_hash=body_hash(body),
+        change_text=change_text(None, body),
+    )
+    return Known("live", claim, skill=name)

@@ -1,4 +1,4 @@
-"""Recognising a claim again: normalised content hashes and text similarity (difflib).
+"""Recognising a claim again: content hashes, text similarity (difflib), word likeness.
 
 Two proposals make the same claim when their normalised bodies are equal, or
 when target, name and description closely match. An update usually keeps its
@@ -10,7 +10,9 @@ later, different improvement of that skill.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from collections import Counter
 from difflib import SequenceMatcher
 
 from gateway.skills.proposals import Claim
@@ -61,14 +63,49 @@ def similar(a: str, b: str, threshold: float) -> bool:
     )
 
 
-def same_claim(a: Claim, b: Claim, threshold: float) -> bool:
-    """True when `a` and `b` propose the same thing."""
-    if a.content_hash == b.content_hash:
-        return True
-    if "retire" in (a.kind, b.kind):
-        return False  # a retirement is the same claim only for the same live text (its hash)
-    if not similar(claim_key(a), claim_key(b), threshold):
-        return False
-    if a.kind == "update" and b.kind == "update":
-        return similar(a.change_text, b.change_text, threshold)
-    return True
+# ---- content likeness -----------------------------------------------------------------------
+# A claim is what a skill tells the model to do, so two claims are compared by their words
+# (name, description and body), not by their names: a renamed copy says the same thing.
+
+_STOP = frozenset(
+    """a about after all also always an and any are as at be because before but by can do does
+    each every for from has have how i if in into is it its it's me more most my no not of on
+    once only or other our out so some such than that the their them then there these they this
+    those to too up use used very was we were what when where which while who whom why will with
+    would you your yours""".split()
+)
+_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A crude English stem: common endings cut from words of five letters or more."""
+    if len(word) < 5:
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(text: str) -> Counter[str]:
+    """The stemmed words of a text that carry meaning, with their counts."""
+    return Counter(stem(w) for w in normalise(text.replace("-", " ")).split() if w not in _STOP)
+
+
+def claim_text(claim: Claim) -> str:
+    """What a claim says: its description and the lines it adds (a name is only a label)."""
+    added = [
+        line[2:] if line.startswith("+ ") else line
+        for line in claim.change_text.splitlines()
+        if not line.startswith("- ")
+    ]
+    return "\n".join([claim.description, *added])
+
+
+def cosine(a: Counter[str], b: Counter[str]) -> float:
+    """Cosine similarity of two word-count vectors (0 when either is empty)."""
+    if not a or not b:
+        return 0.0
+    dot = sum(n * b[w] for w, n in a.items() if w in b)
+    norm = math.sqrt(sum(n * n for n in a.values())) * math.sqrt(sum(n * n for n in b.values()))
+    return dot / norm if norm else 0.0

@@ -1,5 +1,10 @@
 """The synthesizer: one pass from unconsumed finished sessions to screened, staged proposals.
 
+Evidence accumulates: a shown session that nothing came of stays eligible for later
+passes while it is younger than the evidence window, so complaints days apart meet in
+one batch; a session is consumed once a proposal (or a suppressed repeat of a known
+claim) was based on it, so no evidence a rejection answered is proposed from again.
+
 A pass holds a leased lock row, so two passes never overlap, in one process or
 several, and a crashed holder blocks nobody for longer than the lease. Each
 batch is one JSON-mode model call; its sessions are consumed once the answer
@@ -27,10 +32,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.skills.catalog import SkillCatalog
-from gateway.skills.effect import EffectThresholds, SkillEffect, settled, skill_effects
+from gateway.skills.effect import (
+    EffectThresholds,
+    SkillEffect,
+    settled,
+    short_of_comparison,
+    skill_effects,
+)
 from gateway.skills.evidence import Batch, batches
 from gateway.skills.fence import new_tag
 from gateway.skills.ports import SynthesisStore
@@ -43,7 +55,17 @@ from gateway.skills.proposals import (
 )
 from gateway.skills.retire import propose_retirements
 from gateway.skills.review import Reviewer
-from gateway.skills.screening import Dropped, ScreenContext, load_live, safe_label, screen
+from gateway.skills.sameness import Known, SameClaim, SameClaimConfig
+from gateway.skills.screening import (
+    Dropped,
+    ScreenContext,
+    live_claim,
+    load_live,
+    repeat_of,
+    safe_label,
+    screen,
+    sources,
+)
 from gateway.skills.synthesis_prompt import build_messages
 
 log = logging.getLogger(__name__)
@@ -94,6 +116,10 @@ class SynthesisConfig:
     secrets: Sequence[str] = ()
     lease_seconds: float = 900.0
     effect: EffectThresholds = field(default_factory=EffectThresholds)
+    embedding_threshold: float = 0.9
+    ask_margin: float = 0.25
+    evidence_window_seconds: float = 14 * 86400.0
+    """How long a shown session not yet acted on stays eligible; 0: every session is read once."""
 
 
 class ProposalBrief(BaseModel):
@@ -108,11 +134,13 @@ class ProposalBrief(BaseModel):
 
 
 class DroppedBrief(BaseModel):
-    """A proposal a run did not stage, and why."""
+    """A proposal a run did not stage, and why (a repeat: what it matched, and how)."""
 
     name: str
     reason: str
     matched: int | None = None
+    matched_skill: str | None = None
+    detail: str | None = None
 
 
 class BatchReport(BaseModel):
@@ -158,6 +186,7 @@ class Synthesizer:
         config: SynthesisConfig,
         *,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -165,6 +194,16 @@ class Synthesizer:
         self.reviewer = reviewer
         self.config = config
         self.clock = clock
+        self.embedder = embedder
+        self.same = SameClaim(
+            SameClaimConfig(
+                threshold=config.similarity_threshold,
+                embedding_threshold=config.embedding_threshold,
+                ask_margin=config.ask_margin,
+            ),
+            embedder=embedder,
+            adjudicator=llm,
+        )
 
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
@@ -200,24 +239,30 @@ class Synthesizer:
         summary = RunSummary(run_id=run.id, status="ok", trigger=trigger, model=self.llm.model)
         try:
             await self._retirements(run, summary)
+            window = cfg.evidence_window_seconds
             async for batch in batches(
                 self.store,
                 max_sessions=cfg.batch_sessions,
                 max_tokens=cfg.batch_tokens,
                 tag=new_tag(),  # unguessable by chat text written before this pass
+                since=now - window if window > 0 else None,
             ):
                 if _drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
+                consumed = batch.consumed_ids
                 if batch.sessions:
                     summary.batches += 1
                     try:
-                        await self._batch(batch, run, summary)
+                        acted = await self._batch(batch, run, summary)
                     except SynthesisError as exc:
                         await self._unusable(batch, exc, summary)  # re-raises until skipped
                     else:
                         await self.store.set_meta(FAILED_BATCH_KEY, "{}")
-                await self.store.consume_sessions(batch.consumed_ids, run.id, self.clock())
+                        if window > 0:
+                            # Evidence nothing came of yet stays for later passes (see evidence).
+                            consumed = [*batch.skipped, *(i for i in batch.shown_ids if i in acted)]
+                await self.store.consume_sessions(consumed, run.id, self.clock())
                 summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
                 if not await self.store.acquire_lock(
@@ -288,10 +333,13 @@ class Synthesizer:
             now=self.clock(),
         )
         summary.proposed.extend(_brief(p) for p in done.proposed)
-        summary.suppressed.extend(
-            DroppedBrief(name=d.name, reason=d.reason, matched=d.matched) for d in done.dropped
-        )
-        self.catalog.settle(settled(effects))
+        summary.suppressed.extend(_dropped_brief(d) for d in done.dropped)
+        self.settle(effects)
+
+    def settle(self, effects: dict[str, SkillEffect]) -> None:
+        """Tell the catalog which skills need no more holdout and whose comparison lags."""
+        th = self.config.effect
+        self.catalog.settle(settled(effects, th), short_of_comparison(effects, th))
 
     async def _unusable(self, batch: Batch, exc: SynthesisError, summary: RunSummary) -> None:
         """Count an unusable answer for this batch; skip the batch at the limit, else fail."""
@@ -311,8 +359,12 @@ class Synthesizer:
         log.warning("synthesis %s", note)
         summary.error = note if summary.error is None else f"{summary.error}; {note}"
 
-    async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> None:
-        """Ask the model about one batch, then screen and submit what it proposed."""
+    async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> set[int]:
+        """Ask the model about one batch, screen and submit what it proposed.
+
+        Returns the sessions acted on: sources of a staged proposal or of a repeat of a
+        rejection, a pending proposal or a live skill (their evidence has its answer).
+        """
         cfg = self.config
         pending = await self.store.pending_proposals()
         rejections = await self.store.rejections()
@@ -342,11 +394,11 @@ class Synthesizer:
                     f" ({completion.completion_tokens} tokens): {exc}"
                 ) from exc
             raise
-        sources = {r.slug: r.source for r in await self.store.skill_records()}
+        origins = {r.slug: r.source for r in await self.store.skill_records()}
         library = self.catalog.library
         ctx = ScreenContext(
             shown=batch.shown_ids,
-            live=lambda slug: load_live(library, slug, sources.get(slug)),
+            live=lambda slug: load_live(library, slug, origins.get(slug)),
             pending=pending,
             rejections=rejections,
             threshold=cfg.similarity_threshold,
@@ -354,7 +406,10 @@ class Synthesizer:
             secrets=cfg.secrets,
             model=completion.model or self.llm.model,
             now=self.clock(),
+            same=self.same,
+            live_skills=self._live_claims(),
         )
+        acted: set[int] = set()
         for draft in drafts:
             if _drafted(summary) >= cfg.max_proposals:
                 reason = f"over the limit of {cfg.max_proposals} proposals per run"
@@ -363,13 +418,33 @@ class Synthesizer:
                 continue
             result = screen(draft, ctx)
             if isinstance(result, Dropped):
-                brief = DroppedBrief(name=result.name, reason=result.reason, matched=result.matched)
+                brief = _dropped_brief(result)
                 (summary.suppressed if result.suppressed else summary.refused).append(brief)
+                if result.suppressed:  # "no change to the live skill": the evidence has its skill
+                    acted.update(sources(draft.based_on, batch.shown_ids))
+                continue
+            repeat = await repeat_of(result, ctx)
+            acted.update(result.based_on)
+            if repeat is not None:
+                summary.suppressed.append(_dropped_brief(repeat))
                 continue
             proposal = await self.reviewer.submit(result, run.id)
             summary.proposed.append(_brief(proposal))
             if proposal.status == "pending":
                 ctx.pending.append(proposal)
+        return acted
+
+    def _live_claims(self) -> list[Known]:
+        """Every enabled skill as a claim, so a renamed copy of one is recognised."""
+        library = self.catalog.library
+        out = []
+        for name in sorted(self.catalog.enabled):
+            try:
+                skill = library.read(name)
+            except SkillError:
+                continue
+            out.append(live_claim(skill.name, skill.description, skill.body))
+        return out
 
 
 def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
@@ -381,6 +456,16 @@ def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
 def _drafted(summary: RunSummary) -> int:
     """Proposals the model made this pass (retirements come from measurement, not the model)."""
     return sum(1 for p in summary.proposed if p.kind != "retire")
+
+
+def _dropped_brief(d: Dropped) -> DroppedBrief:
+    return DroppedBrief(
+        name=d.name,
+        reason=d.reason,
+        matched=d.matched,
+        matched_skill=d.matched_skill,
+        detail=d.detail,
+    )
 
 
 def _brief(p: Proposal) -> ProposalBrief:

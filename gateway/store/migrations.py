@@ -485,6 +485,20 @@ _USAGE_PRIVACY: list[Step] = [
 ]
 
 
+# Learning on real conversations: what a suppression matched (a live skill has no proposal id)
+# and how the likeness was judged; a rejection reopened by an admin, with who, when and why.
+_SAME_CLAIM_REOPEN: list[Step] = [
+    "alter table run_dropped add column matched_skill text",
+    "alter table run_dropped add column detail text",
+    "alter table rejections add column reopened_by text",
+    "alter table rejections add column reopened_at {time}",
+    "alter table rejections add column reopen_reason text",
+    "alter table proposals add column reopened_by text",
+    "alter table proposals add column reopened_at {time}",
+    "alter table proposals add column reopen_reason text",
+]
+
+
 # What start-up last read from each skill file, so an unchanged file is not read or parsed
 # again: its size and modification time when it was checked, its hash, its description and
 # the proposal whose text it carries.
@@ -558,6 +572,11 @@ MIGRATIONS: list[Migration] = [
         14,
         "usage and quotas: message owners, reported tokens, daily counts, deleted sessions",
         _USAGE_PRIVACY,
+    ),
+    (
+        15,
+        "what a suppression matched and how; rejections reopened, with who and why",
+        _SAME_CLAIM_REOPEN,
     ),
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),

@@ -154,6 +154,32 @@ class ProposalQueries(QueriesBase):
         return True
 
     @transaction
+    async def reopen_proposal(
+        self, c: Conn, proposal_id: int, by: str, at: float, reason: str | None
+    ) -> bool:
+        """Pending again, its tombstone stood down; False unless the proposal was rejected."""
+        changed = await c.execute(
+            "update proposals set status = 'pending', decided_by = null, decided_at = null,"
+            " reopened_by = ?, reopened_at = ?, reopen_reason = ?"
+            " where id = ? and status = 'rejected'",
+            by,
+            at,
+            reason,
+            proposal_id,
+        )
+        if changed != 1:
+            return False
+        await c.execute(
+            "update rejections set reopened_by = ?, reopened_at = ?, reopen_reason = ?"
+            " where proposal_id = ? and reopened_at is null",
+            by,
+            at,
+            reason,
+            proposal_id,
+        )
+        return True
+
+    @transaction
     async def mark_promoted(
         self, c: Conn, proposal_id: int, at: float, record: SkillRecord
     ) -> None:
@@ -163,9 +189,9 @@ class ProposalQueries(QueriesBase):
 
     @query
     async def rejections(self, c: Conn, limit: int | None = None) -> list[Rejection]:
-        """Tombstones, newest first."""
+        """Tombstones still standing (not reopened), newest first."""
         rows = await c.fetch(
-            "select * from rejections order by id desc limit ?",
+            "select * from rejections where reopened_at is null order by id desc limit ?",
             c.dialect.limit(-1 if limit is None else limit),
         )
         return [Rejection.model_validate(r) for r in rows]

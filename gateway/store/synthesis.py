@@ -14,13 +14,21 @@ class SynthesisQueries(QueriesBase):
     """Finished sessions not yet consumed, run records and a leased lock."""
 
     @query
-    async def unconsumed_sessions(self, c: Conn, *, after_id: int, limit: int) -> list[int]:
-        """Ids of finished sessions no run consumed, above `after_id`, oldest first."""
+    async def unconsumed_sessions(
+        self, c: Conn, *, after_id: int, limit: int, since: float | None = None
+    ) -> list[int]:
+        """Ids of finished sessions no run consumed, above `after_id`, oldest first.
+
+        With `since`, only sessions finished then or later: older evidence has had its window.
+        """
+        window, params = ("and s.finished_at >= ?", [since]) if since is not None else ("", [])
         rows = await c.fetch(
             "select s.id from sessions s where s.finished_at is not null and s.id > ?"
+            f" {window}"
             " and not exists (select 1 from consumed_sessions c where c.session_id = s.id)"
             " order by s.id limit ?",
             after_id,
+            *params,
             c.dialect.limit(limit),
         )
         return [int(r["id"]) for r in rows]
@@ -109,9 +117,13 @@ class SynthesisQueries(QueriesBase):
         )
         if dropped:
             await c.executemany(
-                "insert into run_dropped (run_id, kind, name, reason, matched)"
-                " values (?, ?, ?, ?, ?)",
-                [(run.id, d.kind, d.name, d.reason, d.matched) for d in dropped],
+                "insert into run_dropped"
+                " (run_id, kind, name, reason, matched, matched_skill, detail)"
+                " values (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (run.id, d.kind, d.name, d.reason, d.matched, d.matched_skill, d.detail)
+                    for d in dropped
+                ],
             )
 
     @query
@@ -124,7 +136,8 @@ class SynthesisQueries(QueriesBase):
     async def run_dropped(self, c: Conn, run_id: int) -> list[RunDropped]:
         """What one run suppressed and refused, in the order it decided."""
         rows = await c.fetch(
-            "select kind, name, reason, matched from run_dropped where run_id = ? order by id",
+            "select kind, name, reason, matched, matched_skill, detail from run_dropped"
+            " where run_id = ? order by id",
             run_id,
         )
         return [RunDropped.model_validate(r) for r in rows]

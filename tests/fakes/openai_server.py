@@ -1,4 +1,4 @@
-"""A recording fake of an OpenAI-compatible server (chat completions and models) on loopback.
+"""A recording fake of an OpenAI-compatible server (chat, embeddings, models) on loopback.
 
 The real `openai` client is pointed at `fake.base_url`. Answers are scripted
 in order with `reply`, `tool_call`, `error`, `stall` and `raw` (any body a real
@@ -9,7 +9,9 @@ word of content per chunk (`chunk_interval` seconds apart), each tool call's
 name then its arguments in two halves, the finish reason, then the usage when
 `stream_options.include_usage` asks for it; `raw` bodies are sent whole (a
 server that ignores `stream`), and `refuse_stream_options` answers 400 to a
-request that carries them, as some servers do. `pause()` holds
+request that carries them, as some servers do. `/v1/embeddings` answers with
+`fake_embedding`: a hashed bag of normalised words in which a few synonyms share a
+word, so paraphrases land close, as a real embedding model's do. `pause()` holds
 every answer until `resume()`, to keep a call in flight. With `upstream` set
 (a real server's /v1 URL), unscripted requests are passed on to it and its
 answers recorded in `forwarded`: a recording proxy in front of a real model.
@@ -18,8 +20,10 @@ answers recorded in `forwarded`: a recording proxy in front of a real model.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
+import math
 import re
 import time
 from collections import deque
@@ -51,6 +55,39 @@ class Scripted:
 MAX_CHUNKS = 2000
 Responder = Callable[[dict[str, Any]], "Scripted | str"]
 
+EMBEDDING_DIMENSIONS = 256
+_SYNONYMS = {
+    word: concept
+    for concept, words in {
+        "credential": "password passwords secret secrets passcode pin credential credentials",
+        "account": "account accounts login log sign signin username",
+        "identity": "identity verify verification verified confirm confirms prove proves"
+        " authenticate authentication who",
+        "friendly": "friendly warm engaging conversational chatty lively",
+        "tone": "tone style voice manner",
+        "short": "short brief concise shorter terse",
+        "answer": "answer answers answering reply replies replying respond response",
+    }.items()
+    for word in words.split()
+}
+_STOP_WORDS = frozenset(
+    "a an and are as at be before by do for from how i in is it make of on or sure that the"
+    " their them they this to use user users when with you your every any".split()
+)
+
+
+def fake_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A deterministic unit vector: each word (synonyms as one) hashed into a dimension."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z]+", text.lower()):
+        if word in _STOP_WORDS:
+            continue
+        word = _SYNONYMS.get(word, word)
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
 
 class FakeOpenAI:
     """Serves /v1/chat/completions and /v1/models; records every request body."""
@@ -66,6 +103,8 @@ class FakeOpenAI:
         # Extra fields of every /v1/models entry (context sizes, as servers report them).
         self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_status = 200
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
         self._ids = itertools.count(1)
@@ -83,6 +122,7 @@ class FakeOpenAI:
     async def start(self) -> FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -215,6 +255,30 @@ class FakeOpenAI:
                 "model": body.get("model", "fake-model"),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": usage,
+            }
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        if self.upstream is not None:
+            return await self._forward("/embeddings", body)
+        if self.embedding_status != 200:
+            error = {"message": "embeddings are not available", "type": "invalid_request_error"}
+            return web.json_response({"error": error}, status=self.embedding_status)
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(str(t))}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(len(str(t)) // 4 for t in texts)
+        return web.json_response(
+            {
+                "object": "list",
+                "model": body.get("model"),
+                "data": data,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
 
