@@ -370,11 +370,15 @@ class FakeOpenAI:
                     out = web.StreamResponse(headers={"Content-Type": kind})
                     await out.prepare(request)
                     pieces = []
-                    async for piece in resp.content.iter_any():
-                        pieces.append(piece)
-                        await out.write(piece)
-                    await out.write_eof()
-                    self.forwarded.append((200, _read_stream(b"".join(pieces))))
+                    try:
+                        async for piece in resp.content.iter_any():
+                            pieces.append(piece)
+                            await out.write(piece)
+                        await out.write_eof()
+                    except ConnectionResetError:
+                        pass  # the client may hang up as soon as it has read `[DONE]`
+                    finally:
+                        self.forwarded.append((200, _read_stream(b"".join(pieces))))
                     return out
                 text = await resp.text()
                 status = resp.status
