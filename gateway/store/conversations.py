@@ -96,6 +96,7 @@ class ConversationQueries(QueriesBase):
                 None,
                 now,
                 platform_message_id=platform_message_id,
+                user_id=user_id,
             )
         history = await _history(c, session_id, history_limit, exclude_kinds)
         return OpenedTurn(session_id=session_id, history=history)
@@ -149,10 +150,16 @@ class ConversationQueries(QueriesBase):
         inbox_id: int | None = None,
         trace: Trace | None = None,
         now: float | None = None,
+        user_id: str | None = None,
     ) -> MessageRecord:
-        """Store a message (and, for an answer, its trace) in one transaction."""
+        """Store a message (and, for an answer, its trace) in one transaction.
+
+        `user_id`: the sender of a question, or the user an answer is for.
+        """
         at = time.time() if now is None else now
-        return await _add_message(c, session_id, role, text, kind, inbox_id, trace, at)
+        return await _add_message(
+            c, session_id, role, text, kind, inbox_id, trace, at, user_id=user_id
+        )
 
     @query
     async def history(
@@ -349,11 +356,12 @@ async def _add_message(
     at: float,
     *,
     platform_message_id: str | None = None,
+    user_id: str | None = None,
 ) -> MessageRecord:
     row = await c.fetchrow(
         "insert into messages"
-        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id)"
-        " values (?, ?, ?, ?, ?, ?, ?) returning *",
+        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id, user_id)"
+        " values (?, ?, ?, ?, ?, ?, ?, ?) returning *",
         session_id,
         role,
         text,
@@ -361,6 +369,7 @@ async def _add_message(
         inbox_id,
         at,
         platform_message_id,
+        user_id,
     )
     assert row is not None
     message = message_record(row)
@@ -369,6 +378,7 @@ async def _add_message(
         for key in TRACE_LISTS:
             values[key] = json.dumps(values[key])
         values["completed"] = int(values["completed"])
+        values["tokens_known"] = int(values["tokens_known"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
 
