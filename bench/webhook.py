@@ -38,13 +38,22 @@ from bench.report import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-webhook-secret"
-CONTENDERS = ("bare", "ptb", "aiogram", "skillgate")
+CONTENDERS = ("bare", "ptb", "aiogram", "skillgate", "quotas")
+DEFAULT_CONTENDERS = "bare,ptb,aiogram,skillgate"
 LABELS = {
     "bare": "bare aiohttp (limit)",
     "ptb": "plain PTB bot",
     "aiogram": "aiogram 3 bot",
     "skillgate": "skillgate serve",
+    "quotas": "skillgate serve, daily limits on",
 }
+QUOTAS = {
+    # Every limit on and never reached: each answer is admitted and spent in the database.
+    "SKILLGATE_USER_DAILY_ANSWERS": "1000000",
+    "SKILLGATE_CHAT_DAILY_ANSWERS": "1000000",
+    "SKILLGATE_DAILY_TOKEN_BUDGET": "1000000000",
+}
+"""`--only ...,quotas`: the cost of daily limits, side by side with the gateway without them."""
 
 
 @dataclass
@@ -111,17 +120,17 @@ class Rig:
         for name in names:
             port = free_port()
             self.urls[name] = f"http://127.0.0.1:{port}/webhook/telegram"
-            if name == "skillgate":
-                child = self._skillgate(port)
+            if name in ("skillgate", "quotas"):
+                child = self._skillgate(name, port)
                 await wait_healthy(f"http://127.0.0.1:{port}/healthz", child)
             else:
                 module = f"bench.{name}_bot"
                 child = self._spawn(name, module, *common, "--secret", SECRET, "--port", str(port))
                 child.ready_line()
 
-    def _skillgate(self, port: int) -> Child:
+    def _skillgate(self, name: str, port: int) -> Child:
         settings = {
-            "SKILLGATE_DATA_DIR": str(self.tmp / "skillgate-data"),
+            "SKILLGATE_DATA_DIR": str(self.tmp / f"{name}-data"),
             "TELEGRAM_BOT_TOKEN": self.token,
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
             "TELEGRAM_API_BASE_URL": self.api_url,
@@ -130,8 +139,10 @@ class Rig:
             "LLM_BASE_URL": self.llm_url,
             "LLM_MODEL": "fake-model",
         }
-        child = skillgate_serve("skillgate", port, settings, self.tmp)
-        self.children["skillgate"] = child
+        if name == "quotas":
+            settings |= QUOTAS
+        child = skillgate_serve(name, port, settings, self.tmp)
+        self.children[name] = child
         return child
 
     def cpu(self) -> dict[str, float]:
@@ -390,7 +401,11 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1500, help="updates in the flat-out phase")
     parser.add_argument("--conns", type=int, default=40, help="webhook connections (default 40)")
     parser.add_argument("--chats", type=int, default=1000, help="distinct chats per phase")
-    parser.add_argument("--only", default=",".join(CONTENDERS), help="contenders to run")
+    parser.add_argument(
+        "--only",
+        default=DEFAULT_CONTENDERS,
+        help=f"contenders to run, of {','.join(CONTENDERS)} (default {DEFAULT_CONTENDERS})",
+    )
     parser.add_argument("--fake-api", choices=["recording", "lean"], default="recording")
     parser.add_argument(
         "--model-latency", type=float, default=0.0, help="seconds the fake model takes per answer"

@@ -28,6 +28,7 @@ from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
+from gateway.conversation.quota import Limits
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
@@ -48,7 +49,7 @@ from gateway.replicas import (
     startup_lock,
 )
 from gateway.review.cards import ReviewCards, start_cards
-from gateway.scheduler import SynthesisSchedule
+from gateway.scheduler import RetentionSchedule, SynthesisSchedule
 from gateway.serving import OWN_BODY, bounded_body
 from gateway.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
@@ -108,6 +109,9 @@ class Parts:
             languages=self.languages,
             clock=self.clock,
             attachments=self.attachments,
+            limits=quota_limits(self.settings),
+            alerts=self.tell_admins,
+            prices=self.settings.prices(),
         )
         return Ports(
             intake=self.inbox,
@@ -115,6 +119,28 @@ class Parts:
             deliveries=self.store,
             claims=self.worker,
         )
+
+    async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
+        """A fixed text to every chat admin, once the cards' transports have started."""
+        if self.cards is not None:
+            await self.cards.tell_admins(message, ref, **values)
+
+
+def quota_limits(settings: Settings) -> Limits:
+    """The daily limits from the settings (0: none)."""
+
+    def limit(value: int) -> int | None:
+        return value or None
+
+    return Limits(
+        user_answers=limit(settings.user_daily_answers),
+        user_tokens=limit(settings.user_daily_tokens),
+        chat_answers=limit(settings.chat_daily_answers),
+        chat_tokens=limit(settings.chat_daily_tokens),
+        gateway_tokens=limit(settings.daily_token_budget),
+        gateway_cost=settings.daily_cost_budget or None,
+        prices=settings.prices(),
+    )
 
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
@@ -404,6 +430,7 @@ def build_app(
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
+        retention: RetentionSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         try:
@@ -428,6 +455,9 @@ def build_app(
                 )
                 schedule.start(await last_run_started(parts.store))
             app[SCHEDULE] = schedule
+            if settings.retention_days > 0:
+                retention = RetentionSchedule(parts.store, settings.retention_days)
+                retention.start()
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,
@@ -442,6 +472,8 @@ def build_app(
                 settling.cancel()
             if schedule is not None:
                 await schedule.stop()
+            if retention is not None:
+                await retention.stop()
             if watcher is not None:
                 await watcher.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)

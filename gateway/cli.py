@@ -321,6 +321,53 @@ def cmd_migrate_to_postgres(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quiet(args: argparse.Namespace) -> Settings:
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return settings
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    """Answers, tokens and cost per day, user, chat, channel and model, and synthesis's share."""
+    from gateway.cli_privacy import run_usage
+
+    return asyncio.run(run_usage(_quiet(args), args.days, args.json))
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete everything stored about one user (messages, answers, ratings, stored updates)."""
+    from gateway.cli_privacy import run_forget
+
+    return asyncio.run(run_forget(_quiet(args), args.channel, args.user, args.yes))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """One user's stored data as JSON (for an access request)."""
+    from gateway.cli_privacy import run_export
+
+    return asyncio.run(run_export(_quiet(args), args.channel, args.user, args.output))
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Delete conversations older than SKILLGATE_RETENTION_DAYS now (the server does it hourly)."""
+    from gateway.cli_privacy import run_retention
+
+    return asyncio.run(run_retention(_quiet(args)))
+
+
+def _days(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 3660:
+        raise argparse.ArgumentTypeError("a number of days from 1 to 3660")
+    return int(value)
+
+
+def _add_user(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("channel", choices=["telegram", "line"], help="the user's platform")
+    cmd.add_argument("user", help="the platform's user id (Telegram: a number; LINE: U...)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillgate",
@@ -362,6 +409,17 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", help="who you are in the stored conversation (default: login name)")
 
     command("synthesize", cmd_synthesize)
+
+    usage = command("usage", cmd_usage)
+    usage.add_argument("--days", type=_days, default=30, help="UTC days, today included (30)")
+    usage.add_argument("--json", action="store_true", help="print the report as JSON")
+    forget = command("forget", cmd_forget)
+    _add_user(forget)
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    export = command("export", cmd_export)
+    _add_user(export)
+    export.add_argument("-o", "--output", type=Path, help="write to this file instead")
+    command("retention", cmd_retention)
 
     _add_proposals(command("proposals", cmd_proposals))
     _add_skills(command("skills", cmd_skills))

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, language_of
+from gateway.usage import parse_prices, price_of
 
 _TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -188,6 +189,18 @@ class Settings(BaseSettings):
         256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
     )
 
+    # Usage, quotas and retention. Limits count per UTC day; 0 means no limit. Admins are
+    # exempt from the limits (their answers still count towards the gateway's budget).
+    llm_prices: str = Field("", validation_alias="LLM_PRICES")
+    """Price per million tokens, input/output, per model: `gpt-4o-mini=0.15/0.60,*=1/2`."""
+    user_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_ANSWERS")
+    user_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_TOKENS")
+    chat_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_ANSWERS")
+    chat_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_TOKENS")
+    daily_token_budget: int = Field(0, ge=0, validation_alias="SKILLGATE_DAILY_TOKEN_BUDGET")
+    daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
+    retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
+    """Conversations last active longer ago than this are deleted; 0 keeps them."""
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
@@ -322,6 +335,25 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
         return value
 
+    @field_validator("llm_prices")
+    @classmethod
+    def _prices(cls, value: str) -> str:
+        parse_prices(value)
+        return value
+
+    @model_validator(mode="after")
+    def _budget_needs_prices(self) -> Settings:
+        if self.daily_cost_budget > 0 and not self.llm_prices.strip():
+            raise ValueError("SKILLGATE_DAILY_COST_BUDGET needs LLM_PRICES to price the tokens")
+        # Unpriced, the model's answers would cost nothing and the budget never be reached.
+        unpriced = self.llm_model is not None and price_of(self.prices(), self.llm_model) is None
+        if self.daily_cost_budget > 0 and unpriced:
+            raise ValueError(
+                "SKILLGATE_DAILY_COST_BUDGET: LLM_PRICES has no price for LLM_MODEL"
+                " (name it, or add *=input/output)"
+            )
+        return self
+
     @field_validator("log_level")
     @classmethod
     def _level(cls, value: str) -> str:
@@ -338,6 +370,10 @@ class Settings(BaseSettings):
         if self.admin_token is not None:
             named[""] = self.admin_token.get_secret_value()
         return named
+
+    def prices(self) -> dict[str, tuple[float, float]]:
+        """LLM_PRICES as {model: (input, output)} per million tokens."""
+        return parse_prices(self.llm_prices)
 
     @property
     def telegram_enabled(self) -> bool:

@@ -60,6 +60,12 @@ class Metrics:
             ["channel", "kind"],
             registry=r,
         )
+        self.quota_refusals = Counter(
+            "skillgate_quota_refusals",
+            "Messages answered with a daily limit's notice instead of the model, by limit",
+            ["channel", "limit"],
+            registry=r,
+        )
         self.answer_latency = Histogram(
             "skillgate_answer_latency_seconds",
             "Time from starting a turn to its answer being delivered",
@@ -97,6 +103,10 @@ class Metrics:
         self.answer_latency.labels(channel).observe(seconds)
         if model_failed:
             self.model_errors.labels(channel).inc()
+
+    def over_limit(self, channel: str, limit: str) -> None:
+        """Count one message refused by a daily limit (user, chat or gateway)."""
+        self.quota_refusals.labels(channel, limit).inc()
 
     async def refresh(self, store: Totals) -> None:
         """Read the stored totals that the gauges show."""

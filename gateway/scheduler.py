@@ -1,7 +1,8 @@
-"""The synthesis schedule: APScheduler 3's AsyncIOScheduler, started inside the running loop.
+"""The schedules: APScheduler 3's AsyncIOScheduler, started inside the running loop.
 
-APScheduler keeps one instance of the job at a time in this process; the lock
-row the synthesizer takes keeps other processes out as well.
+Synthesis every interval, retention every hour. APScheduler keeps one instance of a
+job at a time in this process; the lock row the synthesizer takes keeps other processes
+out as well, and retention's deletes are the same whichever replica runs them first.
 """
 
 from __future__ import annotations
@@ -15,10 +16,40 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from gateway.retention import RetentionStore, purge_old
 from gateway.skills.synthesizer import Synthesizer
 
 log = logging.getLogger(__name__)
 JOB_ID = "synthesis"
+RETENTION_JOB_ID = "retention"
+RETENTION_EVERY_SECONDS = 3600.0
+
+
+def every(
+    job: Callable[[], Awaitable[None]], job_id: str, seconds: float, first: float
+) -> AsyncIOScheduler:
+    """A started scheduler running `job` every `seconds` from `first` (epoch seconds)."""
+    scheduler = AsyncIOScheduler(
+        timezone="UTC",
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 300},
+    )
+    scheduler.add_job(
+        job,
+        "interval",
+        seconds=seconds,
+        id=job_id,
+        replace_existing=True,
+        next_run_time=datetime.fromtimestamp(first, UTC),
+    )
+    scheduler.start()
+    return scheduler
+
+
+async def shut_down(scheduler: AsyncIOScheduler | None) -> None:
+    """Stop a scheduler started by `every` (None: nothing to stop)."""
+    if scheduler is not None:
+        scheduler.shutdown(wait=False)
+        await asyncio.sleep(0)  # shutdown is scheduled with call_soon_threadsafe
 
 
 class SynthesisSchedule:
@@ -48,20 +79,7 @@ class SynthesisSchedule:
         at = time.time() if now is None else now
         interval = self.interval_minutes * 60
         first = at + interval if last_run_at is None else max(at, last_run_at + interval)
-        scheduler = AsyncIOScheduler(
-            timezone="UTC",
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 300},
-        )
-        scheduler.add_job(
-            self._tick,
-            "interval",
-            seconds=interval,
-            id=JOB_ID,
-            replace_existing=True,
-            next_run_time=datetime.fromtimestamp(first, UTC),
-        )
-        scheduler.start()
-        self._scheduler = scheduler
+        self._scheduler = every(self._tick, JOB_ID, interval, first)
         log.info("synthesis scheduled every %g minute(s)", self.interval_minutes)
 
     def next_pass_at(self) -> float | None:
@@ -88,12 +106,36 @@ class SynthesisSchedule:
 
     async def stop(self) -> None:
         """Stop scheduling and interrupt a pass in progress (it records itself as interrupted)."""
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
-            await asyncio.sleep(0)  # shutdown is scheduled with call_soon_threadsafe
+        await shut_down(self._scheduler)
+        self._scheduler = None
         task = self._current
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class RetentionSchedule:
+    """Deletes conversations older than `days` at start-up and then every hour."""
+
+    def __init__(
+        self, store: RetentionStore, days: int, *, interval: float = RETENTION_EVERY_SECONDS
+    ) -> None:
+        self.store = store
+        self.days = days
+        self.interval = interval
+        self._scheduler: AsyncIOScheduler | None = None
+
+    def start(self) -> None:
+        self._scheduler = every(self.tick, RETENTION_JOB_ID, self.interval, time.time())
+        log.info("conversations older than %d day(s) are deleted every hour", self.days)
+
+    async def tick(self) -> None:
+        try:
+            await purge_old(self.store, self.days)
+        except Exception:
+            log.exception("retention pass failed; the next one tries again")
+
+    async def stop(self) -> None:
+        await shut_down(self._scheduler)
+        self._scheduler = None

@@ -62,3 +62,16 @@ async def postgres_url() -> AsyncIterator[str]:
         yield url
     finally:
         await drop_schema(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def database(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
+    """Settings for a gateway on each backend: the data dir's SQLite file, or a fresh schema."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    name, url = await fresh_schema()
+    try:
+        yield {"database_url": url}
+    finally:
+        await drop_schema(name)

@@ -182,18 +182,19 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
         # everyone, in four languages, come first).
         telegram.fail_next("setMyCommands", 400, "Bad Request: chat not found", after=5)
         assert await run_set_webhook(settings) == 0
-        public = ["start", "help", "new", "language"]
+        public = ["start", "help", "new", "language", "forget"]
         assert menus(telegram) == {
             "default": public,
-            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "reopen"],
+            f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "reopen", "usage"],
         }
         alice = next(v for (scope, _), v in telegram.commands.items() if str(ALICE) in scope)
-        assert alice[-2]["description"] == "スキル合成を今すぐ実行"
-        assert alice[-1]["description"].startswith("却下した提案を再審査に戻す")
+        assert alice[-3]["description"] == "スキル合成を今すぐ実行"
+        assert alice[-2]["description"].startswith("却下した提案を再審査に戻す")
+        assert alice[-1]["description"] == "過去7日間の回答数・トークン・費用"
         out = capsys.readouterr().out
         assert (
-            "telegram admin commands: set /proposals, /skills, /synthesize, /reopen for 2 admin(s)"
-            in out
+            "telegram admin commands: set /proposals, /skills, /synthesize, /reopen, /usage"
+            " for 2 admin(s)" in out
         )
         assert f"telegram admin commands: warn admin {BOB}: Chat not found" in out
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -9,9 +11,14 @@ from aiohttp import web
 
 from gateway.admin import proposals_api
 from gateway.admin.auth import API_ADMIN, Handler, bearer_admin, unauthorized
+from gateway.admin.console_usage import user_ref
 from gateway.admin.params import int_param
+from gateway.conversation.privacy import forget
 from gateway.errors import SkillError
 from gateway.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
+from gateway.usage import usage_report
+
+log = logging.getLogger(__name__)
 
 
 def iso(ts: float | None) -> str | None:
@@ -113,10 +120,44 @@ async def list_skills(request: web.Request) -> web.Response:
     return web.json_response(out)
 
 
+async def usage(request: web.Request) -> web.Response:
+    """Usage of the last ?days= UTC days (default 30): per day, channel, model, user and chat."""
+    days = int_param(request, "days", 30, low=1, high=3660)
+    prices = request.config_dict[SETTINGS].prices()
+    report = await usage_report(request.config_dict[STORE], prices, days)
+    return web.json_response(report.as_json())
+
+
+def _user(request: web.Request) -> tuple[str, str]:
+    ref = user_ref(request.match_info["channel"], request.match_info["user"])
+    if ref is None:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "channel is telegram or line, and a user id"}),
+            content_type="application/json",
+        )
+    return ref
+
+
+async def export_user(request: web.Request) -> web.Response:
+    """Everything stored about one user, as JSON."""
+    return web.json_response(await request.config_dict[STORE].export_user(*_user(request)))
+
+
+async def forget_user(request: web.Request) -> web.Response:
+    """Delete everything stored about one user; what was deleted, counted."""
+    ref = _user(request)
+    done = await forget(request.config_dict[STORE], *ref)
+    log.info("admin API: %s deleted a %s user's data", request[API_ADMIN] or "admin", ref[0])
+    return web.json_response(done.model_dump())
+
+
 def admin_api() -> web.Application:
     """The sub-application mounted at /admin/api."""
     api = web.Application(middlewares=[require_token])
     api.router.add_get("/feedback", list_feedback)
     api.router.add_get("/skills", list_skills)
+    api.router.add_get("/usage", usage)
+    api.router.add_get("/users/{channel}/{user}", export_user)
+    api.router.add_delete("/users/{channel}/{user}", forget_user)
     proposals_api.add_routes(api)
     return api

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.admin import console_pages, console_views
+from gateway.admin import console_pages, console_usage, console_views
 from gateway.admin.console import (
     CONSOLE,
     HERE,
@@ -29,6 +29,7 @@ def console_app() -> web.Application:
     app.router.add_static("/static", HERE / "static", name="console.static")
     console_views.add_routes(app)
     console_pages.add_routes(app)
+    console_usage.add_routes(app)
     return app
 
 

@@ -69,8 +69,8 @@ class Tick:
 
 
 @dataclass
-class Chart:
-    """Everything the template needs to draw the chart."""
+class Frame:
+    """A chart's canvas and the plot area inside it (the console's charts share it)."""
 
     width: int = WIDTH
     height: int = HEIGHT
@@ -78,13 +78,19 @@ class Chart:
     right: int = WIDTH - RIGHT
     top: int = TOP
     bottom: int = HEIGHT - BOTTOM
+    x_ticks: list[Tick] = field(default_factory=list)
+    y_ticks: list[Tick] = field(default_factory=list)
+
+
+@dataclass
+class Chart(Frame):
+    """Everything the template needs to draw the chart."""
+
     points: list[ChartPoint] = field(default_factory=list)
     bars: list[Bar] = field(default_factory=list)
     lines: list[list[tuple[float, float]]] = field(default_factory=list)
     """The rolling rate as runs of days; a run ends where ROLLING_DAYS passed without ratings."""
     max_daily: int = 0
-    x_ticks: list[Tick] = field(default_factory=list)
-    y_ticks: list[Tick] = field(default_factory=list)
 
     @property
     def polylines(self) -> list[str]:

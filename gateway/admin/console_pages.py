@@ -88,7 +88,10 @@ async def conversation(request: web.Request) -> web.Response:
         raise web.HTTPNotFound()
     found = await store.sessions_by_id([sid])
     if not found:
-        raise web.HTTPNotFound()
+        deleted = (await store.deleted_sessions([sid])).get(sid)
+        if deleted is None:
+            raise web.HTTPNotFound()
+        return await page(request, "deleted.html", status=410, active="conversations", d=deleted)
     (session,) = found.values()
     return await page(
         request,

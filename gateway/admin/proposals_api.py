@@ -140,7 +140,18 @@ async def get_proposal(request: web.Request) -> web.Response:
         p = await review.get(pid)
     except ProposalNotFound as exc:
         return error(404, str(exc))
-    return web.json_response({**proposal_json(p, full=True), "diff": await review.diff(p)})
+    deleted = await request.config_dict[STORE].deleted_sessions(p.based_on)
+    return web.json_response(
+        {
+            **proposal_json(p, full=True),
+            "diff": await review.diff(p),
+            # Source sessions deleted since (retention, a user's /forget): why and when.
+            "deleted_sources": [
+                {"session": d.session_id, "reason": d.reason, "at": iso(d.deleted_at)}
+                for d in sorted(deleted.values(), key=lambda d: d.session_id)
+            ],
+        }
+    )
 
 
 async def approve(request: web.Request) -> web.Response:

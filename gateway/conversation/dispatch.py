@@ -3,17 +3,18 @@
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
 group only when said to the bot; then, in a group, only what is addressed to the bot;
-then the allowlist; then commands (admin commands go to the review chat); then a voice
-note, photo or document, read into the turn (or a notice, `attachments`; an album is
-answered once); then media without words (a notice, `content`); the rest is a turn for the
-agent. The turn is the one place where an answer is delivered and counted.
+then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
+(admin commands go to the review chat); then a voice note, photo or document, read into the
+turn (or a notice, `attachments`; an album is answered once); then media without words (a
+notice, `content`); the rest is a turn for the agent, unless a daily limit refuses it first
+(`quota`). The turn is the one place where an answer is delivered and counted.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
@@ -28,7 +29,9 @@ from gateway.conversation.ports import (
     Synthesis,
     Turns,
 )
+from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
+from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     ADMIN_HELP,
@@ -47,6 +50,7 @@ COMMANDS = (
     ("help", N_("How to talk to me and rate my answers")),
     ("new", N_("Start a new conversation")),
     ("language", N_("Choose the language I write in")),
+    FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
@@ -74,6 +78,9 @@ class Conversation:
         languages: Languages | None = None,
         clock: Callable[[], float] = time.time,
         attachments: Attachments | None = None,
+        limits: Limits | None = None,
+        alerts: Alerts | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -86,7 +93,11 @@ class Conversation:
         self.questions = Questions(store, clock)
         """Open questions; their windows follow its clock (tests move it)."""
         self.feedback = Feedback(profile, store, self.questions)
-        self.review = ReviewChat(profile, store, review, synthesis, self.questions)
+        self.review = ReviewChat(
+            profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
+        )
+        self.privacy = Privacy(profile, store, clock)
+        self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
 
     @property
     def channel(self) -> str:
@@ -105,6 +116,9 @@ class Conversation:
         out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
+            return
+        if message.command == FORGET_COMMAND[0]:
+            await self.privacy.ask(chat, out)  # everyone may ask, on the allowlist or not
             return
         if not self.profile.audience.allowed(chat.user_id):
             await out.notice(texts(dialect.refusal, user_id=chat.user_id))
@@ -165,13 +179,15 @@ class Conversation:
             await self.store.set_meta(album_key(message), message.album)
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        """A button: a proposal card's, or a rating under an answer."""
+        """A button: a proposal card's, /language's, /forget's confirmation, or a rating."""
         out.texts = await self.languages.texts(press.chat, out)
         language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
         elif language is not None:
             await self._language_press(press, language, out)
+        elif is_forget_press(press.data):
+            await self.privacy.on_press(press, out)
         else:
             await self.feedback.on_press(press, out)
 
@@ -260,10 +276,20 @@ class Conversation:
     # ---- the turn -------------------------------------------------------------------------
 
     async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
-        """Ask the agent (showing that it works), deliver once, remember and count it."""
+        """Ask the agent (showing that it works), deliver once, remember and count it.
+
+        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
+        """
         started = time.monotonic()
+        admin = self.review.is_admin(incoming.chat.user_id)
+        admission = await self.quotas.admit(incoming, admin=admin, texts=out.texts)
+        if isinstance(admission, Refusal):
+            self.counts.over_limit(self.channel, admission.scope)
+            await out.notice(admission.notice)
+            return Reply(text=admission.notice, kind="notice")
         async with out.working() as partial:
             reply = await self.turns.respond(incoming, partial)
+        await self.quotas.spend(incoming, admission, reply)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

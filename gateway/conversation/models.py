@@ -57,6 +57,8 @@ class Press:
     data: str
     message_id: str | None = None
     """The message carrying the button, where the platform says which."""
+    inbox_id: int | None = None
+    """The stored update the press came in."""
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,16 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.conversation.language import LanguageStore
-from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
+    Forgotten,
     MessageRecord,
+    QuotaCheck,
     SessionRecord,
     SkillRecord,
+    Trace,
 )
 from gateway.core.stream import PartialText
 from gateway.i18n import Texts
@@ -27,6 +30,7 @@ from gateway.skills.effect import SkillEffect
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
+from gateway.usage import UsageSource
 
 
 class Responder(Protocol):
@@ -116,7 +120,39 @@ class CardLedger(Protocol):
     ) -> None: ...
 
 
-class ConversationStore(CardSource, CardLedger, LanguageStore, Protocol):
+class QuotaStore(Protocol):
+    """The daily counts (`gateway.store.usage`), and what a turn already stored."""
+
+    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
+
+    async def quota_spend(
+        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
+    ) -> None: ...
+
+    async def quota_first(self, day: str, flag: str) -> bool: ...
+
+    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
+
+    async def get_trace(self, message_id: int) -> Trace | None: ...
+
+
+class ForgetStore(Protocol):
+    """Deleting everything about one user (`gateway.store.privacy`)."""
+
+    async def forget_user(
+        self,
+        channel: str,
+        user_id: str,
+        at: float,
+        *,
+        meta_keys: Sequence[str] = (),
+        handling: int | None = None,
+    ) -> Forgotten: ...
+
+
+class ConversationStore(
+    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+):
     """The part of the store the conversation layer reads and writes."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
@@ -182,6 +218,8 @@ class Counts(Protocol):
     def answered(self, channel: str, kind: str, seconds: float, *, model_failed: bool) -> None: ...
 
     def unreadable(self, channel: str) -> None: ...
+
+    def over_limit(self, channel: str, limit: str) -> None: ...
 
 
 class Decisions(CardReview, Protocol):

@@ -12,6 +12,8 @@ Platforms differ in how they show things (`Responder`); the words and rules are 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.conversation.models import Press, Profile
@@ -27,6 +29,7 @@ from gateway.skills.overview import skills_overview
 from gateway.skills.proposals import Proposal
 from gateway.skills.review import Decision
 from gateway.skills.synthesizer import RunSummary
+from gateway.usage import Prices, usage_report, usage_text
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ ADMIN_COMMANDS = (
     ("skills", N_("Skills with their source, status and 👍 rate")),
     ("synthesize", N_("Run a synthesis pass now")),
     ("reopen", N_("Reopen a rejected proposal: /reopen ID reason")),
+    ("usage", N_("Answers, tokens and cost of the last 7 days")),
 )
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
@@ -46,7 +50,8 @@ MAX_CARDS_SHOWN = 5
 ADMIN_HELP = N_(
     "\n\nFor admins: /proposals shows the proposals waiting for review, /skills lists the"
     " skills and how their answers were rated, /synthesize runs a synthesis pass now,"
-    " /reopen ID reason takes back a rejection."
+    " /reopen ID reason takes back a rejection, /usage shows the tokens and cost of the last"
+    " 7 days."
 )
 NOT_ALLOWED = N_("Not allowed: only the bot's admins can review proposals.")
 INVALID_BUTTON = N_("This button is not valid.")
@@ -96,6 +101,8 @@ REOPEN_WAITS = N_(
     "Proposal #{id} stays rejected for now: another proposal for {slug} awaits review;"
     " decide that one first."
 )
+USAGE_DAYS = 7
+"""The days /usage reports on, today included."""
 
 
 def command_args(text: str | None) -> str:
@@ -130,12 +137,17 @@ class ReviewChat:
         review: Decisions,
         synthesis: Synthesis,
         questions: Questions,
+        *,
+        prices: Prices | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
         self.store = store
         self.review = review
         self.synthesis = synthesis
         self.questions = questions
+        self.prices = prices or {}
+        self.clock = clock
 
     @property
     def channel(self) -> str:
@@ -269,7 +281,7 @@ class ReviewChat:
     # ---- commands -------------------------------------------------------------------------
 
     async def on_command(self, command: str, chat: ChatRef, out: Responder, args: str = "") -> None:
-        """/proposals, /skills, /synthesize or /reopen from someone who wrote to the bot."""
+        """/proposals, /skills, /synthesize, /reopen or /usage from someone who wrote to the bot."""
         texts = out.texts
         if not self.is_admin(chat.user_id):
             log.warning(
@@ -286,6 +298,9 @@ class ReviewChat:
             await out.notice(await self.skills_text(texts))
         elif command == "reopen":
             await self._reopen(chat, args, out)
+        elif command == "usage":
+            report = await usage_report(self.store, self.prices, USAGE_DAYS, self.clock())
+            await out.notice(usage_text(report, texts=texts))
         else:
             if self.profile.dialect.running_synthesis:
                 await out.notice(texts(self.profile.dialect.running_synthesis))

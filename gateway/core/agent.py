@@ -103,7 +103,13 @@ class Agent:
                 partial.close()
         text = _in_language(text, kind, incoming.language)
         answer = await self.store.add_message(
-            turn.session_id, "assistant", text, kind=kind, inbox_id=incoming.inbox_id, trace=trace
+            turn.session_id,
+            "assistant",
+            text,
+            kind=kind,
+            inbox_id=incoming.inbox_id,
+            trace=trace,
+            user_id=chat.user_id,
         )
         return _reply(answer)
 
@@ -177,6 +183,7 @@ class Agent:
             )
             trace.prompt_tokens += completion.prompt_tokens
             trace.completion_tokens += completion.completion_tokens
+            trace.tokens_known = trace.tokens_known and completion.usage_known
             trace.model = completion.model or trace.model
             trace.finish_reason = completion.finish_reason
             trace.notes.extend(n for n in completion.notes if n not in trace.notes)

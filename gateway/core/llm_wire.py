@@ -93,6 +93,8 @@ class Completion(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_known: bool = False
+    """The server reported the tokens (an answer without `usage` is unknown, not free)."""
     model: str | None = None
     finish_reason: str | None = None
     # Only ever sent back within the same turn's tool round; never shown or stored.
@@ -192,6 +194,9 @@ def parse_completion(data: Any, model: str | None) -> Completion:
         tool_calls=_tool_calls(reply),
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),
+        usage_known=any(
+            isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
+        ),
         model=data.get("model") if isinstance(data.get("model"), str) else model,
         finish_reason=finish if isinstance(finish, str) else None,
         reasoning=reasoning,

@@ -42,6 +42,7 @@ class ConversationStore(Protocol):
         inbox_id: int | None = None,
         trace: Trace | None = None,
         now: float | None = None,
+        user_id: str | None = None,
     ) -> MessageRecord: ...
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +52,8 @@ class MessageRecord(BaseModel):
     created_at: float
     platform_message_id: str | None = None
     """The platform's id of a user's message."""
+    user_id: str | None = None
+    """Whose message it is: the sender of a question, the user an answer was for."""
     unsent_at: float | None = None
     """When the user took the message back (LINE unsend): neither the model nor synthesis
     sees it again, nor the answer given to it."""
@@ -77,6 +80,8 @@ class Trace(BaseModel):
     latency_ms: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tokens_known: bool = True
+    """Every model call of the turn reported its tokens (else the counts are a lower bound)."""
     model: str | None = None
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
@@ -144,6 +149,71 @@ class Awaiting(BaseModel):
     prompt_message_id: str | None = None
     expires_at: float
     created_at: float
+
+
+class AnswerUsage(BaseModel):
+    """The tokens of one answer, where it was given and to whom."""
+
+    at: float
+    channel: str
+    chat_id: str
+    user_id: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_known: bool = True
+
+
+class RunUsage(BaseModel):
+    """The tokens one synthesis run spent."""
+
+    at: float
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    """One daily count an answer falls under, with its limits (None: not limited)."""
+
+    scope: str
+    """"user", "chat" or "gateway"."""
+    subject: str
+    answers: int | None = None
+    tokens: int | None = None
+    cost: float | None = None
+
+
+class QuotaCount(BaseModel):
+    """One day's count of answers, tokens and cost for a user, a chat or the gateway."""
+
+    day: str
+    scope: str
+    subject: str
+    answers: int
+    tokens: int
+    cost: float
+
+
+DeleteReason = Literal["retention", "forget"]
+
+
+class DeletedSession(BaseModel):
+    """A session deleted by retention or at its user's request: only its id remains."""
+
+    session_id: int
+    reason: DeleteReason
+    deleted_at: float
+
+
+class Forgotten(BaseModel):
+    """What forgetting a user deleted."""
+
+    sessions: int = 0
+    messages: int = 0
+    feedback: int = 0
+    updates: int = 0
 
 
 class LanguageState(BaseModel):

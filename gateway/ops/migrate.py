@@ -44,6 +44,8 @@ TABLES = (
     "skill_switches",
     "run_dropped",
     "console_signouts",
+    "quota_counts",
+    "deleted_sessions",
     "chat_languages",
     "user_languages",
 )

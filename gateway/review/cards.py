@@ -53,6 +53,10 @@ class CardTransport(Protocol):
         """Send a card with its buttons; returns the platform's message id if known."""
         ...
 
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        """A plain message to an admin (`ref` keeps a retried push from arriving twice)."""
+        ...
+
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
         ...
@@ -137,6 +141,23 @@ class ReviewCards:
         if texts.language not in made:
             made[texts.language] = await self.card(p, texts)
         return made[texts.language]
+
+    async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
+        """A fixed text to every admin of every channel, each in their language.
+
+        A chat that cannot be reached is logged and the others are still told.
+        """
+        for channel, transport in self.transports.items():
+            for chat_id in transport.admins():
+                texts = ENGLISH
+                if self.languages is not None:
+                    texts = await self.languages.for_admin(channel, chat_id, transport)
+                try:
+                    await transport.send_notice(
+                        chat_id, texts(message, **values), f"{ref}:{chat_id}"
+                    )
+                except ChannelError as exc:
+                    log.warning("could not tell %s admin %s: %s", transport.channel, chat_id, exc)
 
     # ---- background work ------------------------------------------------------------------
 

@@ -17,12 +17,14 @@ from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
+from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
+from gateway.store.usage import UsageQueries
 
 
 class Store(
@@ -35,6 +37,8 @@ class Store(
     EffectQueries,
     ConsoleQueries,
     CardQueries,
+    UsageQueries,
+    PrivacyQueries,
     LanguageQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):

@@ -100,6 +100,7 @@ class ConversationQueries(QueriesBase):
                 None,
                 now,
                 platform_message_id=platform_message_id,
+                user_id=user_id,
             )
             for attachment in attachments:
                 values = {**attachment.model_dump(), "message_id": message.id}
@@ -162,10 +163,16 @@ class ConversationQueries(QueriesBase):
         inbox_id: int | None = None,
         trace: Trace | None = None,
         now: float | None = None,
+        user_id: str | None = None,
     ) -> MessageRecord:
-        """Store a message (and, for an answer, its trace) in one transaction."""
+        """Store a message (and, for an answer, its trace) in one transaction.
+
+        `user_id`: the sender of a question, or the user an answer is for.
+        """
         at = time.time() if now is None else now
-        return await _add_message(c, session_id, role, text, kind, inbox_id, trace, at)
+        return await _add_message(
+            c, session_id, role, text, kind, inbox_id, trace, at, user_id=user_id
+        )
 
     @query
     async def history(
@@ -385,11 +392,12 @@ async def _add_message(
     at: float,
     *,
     platform_message_id: str | None = None,
+    user_id: str | None = None,
 ) -> MessageRecord:
     row = await c.fetchrow(
         "insert into messages"
-        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id)"
-        " values (?, ?, ?, ?, ?, ?, ?) returning *",
+        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id, user_id)"
+        " values (?, ?, ?, ?, ?, ?, ?, ?) returning *",
         session_id,
         role,
         text,
@@ -397,6 +405,7 @@ async def _add_message(
         inbox_id,
         at,
         platform_message_id,
+        user_id,
     )
     assert row is not None
     message = message_record(row)
@@ -405,6 +414,7 @@ async def _add_message(
         for key in TRACE_LISTS:
             values[key] = json.dumps(values[key])
         values["completed"] = int(values["completed"])
+        values["tokens_known"] = int(values["tokens_known"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
 

@@ -478,6 +478,43 @@ _ATTACHMENTS: list[Step] = [
 ]
 
 
+# Usage, quotas, retention and forgetting a user. Whose each message is (the sender of a
+# question, the user an answer was for: a group's session has many users); whether an
+# answer's tokens were reported (0 tokens reported is not "not reported"); a day's counts
+# per user, chat and the whole gateway, raised atomically so limits hold across replicas;
+# and the sessions deleted (by retention or at a user's request), so provenance that names
+# them says so instead of pointing nowhere.
+_USAGE_PRIVACY: list[Step] = [
+    "alter table messages add column user_id text",
+    # Only a private chat (chat id = user id) says for sure who wrote an old message.
+    "update messages set user_id = (select s.user_id from sessions s where s.id ="
+    " messages.session_id and s.chat_id = s.user_id)",
+    "create index messages_user on messages (user_id) where user_id is not null",
+    "create index messages_created on messages (created_at)",
+    "alter table traces add column tokens_known integer",
+    "update traces set tokens_known = case when prompt_tokens + completion_tokens > 0"
+    " then 1 else 0 end",
+    """
+    create table quota_counts (
+        day text not null,
+        scope text not null,
+        subject text not null,
+        answers integer not null default 0,
+        tokens {bigint} not null default 0,
+        cost double precision not null default 0,
+        primary key (day, scope, subject)
+    )
+    """,
+    """
+    create table deleted_sessions (
+        session_id {bigint} primary key,
+        reason text not null check (reason in ('retention', 'forget')),
+        deleted_at {time} not null
+    )
+    """,
+]
+
+
 # Learning on real conversations: what a suppression matched (a live skill has no proposal id)
 # and how the likeness was judged; a rejection reopened by an admin, with who, when and why.
 _SAME_CLAIM_REOPEN: list[Step] = [
@@ -562,6 +599,11 @@ MIGRATIONS: list[Migration] = [
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
     (13, "attachments of user messages: voice notes, photos, documents", _ATTACHMENTS),
+    (
+        14,
+        "usage and quotas: message owners, reported tokens, daily counts, deleted sessions",
+        _USAGE_PRIVACY,
+    ),
     (
         15,
         "what a suppression matched and how; rejections reopened, with who and why",

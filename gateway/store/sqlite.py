@@ -241,6 +241,8 @@ class SqliteStore(Store):
                 db.enable_wal()
             db.execute("pragma foreign_keys = on")
             db.execute("pragma synchronous = normal")
+            # Deleted rows (retention, a forgotten user) are overwritten, not left in free pages.
+            db.execute("pragma secure_delete = on")
             migrate(db)
             return db
         except sqlite3.Error as exc:

@@ -91,12 +91,14 @@ class SynthesisQueries(QueriesBase):
         self, c: Conn, session_ids: Sequence[int], run_id: int, at: float
     ) -> None:
         """Remember that a run read these sessions, so no later run reads them again."""
-        rows = [(sid, run_id, at) for sid in session_ids]
+        rows = [(sid, run_id, at, sid) for sid in session_ids]
         if not rows:
             return
+        # A session deleted while the run read it (retention, a forgotten user) is skipped.
         await c.executemany(
             "insert into consumed_sessions (session_id, run_id, consumed_at)"
-            " values (?, ?, ?) on conflict do nothing",
+            " select ?, ?, ? where exists (select 1 from sessions where id = ?)"
+            " on conflict do nothing",
             rows,
         )
 

@@ -123,6 +123,9 @@ class LineCards:
         )
         return ids[0] if ids else None
 
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        await self.outbox.deliver_messages(chat_id, text_messages([text]), ref)
+
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         """Push a short notice; the admin who decided in this chat was already answered."""
         p = card.proposal

@@ -241,6 +241,9 @@ class LaterCards:
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         await (await self._line.ready()).cards.show_decision(copy, card)
 
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        await (await self._line.ready()).cards.send_notice(chat_id, text, ref)
+
     async def look_up_language(self, user_id: str) -> str | None:
         return await (await self._line.ready()).cards.look_up_language(user_id)
 
@@ -310,7 +313,7 @@ class LineSession:
         elif event.type == "postback":
             data = event.part("postback").get("data")
             await conversation.on_press(
-                Press(chat=chat, data=data if isinstance(data, str) else ""), out
+                Press(chat=chat, data=data if isinstance(data, str) else "", inbox_id=item.id), out
             )
         elif event.type == "follow":
             back = event.part("follow").get("isUnblocked") is True

@@ -14,7 +14,8 @@ HELP = N_(
     "• Tap 👍 or 👎 under an answer to tell me how I did.\n"
     "• /new starts a fresh conversation.\n"
     "• /language chooses the language of these messages.\n"
-    "• /help shows this message."
+    "• /help shows this message.\n"
+    "• /forget deletes everything I keep about you."
 )
 GREETING = N_("Hi, thanks for adding me! 👋\n\n{help}")
 WELCOME_BACK = N_("Welcome back! 👋\n\n{help}")

@@ -90,6 +90,9 @@ class TelegramCards:
         )
         return str(message.message_id)
 
+    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
+        await self.sender.send(Target(int(chat_id)), Part.of_text(text))
+
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         if copy.platform_message_id is None:
             return

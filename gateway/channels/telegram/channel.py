@@ -315,7 +315,9 @@ class TelegramSession:
             is_group=is_group,
         )
         out = self._responder(item, chat, user=user, message=message, query=query)
-        press = Press(chat=chat, data=query.data or "", message_id=str(message.message_id))
+        press = Press(
+            chat=chat, data=query.data or "", message_id=str(message.message_id), inbox_id=item.id
+        )
         await self.conversation.on_press(press, out)
 
     async def _on_message(

@@ -16,7 +16,8 @@ HELP = N_(
     "Send me a message and I'll answer it.\n\n"
     "/new finishes this conversation and starts a fresh one\n"
     "/language chooses the language of these messages\n"
-    "/help shows this message\n\n"
+    "/help shows this message\n"
+    "/forget deletes everything I keep about you\n\n"
     "Under each answer, 👍 or 👎 tells me how it went; after 👎 you can say what went wrong."
 )
 GROUP_HINT = N_(

@@ -1,0 +1,171 @@
+"""Console pages for usage (a chart per day, top users and chats, synthesis's share) and users
+(an export of one user's data, and deleting it)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import date
+
+from aiohttp import web
+
+from gateway.admin.console import decider, page, refuse
+from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
+from gateway.conversation.privacy import forget
+from gateway.keys import SETTINGS, STORE
+from gateway.usage import Totals, UsageReport, usage_report
+
+log = logging.getLogger(__name__)
+
+USAGE_WINDOWS = {"7": 7, "30": 30, "90": 90}
+DEFAULT_USAGE_WINDOW = "30"
+CHANNELS = ("telegram", "line")
+MAX_USER_ID = 128
+
+
+@dataclass(frozen=True)
+class UsageBar:
+    """One day: answers' tokens, synthesis's tokens stacked on top."""
+
+    day: str
+    x: float
+    width: float
+    answers_y: float
+    answers_h: float
+    synthesis_y: float
+    synthesis_h: float
+    answers: Totals
+    synthesis: Totals
+
+
+@dataclass
+class UsageChart(Frame):
+    """Tokens per day, in the feedback chart's frame."""
+
+    bars: list[UsageBar] = field(default_factory=list)
+    max_tokens: int = 0
+
+
+def _short(n: float) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 1000:
+        return f"{n / 1000:.0f}k" if n >= 10_000 else f"{n / 1000:.1f}k"
+    return f"{n:.0f}"
+
+
+def usage_chart(report: UsageReport) -> UsageChart:
+    """Tokens per UTC day as stacked bars: answers below, synthesis above."""
+    chart = UsageChart()
+    days = report.day_list()
+    chart.max_tokens = max((a.tokens + s.tokens for _, a, s in days), default=0)
+    plot_w, plot_h = chart.right - chart.left, chart.bottom - chart.top
+    scale = chart.max_tokens or 1
+    for k in range(5):
+        value = scale * k / 4
+        chart.y_ticks.append(Tick(chart.bottom - plot_h * k / 4, _short(value)))
+    slot = plot_w / max(len(days), 1)
+    width = max(1.5, min(18.0, slot * 0.7))
+    count = min(MAX_X_LABELS, len(days))
+    labelled = {round(k * (len(days) - 1) / (count - 1)) if count > 1 else 0 for k in range(count)}
+    for n, (day, answers, synthesis) in enumerate(days):
+        x = chart.left + slot * (n + 0.5)
+        if n in labelled:
+            d = date.fromisoformat(day)
+            chart.x_ticks.append(Tick(x, f"{d.day} {d.strftime('%b')}"))
+        a_h = answers.tokens / scale * plot_h
+        s_h = synthesis.tokens / scale * plot_h
+        chart.bars.append(
+            UsageBar(
+                day,
+                x - width / 2,
+                width,
+                chart.bottom - a_h,
+                a_h,
+                chart.bottom - a_h - s_h,
+                s_h,
+                answers,
+                synthesis,
+            )
+        )
+    return chart
+
+
+async def usage(request: web.Request) -> web.Response:
+    """Tokens and cost per day as a chart, the top users and chats, channels, models."""
+    window = request.query.get("days", DEFAULT_USAGE_WINDOW)
+    if window not in USAGE_WINDOWS:
+        window = DEFAULT_USAGE_WINDOW
+    settings = request.config_dict[SETTINGS]
+    report = await usage_report(
+        request.config_dict[STORE], settings.prices(), USAGE_WINDOWS[window]
+    )
+    return await page(
+        request,
+        "usage.html",
+        active="usage",
+        window=window,
+        windows=list(USAGE_WINDOWS),
+        r=report,
+        chart=usage_chart(report),
+        top_users=report.top(report.users),
+        top_chats=report.top(report.chats),
+        channels=report.top(report.channels, len(report.channels)),
+        models=report.top(report.models, len(report.models)),
+    )
+
+
+def user_ref(channel: object, user: object) -> tuple[str, str] | None:
+    """A (channel, user id) from a form or query, or None when it is not one."""
+    if not isinstance(channel, str) or channel not in CHANNELS or not isinstance(user, str):
+        return None
+    user = user.strip()
+    if not user or len(user) > MAX_USER_ID or not user.isprintable():
+        return None
+    return channel, user
+
+
+async def users(request: web.Request) -> web.Response:
+    """Export one user's data, or delete it."""
+    return await page(request, "users.html", active="users", channels=CHANNELS, done=None)
+
+
+async def export(request: web.Request) -> web.StreamResponse:
+    """One user's stored data as a JSON download."""
+    ref = user_ref(request.query.get("channel"), request.query.get("user"))
+    if ref is None:
+        return await refuse(request, 400, "Not a user", "Choose a channel and give a user id.")
+    data = await request.config_dict[STORE].export_user(*ref)
+    name = "".join(ch if ch.isalnum() else "-" for ch in f"{ref[0]}-{ref[1]}")
+    return web.Response(
+        text=json.dumps(data, indent=2, ensure_ascii=False),
+        content_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="skillgate-{name}.json"'},
+    )
+
+
+async def forget_user(request: web.Request) -> web.StreamResponse:
+    """Delete everything about one user, once the form's confirmation box is ticked."""
+    form = await request.post()
+    ref = user_ref(form.get("channel"), form.get("user"))
+    if ref is None:
+        return await refuse(request, 400, "Not a user", "Choose a channel and give a user id.")
+    if form.get("confirm") != "yes":
+        return await refuse(
+            request,
+            400,
+            "Not confirmed",
+            "Tick the box to confirm that everything about this user is to be deleted.",
+        )
+    done = await forget(request.config_dict[STORE], *ref, now=time.time())
+    log.info("console: %s deleted a %s user's data", decider(request), ref[0])
+    return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/usage", usage)
+    app.router.add_get("/users", users)
+    app.router.add_get("/users/export", export)
+    app.router.add_post("/users/forget", forget_user)

@@ -1,0 +1,60 @@
+"""Retention: conversations last active more than SKILLGATE_RETENTION_DAYS ago are deleted.
+
+Messages, traces, ratings and delivery records go with their session; the session's id
+stays in `deleted_sessions`, so proposals and decisions keep their provenance and the
+console shows those sessions as deleted. Daily quota counts and processed stored updates
+older than that go too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.usage import utc_day
+
+log = logging.getLogger(__name__)
+DAY = 86400.0
+
+
+class RetentionStore(Protocol):
+    async def delete_old_sessions(self, before: float, at: float) -> tuple[int, int]: ...
+
+    async def quota_prune(self, before_day: str) -> int: ...
+
+    async def inbox_prune(self, older_than: float) -> int: ...
+
+
+@dataclass(frozen=True)
+class Purged:
+    sessions: int = 0
+    messages: int = 0
+
+
+async def purge_old(store: RetentionStore, days: int, now: float | None = None) -> Purged:
+    """Delete what is older than `days` (in batches, each its own transaction); 0 keeps all."""
+    if days <= 0:
+        return Purged()
+    at = time.time() if now is None else now
+    before = at - days * DAY
+    sessions = messages = 0
+    while True:
+        gone, gone_messages = await store.delete_old_sessions(before, at)
+        sessions += gone
+        messages += gone_messages
+        if gone == 0:
+            break
+    await store.quota_prune(utc_day(before))
+    # Stored updates hold the users' words too: none outlives the retention (the inbox's
+    # own pruning keeps processed ones a week at most).
+    await store.inbox_prune(before)
+    if sessions:
+        log.info(
+            "retention: deleted %d session(s) with %d message(s) older than %d day(s)",
+            sessions,
+            messages,
+            days,
+        )
+    return Purged(sessions, messages)

@@ -1,0 +1,286 @@
+"""Deleting conversations: by age (retention) or everything about one user (forget), and export.
+
+A deleted session leaves one row in `deleted_sessions` (its id, why, when) and nothing
+else, so the provenance of proposals and decisions keeps its ids and says what became
+of them. A user's private chat has the user's id as its chat id on both platforms; in a
+group, a message belongs to the user who wrote it or was answered (`messages.user_id`),
+and an older one to the user whose stored update carried it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.core.records import DeletedSession, DeleteReason, Forgotten
+from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
+
+BATCH = 500
+"""Sessions one retention transaction deletes; the pass repeats until none is left."""
+SCRUBBED = "{}"
+"""What the payload of the update being handled becomes when its sender is forgotten."""
+
+
+def _holds(value: Any, user_id: str) -> bool:
+    """Whether a decoded JSON value holds the user's id anywhere, as text or as a number."""
+    if isinstance(value, dict):
+        return any(_holds(v, user_id) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, user_id) for v in value)
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return str(value) == user_id
+    return isinstance(value, str) and value == user_id
+
+
+def _mentions(payload: str, user_id: str) -> bool:
+    try:
+        return _holds(json.loads(payload), user_id)
+    except ValueError:
+        return False
+
+
+async def _user_updates(c: Conn, channel: str, user_id: str) -> list[dict[str, Any]]:
+    """The stored updates of the channel that carry the user's id."""
+    rows = await c.fetch(
+        "select id, processed_at, payload from inbox where channel = ? and payload like ?",
+        channel,
+        f"%{user_id}%",
+    )
+    return [r for r in rows if _mentions(r["payload"], user_id)]
+
+
+async def _delete_messages(c: Conn, ids: Sequence[int]) -> int:
+    """Messages with their traces, attachments, ratings and delivery records."""
+    if not ids:
+        return 0
+    wanted = list(ids)
+    await c.execute(f"delete from traces where message_id in ({marks(wanted)})", *wanted)
+    await c.execute(f"delete from attachments where message_id in ({marks(wanted)})", *wanted)
+    await c.execute(f"delete from feedback where message_id in ({marks(wanted)})", *wanted)
+    await c.execute(
+        f"delete from deliveries where ref in ({marks(wanted)})", *(f"answer:{i}" for i in wanted)
+    )
+    return await c.execute(f"delete from messages where id in ({marks(wanted)})", *wanted)
+
+
+async def _delete_sessions(
+    c: Conn, ids: Sequence[int], reason: DeleteReason, at: float
+) -> tuple[int, int]:
+    """Sessions and all they hold; each leaves its id in `deleted_sessions`."""
+    if not ids:
+        return 0, 0
+    wanted = list(ids)
+    messages = [
+        int(r["id"])
+        for r in await c.fetch(
+            f"select id from messages where session_id in ({marks(wanted)})", *wanted
+        )
+    ]
+    gone = await _delete_messages(c, messages)
+    await c.execute(f"delete from consumed_sessions where session_id in ({marks(wanted)})", *wanted)
+    await c.execute(f"delete from sessions where id in ({marks(wanted)})", *wanted)
+    await c.executemany(
+        "insert into deleted_sessions (session_id, reason, deleted_at) values (?, ?, ?)"
+        " on conflict (session_id) do nothing",
+        [(sid, reason, at) for sid in wanted],
+    )
+    return len(wanted), gone
+
+
+class PrivacyQueries(QueriesBase):
+    """Retention, forgetting a user, and one user's data as JSON."""
+
+    @transaction
+    async def delete_old_sessions(self, c: Conn, before: float, at: float) -> tuple[int, int]:
+        """Delete up to BATCH sessions last active before `before`; (sessions, messages)."""
+        ids = [
+            int(r["id"])
+            for r in await c.fetch(
+                "select id from sessions where last_activity_at < ? order by id limit ?",
+                before,
+                c.dialect.limit(BATCH),
+            )
+        ]
+        await c.execute("delete from awaiting where expires_at < ?", before)
+        return await _delete_sessions(c, ids, "retention", at)
+
+    @transaction
+    async def forget_user(
+        self,
+        c: Conn,
+        channel: str,
+        user_id: str,
+        at: float,
+        *,
+        meta_keys: Sequence[str] = (),
+        handling: int | None = None,
+    ) -> Forgotten:
+        """Delete everything stored about one user of a channel.
+
+        `handling`: the inbox id of the update being handled now (the confirmation), whose
+        payload is blanked, since it is marked processed after this returns.
+        """
+        done = Forgotten()
+        await c.lock(f"chat\0{channel}\0{user_id}")
+        private = [
+            int(r["id"])
+            for r in await c.fetch(
+                "select id from sessions where channel = ? and chat_id = ?", channel, user_id
+            )
+        ]
+        updates = await _user_updates(c, channel, user_id)
+        update_ids = [int(u["id"]) for u in updates]
+        theirs = [
+            int(r["id"])
+            for r in await c.fetch(
+                "select m.id from messages m join sessions s on s.id = m.session_id"
+                " where s.channel = ? and (m.user_id = ?"
+                + (f" or m.inbox_id in ({marks(update_ids)})" if update_ids else "")
+                + ")",
+                channel,
+                user_id,
+                *update_ids,
+            )
+        ]
+        done.sessions, in_private = await _delete_sessions(c, private, "forget", at)
+        done.messages = in_private + await _delete_messages(c, theirs)
+        await c.execute(
+            "update sessions set user_id = null where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
+        done.feedback = await c.execute(
+            "delete from feedback where channel = ? and (user_id = ? or chat_id = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
+        await c.execute(
+            "delete from awaiting where channel = ? and (user_id = ? or chat_id = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
+        subject = f"{channel}:{user_id}"
+        await c.execute(
+            "delete from quota_counts where scope in ('user', 'chat') and subject = ?", subject
+        )
+        await c.execute(
+            "delete from user_languages where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
+            "delete from chat_languages where channel = ? and chat_id = ?", channel, user_id
+        )
+        await c.execute(
+            "update chat_languages set set_by = null where channel = ? and set_by = ?",
+            channel,
+            user_id,
+        )
+        await c.execute("delete from reviewer_names where decider = ?", subject)
+        await c.execute(
+            "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
+        )
+        if meta_keys:
+            keys = list(meta_keys)
+            await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)
+        old = [u["id"] for u in updates if u["processed_at"] is not None and u["id"] != handling]
+        if old:
+            done.updates = await c.execute(f"delete from inbox where id in ({marks(old)})", *old)
+        if handling is not None:
+            await c.execute(
+                "update inbox set payload = ?, chat_key = ? where id = ?",
+                SCRUBBED,
+                f"forgotten:{handling}",
+                handling,
+            )
+        return done
+
+    @transaction
+    async def export_user(self, c: Conn, channel: str, user_id: str) -> dict[str, Any]:
+        """Everything stored about one user of a channel, as JSON-ready data."""
+        if c.dialect.snapshot:
+            await c.execute(c.dialect.snapshot)
+        messages = await c.fetch(
+            "select m.id, m.session_id, s.chat_id, m.role, m.text, m.kind, m.created_at,"
+            " m.unsent_at from messages m join sessions s on s.id = m.session_id"
+            " where s.channel = ? and (m.user_id = ? or s.chat_id = ?) order by m.id",
+            channel,
+            user_id,
+            user_id,
+        )
+        ids = [int(m["id"]) for m in messages]
+        traces = (
+            await c.fetch(
+                "select message_id, model, prompt_tokens, completion_tokens, tokens_known,"
+                " skills_loaded, completed from traces"
+                f" where message_id in ({marks(ids)}) order by message_id",
+                *ids,
+            )
+            if ids
+            else []
+        )
+        sessions = await c.fetch(
+            "select id, chat_id, started_at, last_activity_at, finished_at, finish_reason"
+            " from sessions where channel = ? and (chat_id = ? or user_id = ?) order by id",
+            channel,
+            user_id,
+            user_id,
+        )
+        feedback = await c.fetch(
+            "select message_id, chat_id, rating, comment, created_at, updated_at from feedback"
+            " where channel = ? and user_id = ? order by id",
+            channel,
+            user_id,
+        )
+        awaiting = await c.fetch(
+            "select chat_id, purpose, created_at, expires_at from awaiting"
+            " where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
+        counts = await c.fetch(
+            "select day, answers, tokens, cost from quota_counts where scope = 'user'"
+            " and subject = ? order by day",
+            f"{channel}:{user_id}",
+        )
+        languages = await c.fetch(
+            "select tag, checked_at from user_languages where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
+        chosen = await c.fetch(
+            "select chat_id, language, set_at from chat_languages where channel = ?"
+            " and (chat_id = ? or set_by = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
+        for t in traces:
+            decode_json_fields(t, "skills_loaded")
+            t["tokens_known"] = bool(t["tokens_known"])
+            t["completed"] = bool(t["completed"])
+        return {
+            "channel": channel,
+            "user_id": user_id,
+            "sessions": sessions,
+            "messages": messages,
+            "traces": traces,
+            "feedback": feedback,
+            "awaiting": awaiting,
+            "daily_counts": counts,
+            "language": {"as_the_platform_says": languages, "chosen": chosen},
+        }
+
+    @query
+    async def deleted_sessions(self, c: Conn, ids: Sequence[int]) -> dict[int, DeletedSession]:
+        """Which of these sessions were deleted, why and when."""
+        wanted = [int(i) for i in ids if 0 < int(i) < 1 << 63]
+        if not wanted:
+            return {}
+        rows = await c.fetch(
+            f"select * from deleted_sessions where session_id in ({marks(wanted)})", *wanted
+        )
+        return {int(r["session_id"]): DeletedSession.model_validate(r) for r in rows}

@@ -1,0 +1,122 @@
+"""Tokens per answer and per synthesis run, and the day's quota counts.
+
+A quota count is one row per UTC day and subject (a user, a group chat, the gateway),
+raised in the database itself: an answer is admitted by one transaction that raises
+every count it falls under and checks the new values, so two replicas, or a restart,
+never let more answers through than the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.core.records import AnswerUsage, QuotaCheck, QuotaCount, RunUsage
+from gateway.store.sql import Conn, QueriesBase, query, transaction
+
+
+class _OverLimit(Exception):
+    def __init__(self, check: QuotaCheck) -> None:
+        self.check = check
+
+
+_RAISE = (
+    "insert into quota_counts (day, scope, subject, answers, tokens, cost)"
+    " values (?, ?, ?, ?, ?, ?) on conflict (day, scope, subject) do update set"
+    " answers = quota_counts.answers + excluded.answers,"
+    " tokens = quota_counts.tokens + excluded.tokens,"
+    " cost = quota_counts.cost + excluded.cost"
+    " returning answers, tokens, cost"
+)
+
+
+class UsageQueries(QueriesBase):
+    """What answers and runs cost, and the quota counts of each day."""
+
+    @query
+    async def answer_usage(self, c: Conn, since: float, until: float) -> list[AnswerUsage]:
+        """Every traced answer given in [since, until), oldest first."""
+        rows = await c.fetch(
+            "select m.created_at as at, s.channel, s.chat_id, m.user_id, t.model,"
+            " t.prompt_tokens, t.completion_tokens, t.tokens_known"
+            " from traces t join messages m on m.id = t.message_id"
+            " join sessions s on s.id = m.session_id"
+            " where m.created_at >= ? and m.created_at < ? order by m.id",
+            since,
+            until,
+        )
+        for r in rows:
+            r["tokens_known"] = bool(r["tokens_known"]) if r["tokens_known"] is not None else False
+        return [AnswerUsage.model_validate(r) for r in rows]
+
+    @query
+    async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:
+        """The tokens of every synthesis run started in [since, until)."""
+        rows = await c.fetch(
+            "select started_at as at, model, prompt_tokens, completion_tokens"
+            " from synthesis_runs where started_at >= ? and started_at < ? order by id",
+            since,
+            until,
+        )
+        return [RunUsage.model_validate(r) for r in rows]
+
+    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None:
+        """Count one more answer under every check, or none: the check whose limit is reached."""
+        try:
+            await self._quota_admit(day, checks)
+        except _OverLimit as over:
+            return over.check
+        return None
+
+    @transaction
+    async def _quota_admit(self, c: Conn, day: str, checks: Sequence[QuotaCheck]) -> None:
+        for check in checks:
+            row = await c.fetchrow(_RAISE, day, check.scope, check.subject, 1, 0, 0.0)
+            assert row is not None
+            if (
+                (check.answers is not None and row["answers"] > check.answers)
+                or (check.tokens is not None and row["tokens"] >= check.tokens)
+                or (check.cost is not None and row["cost"] >= check.cost)
+            ):
+                raise _OverLimit(check)  # the transaction rolls every raise back
+
+    @transaction
+    async def quota_spend(
+        self,
+        c: Conn,
+        day: str,
+        counts: Sequence[tuple[str, str, int]],
+        *,
+        tokens: int,
+        cost: float,
+    ) -> None:
+        """Add an answer's tokens and cost to each (scope, subject, answers to add) count."""
+        for scope, subject, answers in counts:
+            await c.execute(_RAISE, day, scope, subject, answers, tokens, cost)
+
+    @query
+    async def quota_first(self, c: Conn, day: str, flag: str) -> bool:
+        """True for the first caller of the day with this flag (on any replica)."""
+        return (
+            await c.execute(
+                "insert into quota_counts (day, scope, subject) values (?, 'flag', ?)"
+                " on conflict (day, scope, subject) do nothing",
+                day,
+                flag,
+            )
+            == 1
+        )
+
+    @query
+    async def quota_counts(self, c: Conn, day: str) -> list[QuotaCount]:
+        """The day's counts, biggest spenders first."""
+        rows = await c.fetch(
+            "select * from quota_counts where day = ? and scope <> 'flag'"
+            " order by tokens desc, answers desc",
+            day,
+        )
+        return [QuotaCount.model_validate(r) for r in rows]
+
+    @query
+    async def quota_prune(self, c: Conn, before_day: str) -> int:
+        """Forget the counts of days before `before_day`."""
+        return await c.execute("delete from quota_counts where day < ?", before_day)

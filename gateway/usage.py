@@ -1,0 +1,306 @@
+"""Usage and cost: tokens per answer and per synthesis run, summed, priced and reported.
+
+`LLM_PRICES` gives each model's price per million tokens, input then output:
+`gpt-4o-mini=0.15/0.60,llama3=0/0`, with `*` for every model not named. Answers whose
+server reported no token counts are counted apart (`unknown`), never as zero tokens.
+One report feeds the console page, the admin API, the `/usage` chat command and
+`skillgate usage`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol
+
+from gateway.core.records import AnswerUsage, RunUsage
+from gateway.i18n import ENGLISH, N_, Np_, Texts
+
+Prices = Mapping[str, tuple[float, float]]
+ANY_MODEL = "*"
+TOP = 10
+"""Users and chats a report lists."""
+
+
+def parse_prices(value: str) -> dict[str, tuple[float, float]]:
+    """`model=in/out,...` as {model: (input, output)} per million tokens.
+
+    ValueError names the entry that is not of that form.
+    """
+    prices: dict[str, tuple[float, float]] = {}
+    for position, entry in enumerate((e.strip() for e in value.split(",")), start=1):
+        if not entry:
+            continue
+        model, sep, pair = entry.rpartition("=")
+        given, slash, taken = pair.partition("/")
+        model = model.strip()
+        try:
+            price = (float(given), float(taken))
+        except ValueError:
+            price = (-1.0, -1.0)
+        if not sep or not model or not slash or min(price) < 0 or price[0] != price[0]:
+            raise ValueError(
+                f"entry {position} is not model=input/output (prices per million tokens)"
+            )
+        if model in prices:
+            raise ValueError(f"model {model} is priced twice")
+        prices[model] = price
+    return prices
+
+
+def price_of(prices: Prices, model: str | None) -> tuple[float, float] | None:
+    """The model's price per million tokens (input, output), `*`'s, or None."""
+    if model is not None and model in prices:
+        return prices[model]
+    return prices.get(ANY_MODEL)
+
+
+def cost_of(prices: Prices, model: str | None, prompt: int, completion: int) -> float | None:
+    """What these tokens cost, or None when the model has no price."""
+    price = price_of(prices, model)
+    if price is None:
+        return None
+    return (prompt * price[0] + completion * price[1]) / 1_000_000
+
+
+def utc_day(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).date().isoformat()
+
+
+def day_start(day: date) -> float:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+
+
+def next_reset(now: float) -> float:
+    """The next UTC midnight: when the daily counts start again."""
+    today = datetime.fromtimestamp(now, UTC).date()
+    return day_start(today + timedelta(days=1))
+
+
+@dataclass
+class Totals:
+    """Answers (or runs) and their tokens; `unknown` had no reported counts."""
+
+    answers: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    unknown: int = 0
+    cost: float = 0.0
+    unpriced_tokens: int = 0
+    """Tokens of models without a price: not in `cost`."""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(
+        self, model: str | None, prompt: int, completion: int, known: bool, prices: Prices
+    ) -> None:
+        self.answers += 1
+        if not known:
+            self.unknown += 1
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        cost = cost_of(prices, model, prompt, completion)
+        if cost is None:
+            self.unpriced_tokens += prompt + completion
+        else:
+            self.cost += cost
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "answers": self.answers,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens": self.tokens,
+            "unknown_tokens_answers": self.unknown,
+            "cost": round(self.cost, 6),
+            "unpriced_tokens": self.unpriced_tokens,
+        }
+
+
+@dataclass
+class UsageReport:
+    """Usage over whole UTC days, from `start` to `end` inclusive."""
+
+    start: date
+    end: date
+    total: Totals = field(default_factory=Totals)
+    synthesis: Totals = field(default_factory=Totals)
+    days: dict[str, Totals] = field(default_factory=dict)
+    synthesis_days: dict[str, Totals] = field(default_factory=dict)
+    users: dict[str, Totals] = field(default_factory=dict)
+    chats: dict[str, Totals] = field(default_factory=dict)
+    channels: dict[str, Totals] = field(default_factory=dict)
+    models: dict[str, Totals] = field(default_factory=dict)
+    priced: bool = False
+
+    @property
+    def synthesis_share(self) -> float | None:
+        """The share of all tokens that synthesis spent; None when nothing was spent."""
+        spent = self.total.tokens + self.synthesis.tokens
+        return self.synthesis.tokens / spent if spent else None
+
+    def top(self, which: Mapping[str, Totals], n: int = TOP) -> list[tuple[str, Totals]]:
+        return sorted(which.items(), key=lambda kv: (-kv[1].tokens, -kv[1].answers, kv[0]))[:n]
+
+    def day_list(self) -> list[tuple[str, Totals, Totals]]:
+        """Every day of the period, oldest first: answers' and synthesis' totals."""
+        out = []
+        d = self.start
+        while d <= self.end:
+            key = d.isoformat()
+            out.append((key, self.days.get(key, Totals()), self.synthesis_days.get(key, Totals())))
+            d += timedelta(days=1)
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        def table(which: Mapping[str, Totals], name: str, n: int | None = None) -> list[Any]:
+            rows = self.top(which, n or len(which))
+            return [{name: key, **t.as_json()} for key, t in rows]
+
+        return {
+            "from": self.start.isoformat(),
+            "to": self.end.isoformat(),
+            "priced": self.priced,
+            "answers": self.total.as_json(),
+            "synthesis": self.synthesis.as_json(),
+            "synthesis_share": self.synthesis_share,
+            "cost": round(self.total.cost + self.synthesis.cost, 6),
+            "days": [
+                {"day": d, "answers": a.as_json(), "synthesis": s.as_json()}
+                for d, a, s in self.day_list()
+            ],
+            "channels": table(self.channels, "channel"),
+            "models": table(self.models, "model"),
+            "users": table(self.users, "user", TOP),
+            "chats": table(self.chats, "chat", TOP),
+        }
+
+
+def build_report(
+    answers: Iterable[AnswerUsage],
+    runs: Iterable[RunUsage],
+    prices: Prices,
+    start: date,
+    end: date,
+) -> UsageReport:
+    """Sum answers per day, user, chat, channel and model, and synthesis runs per day."""
+    report = UsageReport(start, end, priced=bool(prices))
+    for a in answers:
+        sums = [
+            report.total,
+            report.days.setdefault(utc_day(a.at), Totals()),
+            report.channels.setdefault(a.channel, Totals()),
+            report.models.setdefault(a.model or "unknown", Totals()),
+            report.chats.setdefault(f"{a.channel}:{a.chat_id}", Totals()),
+        ]
+        if a.user_id is not None:
+            sums.append(report.users.setdefault(f"{a.channel}:{a.user_id}", Totals()))
+        for t in sums:
+            t.add(a.model, a.prompt_tokens, a.completion_tokens, a.tokens_known, prices)
+    for r in runs:
+        for t in (report.synthesis, report.synthesis_days.setdefault(utc_day(r.at), Totals())):
+            t.add(r.model, r.prompt_tokens, r.completion_tokens, True, prices)
+    return report
+
+
+class UsageSource(Protocol):
+    async def answer_usage(self, since: float, until: float) -> list[AnswerUsage]: ...
+
+    async def run_usage(self, since: float, until: float) -> list[RunUsage]: ...
+
+
+async def usage_report(
+    store: UsageSource, prices: Prices, days: int, now: float | None = None
+) -> UsageReport:
+    """The last `days` UTC days, today included."""
+    at = time.time() if now is None else now
+    end = datetime.fromtimestamp(at, UTC).date()
+    start = end - timedelta(days=max(days, 1) - 1)
+    since, until = day_start(start), day_start(end + timedelta(days=1))
+    return build_report(
+        await store.answer_usage(since, until),
+        await store.run_usage(since, until),
+        prices,
+        start,
+        end,
+    )
+
+
+def money(value: float) -> str:
+    return f"{value:.4f}" if value < 1 else f"{value:,.2f}"
+
+
+# The report's words, translated for the admin reading /usage (`skillgate usage` is English).
+PERIOD = Np_(
+    "Usage {start} to {end} (UTC, {n} day)",
+    "Usage {start} to {end} (UTC, {n} days)",
+)
+ANSWERS = N_("Answers")
+RUNS = N_("Synthesis runs")
+TOTALS = N_("{label}: {count} · {tokens} tokens ({prompt} in, {completion} out)")
+UNKNOWN = Np_(", {n} without token counts", ", {n} without token counts")
+COST = N_(", cost {cost}")
+SHARE = N_("Synthesis share of tokens: {share}")
+TOTAL_COST = N_("Total cost: {cost}")
+NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
+SECTIONS = (N_("Channels:"), N_("Models:"), N_("Top users:"), N_("Top chats:"))
+ROW = Np_("  {key}: {n} answer, {tokens} tokens", "  {key}: {n} answers, {tokens} tokens")
+
+
+def _line(label: str, t: Totals, priced: bool, texts: Texts) -> str:
+    line = texts(
+        TOTALS,
+        label=label,
+        count=t.answers,
+        tokens=f"{t.tokens:,}",
+        prompt=f"{t.prompt_tokens:,}",
+        completion=f"{t.completion_tokens:,}",
+    )
+    if t.unknown:
+        line += texts.plural(UNKNOWN, t.unknown)
+    if priced:
+        line += texts(COST, cost=money(t.cost))
+    return line
+
+
+def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str:
+    """The report as a short plain text (the /usage command, `skillgate usage`)."""
+    days = (report.end - report.start).days + 1
+    lines = [texts.plural(PERIOD, days, start=report.start, end=report.end)]
+    lines.append(_line(texts(ANSWERS), report.total, report.priced, texts))
+    lines.append(_line(texts(RUNS), report.synthesis, report.priced, texts))
+    share = report.synthesis_share
+    if share is not None:
+        lines.append(texts(SHARE, share=f"{share:.0%}"))
+    if report.priced:
+        lines.append(texts(TOTAL_COST, cost=money(report.total.cost + report.synthesis.cost)))
+    else:
+        lines.append(texts(NO_PRICES))
+    tables = (report.channels, report.models, report.users, report.chats)
+    for title, which in zip(SECTIONS, tables, strict=True):
+        rows = report.top(which, top)
+        if rows:
+            lines.append(texts(title))
+            lines.extend(
+                texts.plural(ROW, t.answers, key=key, tokens=f"{t.tokens:,}")
+                + (texts(COST, cost=money(t.cost)) if report.priced else "")
+                for key, t in rows
+            )
+    return "\n".join(lines)
+
+
+def subjects(
+    channel: str, chat_id: str, user_id: str | None, is_group: bool
+) -> Sequence[tuple[str, str]]:
+    """The quota counts one answer falls under: its user, its group chat, the gateway."""
+    out: list[tuple[str, str]] = []
+    if user_id is not None:
+        out.append(("user", f"{channel}:{user_id}"))
+    if is_group:
+        out.append(("chat", f"{channel}:{chat_id}"))
+    out.append(("gateway", ""))
+    return out

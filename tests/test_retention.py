@@ -1,0 +1,130 @@
+"""Retention and deleted evidence: old conversations go on a schedule, provenance keeps its ids,
+and the console says which source sessions were deleted, and why."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from gateway.config import Settings
+from gateway.conversation.privacy import forget
+from gateway.core.records import Trace
+from gateway.retention import purge_old
+from gateway.store import SqliteStore, Store
+from gateway.store.sql import Conn
+from tests.console_support import sign_in
+from tests.fakes.openai_server import FakeOpenAI
+from tests.synthesis_support import answer, gateway, proposal, synth_settings
+
+DAY = 86400.0
+
+
+async def private_chat(store: Store, user: str, at: float, words: str = "hello") -> int:
+    """A finished private chat of `user` at `at`: a question, a traced answer, a 👎."""
+    session = await store.current_session("telegram", user, user, at, 60)
+    await store.add_message(session.id, "user", words, now=at, user_id=user)
+    trace = Trace(prompt_tokens=10, completion_tokens=2, model="m")
+    reply = await store.add_message(
+        session.id, "assistant", "an answer", trace=trace, now=at, user_id=user
+    )
+    await store.set_feedback(reply.id, user, -1, now=at)
+    await store.set_feedback_comment(reply.id, user, "too long", now=at)
+    await store.finish_chat_session("telegram", user, "new", now=at)
+    return session.id
+
+
+async def stored_updates(store: Store) -> int:
+    async def count(c: Conn) -> int:
+        return int(await c.fetchval("select count(*) from inbox"))
+
+    return await store._run(count, transaction=False)
+
+
+async def test_retention_deletes_old_sessions_whole_and_keeps_their_ids(any_store: Store) -> None:
+    now = time.time()
+    old = await private_chat(any_store, "1", now - 40 * DAY, "an old question")
+    recent = await private_chat(any_store, "2", now - 2 * DAY, "a recent question")
+    stored = await any_store.inbox_add("telegram", "u-old", "1", '{"text": "old"}', now - 5 * DAY)
+    assert stored is not None and await any_store.inbox_done(stored.id)
+    await any_store.inbox_add("telegram", "u-new", "2", '{"text": "new"}', now - DAY)
+    run = await any_store.start_run("schedule", "m", now - 39 * DAY)
+    await any_store.consume_sessions([old], run, now - 39 * DAY)
+
+    assert (await purge_old(any_store, 0, now)).sessions == 0  # 0 keeps everything
+    assert await any_store.get_session(old) is not None
+    purged = await purge_old(any_store, 30, now)
+    assert (purged.sessions, purged.messages) == (1, 2)
+    assert await any_store.get_session(old) is None
+    assert await any_store.session_transcript(old) == []
+    assert await any_store.get_session(recent) is not None
+    assert len(await any_store.session_transcript(recent)) == 2
+    deleted = await any_store.deleted_sessions([old, recent])
+    assert list(deleted) == [old] and deleted[old].reason == "retention"
+    assert [f.comment for f in await any_store.list_feedback()] == ["too long"]  # the recent one
+    assert [i.update_id for i in await any_store.inbox_pending()] == ["u-new"]
+    assert await stored_updates(any_store) == 2  # a processed update of 5 days: under 30
+    await purge_old(any_store, 1, now)
+    assert await stored_updates(any_store) == 1  # over a day old: its words go too
+    assert await any_store.get_session(recent) is None
+    # A run that read the session before it went can still record what it consumed.
+    await any_store.consume_sessions([old, recent], run, now)
+    assert await any_store.unconsumed_sessions(after_id=0, limit=10) == []
+    assert (await purge_old(any_store, 30, now)).sessions == 0
+
+
+async def test_the_console_marks_deleted_evidence_and_deleted_sessions(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, retention_days=30)
+    async with gateway(settings) as gw:
+        store = gw.parts.store
+        now = time.time()
+        forgotten = await private_chat(store, "7", now - DAY)
+        kept = await private_chat(store, "8", now - DAY)
+        fake_llm.reply(answer(proposal(based_on=[forgotten, kept])))
+        run = await gw.synthesize()
+        (made,) = run["proposed"]
+        status, _ = await gw.call("POST", f"/proposals/{made['id']}/approve")
+        assert status == 200
+        skill = (gw.skills_dir / "chat-brevity" / "SKILL.md").read_text()
+
+        await forget(store, "telegram", "7")
+        await sign_in(gw.client)
+        html = await (await gw.client.get(f"/admin/proposals/{made['id']}")).text()
+        assert "Evidence partly deleted: 1 of 2 source sessions was deleted since" in html
+        assert "the approved skill is unchanged" in html
+        assert f'Session #{forgotten} <span class="muted deleted">(deleted at the user' in html
+        assert f'href="/admin/conversations/{kept}"' in html
+        assert (gw.skills_dir / "chat-brevity" / "SKILL.md").read_text() == skill
+
+        skill_page = await (await gw.client.get("/admin/skills/chat-brevity")).text()
+        assert skill_page.count("evidence partly deleted</span>") == 1
+
+        gone = await gw.client.get(f"/admin/conversations/{forgotten}")
+        assert gone.status == 410
+        assert "was deleted at the user&#39;s request on" in await gone.text()
+        assert (await gw.client.get("/admin/conversations/999999")).status == 404
+        _, body = await gw.call("GET", f"/proposals/{made['id']}")
+        assert sorted(body["based_on"]) == sorted([forgotten, kept])  # provenance keeps its ids
+        assert [(d["session"], d["reason"]) for d in body["deleted_sources"]] == [
+            (forgotten, "forget")
+        ]
+
+
+async def test_the_server_applies_retention_on_its_schedule(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, retention_days=30)
+    settings.data_dir.mkdir(parents=True)
+    async with SqliteStore(settings.db_path) as offline:
+        old = await private_chat(offline, "9", time.time() - 31 * DAY)
+        young = await private_chat(offline, "10", time.time() - 29 * DAY)
+    async with gateway(settings) as gw:
+        store = gw.parts.store
+        # The schedule's first pass runs as the server starts; later ones every hour.
+        async with asyncio.timeout(10):
+            while await store.get_session(old) is not None:
+                await asyncio.sleep(0.02)
+        assert (await store.deleted_sessions([old]))[old].reason == "retention"
+        assert await store.get_session(young) is not None
