@@ -25,6 +25,7 @@ from gateway.admin.console_app import add_console
 from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
+from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
@@ -33,9 +34,12 @@ from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
 from gateway.inbox import Inbox, InboxWorker
 from gateway.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
+from gateway.media.remote import MB, MediaLimits
+from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.metrics import METRICS, Metrics, metrics_endpoint
 from gateway.replicas import (
     RegistryWatcher,
@@ -82,6 +86,8 @@ class Parts:
     clock: Callable[[], float] = time.time
     cards: ReviewCards | None = None
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
+    attachments: Attachments | None = None
+    """Reads voice notes, photos and documents for every channel's conversation."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
     languages: Languages = field(init=False)
@@ -102,6 +108,7 @@ class Parts:
             synthesis=self.synthesizer,
             languages=self.languages,
             clock=self.clock,
+            attachments=self.attachments,
             limits=quota_limits(self.settings),
             alerts=self.tell_admins,
             prices=self.settings.prices(),
@@ -169,6 +176,35 @@ def make_llm(settings: Settings) -> LLM:
     return models[0] if len(models) == 1 else FallbackLLM(models)
 
 
+def make_transcriber(settings: Settings) -> Transcriber | None:
+    """Speech-to-text at STT_BASE_URL (default: the LLM's endpoint and key), if STT_MODEL is set."""
+    if not settings.stt_configured:
+        return None
+    base = settings.stt_base_url or settings.llm_base_url
+    assert base is not None and settings.stt_model is not None
+    key = settings.stt_api_key or (settings.llm_api_key if base == settings.llm_base_url else None)
+    return OpenAITranscriber(
+        base,
+        settings.stt_model,
+        key.get_secret_value() if key else None,
+        timeout=settings.stt_timeout_seconds,
+    )
+
+
+def media_limits(settings: Settings) -> MediaLimits:
+    """How much of each attachment kind is read, from the settings."""
+    return MediaLimits(
+        voice_bytes=int(settings.max_voice_mb * MB),
+        image_bytes=int(settings.max_image_mb * MB),
+        document_bytes=int(settings.max_document_mb * MB),
+        seconds=settings.media_timeout_seconds,
+        max_pixels=settings.max_image_pixels,
+        max_pdf_pages=settings.max_pdf_pages,
+        document_tokens=settings.document_tokens,
+        keep_dir=settings.data_dir / "media" if settings.keep_media else None,
+    )
+
+
 def load_persona(settings: Settings) -> str:
     """The persona file's text; the default one is written on first start for editing."""
     path = settings.persona_file or settings.data_dir / "persona.md"
@@ -215,7 +251,8 @@ async def open_parts(
             skill_holdout_start=settings.skill_holdout_start,
         )
         model = llm or make_llm(settings)
-        agent = Agent(store, model, catalog, config, clock=clock)
+        vision = VisionPolicy(settings.llm_vision, store, model.model)
+        agent = Agent(store, model, catalog, config, clock=clock, vision=vision)
         synthesizer = Synthesizer(
             store,
             model,
@@ -240,9 +277,11 @@ async def open_parts(
         if settings.shared_database
         else InboxWorker(store, concurrency=settings.max_concurrent_answers)
     )
-    return Parts(
+    parts = Parts(
         settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
     )
+    parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
+    return parts
 
 
 def make_embedder(settings: Settings) -> Embedder | None:
@@ -294,6 +333,8 @@ async def log_review_event(event: ReviewEvent) -> None:
 async def close_parts(parts: Parts) -> None:
     """Close what `open_parts` opened."""
     await parts.agent.llm.close()
+    if parts.attachments is not None and parts.attachments.transcriber is not None:
+        await parts.attachments.transcriber.close()
     if parts.synthesizer.embedder is not None:
         await parts.synthesizer.embedder.close()
     await parts.store.close()

@@ -204,6 +204,33 @@ class Settings(BaseSettings):
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
+    # Media in: voice notes (speech-to-text), photos (vision) and documents.
+    stt_base_url: str | None = Field(None, validation_alias="STT_BASE_URL")
+    """An OpenAI-compatible /v1 with /audio/transcriptions; unset: LLM_BASE_URL."""
+    stt_model: str | None = Field(None, validation_alias="STT_MODEL")
+    stt_api_key: SecretStr | None = Field(None, validation_alias="STT_API_KEY")
+    stt_timeout_seconds: float = Field(60.0, gt=0, le=600, validation_alias="STT_TIMEOUT_SECONDS")
+    llm_vision: Literal["auto", "on", "off"] = Field("auto", validation_alias="LLM_VISION")
+    max_voice_mb: float = Field(20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_VOICE_MB")
+    max_image_mb: float = Field(10.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_IMAGE_MB")
+    max_document_mb: float = Field(
+        20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_DOCUMENT_MB"
+    )
+    media_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_MEDIA_TIMEOUT_SECONDS"
+    )
+    max_image_pixels: int = Field(
+        40_000_000, ge=1_000_000, le=1_000_000_000, validation_alias="SKILLGATE_MAX_IMAGE_PIXELS"
+    )
+    max_pdf_pages: int = Field(100, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_PDF_PAGES")
+    document_tokens: int = Field(
+        2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
+    )
+    keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    line_data_api_base_url: str = Field(
+        "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
+    )
+
     _split = field_validator(
         "telegram_admin_ids",
         "telegram_allowed_user_ids",
@@ -225,6 +252,9 @@ class Settings(BaseSettings):
         "llm_model",
         "llm_embedding_model",
         "llm_fallback_api_keys",
+        "stt_base_url",
+        "stt_model",
+        "stt_api_key",
         "persona_file",
         "database_url",
         mode="before",
@@ -263,7 +293,9 @@ class Settings(BaseSettings):
                 raise ValueError(f"{entry!r}: each entry is a model or model@http(s)://base-url")
         return value
 
-    @field_validator("public_url", "llm_base_url", "line_api_base_url")
+    @field_validator(
+        "public_url", "llm_base_url", "line_api_base_url", "line_data_api_base_url", "stt_base_url"
+    )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is None:
@@ -356,6 +388,18 @@ class Settings(BaseSettings):
         return self.llm_base_url is not None and self.llm_model is not None
 
     @property
+    def stt_configured(self) -> bool:
+        """Voice can be transcribed: a model, and an endpoint of its own or the LLM's."""
+        return self.stt_model is not None and (self.stt_base_url or self.llm_base_url) is not None
+
+    @property
+    def telegram_file_base_url(self) -> str:
+        """Where the Bot API serves downloads: its base with `/bot` as `/file/bot`."""
+        base = self.telegram_api_base_url
+        head, sep, _ = base.rpartition("/bot")
+        return f"{head}/file/bot" if sep else f"{base.rstrip('/')}/file/bot"
+
+    @property
     def shared_database(self) -> bool:
         """PostgreSQL: other replicas may be working on the same data."""
         return self.database_url is not None
@@ -377,6 +421,7 @@ class Settings(BaseSettings):
             self.line_channel_secret,
             self.line_channel_access_token,
             self.llm_api_key,
+            self.stt_api_key,
         )
         values = [f.get_secret_value() for f in fields if f is not None]
         if self.llm_fallback_api_keys is not None:
@@ -402,6 +447,7 @@ _SECRET_FIELDS = {
     "LINE_CHANNEL_ACCESS_TOKEN",
     "LLM_API_KEY",
     "LLM_FALLBACK_API_KEYS",
+    "STT_API_KEY",
 }
 
 

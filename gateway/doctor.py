@@ -164,6 +164,29 @@ async def check_model(settings: Settings) -> list[Check]:
         await llm.close()
 
 
+async def check_speech(settings: Settings) -> Check:
+    """Speech-to-text: a half second of silence sent to the transcription endpoint."""
+    from gateway.app import make_transcriber
+    from gateway.media.stt import silence
+
+    transcriber = make_transcriber(settings)
+    if transcriber is None:
+        return Check("speech-to-text", "ok", "not set up (STT_MODEL): voice messages get a notice")
+    try:
+        await transcriber.transcribe(silence(), "audio/wav")
+    except SkillgateError as exc:
+        return Check(
+            "speech-to-text",
+            "fail",
+            str(exc),
+            "check STT_BASE_URL (an OpenAI-compatible /v1 with /audio/transcriptions),"
+            " STT_MODEL and STT_API_KEY",
+        )
+    finally:
+        await transcriber.close()
+    return Check("speech-to-text", "ok", f"{settings.stt_model} transcribes")
+
+
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
     platforms = configured_platforms(settings)
@@ -205,6 +228,7 @@ async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
         else:
             checks.append(check_server(settings))
     checks.extend(await check_model(settings))
+    checks.append(await check_speech(settings))
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))

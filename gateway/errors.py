@@ -18,7 +18,14 @@
      │    ├── ModelUnavailable  transient failures outlasted the retries (or a timeout)
      │    ├── ContextOverflow   the prompt does not fit the model's context window
      │    ├── ToolsUnsupported  the server or model refuses tool definitions
-     │    └── JsonModeUnsupported  the server refuses the asked response_format
+     │    ├── JsonModeUnsupported  the server refuses the asked response_format
+     │    └── VisionUnsupported  the server or model refuses image content parts
+     ├── MediaError             a user's voice note, photo or document could not be read
+     │    ├── MediaTooBig       larger than its kind's cap (declared or downloaded)
+     │    ├── MediaUnavailable  the download failed or took too long
+     │    ├── MediaUnsupported  a kind or format the gateway does not read
+     │    ├── MediaBomb         more pixels or pages than allowed (a decompression bomb)
+     │    └── TranscriptionFailed  the speech-to-text endpoint failed
      ├── ChannelError           a platform API call failed
      │    └── RateLimited       the platform asked us to slow down
      └── ClaimLost              another replica took over the update being handled
@@ -104,6 +111,44 @@ class ToolsUnsupported(ModelError):
 
 class JsonModeUnsupported(ModelError):
     """The server refuses the requested `response_format`."""
+
+
+class VisionUnsupported(ModelError):
+    """The server or model refuses messages with image content parts."""
+
+
+class MediaError(SkillgateError):
+    """A user's voice note, photo or document could not be read."""
+
+
+class MediaTooBig(MediaError):
+    """The file is larger than its kind's cap."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class MediaUnavailable(MediaError):
+    """The download failed or did not finish in time."""
+
+
+class MediaUnsupported(MediaError):
+    """A kind or format the gateway does not read."""
+
+
+class MediaBomb(MediaError):
+    """More pixels, pages or unpacked bytes than allowed."""
+
+    def __init__(self, message: str, *, unit: str, limit: int) -> None:
+        super().__init__(message)
+        self.unit = unit
+        """What was too much: "pixels", "pages" or "bytes" (unpacked)."""
+        self.limit = limit
+
+
+class TranscriptionFailed(MediaError):
+    """The speech-to-text endpoint failed or answered nothing usable."""
 
 
 class ChannelError(SkillgateError):

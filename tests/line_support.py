@@ -114,6 +114,7 @@ def line_settings(
         line_channel_secret=SECRET,
         line_channel_access_token=fake.access_token,
         line_api_base_url=fake.base_url,
+        line_data_api_base_url=fake.data_url,
         **overrides,
     )
 

@@ -24,6 +24,7 @@ from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update, make_text_update
 from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
+from tests.media_support import png
 from tests.pg_support import database
 from tests.telegram_harness import ADMIN, telegram_gateway
 
@@ -189,6 +190,7 @@ async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_fil
             {"file_id": "AgADphoto", "file_unique_id": "AQADphoto", "width": 90, "height": 67}
         ]
         photo["message"]["caption"] = f"what is this {SECRET_WORDS}?"
+        gw.fake.add_file("AgADphoto", png(90, 67))  # read, and recorded as an attachment
         await gw.deliver(photo)
         await gw.deliver(make_text_update(5, "I am staying", chat_id=KEPT, user_id=KEPT))
         await _rate_last(gw, 6, GROUP, KEPT, 1)  # the other user rates the answer in the group

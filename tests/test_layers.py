@@ -36,12 +36,14 @@ def imported_modules(path: Path) -> set[str]:
     "path",
     sorted(
         path
-        for layer in ("core", "conversation", "skills")
+        for layer in ("core", "conversation", "skills", "media")
         for path in ROOT.joinpath(layer).rglob("*.py")
     ),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_core_conversation_and_skills_import_no_channel_server_or_database_code(path: Path) -> None:
+def test_core_conversation_skills_and_media_import_no_channel_server_or_database_code(
+    path: Path,
+) -> None:
     bad = {
         name
         for name in imported_modules(path)

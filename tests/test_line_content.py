@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.channels.line.dialect import ASK_IN_GROUP, LINE, TEXT_ONLY, THANKS_FOR_COMMENT
+from gateway.conversation.attachments import NO_STT
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
@@ -81,15 +82,21 @@ async def test_an_event_no_chat_can_be_found_for_is_counted_and_logged_by_id(
     assert line.fake.calls_to(REPLY) == []
 
 
-async def test_media_in_a_1on1_chat_gets_one_notice_per_image_set(line: LineRig) -> None:
+async def test_media_the_gateway_does_not_read_gets_a_notice_in_a_1on1_chat(
+    line: LineRig,
+) -> None:
     video = {"type": "video", "duration": 60000, "contentProvider": {"type": "line"}}
     audio = {"type": "audio", "duration": 60000, "contentProvider": {"type": "line"}}
-    file = {"type": "file", "fileName": "file.txt", "fileSize": 2138}
-    for content in (image(), video, audio, file):
+    # Content another provider holds is at a URL the sender chose: never fetched.
+    external = {
+        **image(),
+        "contentProvider": {"type": "external", "originalContentUrl": "https://example.com/a"},
+    }
+    for content in (video, audio, external):
         await line.deliver(media_event(line, content))
-    await line.deliver(media_event(line, image("E005D4", 1)), media_event(line, image("E005D4", 2)))
-    assert line.fake.delivered_texts() == [TEXT_ONLY] * 5
-    assert line.llm.requests == []
+    # No speech-to-text is set up here, so the audio says that.
+    assert line.fake.delivered_texts() == [TEXT_ONLY, NO_STT, TEXT_ONLY]
+    assert line.llm.requests == [] and line.fake.content_requests == []
 
 
 async def test_media_in_a_group_gets_silence(line: LineRig) -> None:
@@ -97,7 +104,7 @@ async def test_media_in_a_group_gets_silence(line: LineRig) -> None:
     sticker = {"type": "sticker", "packageId": "446", "stickerId": "1988"}
     await line.deliver(media_event(line, {**sticker, "keywords": ["happy"]}, group=True))
     assert line.fake.delivered_texts(GROUP_ID) == []
-    assert line.llm.requests == []
+    assert line.llm.requests == [] and line.fake.content_requests == []
 
 
 async def test_places_and_stickers_are_passed_on_as_text(line: LineRig) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from gateway.channels.telegram.dialect import TEXT_ONLY
 from gateway.config import Settings
+from gateway.conversation.attachments import NO_STT
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_callback_update, make_text_update, mention_entity
 from tests.telegram_harness import Gateway, telegram_gateway
@@ -24,6 +25,7 @@ from tests.test_telegram_feedback import last_answer, last_message, press
 GROUP = -1002233445566
 BOT = {"id": 123456, "is_bot": True, "first_name": "Test Bot", "username": "skillgate_test_bot"}
 PHOTO = [{"file_id": "AgAD1", "file_unique_id": "AQAD1", "width": 90, "height": 67}]
+VIDEO = {"file_id": "BAAD", "file_unique_id": "AgAE", "width": 1, "height": 1, "duration": 3}
 
 
 def media_update(update_id: int, chat_type: str = "private", **fields: Any) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def media_update(update_id: int, chat_type: str = "private", **fields: Any) -> d
         chat_type=chat_type,
     )
     del update["message"]["text"]
-    update["message"].update(fields)
+    update["message"].update({k: v for k, v in fields.items() if v is not None})
     return update
 
 
@@ -127,19 +129,19 @@ async def test_a_press_is_answered_even_when_nothing_in_it_can_be_used(gw: Gatew
 
 
 async def test_a_caption_is_read_as_the_message(gw: Gateway) -> None:
-    await gw.deliver(media_update(1, photo=PHOTO, caption="What bird is this?"))
     gif = {"file_id": "CgAD", "file_unique_id": "AgAD", "width": 1, "height": 1, "duration": 1}
-    await gw.deliver(media_update(2, animation=gif, caption="Why is this funny?"))
-    assert prompts(gw) == ["What bird is this?", "Why is this funny?"]
+    await gw.deliver(media_update(1, animation=gif, caption="Why is this funny?"))
+    await gw.deliver(media_update(2, video=VIDEO, caption="Where was this filmed?"))
+    assert prompts(gw) == ["Why is this funny?", "Where was this filmed?"]
 
 
 async def test_media_without_words_gets_one_notice_per_album(gw: Gateway) -> None:
-    voice = {"file_id": "AwAD", "file_unique_id": "AgAD", "duration": 2}
-    await gw.deliver(media_update(1, voice=voice))
+    await gw.deliver(media_update(1, video_note={**VIDEO, "length": 240}, caption=None))
     for update_id in (2, 3, 4):
-        await gw.deliver(media_update(update_id, photo=PHOTO, media_group_id="13573"))
-    await gw.deliver(media_update(5, photo=PHOTO, media_group_id="24680"))
-    assert gw.fake.sent_texts(1001) == [TEXT_ONLY, TEXT_ONLY, TEXT_ONLY]
+        await gw.deliver(media_update(update_id, video=VIDEO, media_group_id="13573"))
+    await gw.deliver(media_update(5, video=VIDEO, media_group_id="24680"))
+    # A video note is speech, and no speech-to-text is set up here: it says so.
+    assert gw.fake.sent_texts(1001) == [NO_STT, TEXT_ONLY, TEXT_ONLY]
     assert gw.llm.requests == []
 
 
@@ -167,20 +169,20 @@ async def test_places_and_stickers_are_passed_on_as_text(gw: Gateway) -> None:
 
 
 async def test_in_a_group_media_is_answered_only_when_addressed(gw: Gateway) -> None:
-    caption = "@skillgate_test_bot what is on this photo?"
+    caption = "@skillgate_test_bot what is in this video?"
     entity = mention_entity(caption, "skillgate_test_bot")
     await gw.deliver(
-        media_update(1, "supergroup", photo=PHOTO, caption=caption, caption_entities=[entity])
+        media_update(1, "supergroup", video=VIDEO, caption=caption, caption_entities=[entity])
     )
-    assert prompts(gw) == ["what is on this photo?"]
+    assert prompts(gw) == ["what is in this video?"]
     answer = last_message(gw.fake, GROUP)
-    # A photo replying to the bot, without words: a notice, as a reply to it.
-    await gw.deliver(media_update(2, "supergroup", photo=PHOTO, reply_to_message=answer))
+    # A video replying to the bot, without words: a notice, as a reply to it.
+    await gw.deliver(media_update(2, "supergroup", video=VIDEO, reply_to_message=answer))
     assert gw.fake.sent_texts(GROUP)[-1] == TEXT_ONLY
     assert gw.fake.calls_of("sendMessage")[-1].params["reply_parameters"]["message_id"] == 2
     # Media for the others in the group: silence, captioned or not.
     await gw.deliver(media_update(3, "supergroup", photo=PHOTO))
-    await gw.deliver(media_update(4, "supergroup", photo=PHOTO, caption="look at this"))
+    await gw.deliver(media_update(4, "supergroup", video=VIDEO, caption="look at this"))
     assert len(gw.fake.sent_texts(GROUP)) == 2
     assert len(gw.llm.requests) == 1
 

@@ -200,14 +200,18 @@ async def test_a_forum_topic_is_answered_in_its_own_thread(
         assert gw.fake.calls_of("sendChatAction")[0].params["message_thread_id"] == 77
 
 
-async def test_a_photo_in_a_private_chat_gets_a_short_notice(
+async def test_a_video_in_a_private_chat_gets_a_short_notice(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     update = make_text_update(1, "x")
     del update["message"]["text"]
-    update["message"]["photo"] = [
-        {"file_id": "p1", "file_unique_id": "u1", "width": 90, "height": 90}
-    ]
+    update["message"]["video"] = {
+        "file_id": "v1",
+        "file_unique_id": "u1",
+        "width": 90,
+        "height": 90,
+        "duration": 4,
+    }
     async with telegram_gateway(make_settings, fake_llm) as gw:
         await gw.deliver(update)
         assert gw.fake.sent_texts() == [TEXT_ONLY]

@@ -13,6 +13,10 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
+from gateway.core.models import AttachmentRecord
+from gateway.core.prompt import attachment_label
+from gateway.media.remote import megabytes
+
 _SPACE = re.compile(r"\s+")
 # Raw HTML stays text, images are not fetched (the page loads nothing from elsewhere), and
 # markdown-it's own check already refuses javascript: and similar link targets.
@@ -73,7 +77,30 @@ def excerpt(text: str | None, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+ICONS = {"voice": "🎤", "image": "🖼️", "document": "📄"}
+SENT_AS = {
+    "transcript": "the model got the transcript",
+    "image": "the model saw the image",
+    "text": "the model got its text",
+    "caption": "the model got the caption only",
+}
+
+
+def attachment(a: AttachmentRecord) -> str:
+    """One line about what came with a message: icon, label, type, size, what the model got."""
+    facts = [f"{ICONS.get(a.kind, '📎')} {attachment_label(a)}", a.mime, megabytes(a.size)]
+    if a.width and a.height:
+        facts.append(f"{a.width}x{a.height}")
+    if a.text_chars and a.kind == "document":
+        facts.append(f"{a.text_chars:,} characters")
+    facts.append(SENT_AS.get(a.sent_as, a.sent_as))
+    if a.note:
+        facts.append(a.note)
+    return " · ".join(facts)
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
+    "attachment": attachment,
     "when": when,
     "pct": pct,
     "duration": duration,

@@ -1,10 +1,13 @@
 """What the gateway makes of a message's content, for every channel alike.
 
-- Text, and a caption on media, is answered (media itself is not read yet).
+- Text, and a caption on media, is answered; voice notes, photos and documents are read
+  into the turn (`attachments`), other media (video, animations) keep to their caption.
 - A place (its title and address, else its coordinates) and a sticker (its text or
   keywords, Telegram's emoji) are passed on as text.
-- Media with no usable words gets one short notice in a 1:1 chat, once per album (Telegram
-  media group, LINE image set); in a group only when the message is addressed to the bot.
+- Media with no usable words that the gateway does not read gets one short notice in a 1:1
+  chat, once per album (Telegram media group, LINE image set); in a group only when the
+  message is addressed to the bot. An album the gateway reads is answered once, from its
+  first item (where Telegram puts the caption).
 - An edited message is not answered again: the answer given stays, and the edit does not
   count as a new message (it would answer the same question twice).
 """
@@ -16,7 +19,8 @@ from gateway.conversation.models import Message
 AS_TEXT = {"location": "Shared a place", "sticker": "Sent a sticker"}
 """Media whose platform details are passed on as text, with how the text starts."""
 ALBUM_META = "album:{channel}:{chat}"
-"""The last album of a chat that got the notice (items of one album arrive in a row)."""
+"""The last album of a chat that was answered or got the notice (items of one album arrive in
+a row)."""
 
 
 def words(message: Message) -> str | None:

@@ -4,9 +4,10 @@ In order: an edit is not answered again; an answer to a question the bot asked (
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
 group only when said to the bot; then, in a group, only what is addressed to the bot;
 then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
-(admin commands go to the review chat); then media without words (a notice, `content`);
-the rest is a turn for the agent, unless a daily limit refuses it first (`quota`). The turn
-is the one place where an answer is delivered and counted.
+(admin commands go to the review chat); then a voice note, photo or document, read into the
+turn (or a notice, `attachments`; an album is answered once); then media without words (a
+notice, `content`); the rest is a turn for the agent, unless a daily limit refuses it first
+(`quota`). The turn is the one place where an answer is delivered and counted.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
 from gateway.conversation.language import Languages, pressed
@@ -75,11 +77,14 @@ class Conversation:
         synthesis: Synthesis,
         languages: Languages | None = None,
         clock: Callable[[], float] = time.time,
+        attachments: Attachments | None = None,
         limits: Limits | None = None,
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.profile = profile
+        self.attachments = attachments
+        """Reads voice notes, photos and documents; None: they get the text-only notice."""
         self.languages = languages or Languages(store, clock=clock)
         """Which language each chat's fixed texts are in."""
         self.store = store
@@ -121,19 +126,30 @@ class Conversation:
         if message.command is not None:
             await self._command(message, out)
             return
+        if self.attachments is not None and readable(message.media, message.attachment):
+            await self._with_attachment(message, out)
+            return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(texts(dialect.text_only))
             return
-        incoming = IncomingMessage(
-            chat=chat,
-            text=text,
-            user_name=message.user_name,
-            platform_message_id=message.message_id,
-            inbox_id=message.inbox_id,
-            language=texts.language,
-        )
-        await self.answer(incoming, out)
+        await self.answer(_incoming(message, text, texts.language), out)
+
+    async def _with_attachment(self, message: Message, out: Responder) -> None:
+        """Read the attachment into the turn, or say why not; an album is answered once."""
+        assert self.attachments is not None and message.attachment is not None
+        assert message.media is not None
+        if await self._album_seen(message):
+            log.info("%s: album %s was answered already", self.profile.who, message.album)
+            return
+        async with out.working():  # a download and a transcription take a while
+            read = await self.attachments.read(message.media, message.attachment, message.text)
+        if read.notice is not None:
+            await out.notice(out.texts(read.notice, **read.notice_args))
+        else:
+            await self.answer(_incoming(message, read.text, out.texts.language, read), out)
+        # Only now: a crash before this reads the item again rather than dropping the album.
+        await self._album_done(message)
 
     async def on_unsend(self, chat: ChatRef, message_id: str) -> None:
         """The user took a message back: the model and synthesis never see it again."""
@@ -146,14 +162,21 @@ class Conversation:
         self.counts.unreadable(self.channel)
 
     async def _first(self, message: Message) -> bool:
-        """Whether this is the first item of its album to get the notice (or no album)."""
-        if message.album is None:
-            return True
-        key = album_key(message)
-        if await self.store.get_meta(key) == message.album:
+        """Whether this is the first item of its album to be handled (or no album)."""
+        if await self._album_seen(message):
             return False
-        await self.store.set_meta(key, message.album)
+        await self._album_done(message)
         return True
+
+    async def _album_seen(self, message: Message) -> bool:
+        """An item of an album another item of which was handled already."""
+        return message.album is not None and (
+            await self.store.get_meta(album_key(message)) == message.album
+        )
+
+    async def _album_done(self, message: Message) -> None:
+        if message.album is not None:
+            await self.store.set_meta(album_key(message), message.album)
 
     async def on_press(self, press: Press, out: Responder) -> None:
         """A button: a proposal card's, /language's, /forget's confirmation, or a rating."""
@@ -284,3 +307,19 @@ class Conversation:
         # trace is then not completed), so the kind says it without reading the trace back.
         failed = reply.kind == "error"
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
+
+
+def _incoming(
+    message: Message, text: str, language: str, read: Read | None = None
+) -> IncomingMessage:
+    """The turn for the agent: the words, and what was read of an attachment."""
+    return IncomingMessage(
+        chat=message.chat,
+        text=text,
+        user_name=message.user_name,
+        platform_message_id=message.message_id,
+        inbox_id=message.inbox_id,
+        language=language,
+        images=read.images if read is not None else [],
+        attachments=read.attachments if read is not None else [],
+    )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.core.models import ChatRef
+from gateway.media.remote import Remote
 from gateway.skills.card_buttons import CardAction, CardSigner
 
 
@@ -24,12 +25,16 @@ class Message:
     chat: ChatRef
     text: str | None
     media: str | None = None
-    """What else the user sent: "photo", "voice", "sticker", "location", "file", ..."""
+    """What else the user sent: "photo", "voice", "audio", "video note", "sticker",
+    "location", "file", ..."""
     details: tuple[str, ...] = ()
     """Words the platform gives about the media: a place's title and address, a sticker's
     text or keywords."""
     album: str | None = None
     """The album (Telegram media group, LINE image set) the message is one item of."""
+    attachment: Remote | None = None
+    """The file to read (voice, photo, document), where the gateway reads `media` and the
+    channel can download it; what it gets is decided in `attachments`."""
     edited: bool = False
     """An edit of a message sent earlier."""
     message_id: str | None = None

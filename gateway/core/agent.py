@@ -16,7 +16,8 @@ from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
-from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured
+from gateway.core.vision import NO_VISION, VisionPolicy
+from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
 from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Agent:
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        vision: VisionPolicy | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -66,6 +68,8 @@ class Agent:
         self.config = config
         self.clock = clock
         self.rng = rng or random.Random()
+        self.vision = vision
+        """Told when the model refuses images, so that `auto` stops sending them."""
 
     async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back.
@@ -86,11 +90,14 @@ class Agent:
             history_limit=self.config.history_messages,
             exclude_kinds=("error",),
             platform_message_id=incoming.platform_message_id,
+            attachments=incoming.attachments,
         )
         if turn.answer is not None:
             return _reply(turn.answer)
         try:
-            text, kind, trace = await self._think(incoming.text, turn.history, partial)
+            text, kind, trace = await self._think(
+                incoming.text, turn.history, partial, incoming.images
+            )
         finally:
             if partial is not None:
                 partial.close()
@@ -107,7 +114,11 @@ class Agent:
         return _reply(answer)
 
     async def _think(
-        self, query: str, history: list[MessageRecord], partial: PartialText | None = None
+        self,
+        query: str,
+        history: list[MessageRecord],
+        partial: PartialText | None = None,
+        images: list[str] | None = None,
     ) -> tuple[str, Any, Trace]:
         """Run the model, with load_skill tool rounds; never raises for model failures."""
         started = time.monotonic()
@@ -118,17 +129,31 @@ class Agent:
             offered, section = self.skills.offer(query, budget, exclude=withheld)
         trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
         history_tokens = self.config.history_tokens
+        shown = list(images or [])
+
+        async def attempt(budget: int) -> tuple[str, Any, Trace]:
+            messages = build_messages(self.config.persona, section, history, budget, shown)
+            try:
+                return await self._rounds(messages, offered, trace, started, partial)
+            except VisionUnsupported as exc:
+                if not shown:
+                    raise
+                shown.clear()
+                await self._images_refused(history, trace, str(exc))
+                if not query.strip():
+                    trace.error = f"the model refuses images: {exc}"
+                    return NO_VISION, "error", _finish(trace, started, completed=False)
+                messages = build_messages(self.config.persona, section, history, budget)
+                return await self._rounds(messages, offered, trace, started, partial)
+
         try:
             try:
-                messages = build_messages(self.config.persona, section, history, history_tokens)
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await attempt(history_tokens)
             except ContextOverflow as exc:
                 # Once with half the history; a second overflow is the user's to end (/new).
                 log.warning("context overflow, retrying with half the history: %s", exc)
                 trace.notes.append(f"context overflow, history halved: {exc}")
-                half = history_tokens // 2
-                messages = build_messages(self.config.persona, section, history, half)
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await attempt(history_tokens // 2)
         except ContextOverflow as exc:
             log.warning("context overflow: %s", exc)
             trace.error = str(exc)
@@ -187,6 +212,22 @@ class Agent:
             trace.notes.append("answer cut at the token limit (LLM_MAX_TOKENS)")
             text = f"{text}{CUT_MARK}"
         return text, "normal", _finish(trace, started)
+
+    async def _images_refused(
+        self, history: list[MessageRecord], trace: Trace, reason: str
+    ) -> None:
+        """The model refused this turn's images: remember it, and record the caption alone."""
+        trace.notes.append(f"images not sent: the model refuses them ({reason})")
+        if self.vision is not None:
+            await self.vision.refused(reason)
+        newest = history[-1] if history else None
+        if newest is None or newest.role != "user":
+            return
+        note = "the model refuses images"
+        for attachment in newest.attachments:
+            if attachment.kind == "image":  # the retry names it as not shown
+                attachment.sent_as, attachment.note = "caption", note
+        await self.store.set_attachments_sent(newest.id, "image", "caption", note)
 
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with its holdout chance.

@@ -12,13 +12,11 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from gateway.core.llm_wire import mask
+from gateway.core.openai_client import OpenAIEndpoint
 from gateway.errors import ModelError
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 CACHE_SIZE = 4096
 MAX_INPUT_CHARS = 8000
@@ -44,30 +42,14 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(OpenAIEndpoint):
     """`POST {base_url}/embeddings` with the official client, cached per text."""
 
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0
     ) -> None:
-        self.base_url = base_url
-        self.model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._client: AsyncOpenAI | None = None
+        super().__init__(base_url, model, api_key, timeout=timeout)
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
-
-    def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
-            from openai import AsyncOpenAI
-
-            self._client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key or "not-needed",
-                timeout=self._timeout,
-                max_retries=1,
-            )
-        return self._client
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; only texts not seen before are sent."""
@@ -93,18 +75,13 @@ class OpenAIEmbeddings:
         try:
             raw = await self._get_client().post("/embeddings", body=body, cast_to=str)
         except openai.APIStatusError as exc:
-            secrets = (self._api_key,) if self._api_key else ()
+            secrets = self._secrets
             raise ModelError(
                 f"embeddings answered HTTP {exc.status_code}: {mask(exc.response.text, secrets)}"
             ) from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"embeddings call failed: {type(exc).__name__}") from exc
         return _vectors(raw, len(inputs))
-
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
 
 def _vectors(raw: str, count: int) -> list[list[float]]:

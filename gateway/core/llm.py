@@ -32,6 +32,7 @@ from gateway.core.llm_wire import (
     mask,
     parse_completion,
 )
+from gateway.core.openai_client import openai_client
 from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
@@ -131,18 +132,9 @@ class OpenAIChat:
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI, DefaultAioHttpClient
-
-            # Local servers (Ollama, llama.cpp) need no key, but the client insists on one.
-            # The aiohttp backend: httpx's pool costs more CPU per request under load.
-            self._client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key or "not-needed",
-                # Our own deadlines (first token, idle) come first; this one bounds /models.
-                timeout=max(self._timeout, self._idle) + 1.0,
-                max_retries=0,
-                http_client=DefaultAioHttpClient(),
-            )
+            # Our own deadlines (first token, idle) come first; this one bounds /models.
+            timeout = max(self._timeout, self._idle) + 1.0
+            self._client = openai_client(self.base_url, self._api_key, timeout=timeout)
         return self._client
 
     def _secrets(self) -> tuple[str, ...]:

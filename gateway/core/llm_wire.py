@@ -23,6 +23,7 @@ from gateway.errors import (
     ModelError,
     ModelUnavailable,
     ToolsUnsupported,
+    VisionUnsupported,
 )
 
 MESSAGE_CHARS = 300
@@ -57,6 +58,16 @@ _TOOLS = (
     "function calling",
 )
 _JSON = ("response_format", "json_object", "json_schema", "json mode")
+_VISION = (
+    "image_url is only supported by certain models",  # OpenAI
+    "unknown variant `image_url`",  # DeepSeek
+    "image input",  # llama.cpp without its mmproj ("image input is not supported"), Ollama
+    "does not support image",  # LM Studio, Ollama
+    "not a multimodal model",  # vLLM
+    "image(s) may be provided",  # vLLM: "At most 0 image(s) may be provided"
+    "images are not supported",
+    "vision is not supported",
+)
 
 
 class ToolCall(BaseModel):
@@ -127,6 +138,9 @@ def error_message(body: Any) -> str:
 def classify(status: int, message: str) -> type[ModelError]:
     """The error class a refusal with this status and message stands for."""
     lowered = message.lower()
+    if status != 429 and any(k in lowered for k in _VISION):
+        # llama.cpp answers this with a 500; no retry makes the model see.
+        return VisionUnsupported
     if status == 429 or status >= 500 or "overloaded" in lowered or "rate limit" in lowered:
         # A context overflow is sometimes a 500 (llama.cpp), and is never transient.
         return ContextOverflow if any(k in lowered for k in _OVERFLOW) else ModelUnavailable

@@ -24,16 +24,54 @@ class ChatRef(BaseModel):
     is_group: bool = False
 
 
+class AttachmentRecord(BaseModel):
+    """What a user's message carried besides words, and what of it the model got.
+
+    A voice note's transcript is the message's text; a document's extracted text is kept
+    here (bounded) so that later turns can still read it; the media itself is not kept.
+    """
+
+    id: int = 0
+    message_id: int = 0
+    kind: Literal["voice", "image", "document"]
+    source: str
+    """The platform's word for it: "voice", "audio", "video note", "photo", "file"."""
+    mime: str
+    """Sniffed from the bytes."""
+    size: int
+    name: str | None = None
+    """A document's file name, for showing only."""
+    duration: float | None = None
+    pages: int | None = None
+    width: int | None = None
+    height: int | None = None
+    text_chars: int = 0
+    """Characters of the transcript or of the document's whole text."""
+    sent_as: Literal["transcript", "image", "text", "caption"] = "text"
+    """What the model got: the transcript, the image, the extracted text, or only the caption."""
+    note: str | None = None
+    """What was cut or left out, and why."""
+    content: str | None = None
+    """A document's text as the model gets it (within the token budget)."""
+    kept: str | None = None
+    """The downloaded file, relative to the media folder, when SKILLGATE_KEEP_MEDIA is on."""
+
+
 class IncomingMessage(BaseModel):
-    """A user's text, already accepted by its channel for answering."""
+    """A user's text, already accepted by its channel for answering, with what it carried."""
 
     chat: ChatRef
     text: str
+    """The user's words: text, caption, or a voice note's transcript ("" for a bare photo)."""
     user_name: str | None = None
     platform_message_id: str | None = None
     inbox_id: int | None = None
     language: str = "en"
     """The language of the user's fixed texts (the gateway's own notices, not the model's)."""
+    images: list[str] = Field(default_factory=list)
+    """Images for the model this turn, as data URLs (prepared, bounded)."""
+    attachments: list[AttachmentRecord] = Field(default_factory=list)
+    """Stored with the user's message."""
 
 
 class Button(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
-from gateway.core.models import MessageKind, Role
+from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import MessageRecord, OpenedTurn, SkillFileRecord, SkillRecord, Trace
 
 
@@ -25,7 +25,12 @@ class ConversationStore(Protocol):
         history_limit: int,
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
+        attachments: Sequence[AttachmentRecord] = (),
     ) -> OpenedTurn: ...
+
+    async def set_attachments_sent(
+        self, message_id: int, kind: str, sent_as: str, note: str | None
+    ) -> None: ...
 
     async def add_message(
         self,

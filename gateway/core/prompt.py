@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from gateway.core.llm_wire import strip_think
+from gateway.core.models import AttachmentRecord
 from gateway.core.records import MessageRecord
 from gateway.core.tokens import estimate_tokens
 
@@ -56,7 +57,11 @@ def bounded_history(history: list[MessageRecord], budget_tokens: int) -> list[Me
     for message in reversed(history):
         if message.kind == "error":
             continue  # placeholders are shown to users, never fed back as the model's words
-        cost = estimate_tokens(message.text) + 4
+        cost = estimate_tokens(user_text(message)) + 4
+        if kept and used + cost > budget_tokens and message.attachments:
+            # An older document that no longer fits is named without its text.
+            message = without_content(message)
+            cost = estimate_tokens(user_text(message)) + 4
         if kept and used + cost > budget_tokens:
             break
         kept.append(message)
@@ -68,15 +73,80 @@ def bounded_history(history: list[MessageRecord], budget_tokens: int) -> list[Me
     return kept
 
 
+def without_content(message: MessageRecord) -> MessageRecord:
+    """The message with its documents named only (their text past the history budget)."""
+    note = "its text is no longer in this conversation's history; ask to send it again"
+    attachments = [
+        a.model_copy(update={"content": None, "note": note}) if a.content else a
+        for a in message.attachments
+    ]
+    return message.model_copy(update={"attachments": attachments})
+
+
 def build_messages(
-    persona: str, skill_section: str, history: list[MessageRecord], history_budget: int
+    persona: str,
+    skill_section: str,
+    history: list[MessageRecord],
+    history_budget: int,
+    images: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Chat-completions messages for one turn."""
+    """Chat-completions messages for one turn; `images` go with the newest user message."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(persona, skill_section)}
     ]
     for message in bounded_history(history, history_budget):
         # Answers stored before reasoning was stripped must not feed it back either.
-        text = strip_think(message.text)[0] if message.role == "assistant" else message.text
+        text = strip_think(message.text)[0] if message.role == "assistant" else user_text(message)
         messages.append({"role": message.role, "content": text})
+    if images and len(messages) > 1 and messages[-1]["role"] == "user":
+        text = messages[-1]["content"]
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+        messages[-1]["content"] = parts
     return messages
+
+
+def user_text(message: MessageRecord) -> str:
+    """A user's message as the model reads it: each attachment's label (and text), then words."""
+    if not message.attachments:
+        return message.text
+    parts = [attachment_text(a) for a in message.attachments]
+    if message.text.strip():
+        parts.append(message.text)
+    return "\n\n".join(parts)
+
+
+def attachment_text(attachment: AttachmentRecord) -> str:
+    """How the model is told what came with a message (a document's text included)."""
+    label = attachment_label(attachment)
+    if attachment.kind != "document":
+        return f"[{label}]"
+    if not attachment.content:
+        return f"[{label}: {attachment.note}]" if attachment.note else f"[{label}]"
+    cut = f"\n[{attachment.note}]" if attachment.note else ""
+    return f"[{label}]\n{attachment.content}{cut}\n[end of document]"
+
+
+def attachment_label(attachment: AttachmentRecord) -> str:
+    """A short label: "voice message, 0:12, transcribed", "photo", "document a.pdf, 3 pages"."""
+    if attachment.kind == "voice":
+        what = {"audio": "audio file", "file": "audio file", "video note": "video note"}.get(
+            attachment.source, "voice message"
+        )
+        length = f", {_clock(attachment.duration)}" if attachment.duration else ""
+        return f"{what}{length}, transcribed"
+    if attachment.kind == "image":
+        what = "photo" if attachment.source == "photo" else "image"
+        return what if attachment.sent_as == "image" else f"{what}, not shown to the model"
+    pages = (
+        f", {attachment.pages} page{'s' if attachment.pages != 1 else ''}"
+        if attachment.pages
+        else ""
+    )
+    name = f" {attachment.name}" if attachment.name else ""
+    return f"document{name}{pages}"
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gateway.core.models import MessageKind, Role
+from gateway.core.models import AttachmentRecord, MessageKind, Role
 
 
 class InboxItem(BaseModel):
@@ -57,6 +57,7 @@ class MessageRecord(BaseModel):
     unsent_at: float | None = None
     """When the user took the message back (LINE unsend): neither the model nor synthesis
     sees it again, nor the answer given to it."""
+    attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
 class OpenedTurn(BaseModel):

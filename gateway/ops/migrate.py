@@ -26,6 +26,7 @@ from gateway.store.postgres import PostgresStore, redact_url
 TABLES = (
     "sessions",
     "messages",
+    "attachments",
     "traces",
     "feedback",
     "inbox",

@@ -40,6 +40,9 @@ class Turn(BaseModel):
     completed: bool = True
     error: str | None = None
     ratings: list[Rating] = Field(default_factory=list)
+    attachments: list[str] = Field(default_factory=list)
+    """What came with a user's message, as labels ("voice message, 0:12, transcribed"): its
+    text is the transcript or caption; media and documents' text never reach synthesis."""
 
     @property
     def failed(self) -> bool:
@@ -76,7 +79,8 @@ def _clip(text: str, limit: int) -> str:
 def render_turn(turn: Turn) -> str:
     """One message, then its trace and ratings on indented lines."""
     if turn.role == "user":
-        return f"[user] {_clip(turn.text, MAX_TURN_CHARS)}"
+        label = "".join(f", {a}" for a in turn.attachments)
+        return f"[user{label}] {_clip(turn.text, MAX_TURN_CHARS)}"
     label = "[assistant, error placeholder shown]" if turn.kind == "error" else "[assistant]"
     lines = [f"{label} {_clip(turn.text, MAX_TURN_CHARS)}"]
     trace = []

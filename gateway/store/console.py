@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from gateway.core.records import FeedbackRecord, MessageRecord, Trace
 from gateway.skills.proposals import Proposal, SkillVersion
-from gateway.store.conversations import TRACE_LISTS, message_record
+from gateway.store.conversations import TRACE_LISTS, message_record, with_attachments
 from gateway.store.proposals import proposal_record
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 
@@ -152,7 +152,9 @@ class ConsoleQueries(QueriesBase):
         ratings: dict[int, list[FeedbackRecord]] = {}
         for r in rated:
             ratings.setdefault(r["message_id"], []).append(FeedbackRecord.model_validate(r))
-        return [_entry(r, ratings.get(r["id"], [])) for r in messages]
+        entries = [_entry(r, ratings.get(r["id"], [])) for r in messages]
+        await with_attachments(c, [e.message for e in entries])
+        return entries
 
     @query
     async def feedback_by_session(

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.core.models import MessageKind, Role
+from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import (
     FeedbackRecord,
     MessageRecord,
@@ -28,6 +28,8 @@ from gateway.store.sql import (
 TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used", "notes")
 _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
+_ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
+_INSERT_ATTACHMENT = insert_sql("attachments", (*_ATTACHMENT_COLUMNS, "created_at"))
 
 
 def message_record(row: dict[str, Any]) -> MessageRecord:
@@ -67,8 +69,10 @@ class ConversationQueries(QueriesBase):
         history_limit: int,
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
+        attachments: Sequence[AttachmentRecord] = (),
     ) -> OpenedTurn:
-        """Start a turn in one transaction: session, the user's message (once), history.
+        """Start a turn in one transaction: session, the user's message (once, with what it
+        carried), history.
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
@@ -86,7 +90,7 @@ class ConversationQueries(QueriesBase):
         else:
             session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
             session_id = session.id
-            await _add_message(
+            message = await _add_message(
                 c,
                 session_id,
                 "user",
@@ -98,6 +102,15 @@ class ConversationQueries(QueriesBase):
                 platform_message_id=platform_message_id,
                 user_id=user_id,
             )
+            for attachment in attachments:
+                values = {**attachment.model_dump(), "message_id": message.id}
+                await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
+            if attachments:
+                await c.execute(
+                    "update messages set attachment_count = ? where id = ?",
+                    len(attachments),
+                    message.id,
+                )
         history = await _history(c, session_id, history_limit, exclude_kinds)
         return OpenedTurn(session_id=session_id, history=history)
 
@@ -202,6 +215,9 @@ class ConversationQueries(QueriesBase):
         if row is None:
             return comments > 0
         await c.execute("update messages set unsent_at = ?, text = '' where id = ?", at, row["id"])
+        await c.execute(
+            "update attachments set content = null, name = null where message_id = ?", row["id"]
+        )
         if row["inbox_id"] is not None:
             await c.execute(
                 "update messages set unsent_at = ? where inbox_id = ? and role = 'assistant'",
@@ -209,6 +225,26 @@ class ConversationQueries(QueriesBase):
                 row["inbox_id"],
             )
         return True
+
+    @query
+    async def set_attachments_sent(
+        self, c: Conn, message_id: int, kind: str, sent_as: str, note: str | None
+    ) -> None:
+        """Record what the model got of a message's attachments of `kind` after all."""
+        await c.execute(
+            "update attachments set sent_as = ?, note = ? where message_id = ? and kind = ?",
+            sent_as,
+            note,
+            message_id,
+            kind,
+        )
+
+    @query
+    async def attachments_of(
+        self, c: Conn, message_ids: Sequence[int]
+    ) -> dict[int, list[AttachmentRecord]]:
+        """The attachments of each message, in order."""
+        return await attachments_by_message(c, message_ids)
 
     @query
     async def get_message(self, c: Conn, message_id: int) -> MessageRecord | None:
@@ -395,7 +431,38 @@ async def _history(
         *kinds,
         c.dialect.limit(limit),
     )
-    return [message_record(r) for r in rows][::-1]
+    messages = [message_record(r) for r in rows][::-1]
+    carrying = [r["id"] for r in rows if r["attachment_count"]]
+    if carrying:  # a history of text alone costs no second query
+        found = await attachments_by_message(c, carrying)
+        for message in messages:
+            message.attachments = found.get(message.id, [])
+    return messages
+
+
+async def attachments_by_message(
+    c: Conn, message_ids: Sequence[int]
+) -> dict[int, list[AttachmentRecord]]:
+    """The attachments of each of `message_ids` that has any, in order."""
+    ids = list(dict.fromkeys(message_ids))
+    found: dict[int, list[AttachmentRecord]] = {}
+    if not ids:
+        return found
+    rows = await c.fetch(
+        f"select * from attachments where message_id in ({marks(ids)}) order by id", *ids
+    )
+    for row in rows:
+        row.pop("created_at", None)
+        found.setdefault(row["message_id"], []).append(AttachmentRecord.model_validate(row))
+    return found
+
+
+async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[MessageRecord]:
+    """The messages with their attachments filled in (users' messages only carry any)."""
+    found = await attachments_by_message(c, [m.id for m in messages if m.role == "user"])
+    for message in messages:
+        message.attachments = found.get(message.id, [])
+    return messages
 
 
 async def _message_for_inbox(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:

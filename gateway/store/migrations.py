@@ -448,6 +448,36 @@ _TRACE_FINISH: list[Step] = [
 ]
 
 
+# What each user message carried besides words: a voice note, a photo, a document, with what
+# the model got of it; a document's extracted text stays (bounded), the media itself does not.
+_ATTACHMENTS: list[Step] = [
+    """
+    create table attachments (
+        id {id},
+        message_id {bigint} not null references messages(id),
+        kind text not null check (kind in ('voice', 'image', 'document')),
+        source text not null,
+        mime text not null,
+        size {bigint} not null,
+        name text,
+        duration double precision,
+        pages integer,
+        width integer,
+        height integer,
+        text_chars integer not null default 0,
+        sent_as text not null,
+        note text,
+        content text,
+        kept text,
+        created_at {time} not null
+    )
+    """,
+    "create index attachments_message on attachments (message_id, id)",
+    # How many a message has, so that a turn's history of text alone costs no extra query.
+    "alter table messages add column attachment_count integer not null default 0",
+]
+
+
 # Usage, quotas, retention and forgetting a user. Whose each message is (the sender of a
 # question, the user an answer was for: a group's session has many users); whether an
 # answer's tokens were reported (0 tokens reported is not "not reported"); a day's counts
@@ -568,6 +598,7 @@ MIGRATIONS: list[Migration] = [
     (10, "traces: the model's finish reason and notes on degraded calls", _TRACE_FINISH),
     (11, "skills switched by hand, and what each synthesis run held back", _CONSOLE_ADMIN),
     (12, "console sessions signed out before they expired", _SIGNOUTS),
+    (13, "attachments of user messages: voice notes, photos, documents", _ATTACHMENTS),
     (
         14,
         "usage and quotas: message owners, reported tokens, daily counts, deleted sessions",

@@ -53,11 +53,12 @@ async def _user_updates(c: Conn, channel: str, user_id: str) -> list[dict[str, A
 
 
 async def _delete_messages(c: Conn, ids: Sequence[int]) -> int:
-    """Messages with their traces, ratings and delivery records."""
+    """Messages with their traces, attachments, ratings and delivery records."""
     if not ids:
         return 0
     wanted = list(ids)
     await c.execute(f"delete from traces where message_id in ({marks(wanted)})", *wanted)
+    await c.execute(f"delete from attachments where message_id in ({marks(wanted)})", *wanted)
     await c.execute(f"delete from feedback where message_id in ({marks(wanted)})", *wanted)
     await c.execute(
         f"delete from deliveries where ref in ({marks(wanted)})", *(f"answer:{i}" for i in wanted)

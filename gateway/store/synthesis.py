@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from gateway.core.prompt import attachment_label
 from gateway.skills.evidence import Rating, SessionEvidence, Turn
 from gateway.skills.proposals import RunDropped, RunRecord
+from gateway.store.conversations import attachments_by_message
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 
 
@@ -77,6 +79,11 @@ class SynthesisQueries(QueriesBase):
                     ratings=ratings.get(r["id"], []),
                 )
             )
+        turns = [t for s in sessions.values() for t in s.turns if t.role == "user"]
+        carried = await attachments_by_message(c, [t.message_id for t in turns])
+        for turn in turns:
+            # Labels only: what came with a message, never the media or a document's text.
+            turn.attachments = [attachment_label(a) for a in carried.get(turn.message_id, [])]
         return [sessions[i] for i in ids if i in sessions]
 
     @transaction

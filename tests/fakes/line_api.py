@@ -5,6 +5,10 @@ when configured with ``Configuration(access_token=..., host=fake.base_url)``.
 Every request is processed as soon as it arrives (state changes, deliveries and
 the recorded ``Call`` happen immediately); ``set_delay`` only delays the HTTP
 response, which mimics "LINE accepted the message but the client timed out".
+
+What users sent is served on a second host, as LINE serves it on api-data:
+``add_content(message_id, data)`` registers it and ``data_url`` is that host's root
+(``GET /v2/bot/message/{messageId}/content``).
 """
 
 from __future__ import annotations
@@ -234,6 +238,11 @@ class FakeLineAPI:
         self._accepted_retry_keys: dict[str, str] = {}
         self._deliveries: list[_Delivery] = []
         self._pushes_accepted = 0
+        # Message content on the data host: message id -> (bytes, content type).
+        self.contents: dict[str, tuple[bytes, str]] = {}
+        self.content_requests: list[str] = []
+        self._data_runner: web.AppRunner | None = None
+        self._data_url: str | None = None
         self._routes: dict[tuple[str, str], _Handler] = {
             ("POST", REPLY_PATH): self._reply,
             ("POST", PUSH_PATH): self._push,
@@ -263,6 +272,14 @@ class FakeLineAPI:
         self._runner = runner
         host, port = runner.addresses[0][:2]
         self._base_url = f"http://{host}:{port}"
+        data = web.Application()
+        data.router.add_get("/v2/bot/message/{message_id}/content", self._content)
+        data_runner = web.AppRunner(data, handle_signals=False, access_log=None)
+        await data_runner.setup()
+        await web.TCPSite(data_runner, "127.0.0.1", 0).start()
+        self._data_runner = data_runner
+        host, port = data_runner.addresses[0][:2]
+        self._data_url = f"http://{host}:{port}"
 
     async def close(self) -> None:
         """Stop the server, cutting short any delayed responses."""
@@ -270,6 +287,9 @@ class FakeLineAPI:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._data_runner is not None:
+            await self._data_runner.cleanup()
+            self._data_runner = None
 
     async def __aenter__(self) -> FakeLineAPI:
         await self.start()
@@ -285,7 +305,30 @@ class FakeLineAPI:
             raise RuntimeError("FakeLineAPI is not started")
         return self._base_url
 
+    @property
+    def data_url(self) -> str:
+        """Root URL of the data host (LINE's api-data), where message content is served."""
+        if self._data_url is None:
+            raise RuntimeError("FakeLineAPI is not started")
+        return self._data_url
+
     # test controls ---------------------------------------------------------
+
+    def add_content(
+        self, message_id: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> None:
+        """What a user sent in message `message_id`, as the data host serves it."""
+        self.contents[message_id] = (data, content_type)
+
+    async def _content(self, request: web.Request) -> web.Response:
+        message_id = request.match_info["message_id"]
+        self.content_requests.append(message_id)
+        if request.headers.get("Authorization") != f"Bearer {self.access_token}":
+            return web.json_response({"message": AUTH_FAILED}, status=401)
+        if message_id not in self.contents:
+            return web.json_response({"message": "Not found"}, status=404)
+        data, content_type = self.contents[message_id]
+        return web.Response(body=data, content_type=content_type)
 
     def calls_to(self, path: str) -> list[Call]:
         """Recorded calls whose path (without query string) equals path."""

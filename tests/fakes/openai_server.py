@@ -15,6 +15,11 @@ word, so paraphrases land close, as a real embedding model's do. `pause()` holds
 every answer until `resume()`, to keep a call in flight. With `upstream` set
 (a real server's /v1 URL), unscripted requests are passed on to it and its
 answers recorded in `forwarded`: a recording proxy in front of a real model.
+
+`/v1/audio/transcriptions` speaks OpenAI's multipart audio API: each upload is recorded in
+`transcriptions` (model, file name, type, bytes) and answered with the next of `transcripts`
+(or `{"error": ...}` with `transcription_status`). With `see_images = False` the model
+refuses any request with image parts, as a text-only model's server does.
 """
 
 from __future__ import annotations
@@ -107,6 +112,11 @@ class FakeOpenAI:
         self.embedding_status = 200
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
+        self.transcriptions: list[dict[str, Any]] = []
+        self.transcripts: deque[str] = deque()
+        self.transcription_status = 200
+        self.see_images = True
+        self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
         self.chunk_interval = 0.0
         self.refuse_stream_options = False
@@ -124,6 +134,7 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -195,12 +206,53 @@ class FakeOpenAI:
                 self._cond.wait_for(lambda: len(self.requests) >= count), timeout
             )
 
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        """POST /v1/audio/transcriptions: multipart `file` and `model`, as OpenAI's API takes."""
+        form = await request.post()
+        upload = form.get("file")
+        if not isinstance(upload, web.FileField) or not isinstance(form.get("model"), str):
+            return web.json_response(
+                {"error": {"message": "file and model are required", "type": "invalid_request"}},
+                status=400,
+            )
+        self.transcriptions.append(
+            {
+                "model": form["model"],
+                "filename": upload.filename,
+                "content_type": upload.content_type,
+                "data": upload.file.read(),
+            }
+        )
+        if self.transcription_status != 200:
+            return web.json_response(
+                {"error": {"message": "the speech model is down", "type": "server_error"}},
+                status=self.transcription_status,
+            )
+        text = self.transcripts.popleft() if self.transcripts else "Transcribed words."
+        return web.json_response({"text": text})
+
+    @staticmethod
+    def image_parts(body: dict[str, Any]) -> list[str]:
+        """The image URLs of a recorded request's messages."""
+        return [
+            part["image_url"]["url"]
+            for message in body.get("messages", [])
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        ]
+
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         async with self._cond:
             self.requests.append(body)
             self._cond.notify_all()
         await self._open.wait()
+        if not self.see_images and self.image_parts(body):
+            return web.json_response(
+                {"error": {"message": self.image_refusal, "type": "invalid_request_error"}},
+                status=400,
+            )
         if not self.script and self.upstream is not None:
             return await self._forward("/chat/completions", body, request)
         step = self.script.popleft() if self.script else self.default(body)

@@ -17,6 +17,10 @@ exactly as sent (HTML tags included) and no ``entities``.
 ``sendMessageDraft`` (Bot API 9.3) is answered for private chats only, as Telegram does:
 a group, supergroup or channel gets ``400 Bad Request: TEXTDRAFT_PEER_INVALID``. The
 latest text of each draft is kept in ``drafts``; a draft is no message.
+
+Files users sent are registered with ``add_file(file_id, content)``; ``getFile`` answers
+their ``file_path`` (or Telegram's "file is too big" past 20 MB) and
+``/file/bot<token>/<file_path>`` serves the bytes, as the Bot API does.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ _HTML_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
 MAX_TEXT_LENGTH = 4096
 MAX_CAPTION_LENGTH = 1024
 MAX_CALLBACK_ANSWER_LENGTH = 200
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+"""The most getFile lets a bot download from the Bot API server."""
 NOT_MODIFIED = (
     "message is not modified: specified new message content and reply markup"
     " are exactly the same as a current content and reply markup of the message"
@@ -262,6 +268,9 @@ class FakeTelegramAPI:
         # getUpdates waits at most this long so tests never sit in a real 10 s long poll.
         self.long_poll_cap = 1.0
         self._updates: list[dict[str, Any]] = []
+        # Files users sent: file_id -> (file_path, content); file_path -> downloads served.
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.downloads: list[str] = []
         self._last_message_id: dict[int | str, int] = defaultdict(int)
         # Scripted failures per method, in order; None lets one call through.
         self._failures: dict[str, deque[ApiError | None]] = defaultdict(deque)
@@ -287,6 +296,7 @@ class FakeTelegramAPI:
             "getMyCommands": self._get_my_commands,
             "deleteMyCommands": self._delete_my_commands,
             "getUpdates": self._get_updates,
+            "getFile": self._get_file,
         }
 
     async def start(self) -> None:
@@ -294,6 +304,7 @@ class FakeTelegramAPI:
         self._closing.clear()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -376,6 +387,11 @@ class FakeTelegramAPI:
         else:
             self._delays.pop(method, None)
 
+    def add_file(self, file_id: str, content: bytes, *, file_path: str | None = None) -> None:
+        """A file a user sent, as getFile and the file download serve it."""
+        path = file_path or f"documents/file_{len(self.files)}"
+        self.files[file_id] = (path, content)
+
     def push_update(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates."""
         self._updates.append(update)
@@ -409,6 +425,18 @@ class FakeTelegramAPI:
         return report
 
     # ---- HTTP plumbing -------------------------------------------------------------------
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        """GET /file/bot<token>/<file_path>: the bytes of a file getFile named."""
+        if request.match_info["token"] != self.token:
+            self.unauthorized_requests += 1
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        for known, content in self.files.values():
+            if known == path:
+                return web.Response(body=content, content_type="application/octet-stream")
+        return web.Response(status=404)
 
     async def _handle(self, request: web.Request) -> web.Response:
         """Record, optionally delay or fail, and answer one Bot API request."""
@@ -639,6 +667,20 @@ class FakeTelegramAPI:
             caption=caption,
             reply_markup=_markup_or_none(call.params.get("reply_markup")),
         )
+
+    def _get_file(self, call: Call) -> dict[str, Any]:
+        file_id = str(self._require(call.params, "file_id"))
+        if file_id not in self.files:
+            raise bad_request("wrong file_id or the file is temporarily unavailable")
+        path, content = self.files[file_id]
+        if len(content) > MAX_DOWNLOAD_BYTES:
+            raise bad_request("file is too big")
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u-{file_id}",
+            "file_size": len(content),
+            "file_path": path,
+        }
 
     def _set_webhook(self, call: Call) -> bool:
         url = str(call.params.get("url", ""))

@@ -14,6 +14,7 @@ from gateway.doctor import check_data_dir, collect, run_doctor
 from gateway.operator import Check
 from gateway.ops.webhooks import run_set_webhook
 from tests.fakes.line_api import FakeLineAPI
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.ops.conftest import LINE_SECRET, LLM_KEY, PUBLIC_URL, WEBHOOK_SECRET
 from tests.serve_process import skillgate
@@ -101,6 +102,19 @@ async def test_rejected_credentials_say_where_to_get_new_ones(
     assert checks["telegram bot"].status == "fail" and "BotFather" in checks["telegram bot"].fix
     assert checks["line bot"].status == "fail"
     assert "LINE_CHANNEL_ACCESS_TOKEN" in checks["line bot"].fix
+
+
+async def test_speech_to_text_is_tried_with_a_real_request(
+    bot_settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    assert "not set up" in by_name(await collect(bot_settings))["speech-to-text"].detail
+    voice = bot_settings.model_copy(update={"stt_model": "whisper-1"})
+    assert by_name(await collect(voice))["speech-to-text"].status == "ok"
+    [upload] = fake_llm.transcriptions
+    assert upload["model"] == "whisper-1" and upload["data"].startswith(b"RIFF")
+    fake_llm.transcription_status = 503
+    down = by_name(await collect(voice))["speech-to-text"]
+    assert down.status == "fail" and "the speech model is down" in down.detail
 
 
 async def test_a_world_writable_data_dir_fails(bot_settings: Settings) -> None:

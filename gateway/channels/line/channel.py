@@ -25,14 +25,17 @@ from aiohttp import web
 
 from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
+from gateway.channels.line import quotes
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
+    Content,
     LineEvent,
     command_of,
     content_of,
     event_id_of,
     inbox_key,
     read_event,
+    remote_of,
     self_mentions,
     without_spans,
 )
@@ -124,7 +127,9 @@ class LineChannel(Channel):
         token = self.settings.line_channel_access_token
         assert token is not None  # checked in __init__
         client = self._client = sdk.LineClient(
-            token.get_secret_value(), self.settings.line_api_base_url
+            token.get_secret_value(),
+            self.settings.line_api_base_url,
+            data_host=self.settings.line_data_api_base_url,
         )
         await client.open()  # the SDK's HTTP session must be made inside the loop
         outbox = sdk.LineOutbox(client, ports.deliveries)
@@ -298,9 +303,12 @@ class LineSession:
     ) -> None:
         conversation = self.conversation
         if event.type in ("message", "messageEdited"):
-            message = decode_message(event.part("message"), chat, item)
+            raw = event.part("message")
+            message = decode_message(raw, chat, item, self.client.content)
             if event.type == "messageEdited":
                 message = replace(message, edited=True)
+            else:
+                message = await self._with_quoted(raw, message)
             await conversation.on_message(message, out)
         elif event.type == "postback":
             data = event.part("postback").get("data")
@@ -321,8 +329,25 @@ class LineSession:
         else:
             log.info("LINE %s event %s needs no answer", event.type or "untyped", event.event_id)
 
+    async def _with_quoted(self, raw: dict[str, Any], message: Message) -> Message:
+        """A text quoting an image, audio or file asks about it; media is remembered for that."""
+        meta, chat_id = self.ports.deliveries, message.chat.chat_id
+        if message.media is not None:
+            await quotes.remember(meta, chat_id, raw)
+            return message
+        if message.command is not None or not message.text:
+            return message
+        found = await quotes.quoted(meta, chat_id, raw)
+        remote = remote_of(found, self.client.content) if found is not None else None
+        if found is None or remote is None:
+            return message
+        media, _, _ = content_of(found)
+        return replace(message, media=media, attachment=remote)
 
-def decode_message(message: dict[str, Any], chat: ChatRef, item: InboxItem) -> Message:
+
+def decode_message(
+    message: dict[str, Any], chat: ChatRef, item: InboxItem, content: Content | None = None
+) -> Message:
     """A message as the conversation layer reads it; text loses the bot's own @mention."""
     raw_id = message.get("id")
     message_id = raw_id if isinstance(raw_id, str) and raw_id else None
@@ -335,6 +360,7 @@ def decode_message(message: dict[str, Any], chat: ChatRef, item: InboxItem) -> M
             media=media,
             details=details,
             album=album,
+            attachment=remote_of(message, content) if content is not None else None,
             message_id=message_id,
             addressed=False,  # LINE has no way to mention the bot on media
             inbox_id=item.id,

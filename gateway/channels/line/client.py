@@ -1,7 +1,8 @@
 """The LINE Messaging API through line-bot-sdk's async client, with errors translated here.
 
-Only reply, push and the loading animation are used. A 429 is retried a few
-times with backoff, except the monthly push limit, which no retry can fix.
+Reply, push, the loading animation and message content (on the data host, LINE's
+api-data) are used. A 429 is retried a few times with backoff, except the monthly push
+limit, which no retry can fix.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 from linebot.v3.messaging import (
@@ -29,7 +31,7 @@ from linebot.v3.messaging import (
 )
 
 from gateway.core.models import Button
-from gateway.errors import ChannelError, RateLimited
+from gateway.errors import ChannelError, MediaTooBig, MediaUnavailable, RateLimited
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +86,15 @@ class LineClient:
         access_token: str,
         host: str,
         *,
+        data_host: str | None = None,
         timeout: float = 20.0,
         rate_limit_retries: int = 3,
         backoff: Callable[[int], float] = lambda attempt: min(8.0, 2.0 ** (attempt - 1)),
     ) -> None:
         self._config = Configuration(access_token=access_token, host=host)
+        # Content lives on its own host (api-data); `host` would send it to the API's.
+        self._data_config = Configuration(access_token=access_token, host=data_host or host)
+        self._data_client: AsyncApiClient | None = None
         self.timeout = timeout
         self.rate_limit_retries = rate_limit_retries
         self.backoff = backoff
@@ -103,6 +109,39 @@ class LineClient:
         if self._client is not None:
             await self._client.close()
             self._client = self._api = None
+        if self._data_client is not None:
+            await self._data_client.close()
+            self._data_client = None
+
+    async def content(self, message_id: str, limit: int) -> bytes:
+        """What a user sent in a message (image, audio, file), read up to `limit` bytes.
+
+        The SDK's `get_message_content` reads the whole body before anyone can look at its
+        size, so the same endpoint is streamed through the SDK's own HTTP client here.
+        """
+        if self._data_client is None:
+            self._data_client = AsyncApiClient(self._data_config)
+        host = self._data_config.host
+        url = f"{host}/v2/bot/message/{quote(message_id, safe='')}/content"
+        headers = {"Authorization": f"Bearer {self._data_config.access_token}"}
+        try:
+            response = await self._data_client.rest_client.request(
+                "GET", url, headers=headers, _preload_content=False
+            )  # the conversation layer bounds the time it may take
+            async with response:
+                if response.status != 200:
+                    text = error_message(await response.text())
+                    raise MediaUnavailable(f"LINE content answered {response.status} {text}")
+                if response.content_length is not None and response.content_length > limit:
+                    raise MediaTooBig(f"LINE says {response.content_length} bytes", limit)
+                body = bytearray()
+                async for chunk in response.content.iter_chunked(64 * 1024):
+                    body += chunk
+                    if len(body) > limit:
+                        raise MediaTooBig(f"more than {limit} bytes", limit)
+                return bytes(body)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise MediaUnavailable(f"LINE content failed: {type(exc).__name__}") from exc
 
     @property
     def api(self) -> AsyncMessagingApi:

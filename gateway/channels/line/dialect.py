@@ -27,7 +27,10 @@ REFUSAL = N_("Sorry, this assistant is private and only answers the people it wa
 ASK_WHAT_WENT_WRONG = N_("What went wrong? Tell me in your next message (optional).")
 ASK_IN_GROUP = N_("What went wrong? Mention me in your next message to tell me (optional).")
 """In a group only a message to the bot answers its question."""
-TEXT_ONLY = N_("Sorry, I can only read text so far: please send your question as a message.")
+TEXT_ONLY = N_(
+    "Sorry, I can't read this kind of message. Please send text, a voice message, a photo or"
+    " a file (PDF, Word, text)."
+)
 THANKS_FOR_COMMENT = N_("Thanks, I've noted that. It helps me get better.")
 ADMIN_RECORDED = N_(
     "Thanks, that's the code: you are an admin of this bot now. New skill proposals will"

@@ -6,11 +6,13 @@ import hashlib
 import json
 import time
 import unicodedata
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.conversation.dispatch import KNOWN_COMMANDS
 from gateway.core.models import ChatRef
+from gateway.media.remote import Remote
 
 COMMANDS = tuple(f"/{name}" for name in KNOWN_COMMANDS if name != "start")
 """LINE greets on follow, so "/start" is text for the model there."""
@@ -161,3 +163,35 @@ def content_of(message: dict[str, Any]) -> tuple[str | None, tuple[str, ...], st
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+Content = Callable[[str, int], Awaitable[bytes]]
+"""Downloads a message's content by its id, up to a number of bytes (`LineClient.content`)."""
+_CONTENT_TYPES = ("image", "audio", "file")
+
+
+def remote_of(message: dict[str, Any], content: Content) -> Remote | None:
+    """The content of an image, audio or file message that LINE holds, ready to download.
+
+    Content an external provider holds (`contentProvider.type` "external") is at a URL the
+    sender chose, which the gateway never fetches.
+    """
+    kind = message.get("type")
+    raw_id = message.get("id")
+    provider = message.get("contentProvider")
+    if kind not in _CONTENT_TYPES or not isinstance(raw_id, str) or not raw_id.isdigit():
+        return None
+    if isinstance(provider, dict) and provider.get("type", "line") != "line":
+        return None
+    size = message.get("fileSize")
+    duration = message.get("duration")  # milliseconds
+
+    async def fetch(limit: int) -> bytes:
+        return await content(raw_id, limit)
+
+    return Remote(
+        fetch,
+        size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        name=_str(message.get("fileName")),
+        duration=duration / 1000 if isinstance(duration, int | float) else None,
+    )

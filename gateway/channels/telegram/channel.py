@@ -31,6 +31,7 @@ from telegram.warnings import PTBUserWarning
 from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
+from gateway.channels.telegram.files import remote_of
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
@@ -53,6 +54,7 @@ from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
+from gateway.media.remote import READABLE
 from gateway.skills.card_buttons import CardSigner
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ class TelegramChannel(Channel):
             Application.builder()
             .token(self.token)
             .base_url(self.settings.telegram_api_base_url)
+            .base_file_url(self.settings.telegram_file_base_url)
             .request(bot_request())
             .updater(None)
             .job_queue(None)
@@ -344,6 +347,14 @@ class TelegramSession:
             is_for_us = is_for_us and "@" in (text or "").split()[0]
         words = text if text is not None else message.caption
         media, details = media_of(raw)
+        attachment = remote_of(raw, media, self.bot)
+        if media is None and words is not None and command is None:
+            # Words replying to a voice note, photo or document ask about it: read that one.
+            quoted = raw.get("reply_to_message")
+            if isinstance(quoted, dict) and _from_a_user(quoted, self.bot.id):
+                found = media_of(quoted)[0]
+                if found is not None and found in READABLE:
+                    media, attachment = found, remote_of(quoted, found, self.bot)
         replied = message.reply_to_message
         decoded = Message(
             chat=ref,
@@ -351,6 +362,7 @@ class TelegramSession:
             media=media,
             details=details,
             album=message.media_group_id,
+            attachment=attachment,
             edited=edited,
             message_id=str(message.message_id),
             user_name=user.first_name,
@@ -387,3 +399,9 @@ class TelegramSession:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _from_a_user(raw: dict[str, Any], bot_id: int) -> bool:
+    """A raw message someone other than this bot sent (the bot's own files are not read)."""
+    sender = raw.get("from")
+    return not (isinstance(sender, dict) and sender.get("id") == bot_id)

@@ -28,7 +28,10 @@ REFUSAL = N_(
     "Sorry, this bot is private. If you should have access, ask its owner to add your"
     " Telegram user id: {user_id}"
 )
-TEXT_ONLY = N_("Sorry, I can only read text so far: send your question as a message or a caption.")
+TEXT_ONLY = N_(
+    "Sorry, I can't read this kind of message. Send me text, a voice message, a photo or a"
+    " document (PDF, Word, text), or add your question as a caption."
+)
 UNKNOWN = N_("I don't know /{command}. /help lists what I understand.")
 THANKS_FOR_COMMENT = N_("Thanks, I've noted that.")
 RUNNING_SYNTHESIS = N_("Running a synthesis pass now…")

@@ -29,7 +29,7 @@ _MEDIA = {
     "photo": "photo",
     "animation": "animation",
     "video": "video",
-    "video_note": "video",
+    "video_note": "video note",
     "voice": "voice",
     "audio": "audio",
     "document": "file",

@@ -1,0 +1,55 @@
+"""The official `openai` client as every endpoint here uses it (imported on first use)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+
+def openai_client(
+    base_url: str, api_key: str | None, *, timeout: float, max_retries: int = 0
+) -> AsyncOpenAI:
+    """An async client for an OpenAI-compatible `/v1` on aiohttp."""
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
+    # Local servers (Ollama, llama.cpp, whisper.cpp) need no key, but the client insists on one.
+    # The aiohttp backend: httpx's pool costs more CPU per request under load.
+    return AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=DefaultAioHttpClient(),
+    )
+
+
+class OpenAIEndpoint:
+    """One model at an OpenAI-compatible endpoint: its client is made on first use."""
+
+    def __init__(
+        self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self._api_key = api_key
+        self._timeout = timeout
+        self._client: AsyncOpenAI | None = None
+
+    @property
+    def _secrets(self) -> tuple[str, ...]:
+        """What to mask in the server's error messages."""
+        return (self._api_key,) if self._api_key else ()
+
+    def _get_client(self) -> AsyncOpenAI:
+        if self._client is None:
+            self._client = openai_client(
+                self.base_url, self._api_key, timeout=self._timeout, max_retries=1
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
