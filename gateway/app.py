@@ -201,7 +201,7 @@ def media_limits(settings: Settings) -> MediaLimits:
         max_pixels=settings.max_image_pixels,
         max_pdf_pages=settings.max_pdf_pages,
         document_tokens=settings.document_tokens,
-        keep_dir=settings.data_dir / "media" if settings.keep_media else None,
+        keep_dir=settings.media_dir,
     )
 
 
@@ -456,7 +456,9 @@ def build_app(
                 schedule.start(await last_run_started(parts.store))
             app[SCHEDULE] = schedule
             if settings.retention_days > 0:
-                retention = RetentionSchedule(parts.store, settings.retention_days)
+                retention = RetentionSchedule(
+                    parts.store, settings.retention_days, media=settings.media_dir
+                )
                 retention.start()
             log.info(
                 "skillgate %s ready: channels=%s model=%s",

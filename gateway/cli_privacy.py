@@ -45,7 +45,7 @@ async def run_forget(settings: Settings, channel: str, user: str, yes: bool) -> 
             print("nothing deleted")
             return 1
     async with store_for(settings) as store:
-        done = await forget(store, channel, user)
+        done = await forget(store, channel, user, media=settings.media_dir)
     print(
         f"deleted {channel} user {user}: {done.sessions} session(s), {done.messages} message(s),"
         f" {done.feedback} rating(s), {done.updates} stored update(s)"

@@ -362,6 +362,11 @@ class Settings(BaseSettings):
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return value
 
+    @property
+    def media_dir(self) -> Path | None:
+        """Where downloads are kept after their turn (SKILLGATE_KEEP_MEDIA), or None."""
+        return self.data_dir / "media" if self.keep_media else None
+
     def admins(self) -> dict[str, str]:
         """Every admin token by name; "" names the single SKILLGATE_ADMIN_TOKEN."""
         named = {}

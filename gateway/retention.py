@@ -8,11 +8,14 @@ older than that go too.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
+from gateway.media.keep import discard
 from gateway.usage import utc_day
 
 log = logging.getLogger(__name__)
@@ -20,7 +23,7 @@ DAY = 86400.0
 
 
 class RetentionStore(Protocol):
-    async def delete_old_sessions(self, before: float, at: float) -> tuple[int, int]: ...
+    async def delete_old_sessions(self, before: float, at: float) -> tuple[int, int, list[str]]: ...
 
     async def quota_prune(self, before_day: str) -> int: ...
 
@@ -33,15 +36,22 @@ class Purged:
     messages: int = 0
 
 
-async def purge_old(store: RetentionStore, days: int, now: float | None = None) -> Purged:
-    """Delete what is older than `days` (in batches, each its own transaction); 0 keeps all."""
+async def purge_old(
+    store: RetentionStore, days: int, now: float | None = None, media: Path | None = None
+) -> Purged:
+    """Delete what is older than `days` (in batches, each its own transaction); 0 keeps all.
+
+    `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA), whose files go with them.
+    """
     if days <= 0:
         return Purged()
     at = time.time() if now is None else now
     before = at - days * DAY
     sessions = messages = 0
     while True:
-        gone, gone_messages = await store.delete_old_sessions(before, at)
+        gone, gone_messages, files = await store.delete_old_sessions(before, at)
+        if media is not None and files:
+            await asyncio.to_thread(discard, media, files)
         sessions += gone
         messages += gone_messages
         if gone == 0:

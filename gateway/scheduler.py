@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -119,10 +120,16 @@ class RetentionSchedule:
     """Deletes conversations older than `days` at start-up and then every hour."""
 
     def __init__(
-        self, store: RetentionStore, days: int, *, interval: float = RETENTION_EVERY_SECONDS
+        self,
+        store: RetentionStore,
+        days: int,
+        *,
+        interval: float = RETENTION_EVERY_SECONDS,
+        media: Path | None = None,
     ) -> None:
         self.store = store
         self.days = days
+        self.media = media
         self.interval = interval
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -132,7 +139,7 @@ class RetentionSchedule:
 
     async def tick(self) -> None:
         try:
-            await purge_old(self.store, self.days)
+            await purge_old(self.store, self.days, media=self.media)
         except Exception:
             log.exception("retention pass failed; the next one tries again")
 

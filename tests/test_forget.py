@@ -342,3 +342,42 @@ async def test_the_users_languages_go_with_them(any_store: Store) -> None:
     assert traces_of(await every_row(any_store), me, SECRET_WORDS) == []
     state = await any_store.language_state("line", "Cgroup", "U-other")
     assert state.chosen == "ja"  # the group keeps its language; only who chose it is gone
+
+
+async def test_forget_removes_the_users_kept_media_files_and_keeps_the_others(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeOpenAI,
+    database: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """With SKILLGATE_KEEP_MEDIA the downloads stay in data/media; forgetting takes theirs."""
+    media = tmp_path / "data" / "media"
+
+    def photo(update_id: int, user: int, file_id: str) -> dict[str, Any]:
+        update = make_text_update(update_id, "", chat_id=user, user_id=user)
+        del update["message"]["text"]
+        update["message"]["photo"] = [
+            {"file_id": file_id, "file_unique_id": file_id, "width": 90, "height": 67}
+        ]
+        update["message"]["caption"] = "what is this?"
+        return update
+
+    async with telegram_gateway(make_settings, fake_llm, keep_media=True, **database) as gw:
+        gw.fake.add_file("AgADmine", png(90, 67))
+        gw.fake.add_file("AgADtheirs", png(64, 48))
+        gw.fake.add_file("AgADshared", png(32, 32))
+        await gw.deliver(photo(1, FORGOTTEN, "AgADmine"))
+        await gw.deliver(photo(2, FORGOTTEN, "AgADshared"))
+        await gw.deliver(photo(3, KEPT, "AgADtheirs"))
+        await gw.deliver(photo(4, KEPT, "AgADshared"))  # the same bytes: one file, two owners
+        kept = sorted(p.relative_to(media) for p in media.rglob("*") if p.is_file())
+        assert len(kept) == 3
+
+        await gw.deliver(make_text_update(5, "/forget", chat_id=FORGOTTEN, user_id=FORGOTTEN))
+        await gw.deliver(forget_press(gw.fake, 6, FORGOTTEN, 0))
+        assert gw.fake.sent_texts(FORGOTTEN)[-1].startswith("Done: everything this bot kept")
+
+        left = sorted(p.relative_to(media) for p in media.rglob("*") if p.is_file())
+        rows = await every_row(gw.parts.store)
+    assert len(left) == 2  # the other user's photo, and the one they sent too
+    assert {str(p) for p in left} == {str(r["kept"]) for r in rows["attachments"]}

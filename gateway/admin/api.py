@@ -146,7 +146,9 @@ async def export_user(request: web.Request) -> web.Response:
 async def forget_user(request: web.Request) -> web.Response:
     """Delete everything stored about one user; what was deleted, counted."""
     ref = _user(request)
-    done = await forget(request.config_dict[STORE], *ref)
+    done = await forget(
+        request.config_dict[STORE], *ref, media=request.config_dict[SETTINGS].media_dir
+    )
     log.info("admin API: %s deleted a %s user's data", request[API_ADMIN] or "admin", ref[0])
     return web.json_response(done.model_dump())
 

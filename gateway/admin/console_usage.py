@@ -159,7 +159,8 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
             "Not confirmed",
             "Tick the box to confirm that everything about this user is to be deleted.",
         )
-    done = await forget(request.config_dict[STORE], *ref, now=time.time())
+    media = request.config_dict[SETTINGS].media_dir
+    done = await forget(request.config_dict[STORE], *ref, now=time.time(), media=media)
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
     return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
 

@@ -96,7 +96,8 @@ class Conversation:
         self.review = ReviewChat(
             profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
         )
-        self.privacy = Privacy(profile, store, clock)
+        kept = attachments.limits.keep_dir if attachments is not None else None
+        self.privacy = Privacy(profile, store, clock, media=kept)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
 
     @property

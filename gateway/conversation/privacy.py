@@ -8,9 +8,11 @@ not changed; the console marks their deleted evidence.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from gateway.conversation.content import ALBUM_META
 from gateway.conversation.models import Press, Profile
@@ -18,6 +20,7 @@ from gateway.conversation.ports import ForgetStore, Responder
 from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
 from gateway.i18n import ENGLISH, N_, Texts
+from gateway.media.keep import discard
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +61,17 @@ async def forget(
     *,
     handling: int | None = None,
     now: float | None = None,
+    media: Path | None = None,
 ) -> Forgotten:
-    """Delete everything about one user (the chat button, the console and the CLI all use this)."""
+    """Delete everything about one user (the chat button, the console and the CLI all use this).
+
+    `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA); the user's files go too.
+    """
     at = time.time() if now is None else now
     keys = [ALBUM_META.format(channel=channel, chat=user_id)]
     done = await store.forget_user(channel, user_id, at, meta_keys=keys, handling=handling)
+    if media is not None and done.files:
+        await asyncio.to_thread(discard, media, done.files)
     # Counts only: the user's id is what was just deleted.
     log.info(
         "a %s user's data was deleted: %d session(s), %d message(s), %d rating(s)",
@@ -78,11 +87,16 @@ class Privacy:
     """/forget and its confirmation, for one channel."""
 
     def __init__(
-        self, profile: Profile, store: ForgetStore, clock: Callable[[], float] = time.time
+        self,
+        profile: Profile,
+        store: ForgetStore,
+        clock: Callable[[], float] = time.time,
+        media: Path | None = None,
     ) -> None:
         self.profile = profile
         self.store = store
         self.clock = clock
+        self.media = media
 
     async def ask(self, chat: ChatRef, out: Responder) -> None:
         texts = out.texts
@@ -100,7 +114,12 @@ class Privacy:
             await out.acknowledge(texts(FORGET_PRIVATE))
             return
         await forget(
-            self.store, self.profile.channel, user, handling=press.inbox_id, now=self.clock()
+            self.store,
+            self.profile.channel,
+            user,
+            handling=press.inbox_id,
+            now=self.clock(),
+            media=self.media,
         )
         # `texts` was chosen before the user's language was deleted with the rest.
         await out.acknowledge(texts(FORGET_DELETED), courtesy=True)

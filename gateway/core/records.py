@@ -214,6 +214,8 @@ class Forgotten(BaseModel):
     messages: int = 0
     feedback: int = 0
     updates: int = 0
+    files: list[str] = Field(default_factory=list, exclude=True)
+    """Kept media files (names under the media dir) left without an attachment: to remove."""
 
 
 class LanguageState(BaseModel):

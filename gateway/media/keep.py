@@ -28,3 +28,20 @@ def keep(root: Path, data: bytes, mime: str) -> str:
             out.write(data)
         os.replace(partial, path)  # never a half-written file under the final name
     return name
+
+
+def discard(root: Path, names: list[str]) -> int:
+    """Remove kept files (names as `keep` returned them) when a forget or retention deleted
+    their last attachment; a file already gone is fine. Returns how many were removed."""
+    removed = 0
+    base = root.resolve()
+    for name in names:
+        path = (root / name).resolve()
+        if not path.is_relative_to(base):
+            continue  # only ever a file this module wrote
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed += 1
+    return removed

@@ -52,13 +52,31 @@ async def _user_updates(c: Conn, channel: str, user_id: str) -> list[dict[str, A
     return [r for r in rows if _mentions(r["payload"], user_id)]
 
 
-async def _delete_messages(c: Conn, ids: Sequence[int]) -> int:
-    """Messages with their traces, attachments, ratings and delivery records."""
+async def _delete_messages(c: Conn, ids: Sequence[int], files: list[str]) -> int:
+    """Messages with their traces, attachments, ratings and delivery records.
+
+    The kept media files (SKILLGATE_KEEP_MEDIA) that no other attachment names any more
+    are added to `files`, for the caller to remove once this has committed.
+    """
     if not ids:
         return 0
     wanted = list(ids)
     await c.execute(f"delete from traces where message_id in ({marks(wanted)})", *wanted)
+    kept = {
+        str(r["kept"])
+        for r in await c.fetch(
+            f"select kept from attachments where message_id in ({marks(wanted)})"
+            " and kept is not null",
+            *wanted,
+        )
+    }
     await c.execute(f"delete from attachments where message_id in ({marks(wanted)})", *wanted)
+    if kept:
+        names = sorted(kept)
+        still = await c.fetch(
+            f"select distinct kept from attachments where kept in ({marks(names)})", *names
+        )
+        files.extend(sorted(kept - {str(r["kept"]) for r in still}))
     await c.execute(f"delete from feedback where message_id in ({marks(wanted)})", *wanted)
     await c.execute(
         f"delete from deliveries where ref in ({marks(wanted)})", *(f"answer:{i}" for i in wanted)
@@ -67,7 +85,7 @@ async def _delete_messages(c: Conn, ids: Sequence[int]) -> int:
 
 
 async def _delete_sessions(
-    c: Conn, ids: Sequence[int], reason: DeleteReason, at: float
+    c: Conn, ids: Sequence[int], reason: DeleteReason, at: float, files: list[str]
 ) -> tuple[int, int]:
     """Sessions and all they hold; each leaves its id in `deleted_sessions`."""
     if not ids:
@@ -79,7 +97,7 @@ async def _delete_sessions(
             f"select id from messages where session_id in ({marks(wanted)})", *wanted
         )
     ]
-    gone = await _delete_messages(c, messages)
+    gone = await _delete_messages(c, messages, files)
     await c.execute(f"delete from consumed_sessions where session_id in ({marks(wanted)})", *wanted)
     await c.execute(f"delete from sessions where id in ({marks(wanted)})", *wanted)
     await c.executemany(
@@ -94,8 +112,13 @@ class PrivacyQueries(QueriesBase):
     """Retention, forgetting a user, and one user's data as JSON."""
 
     @transaction
-    async def delete_old_sessions(self, c: Conn, before: float, at: float) -> tuple[int, int]:
-        """Delete up to BATCH sessions last active before `before`; (sessions, messages)."""
+    async def delete_old_sessions(
+        self, c: Conn, before: float, at: float
+    ) -> tuple[int, int, list[str]]:
+        """Delete up to BATCH sessions last active before `before`.
+
+        Returns (sessions, messages, kept media files no attachment names any more).
+        """
         ids = [
             int(r["id"])
             for r in await c.fetch(
@@ -105,7 +128,9 @@ class PrivacyQueries(QueriesBase):
             )
         ]
         await c.execute("delete from awaiting where expires_at < ?", before)
-        return await _delete_sessions(c, ids, "retention", at)
+        files: list[str] = []
+        sessions, messages = await _delete_sessions(c, ids, "retention", at, files)
+        return sessions, messages, files
 
     @transaction
     async def forget_user(
@@ -145,8 +170,8 @@ class PrivacyQueries(QueriesBase):
                 *update_ids,
             )
         ]
-        done.sessions, in_private = await _delete_sessions(c, private, "forget", at)
-        done.messages = in_private + await _delete_messages(c, theirs)
+        done.sessions, in_private = await _delete_sessions(c, private, "forget", at, done.files)
+        done.messages = in_private + await _delete_messages(c, theirs, done.files)
         await c.execute(
             "update sessions set user_id = null where channel = ? and user_id = ?",
             channel,
