@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from aiohttp.test_utils import TestClient
 
 from gateway.app import PARTS
 from gateway.config import Settings
+from gateway.retention import purge_old
 from gateway.store import Store
 from gateway.store.privacy import SCRUBBED
 from gateway.store.sql import Conn
@@ -381,3 +383,27 @@ async def test_forget_removes_the_users_kept_media_files_and_keeps_the_others(
         rows = await every_row(gw.parts.store)
     assert len(left) == 2  # the other user's photo, and the one they sent too
     assert {str(p) for p in left} == {str(r["kept"]) for r in rows["attachments"]}
+
+
+async def test_retention_removes_kept_media_files_with_the_old_conversations(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeOpenAI,
+    database: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    media = tmp_path / "data" / "media"
+    async with telegram_gateway(make_settings, fake_llm, keep_media=True, **database) as gw:
+        gw.fake.add_file("AgADold", png(90, 67))
+        update = make_text_update(1, "", chat_id=KEPT, user_id=KEPT)
+        del update["message"]["text"]
+        update["message"]["photo"] = [
+            {"file_id": "AgADold", "file_unique_id": "AgADold", "width": 90, "height": 67}
+        ]
+        update["message"]["caption"] = "what is this?"
+        await gw.deliver(update)
+        assert [p for p in media.rglob("*") if p.is_file()]
+
+        later = time.time() + 3 * 86400  # the conversation is now three days old
+        purged = await purge_old(gw.parts.store, 1, now=later, media=media)
+        assert purged.sessions == 1
+        assert [p for p in media.rglob("*") if p.is_file()] == []
