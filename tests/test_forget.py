@@ -24,7 +24,12 @@ from gateway.store.sql import Conn
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update, make_text_update
+from tests.fakes.telegram_api import (
+    FakeTelegramAPI,
+    make_callback_update,
+    make_media_update,
+    make_text_update,
+)
 from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
 from tests.media_support import png
 from tests.pg_support import database
@@ -113,6 +118,14 @@ def files_holding(data_dir: Path, needles: list[bytes]) -> list[str]:
     )
 
 
+def photo_update(
+    update_id: int, user: int, file_id: str, caption: str = "what is this?"
+) -> dict[str, Any]:
+    """A photo (90x67) with its caption, in the user's private chat."""
+    size = {"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 90, "height": 67}
+    return make_media_update(update_id, chat_id=user, user_id=user, photo=[size], caption=caption)
+
+
 def forget_press(
     fake: FakeTelegramAPI, update_id: int, chat_id: int, button: int
 ) -> dict[str, Any]:
@@ -186,14 +199,8 @@ async def test_forget_on_telegram_leaves_nothing_of_the_user_in_any_table_or_fil
                 entities=[{"type": "mention", "offset": 0, "length": len(mention)}],
             )
         )
-        photo = make_text_update(55, "", chat_id=FORGOTTEN, user_id=FORGOTTEN)
-        del photo["message"]["text"]
-        photo["message"]["photo"] = [
-            {"file_id": "AgADphoto", "file_unique_id": "AQADphoto", "width": 90, "height": 67}
-        ]
-        photo["message"]["caption"] = f"what is this {SECRET_WORDS}?"
         gw.fake.add_file("AgADphoto", png(90, 67))  # read, and recorded as an attachment
-        await gw.deliver(photo)
+        await gw.deliver(photo_update(55, FORGOTTEN, "AgADphoto", f"what is this {SECRET_WORDS}?"))
         await gw.deliver(make_text_update(5, "I am staying", chat_id=KEPT, user_id=KEPT))
         await _rate_last(gw, 6, GROUP, KEPT, 1)  # the other user rates the answer in the group
         await _rate_last(gw, 7, KEPT, KEPT, 1)
@@ -355,23 +362,16 @@ async def test_forget_removes_the_users_kept_media_files_and_keeps_the_others(
     """With SKILLGATE_KEEP_MEDIA the downloads stay in data/media; forgetting takes theirs."""
     media = tmp_path / "data" / "media"
 
-    def photo(update_id: int, user: int, file_id: str) -> dict[str, Any]:
-        update = make_text_update(update_id, "", chat_id=user, user_id=user)
-        del update["message"]["text"]
-        update["message"]["photo"] = [
-            {"file_id": file_id, "file_unique_id": file_id, "width": 90, "height": 67}
-        ]
-        update["message"]["caption"] = "what is this?"
-        return update
-
     async with telegram_gateway(make_settings, fake_llm, keep_media=True, **database) as gw:
         gw.fake.add_file("AgADmine", png(90, 67))
         gw.fake.add_file("AgADtheirs", png(64, 48))
         gw.fake.add_file("AgADshared", png(32, 32))
-        await gw.deliver(photo(1, FORGOTTEN, "AgADmine"))
-        await gw.deliver(photo(2, FORGOTTEN, "AgADshared"))
-        await gw.deliver(photo(3, KEPT, "AgADtheirs"))
-        await gw.deliver(photo(4, KEPT, "AgADshared"))  # the same bytes: one file, two owners
+        await gw.deliver(photo_update(1, FORGOTTEN, "AgADmine"))
+        await gw.deliver(photo_update(2, FORGOTTEN, "AgADshared"))
+        await gw.deliver(photo_update(3, KEPT, "AgADtheirs"))
+        await gw.deliver(
+            photo_update(4, KEPT, "AgADshared")
+        )  # the same bytes: one file, two owners
         kept = sorted(p.relative_to(media) for p in media.rglob("*") if p.is_file())
         assert len(kept) == 3
 
@@ -394,13 +394,7 @@ async def test_retention_removes_kept_media_files_with_the_old_conversations(
     media = tmp_path / "data" / "media"
     async with telegram_gateway(make_settings, fake_llm, keep_media=True, **database) as gw:
         gw.fake.add_file("AgADold", png(90, 67))
-        update = make_text_update(1, "", chat_id=KEPT, user_id=KEPT)
-        del update["message"]["text"]
-        update["message"]["photo"] = [
-            {"file_id": "AgADold", "file_unique_id": "AgADold", "width": 90, "height": 67}
-        ]
-        update["message"]["caption"] = "what is this?"
-        await gw.deliver(update)
+        await gw.deliver(photo_update(1, KEPT, "AgADold"))
         assert [p for p in media.rglob("*") if p.is_file()]
 
         later = time.time() + 3 * 86400  # the conversation is now three days old

@@ -26,21 +26,12 @@ from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.media_support import docx, mp3, ogg_opus, pdf, png, prompt_text, wav
 from tests.synthesis_support import answer, evidence_prompt
 from tests.telegram_harness import ADMIN, Gateway, telegram_gateway
+from tests.test_telegram_content import media_update
 from tests.test_telegram_feedback import last_answer, last_message, press
 
 GROUP = -1002233445566
 ANSWER = "Hello from the fake model."
 STT = {"stt_model": "whisper-1"}
-
-
-def media_update(update_id: int, chat_type: str = "private", **fields: Any) -> dict[str, Any]:
-    """A message with no text from user 1001, carrying `fields` (voice, photo, document...)."""
-    update = make_text_update(
-        update_id, "", chat_id=GROUP if chat_type != "private" else 1001, chat_type=chat_type
-    )
-    del update["message"]["text"]
-    update["message"].update(fields)
-    return update
 
 
 def voice(gw: Gateway, file_id: str, data: bytes, seconds: int = 1) -> dict[str, Any]:

@@ -18,7 +18,12 @@ from gateway.channels.telegram.dialect import TEXT_ONLY
 from gateway.config import Settings
 from gateway.conversation.attachments import NO_STT
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.telegram_api import make_callback_update, make_text_update, mention_entity
+from tests.fakes.telegram_api import (
+    make_callback_update,
+    make_media_update,
+    make_text_update,
+    mention_entity,
+)
 from tests.telegram_harness import Gateway, telegram_gateway
 from tests.test_telegram_feedback import last_answer, last_message, press
 
@@ -30,15 +35,8 @@ VIDEO = {"file_id": "BAAD", "file_unique_id": "AgAE", "width": 1, "height": 1, "
 
 def media_update(update_id: int, chat_type: str = "private", **fields: Any) -> dict[str, Any]:
     """A message with no text, from user 1001, carrying `fields` (photo, caption, venue...)."""
-    update = make_text_update(
-        update_id,
-        "",
-        chat_id=GROUP if chat_type != "private" else 1001,
-        chat_type=chat_type,
-    )
-    del update["message"]["text"]
-    update["message"].update({k: v for k, v in fields.items() if v is not None})
-    return update
+    chat_id = GROUP if chat_type != "private" else 1001
+    return make_media_update(update_id, chat_id=chat_id, chat_type=chat_type, **fields)
 
 
 def prompts(gw: Gateway) -> list[str]:

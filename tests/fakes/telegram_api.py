@@ -848,6 +848,22 @@ def make_text_update(
     return {"update_id": update_id, "message": message}
 
 
+def make_media_update(
+    update_id: int,
+    *,
+    chat_id: int = 1001,
+    user_id: int = 1001,
+    chat_type: str = "private",
+    **fields: Any,
+) -> dict[str, Any]:
+    """Return an Update carrying a message without text from a user: `fields` (photo, voice,
+    caption...) as given, a None field left out."""
+    update = make_text_update(update_id, "", chat_id=chat_id, user_id=user_id, chat_type=chat_type)
+    del update["message"]["text"]
+    update["message"].update({k: v for k, v in fields.items() if v is not None})
+    return update
+
+
 def make_callback_update(
     update_id: int,
     data: str,
