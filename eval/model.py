@@ -30,8 +30,8 @@ from typing import Any
 from eval.answers import Style, compose, relevant, style_of
 from eval.corpus import BY_TEXT
 from eval.skills import POOR, SkillDraft, paraphrase
-from gateway.skills.sameness import ASK_SYSTEM
 from gateway.skills.selection import INDEX_HEADER
+from gateway.synthesis.sameness import ASK_SYSTEM
 from tests.fakes.openai_server import Scripted
 
 # Each pass fences its evidence with a tag of its own: untrusted-chat-<12 hex digits>.

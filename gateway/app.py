@@ -22,6 +22,7 @@ from gateway import __version__
 from gateway.admin.api import admin_api
 from gateway.admin.console import SECURITY_HEADERS
 from gateway.admin.console_app import add_console
+from gateway.admin.metrics import metrics_endpoint
 from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
@@ -36,31 +37,31 @@ from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
-from gateway.inbox import Inbox, InboxWorker
-from gateway.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
-from gateway.metrics import METRICS, Metrics, metrics_endpoint
-from gateway.replicas import (
+from gateway.review.delivery import ReviewCards, start_cards
+from gateway.review.reconcile import reconcile
+from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.runtime.inbox import Inbox, InboxWorker
+from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.metrics import METRICS, Metrics
+from gateway.runtime.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
     check_skills_volume,
     replica_name,
     startup_lock,
 )
-from gateway.review.cards import ReviewCards, start_cards
-from gateway.scheduler import RetentionSchedule, SynthesisSchedule
-from gateway.serving import OWN_BODY, bounded_body
-from gateway.settle import settle
+from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
+from gateway.runtime.settle import settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
-from gateway.skills.reconcile import reconcile
-from gateway.skills.review import Reviewer, ReviewEvent
-from gateway.skills.synthesizer import SynthesisConfig, Synthesizer
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
+from gateway.synthesis.synthesizer import SynthesisConfig, Synthesizer
+from gateway.web.serving import OWN_BODY, bounded_body
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway import cli_review
 from gateway.cli import build_parser
+from gateway.cli import review as cli_review
 from gateway.config import Settings
 from tests.cards_support import ALICE, BOB, LINE_ADMIN, fakes, rig_settings, running
 from tests.fakes.openai_server import FakeOpenAI

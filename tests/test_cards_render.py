@@ -9,10 +9,10 @@ from gateway.channels.line.cards import CardBubbles
 from gateway.channels.telegram.cards import card_part
 from gateway.channels.text import utf16_len
 from gateway.config import Settings
-from gateway.skills.card_buttons import CardSigner
-from gateway.skills.cards import Card, Evidence, evidence_of, fit
-from gateway.skills.evidence import Rating, SessionEvidence, Turn
-from gateway.skills.proposals import Proposal
+from gateway.core.records import Rating, SessionEvidence, Turn
+from gateway.review.buttons import CardSigner
+from gateway.review.cards import Card, Evidence, evidence_of, fit
+from gateway.review.proposals import Proposal
 from tests.cards_support import postbacks
 from tests.fakes.telegram_api import html_to_plain
 

@@ -18,7 +18,7 @@ from gateway.config import Settings, load_settings
 from gateway.errors import ConfigError
 from gateway.logs import setup_logging
 from gateway.skills.library import parse_skill
-from gateway.skills.synthesizer import LOCK_NAME
+from gateway.synthesis.synthesizer import LOCK_NAME
 from tests.console_support import NEW_WRITING, WRITING, csrf_of, seed_proposals, seed_rated_answer
 from tests.console_support import sign_in as console_sign_in
 from tests.fakes.openai_server import FakeOpenAI

@@ -18,7 +18,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from gateway.config import Settings
-from gateway.skills.synthesizer import LOCK_NAME
+from gateway.synthesis.synthesizer import LOCK_NAME
 from tests.console_support import (
     TOKEN,
     WRITING,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.config import Settings
-from gateway.doctor import check_model
 from gateway.operator import Check
+from gateway.ops.doctor import check_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import free_port
 

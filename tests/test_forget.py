@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient
 
 from gateway.app import PARTS
 from gateway.config import Settings
-from gateway.retention import purge_old
+from gateway.runtime.retention import purge_old
 from gateway.store import Store
 from gateway.store.privacy import SCRUBBED
 from gateway.store.sql import Conn

@@ -30,8 +30,8 @@ from gateway.conversation.language import buttons as language_buttons
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.i18n import LANGUAGES, SOURCE, texts_for
 from gateway.i18n.catalog import LOCALE_DIR, po_path
-from gateway.skills.card_buttons import CardSigner
-from gateway.skills.cards import SESSIONS, Card, Evidence
+from gateway.review.buttons import CardSigner
+from gateway.review.cards import SESSIONS, Card, Evidence
 from tests.test_cards_render import make_proposal
 
 ROOT = Path(__file__).resolve().parent.parent

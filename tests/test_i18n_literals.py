@@ -21,8 +21,8 @@ SCANNED = sorted(
     [
         *GATEWAY.joinpath("channels").rglob("*.py"),
         *GATEWAY.joinpath("conversation").rglob("*.py"),
-        *GATEWAY.joinpath("review").rglob("*.py"),
-        GATEWAY / "skills" / "cards.py",
+        GATEWAY / "review" / "delivery.py",
+        GATEWAY / "review" / "cards.py",
         GATEWAY / "skills" / "overview.py",
         GATEWAY / "skills" / "effect.py",
         GATEWAY / "core" / "agent.py",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.init.envfile import quote, read_values, set_values, write_private
+from gateway.ops.init.envfile import quote, read_values, set_values, write_private
 
 
 def test_values_read_back_as_written_by_the_parser_settings_use(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.app import PARTS, build_app
 from gateway.config import Settings
-from gateway.skills.proposals import Candidate
+from gateway.review.proposals import Candidate
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
 

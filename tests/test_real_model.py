@@ -23,7 +23,7 @@ from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.doctor import check_model
+from gateway.ops.doctor import check_model
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.real_llama import INSTALL, MODEL_NAME, available, llama_server

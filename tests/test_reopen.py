@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from gateway.config import Settings
-from gateway.skills.proposals import PROPOSED_FILE
+from gateway.review.proposals import PROPOSED_FILE
 from gateway.store import Store
 from tests.cards_support import ALICE, LINE_ADMIN, LINE_OTHER, MALLORY, Rig, fakes, rig_settings
 from tests.cards_support import running as running_rig
@@ -145,7 +145,7 @@ async def test_reopen_from_the_api_the_console_and_the_terminal(
 
 
 async def test_a_reopened_tombstone_no_longer_counts_on_either_database(any_store: Store) -> None:
-    from gateway.skills.proposals import Candidate, Rejection
+    from gateway.review.proposals import Candidate, Rejection
 
     sid = await seed_session(any_store)
     made = await any_store.add_proposal(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from gateway.config import Settings
 from gateway.conversation.privacy import forget
 from gateway.core.records import Trace
-from gateway.retention import purge_old
+from gateway.runtime.retention import purge_old
 from gateway.store import SqliteStore, Store
 from gateway.store.sql import Conn
 from tests.console_support import sign_in

@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 
 from gateway.config import Settings
+from gateway.review.proposals import Proposal
+from gateway.review.staging import Staging, render_proposal
 from gateway.skills.library import SkillLibrary, content_hash, parse_skill
-from gateway.skills.proposals import Proposal
-from gateway.skills.staging import Staging, render_proposal
 from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, gateway, proposal, synth_settings

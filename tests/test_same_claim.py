@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.config import Settings
-from gateway.skills.sameness import ASK_SYSTEM
+from gateway.synthesis.sameness import ASK_SYSTEM
 from tests.console_support import sign_in as console_sign_in
 from tests.effect_support import plant
 from tests.fakes.openai_server import FakeOpenAI

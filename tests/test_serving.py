@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 
 import aiohttp
 
-from gateway import serving
 from gateway.app import build_app
 from gateway.config import Settings
 from gateway.logs import Throttle, make_handler
+from gateway.web import serving
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
 from tests.line_support import line_settings

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from gateway.core.records import InboxItem
-from gateway.replicas import SharedInboxWorker
+from gateway.runtime.replicas import SharedInboxWorker
 from gateway.store.postgres import PostgresStore
 
 

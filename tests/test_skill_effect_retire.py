@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.cli_synthesize import print_summary
+from gateway.cli.synthesize import print_summary
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.skills.effect import wilson
-from gateway.skills.synthesizer import ProposalBrief, RunSummary
 from gateway.store import SqliteStore
+from gateway.synthesis.synthesizer import ProposalBrief, RunSummary
 from tests.effect_support import (
     BIKE,
     BIKE_DESCRIPTION,

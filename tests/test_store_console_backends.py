@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 from gateway.core.models import MessageKind, Role
 from gateway.core.records import MessageRecord, SkillRecord, Trace
-from gateway.skills.proposals import Candidate, Proposal, RunDropped, RunRecord
+from gateway.review.proposals import Candidate, Proposal
 from gateway.store import Store
+from gateway.synthesis.runs import RunDropped, RunRecord
 
 IDLE = 10**9  # no session goes idle between the moments a test picks
 

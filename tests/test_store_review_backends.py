@@ -7,8 +7,9 @@ import asyncio
 from typing import Any
 
 from gateway.core.records import SkillRecord
-from gateway.skills.proposals import Candidate, Proposal, Rejection, RunRecord
+from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
+from gateway.synthesis.runs import RunRecord
 from tests.effect_support import seed_answer
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.config import Settings
-from gateway.skills.synthesizer import BATCH_ATTEMPTS, answer_tokens
+from gateway.synthesis.synthesizer import BATCH_ATTEMPTS, answer_tokens
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, synth_settings
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.skills.review import ReviewEvent
+from gateway.review.reviewer import ReviewEvent
 from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
@@ -248,7 +248,7 @@ async def test_the_synthesize_command_reports_progress_proposals_and_failure(
 async def test_with_replicas_a_tick_is_skipped_when_another_pass_just_started() -> None:
     from types import SimpleNamespace
 
-    from gateway.scheduler import SynthesisSchedule
+    from gateway.runtime.scheduler import SynthesisSchedule
 
     ran: list[str] = []
     last = {"at": time.time() - 10 * 60}

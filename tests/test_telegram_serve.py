@@ -8,7 +8,7 @@ from pathlib import Path
 import aiohttp
 
 from gateway.config import Settings
-from gateway.doctor import check_channels
+from gateway.ops.doctor import check_channels
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
 from tests.serve_process import serving

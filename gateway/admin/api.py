@@ -15,7 +15,7 @@ from gateway.admin.console_usage import user_ref
 from gateway.admin.params import int_param
 from gateway.conversation.privacy import forget
 from gateway.errors import SkillError
-from gateway.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
 from gateway.usage import usage_report
 
 log = logging.getLogger(__name__)

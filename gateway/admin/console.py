@@ -18,7 +18,7 @@ from gateway import __version__
 from gateway.admin import console_auth as auth
 from gateway.admin.auth import Handler
 from gateway.admin.console_format import FILTERS
-from gateway.keys import SETTINGS, STORE
+from gateway.runtime.keys import SETTINGS, STORE
 
 log = logging.getLogger(__name__)
 

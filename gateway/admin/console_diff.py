@@ -15,8 +15,8 @@ from typing import Any, Literal
 import yaml
 
 from gateway.errors import InvalidSkill
+from gateway.review.staging import APPROVAL_KEYS, PROVENANCE_KEYS
 from gateway.skills.library import parse_skill
-from gateway.skills.staging import APPROVAL_KEYS, PROVENANCE_KEYS
 
 RowKind = Literal["equal", "replace", "delete", "insert", "gap"]
 BOOKKEEPING = (*PROVENANCE_KEYS, *APPROVAL_KEYS)

@@ -11,8 +11,8 @@ from gateway.admin.console import page, refuse
 from gateway.admin.console_chart import ROLLING_DAYS, rate_chart
 from gateway.admin.console_views import PER_PAGE, page_number
 from gateway.admin.params import positive
-from gateway.keys import SCHEDULE, STORE, SYNTHESIZER
-from gateway.skills.synthesizer import LOCK_NAME
+from gateway.runtime.keys import SCHEDULE, STORE, SYNTHESIZER
+from gateway.synthesis.synthesizer import LOCK_NAME
 
 WINDOWS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
 DEFAULT_WINDOW = "30"

@@ -14,7 +14,7 @@ from aiohttp import web
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.conversation.privacy import forget
-from gateway.keys import SETTINGS, STORE
+from gateway.runtime.keys import SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
 
 log = logging.getLogger(__name__)

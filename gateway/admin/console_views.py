@@ -17,10 +17,10 @@ from gateway.errors import (
     SkillNotFound,
     StoreError,
 )
-from gateway.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
+from gateway.review.proposals import Proposal
+from gateway.review.reviewer import Reviewer, live_proposal
+from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
-from gateway.skills.proposals import Proposal
-from gateway.skills.review import Reviewer, live_proposal
 from gateway.store.proposals import ProposalQueries
 
 log = logging.getLogger(__name__)

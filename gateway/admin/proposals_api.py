@@ -7,7 +7,6 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway import jsonlimits
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param, positive
@@ -19,11 +18,12 @@ from gateway.errors import (
     SkillNotFound,
     StoreError,
 )
-from gateway.keys import REVIEW, STORE, SYNTHESIZER
+from gateway.review.proposals import STATUSES, Proposal
+from gateway.review.reviewer import Decision
+from gateway.review.staging import iso
+from gateway.runtime.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
-from gateway.skills.proposals import STATUSES, Proposal
-from gateway.skills.review import Decision
-from gateway.skills.staging import iso
+from gateway.web import jsonlimits
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from gateway.conversation.fence import Claims, FencedResponder
 from gateway.conversation.models import Profile
 from gateway.conversation.ports import Responder
 from gateway.core.records import InboxItem
-from gateway.review.cards import CardTransport
+from gateway.review.delivery import CardTransport
 
 
 def storable(value: Any) -> bool:

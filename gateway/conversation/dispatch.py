@@ -41,7 +41,7 @@ from gateway.conversation.review import (
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.i18n import N_
-from gateway.skills.card_buttons import is_card_data
+from gateway.review.buttons import is_card_data
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from gateway.core.models import Button, ChatRef, Reply
 from gateway.core.records import InboxItem
 from gateway.core.stream import PartialText
 from gateway.i18n import Texts
-from gateway.skills.cards import Card
-from gateway.skills.proposals import Proposal
+from gateway.review.cards import Card
+from gateway.review.proposals import Proposal
 
 
 class Claims(Protocol):

@@ -12,7 +12,7 @@ from typing import Literal
 
 from gateway.core.models import ChatRef
 from gateway.media.remote import Remote
-from gateway.skills.card_buttons import CardAction, CardSigner
+from gateway.review.buttons import CardAction, CardSigner
 
 
 @dataclass(frozen=True)

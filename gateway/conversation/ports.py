@@ -25,11 +25,12 @@ from gateway.core.records import (
 )
 from gateway.core.stream import PartialText
 from gateway.i18n import Texts
-from gateway.skills.cards import Card, CardReview, CardSource
+from gateway.review.cards import Card, CardReview, CardSource
+from gateway.review.ports import CardLedger
+from gateway.review.proposals import Proposal
+from gateway.review.reviewer import Decision
 from gateway.skills.effect import SkillEffect
-from gateway.skills.proposals import Proposal
-from gateway.skills.review import Decision
-from gateway.skills.synthesizer import RunSummary
+from gateway.synthesis.synthesizer import RunSummary
 from gateway.usage import UsageSource
 
 
@@ -102,22 +103,6 @@ class Responder(Protocol):
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
         """The full diff of a proposal."""
         ...
-
-
-class CardLedger(Protocol):
-    """Which chat holds a copy of which proposal card, and what it shows."""
-
-    async def card_delivered(
-        self,
-        proposal_id: int,
-        channel: str,
-        chat_id: str,
-        message_id: str | None,
-        *,
-        status: str,
-        reason: str | None,
-        now: float | None = None,
-    ) -> None: ...
 
 
 class QuotaStore(Protocol):

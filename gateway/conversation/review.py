@@ -23,12 +23,12 @@ from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError, ProposalNotFound, ReopenRefused, SkillError, StoreError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
-from gateway.skills.card_buttons import CardAction
-from gateway.skills.cards import Card, build_card, decider_label, full_diff, when
+from gateway.review.buttons import CardAction
+from gateway.review.cards import Card, build_card, decider_label, full_diff, when
+from gateway.review.proposals import Proposal
+from gateway.review.reviewer import Decision
 from gateway.skills.overview import skills_overview
-from gateway.skills.proposals import Proposal
-from gateway.skills.review import Decision
-from gateway.skills.synthesizer import RunSummary
+from gateway.synthesis.synthesizer import RunSummary
 from gateway.usage import Prices, usage_report, usage_text
 
 log = logging.getLogger(__name__)

@@ -229,3 +229,53 @@ class LanguageState(BaseModel):
     """Whether the last lookup of `tag` succeeded."""
     checked_at: float | None = None
     """When `tag` was last looked up (None: never)."""
+
+
+class Rating(BaseModel):
+    """One user's rating of an answer."""
+
+    rating: int
+    comment: str | None = None
+
+
+class Turn(BaseModel):
+    """A message of a session, with the answer's trace and ratings."""
+
+    message_id: int
+    role: str
+    text: str
+    kind: str = "normal"
+    skills_loaded: list[str] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+    completed: bool = True
+    error: str | None = None
+    ratings: list[Rating] = Field(default_factory=list)
+    attachments: list[str] = Field(default_factory=list)
+    """What came with a user's message, as labels ("voice message, 0:12, transcribed"): its
+    text is the transcript or caption; media and documents' text never reach synthesis."""
+
+    @property
+    def failed(self) -> bool:
+        return self.role == "assistant" and (
+            self.kind == "error" or not self.completed or self.error is not None
+        )
+
+    @property
+    def notable(self) -> bool:
+        return bool(self.ratings) or self.failed
+
+
+class SessionEvidence(BaseModel):
+    """One finished session as the synthesizer reads it."""
+
+    session_id: int
+    channel: str
+    turns: list[Turn] = Field(default_factory=list)
+
+    def has_signal(self) -> bool:
+        """Rated or failed, and at least one question with an answer."""
+        roles = {t.role for t in self.turns}
+        return {"user", "assistant"} <= roles and any(t.notable for t in self.turns)
+
+    def skills_loaded(self) -> list[str]:
+        return [s for t in self.turns for s in t.skills_loaded]

@@ -1,1 +1,1 @@
-"""Operator tooling: webhook registration, backups, the move to PostgreSQL."""
+"""Operator tooling: doctor, model probes, init, set-webhook, backups, the move to PostgreSQL."""

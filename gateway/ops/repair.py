@@ -17,9 +17,9 @@ from gateway.channels.registry import configured_platforms
 from gateway.config import Settings
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.errors import ChannelError, ConfigError
-from gateway.init.answers import new_secret
-from gateway.init.envfile import set_values
 from gateway.operator import Check, public_endpoint
+from gateway.ops.init.answers import new_secret
+from gateway.ops.init.envfile import set_values
 
 
 def persona_path(settings: Settings) -> Path:

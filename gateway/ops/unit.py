@@ -13,8 +13,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.init.envfile import read_values
 from gateway.operator import Check
+from gateway.ops.init.envfile import read_values
 
 DEFAULT_UNIT = Path("/etc/systemd/system/skillgate.service")
 VAR = "SKILLGATE_DATA_DIR"

@@ -1,1 +1,1 @@
-"""Proposal cards for chat admins: delivery and updates, whatever the platform."""
+"""Review: proposals, staging, decisions, start-up repair, proposal cards and their delivery."""

@@ -1,308 +1,327 @@
-"""Proposal cards for the admins of every chat channel: delivered once, kept up to date.
+"""What a proposal card says, whatever the chat app: facts, evidence, a compact diff, the outcome.
 
-`ReviewCards` listens to the review operations. A staged proposal is sent to
-every configured admin of every channel; a decision (or a reason given later)
-is shown on every copy: Telegram edits its messages, LINE, which cannot edit,
-pushes a short notice. The database remembers each copy (`card_deliveries`),
-so a restart sends nothing twice, and `sync` at start-up (and every few
-minutes) catches up with whatever a crash, an outage or another process
-(`skillgate proposals approve`, `skillgate synthesize`) left behind.
-
-Work runs in order on one background task, so a decision never makes the web
-request, the terminal command or the button press wait for the chat apps.
+Channels only format these pieces (Telegram HTML, a LINE Flex bubble, terminal
+text) and add their buttons; what the card means is decided here once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
-from gateway.conversation.ports import CardLedger
-from gateway.errors import ChannelError
-from gateway.i18n import ENGLISH, Texts
-from gateway.skills.cards import Card, CardSource, build_card
-from gateway.skills.proposals import Proposal
-from gateway.skills.review import Reviewer, ReviewEvent
-from gateway.store.cards import CardDelivery
+from gateway.core.records import SessionEvidence
+from gateway.errors import SkillError
+from gateway.i18n import ENGLISH, N_, Np_, Texts
+from gateway.review.proposals import Proposal, SkillVersion
+from gateway.skills.library import SKILL_FILE, parse_skill
+from gateway.skills.live import LiveSkill
 
-log = logging.getLogger(__name__)
+Length = Callable[[str], int]
 
-RETAKE_AFTER = 120.0
-"""Seconds after which a claimed but undelivered card counts as abandoned (a crash)."""
-RESYNC_INTERVAL = 300.0
+MAX_RATIONALE = 600
+MAX_COMMENT = 140
+MAX_COMMENTS = 3
+COMPACT_CONTEXT = 1
+"""Lines of context around each change in a card's diff (the full diff has 3)."""
 
-
-class CopyGone(ChannelError):
-    """An admin's copy of a card can no longer be updated (deleted, or the chat is gone)."""
-
-
-class CardTransport(Protocol):
-    """How one channel shows cards to its admins."""
-
-    channel: str
-
-    def admins(self) -> Sequence[str]:
-        """Chat ids of the admins' private chats."""
-        ...
-
-    async def send_card(self, chat_id: str, card: Card) -> str | None:
-        """Send a card with its buttons; returns the platform's message id if known."""
-        ...
-
-    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
-        """A plain message to an admin (`ref` keeps a retried push from arriving twice)."""
-        ...
-
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
-        """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
-        ...
-
-    async def look_up_language(self, user_id: str) -> str | None:
-        """The admin's language as the platform tells it (None where it cannot)."""
-        ...
-
-
-class CardStore(CardSource, CardLedger, Protocol):
-    """Which admin holds which copy of which card, and what each copy shows."""
-
-    async def pending_proposals(self) -> list[Proposal]: ...
-
-    async def claim_card(
-        self,
-        proposal_id: int,
-        channel: str,
-        chat_id: str,
-        *,
-        retake_before: float,
-        now: float | None = None,
-    ) -> bool: ...
-
-    async def card_copies(self, proposal_id: int) -> list[CardDelivery]: ...
-
-    async def outdated_card_copies(self) -> list[CardDelivery]: ...
-
-    async def card_shown(
-        self, proposal_id: int, channel: str, chat_id: str, status: str, reason: str | None
-    ) -> None: ...
+UNKNOWN_TIME = N_("an unknown time")
+SOMEONE = N_("someone")
+WEB_CONSOLE = N_("the web console")
+AUTOMATION = N_("automation")
+TERMINAL_USER = N_("{who} (terminal)")
+TELEGRAM_USER = N_("Telegram user {who}")
+LINE_USER = N_("LINE user {who}…")
+# TRANSLATORS: joins the parts of a card's evidence line ("3 sessions, 2 👎").
+LIST_SEPARATOR = N_(", ")
+SESSIONS = Np_("{n} session", "{n} sessions")
+DOWN_ALL_COMMENTED = Np_("{n} 👎 with a comment", "{n} 👎 with comments")
+DOWN = N_("{n} 👎")
+SOME_COMMENTED = Np_("({n} with a comment)", "({n} with comments)")
+UP = N_("{n} 👍")
+FAILED_ANSWERS = Np_("{n} failed answer", "{n} failed answers")
+TITLE_NEW = N_("Proposal #{id}: new skill {slug}")
+TITLE_UPDATE = N_("Proposal #{id}: update of {slug}")
+DESCRIPTION = N_("Description")
+WHY = N_("Why")
+EVIDENCE = N_("Evidence")
+APPROVED_BY = N_("✅ Approved by {who} at {at}")
+APPLIED_AT = N_("✅ Applied automatically at {at}")
+REJECTED_BECAUSE = N_("❌ Rejected by {who}: {reason}")
+REJECTED_AT = N_("❌ Rejected by {who} at {at}")
+STALE_BECAUSE = N_("⚠️ Not applied ({who} at {at}): {reason}")
+LIVE_SKILL_CHANGED = N_("the live skill changed")
+ROLLED_BACK = N_("↩️ Rolled back by {who} at {at}")
+ROLLED_BACK_BECAUSE = N_("↩️ Rolled back by {who} at {at}: {reason}")
+WAITING = N_("⏳ Waiting for review")
+DIFF_TRIMMED = Np_(
+    "… {n} more diff line not shown: tap Full diff.",
+    "… {n} more diff lines not shown: tap Full diff.",
+)
 
 
-class AdminLanguages(Protocol):
-    """The language of each admin's private chat (`gateway.conversation.language`)."""
-
-    async def for_admin(
-        self, channel: str, chat_id: str, platform: CardTransport | None = None
-    ) -> Texts: ...
-
-
-Job = Callable[[], Awaitable[None]]
+def when(ts: float | None, texts: Texts = ENGLISH) -> str:
+    """A moment as people read it: "2026-05-01 12:34 UTC"."""
+    if ts is None:
+        return texts(UNKNOWN_TIME)
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-class ReviewCards:
-    """Sends proposal cards and keeps every copy showing the current decision."""
-
-    def __init__(
-        self,
-        review: Reviewer,
-        store: CardStore,
-        transports: Sequence[CardTransport],
-        *,
-        retake_after: float = RETAKE_AFTER,
-        resync_interval: float = RESYNC_INTERVAL,
-        clock: Callable[[], float] = time.time,
-        languages: AdminLanguages | None = None,
-    ) -> None:
-        self.review = review
-        self.languages = languages
-        self.store = store
-        self.transports = {t.channel: t for t in transports}
-        self.retake_after = retake_after
-        self.resync_interval = resync_interval
-        self.clock = clock
-        self._jobs: asyncio.Queue[Job] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
-        self._timer: asyncio.Task[None] | None = None
-
-    async def card(self, p: Proposal, texts: Texts = ENGLISH) -> Card:
-        """The card of a proposal as it stands now."""
-        return await build_card(p, self.review, self.store, texts)
-
-    async def _card_for(
-        self, p: Proposal, channel: str, chat_id: str, made: dict[str, Card]
-    ) -> Card:
-        """The card in the language of the admin of `chat_id` (one build per language)."""
-        texts = ENGLISH
-        if self.languages is not None:
-            platform = self.transports.get(channel)
-            texts = await self.languages.for_admin(channel, chat_id, platform)
-        if texts.language not in made:
-            made[texts.language] = await self.card(p, texts)
-        return made[texts.language]
-
-    async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
-        """A fixed text to every admin of every channel, each in their language.
-
-        A chat that cannot be reached is logged and the others are still told.
-        """
-        for channel, transport in self.transports.items():
-            for chat_id in transport.admins():
-                texts = ENGLISH
-                if self.languages is not None:
-                    texts = await self.languages.for_admin(channel, chat_id, transport)
-                try:
-                    await transport.send_notice(
-                        chat_id, texts(message, **values), f"{ref}:{chat_id}"
-                    )
-                except ChannelError as exc:
-                    log.warning("could not tell %s admin %s: %s", transport.channel, chat_id, exc)
-
-    # ---- background work ------------------------------------------------------------------
-
-    async def on_review_event(self, event: ReviewEvent) -> None:
-        """Reviewer listener: queue the delivery of a staged card or the update of its copies."""
-        pid = event.proposal.id
-        if event.kind == "staged":
-            self.submit(lambda: self.deliver(pid))
-        else:
-            self.submit(lambda: self.refresh(pid))
-
-    def submit(self, job: Job) -> None:
-        """Queue work for the background task (run in submission order)."""
-        self._jobs.put_nowait(job)
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._work(), name="review-cards")
-
-    async def _work(self) -> None:
-        while True:
-            job = await self._jobs.get()
-            try:
-                await job()
-            except Exception:
-                log.exception("updating proposal cards failed; the next sync retries")
-            finally:
-                self._jobs.task_done()
-
-    def start(self, *, catch_up: bool = True) -> None:
-        """Catch up now and every `resync_interval` s; without `catch_up`, only follow events."""
-        if not catch_up:
-            return
-        self.submit(self.sync)
-        if self.resync_interval > 0:
-            self._timer = asyncio.create_task(self._resync(), name="review-cards:resync")
-
-    async def _resync(self) -> None:
-        while True:
-            await asyncio.sleep(self.resync_interval)
-            self.submit(self.sync)
-
-    async def wait_idle(self, timeout: float | None = None) -> None:
-        """Wait until every queued card job is done."""
-        await asyncio.wait_for(self._jobs.join(), timeout)
-
-    async def stop(self, timeout: float = 5.0) -> None:
-        """Finish queued work (for at most `timeout` s), then stop; the next start catches up."""
-        for task in (self._timer, self._worker):
-            if task is None:
-                continue
-            if task is self._worker:
-                with contextlib.suppress(TimeoutError):
-                    await self.wait_idle(timeout)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._timer = self._worker = None
-
-    # ---- the work itself ------------------------------------------------------------------
-
-    async def sync(self) -> None:
-        """Deliver every pending card an admin lacks; update every copy that is out of date."""
-        for p in await self.store.pending_proposals():
-            await self.deliver(p.id)
-        outdated = await self.store.outdated_card_copies()
-        for pid in dict.fromkeys(c.proposal_id for c in outdated):
-            await self.refresh(pid)
-
-    async def deliver(self, proposal_id: int) -> None:
-        """Send a pending proposal's card to each admin who has not got it."""
-        p = await self.review.get(proposal_id)
-        if p.status != "pending":
-            return
-        made: dict[str, Card] = {}
-        for transport in self.transports.values():
-            for chat_id in transport.admins():
-                now = self.clock()
-                if not await self.store.claim_card(
-                    p.id, transport.channel, chat_id, retake_before=now - self.retake_after, now=now
-                ):
-                    continue
-                card = await self._card_for(p, transport.channel, chat_id, made)
-                try:
-                    message_id = await transport.send_card(chat_id, card)
-                except ChannelError as exc:
-                    # The claim stays; after `retake_after` a sync sends it again.
-                    log.warning(
-                        "proposal #%d card to %s admin %s failed: %s",
-                        p.id,
-                        transport.channel,
-                        chat_id,
-                        exc,
-                    )
-                    continue
-                await self.store.card_delivered(
-                    p.id,
-                    transport.channel,
-                    chat_id,
-                    message_id,
-                    status=p.status,
-                    reason=p.reason,
-                    now=self.clock(),
-                )
-                log.info("proposal #%d card sent to %s admin %s", p.id, transport.channel, chat_id)
-
-    async def refresh(self, proposal_id: int) -> None:
-        """Show the proposal's current state on every copy that shows something else."""
-        p = await self.review.get(proposal_id)
-        copies = [
-            c
-            for c in await self.store.card_copies(p.id)
-            if (c.shown_status, c.shown_reason) != (p.status, p.reason)
-        ]
-        if not copies:
-            return
-        made: dict[str, Card] = {}
-        for copy in copies:
-            transport = self.transports.get(copy.channel)
-            if transport is None:
-                continue  # that channel is not configured in this process
-            card = await self._card_for(p, copy.channel, copy.chat_id, made)
-            try:
-                await transport.show_decision(copy, card)
-            except CopyGone as exc:
-                log.warning("proposal #%d: the copy in %s is gone: %s", p.id, copy.chat_id, exc)
-            except ChannelError as exc:
-                log.warning(
-                    "proposal #%d: could not update the copy in %s: %s", p.id, copy.chat_id, exc
-                )
-                continue
-            await self.store.card_shown(p.id, copy.channel, copy.chat_id, p.status, p.reason)
+def clip(text: str, limit: int) -> str:
+    """One line of at most `limit` characters, ending in "…" when cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def start_cards(
-    review: Reviewer,
-    store: CardStore,
-    transports: Sequence[CardTransport | None],
-    *,
-    catch_up: bool = True,
-    languages: AdminLanguages | None = None,
-) -> ReviewCards | None:
-    """Cards for the transports that have admins, listening to `review`; None when none has."""
-    useful = [t for t in transports if t is not None and t.admins()]
-    if not useful:
+def decider_label(decider: str | None, name: str | None = None, texts: Texts = ENGLISH) -> str:
+    """Who decided, readable: a remembered name, else what the decider string says."""
+    if name:
+        return name
+    if not decider:
+        return texts(SOMEONE)
+    kind, _, who = decider.partition(":")
+    if decider == "web":
+        return texts(WEB_CONSOLE)
+    if decider == "auto":
+        return texts(AUTOMATION)
+    if kind == "cli" and who:
+        return texts(TERMINAL_USER, who=who)
+    if kind == "telegram" and who:
+        return texts(TELEGRAM_USER, who=who)
+    if kind == "line" and who:
+        return texts(LINE_USER, who=who[:9])
+    return decider
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a proposal is based on: its sessions and the feedback in them."""
+
+    sessions: int
+    up: int = 0
+    down: int = 0
+    commented: int = 0
+    failed: int = 0
+    comments: tuple[str, ...] = ()
+
+    def summary(self, texts: Texts = ENGLISH) -> str:
+        """E.g. "3 sessions, 2 👎 with comments, 1 👍, 1 failed answer"."""
+        parts = [texts.plural(SESSIONS, self.sessions)]
+        if self.down:
+            if self.commented == self.down:
+                parts.append(texts.plural(DOWN_ALL_COMMENTED, self.down))
+            elif self.commented:
+                some = texts.plural(SOME_COMMENTED, self.commented)
+                parts.append(f"{texts(DOWN, n=self.down)} {some}")
+            else:
+                parts.append(texts(DOWN, n=self.down))
+        if self.up:
+            parts.append(texts(UP, n=self.up))
+        if self.failed:
+            parts.append(texts.plural(FAILED_ANSWERS, self.failed))
+        return texts(LIST_SEPARATOR).join(parts)
+
+
+def evidence_of(p: Proposal, sessions: Sequence[SessionEvidence]) -> Evidence:
+    """Count the ratings, comments and failures in the sessions a proposal is based on."""
+    up = down = commented = failed = 0
+    negative: list[str] = []
+    positive: list[str] = []
+    for session in sessions:
+        for turn in session.turns:
+            failed += turn.failed
+            for r in turn.ratings:
+                if r.rating < 0:
+                    down += 1
+                    if r.comment and r.comment.strip():
+                        commented += 1
+                        negative.append(clip(r.comment, MAX_COMMENT))
+                else:
+                    up += 1
+                    if r.comment and r.comment.strip():
+                        positive.append(clip(r.comment, MAX_COMMENT))
+    return Evidence(
+        sessions=len(p.based_on) or len(sessions),
+        up=up,
+        down=down,
+        commented=commented,
+        failed=failed,
+        comments=tuple([*negative, *positive][:MAX_COMMENTS]),
+    )
+
+
+@dataclass(frozen=True)
+class Card:
+    """One proposal as admins see it."""
+
+    proposal: Proposal
+    evidence: Evidence
+    diff: str
+    decided_by: str | None = None
+    """The decider's readable name."""
+    texts: Texts = ENGLISH
+    """The language of the admin the card is for."""
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal.status == "pending"
+
+    @property
+    def title(self) -> str:
+        """E.g. "Proposal #3: new skill chat-brevity"."""
+        p = self.proposal
+        return self.texts(TITLE_NEW if p.kind == "create" else TITLE_UPDATE, id=p.id, slug=p.slug)
+
+    def facts(self) -> list[tuple[str, str]]:
+        """(label, text) lines under the title."""
+        p, t = self.proposal, self.texts
+        facts = [(t(DESCRIPTION), p.description)]
+        if p.rationale.strip():
+            facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
+        facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        return facts
+
+    def outcome(self) -> str | None:
+        """The decision as one line, or None while pending."""
+        p, t = self.proposal, self.texts
+        who = self.decided_by or decider_label(p.decided_by, texts=t)
+        at = when(p.decided_at, t)
+        if p.status == "approved":
+            return t(APPROVED_BY, who=who, at=at)
+        if p.status == "applied":
+            return t(APPLIED_AT, at=at)
+        if p.status == "rejected":
+            if p.reason:
+                return t(REJECTED_BECAUSE, who=who, reason=p.reason)
+            return t(REJECTED_AT, who=who, at=at)
+        if p.status == "stale":
+            return t(STALE_BECAUSE, who=who, at=at, reason=p.reason or t(LIVE_SKILL_CHANGED))
+        if p.status == "rolled_back":
+            if p.reason:
+                return t(ROLLED_BACK_BECAUSE, who=who, at=at, reason=p.reason)
+            return t(ROLLED_BACK, who=who, at=at)
         return None
-    cards = ReviewCards(review, store, useful, languages=languages)
-    review.listeners.append(cards.on_review_event)
-    cards.start(catch_up=catch_up)
-    return cards
+
+    def notice(self) -> str:
+        """A short message about the decision, for chats whose card cannot be edited."""
+        outcome = self.outcome() or self.texts(WAITING)
+        return f"{self.title}\n{outcome}"
+
+    def plain(self) -> str:
+        """The card as plain text, without the diff."""
+        lines = [self.title, *(f"{label}: {text}" for label, text in self.facts())]
+        lines.extend(f"  “{c}”" for c in self.evidence.comments)
+        lines.append(self.outcome() or self.texts(WAITING))
+        return "\n".join(lines)
+
+
+def fit(text: str, budget: int, length: Length = len) -> tuple[str, int]:
+    """Whole lines of `text` within `budget`; returns them and how many lines were left out.
+
+    A first line longer than the budget is cut, so something is always shown.
+    """
+    lines = text.splitlines()
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = length(line) + (1 if kept else 0)
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    if not kept and lines and budget > 1:
+        return prefix(lines[0], budget - 1, length) + "…", len(lines) - 1
+    return "\n".join(kept), len(lines) - len(kept)
+
+
+def prefix(text: str, budget: int, length: Length = len) -> str:
+    """The longest start of `text` whose length is within `budget`."""
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if length(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def trimmed_note(dropped: int, texts: Texts = ENGLISH) -> str:
+    """What a card says when its diff was cut to fit."""
+    return texts.plural(DIFF_TRIMMED, dropped)
+
+
+class CardReview(Protocol):
+    """What building a card asks the review operations: the live skill, the staged diff."""
+
+    async def live(self, slug: str) -> LiveSkill | None: ...
+
+    async def diff(self, p: Proposal) -> str: ...
+
+
+class CardSource(Protocol):
+    """What building a card reads from the store."""
+
+    async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
+
+    async def reviewer_name(self, decider: str) -> str | None: ...
+
+    async def replaced_version(self, proposal_id: int) -> SkillVersion | None: ...
+
+
+def _reviewable(description: str, body: str) -> list[str]:
+    """The lines of a skill a person reviews."""
+    # The description decides when the skill is used; the rest of the frontmatter is the
+    # gateway's own provenance, not the proposal's content.
+    return f"description: {description}\n\n{body.strip()}\n".splitlines(keepends=True)
+
+
+async def change_diff(
+    p: Proposal, review: CardReview, source: CardSource, *, context: int = COMPACT_CONTEXT
+) -> str:
+    """What the proposal changes in the skill, the same before and after the decision.
+
+    Once approved, the live skill is the proposal itself, so the text it replaced is the base.
+    """
+    before: list[str] = []
+    if p.status in ("approved", "applied", "rolled_back"):
+        version = await source.replaced_version(p.id)
+        if version is not None:
+            try:
+                old = parse_skill(version.content)
+                before = _reviewable(old.description, old.body)
+            except SkillError:
+                before = version.content.splitlines(keepends=True)
+    else:
+        live = await review.live(p.slug)
+        if live is not None:
+            before = _reviewable(live.skill.description, live.skill.body)
+    after = _reviewable(p.description, p.content)
+    lines = difflib.unified_diff(
+        before, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
+    )
+    return "".join(list(lines)[2:])  # the card names the skill: no file headers
+
+
+async def full_diff(p: Proposal, review: CardReview, source: CardSource) -> str:
+    """The whole diff behind 🔍 Full diff: the staged file against the live one while pending."""
+    if p.status == "pending":
+        return await review.diff(p)
+    return await change_diff(p, review, source, context=3)
+
+
+async def build_card(
+    p: Proposal, review: CardReview, source: CardSource, texts: Texts = ENGLISH
+) -> Card:
+    """The card of a proposal as it stands now, in the language of `texts`."""
+    sessions = await source.session_evidence(p.based_on)
+    name = await source.reviewer_name(p.decided_by) if p.decided_by else None
+    return Card(
+        proposal=p,
+        evidence=evidence_of(p, sessions),
+        diff=await change_diff(p, review, source),
+        decided_by=decider_label(p.decided_by, name, texts) if p.decided_by else None,
+        texts=texts,
+    )

@@ -1,1 +1,1 @@
-"""Skills: the library on disk, the prompt index, synthesis and review."""
+"""Skills: the library on disk, its catalog and the prompt index, selection and effect."""

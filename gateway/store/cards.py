@@ -12,22 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
+from gateway.review.ports import CardDelivery
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
-
-
-class CardDelivery(BaseModel):
-    """One admin's copy of a proposal card."""
-
-    proposal_id: int
-    channel: str
-    chat_id: str
-    platform_message_id: str | None = None
-    claimed_at: float
-    delivered_at: float | None = None
-    shown_status: str | None = None
-    shown_reason: str | None = None
 
 
 class CardQueries(QueriesBase):

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gateway.core.records import FeedbackRecord, MessageRecord, Trace
-from gateway.skills.proposals import Proposal, SkillVersion
+from gateway.review.proposals import Proposal, SkillVersion
 from gateway.store.conversations import TRACE_LISTS, message_record, with_attachments
 from gateway.store.proposals import proposal_record
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction

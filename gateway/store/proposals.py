@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from gateway.core.records import SkillRecord
-from gateway.skills.proposals import Candidate, Proposal, Rejection, SkillVersion
+from gateway.review.proposals import Candidate, Proposal, Rejection, SkillVersion
 from gateway.store.registry import UPSERT_SKILL, skill_args
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, insert_sql, query, transaction
 

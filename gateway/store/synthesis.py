@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 
 from gateway.core.prompt import attachment_label
-from gateway.skills.evidence import Rating, SessionEvidence, Turn
-from gateway.skills.proposals import RunDropped, RunRecord
+from gateway.core.records import Rating, SessionEvidence, Turn
 from gateway.store.conversations import attachments_by_message
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
+from gateway.synthesis.runs import RunDropped, RunRecord
 
 
 class SynthesisQueries(QueriesBase):

@@ -13,9 +13,9 @@ from gateway.conversation.models import Audience, Dialect, Profile
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import InboxItem
 from gateway.i18n import ENGLISH, Texts
-from gateway.skills.card_buttons import CardSigner
-from gateway.skills.cards import Card
-from gateway.skills.proposals import Proposal
+from gateway.review.buttons import CardSigner
+from gateway.review.cards import Card
+from gateway.review.proposals import Proposal
 
 FAKE = Dialect(help="help", new="new", refusal="no", thanks_for_comment="thanks")
 

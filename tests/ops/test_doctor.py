@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.config import Settings
-from gateway.doctor import check_data_dir, collect, run_doctor
 from gateway.operator import Check
+from gateway.ops.doctor import check_data_dir, collect, run_doctor
 from gateway.ops.webhooks import run_set_webhook
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI

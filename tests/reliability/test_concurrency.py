@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gateway.config import Settings
-from gateway.skills.proposals import PROPOSED_FILE
+from gateway.review.proposals import PROPOSED_FILE
 from tests.cards_support import (
     ALICE,
     BOB,

@@ -20,8 +20,8 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY
+from gateway.review.proposals import PROPOSED_FILE
 from gateway.skills.library import SKILL_FILE, SkillLibrary
-from gateway.skills.proposals import PROPOSED_FILE
 from tests.cards_support import ALICE, LINE_SECRET, fakes, rig_settings, running
 from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, sign, text_event, webhook_body
@@ -153,7 +153,7 @@ async def test_an_answer_held_up_by_a_locked_database_goes_out_once_the_lock_is_
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake_llm.default = echo
-    caplog.set_level(logging.WARNING, logger="gateway.inbox")
+    caplog.set_level(logging.WARNING, logger="gateway.runtime.inbox")
     async with telegram_gateway(make_settings, fake_llm) as gw:
         await gw.parts.store.run(lambda db: db.execute("pragma busy_timeout = 100"))
         fake_llm.pause()

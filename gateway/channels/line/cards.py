@@ -28,9 +28,9 @@ from gateway.channels.line.client import text_messages
 from gateway.channels.line.delivery import LineOutbox
 from gateway.channels.text import utf16_len
 from gateway.i18n import N_, Texts
-from gateway.skills.card_buttons import CardAction, CardSigner
-from gateway.skills.cards import Card, clip, fit, trimmed_note
-from gateway.store.cards import CardDelivery
+from gateway.review.buttons import CardAction, CardSigner
+from gateway.review.cards import Card, clip, fit, trimmed_note
+from gateway.review.ports import CardDelivery
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiohttp import web
 
-from gateway import jsonlimits
 from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
 from gateway.channels.line import quotes
 from gateway.channels.line.dialect import LINE
@@ -45,8 +44,9 @@ from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
-from gateway.serving import read_body
-from gateway.skills.card_buttons import CardSigner
+from gateway.review.buttons import CardSigner
+from gateway.web import jsonlimits
+from gateway.web.serving import read_body
 
 if TYPE_CHECKING:
     from linebot.v3.webhook import SignatureValidator
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from gateway.channels.line.cards import CardBubbles, LineCards
     from gateway.channels.line.client import LineClient
     from gateway.channels.line.delivery import LineOutbox
-    from gateway.skills.cards import Card
-    from gateway.store.cards import CardDelivery
+    from gateway.review.cards import Card
+    from gateway.review.ports import CardDelivery
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from gateway.conversation.review import MAX_CARDS_SHOWN
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, N_, Texts
-from gateway.skills.cards import Card
-from gateway.skills.proposals import Proposal
+from gateway.review.cards import Card
+from gateway.review.proposals import Proposal
 
 log = logging.getLogger(__name__)
 

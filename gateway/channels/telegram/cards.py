@@ -11,11 +11,11 @@ from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.text import utf16_len
 from gateway.i18n import N_, Np_, Texts
-from gateway.review.cards import CopyGone
-from gateway.skills.card_buttons import CardSigner
-from gateway.skills.cards import Card, fit, trimmed_note
-from gateway.skills.proposals import Proposal
-from gateway.store.cards import CardDelivery
+from gateway.review.buttons import CardSigner
+from gateway.review.cards import Card, fit, trimmed_note
+from gateway.review.delivery import CopyGone
+from gateway.review.ports import CardDelivery
+from gateway.review.proposals import Proposal
 
 APPROVE, REJECT, FULL_DIFF = N_("✅ Approve"), N_("❌ Reject"), N_("🔍 Full diff")
 DIFF_CAPTION = Np_(

@@ -55,7 +55,7 @@ from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
 from gateway.errors import ChannelError, StoreError
 from gateway.media.remote import READABLE
-from gateway.skills.card_buttons import CardSigner
+from gateway.review.buttons import CardSigner
 
 log = logging.getLogger(__name__)
 

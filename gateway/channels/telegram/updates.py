@@ -9,9 +9,9 @@ from typing import Any
 from aiohttp import web
 from telegram import Message, MessageEntity
 
-from gateway import jsonlimits
 from gateway.channels.base import storable
-from gateway.serving import body_seconds
+from gateway.web import jsonlimits
+from gateway.web.serving import body_seconds
 
 WEBHOOK_PATH = "/webhook/telegram"
 JSON = "application/json"

@@ -1,0 +1,485 @@
+"""The `skillgate` command: serving, chatting, synthesis, review, and operator tools."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from gateway import __version__
+from gateway.config import Settings, load_settings
+from gateway.errors import ConfigError, SkillgateError
+
+
+def _load(args: argparse.Namespace) -> Settings:
+    """Settings from the environment and the env file (default `.env`); ConfigError if invalid."""
+    env_file: Path | None = args.env_file
+    if env_file is None:
+        return load_settings()
+    if not env_file.is_file():
+        raise ConfigError(f"env file {env_file} not found")
+    return load_settings(_env_file=env_file)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        return _load(args)
+    except ConfigError as exc:
+        print(f"skillgate: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound and listening; OSError when the address is taken or bad."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return socket.create_server(address, family=family, backlog=1024)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the HTTP server (webhooks, health, metrics, admin)."""
+    settings = _settings(args)
+    # Bind first, then hold the data dir, then start: a taken port or a data dir in use
+    # stops here with one line, before anything touches the database or the skills.
+    url = f"http://{args.host}:{args.port}"
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        # create_server adds the address to the text; the bare reason reads better.
+        why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or exc
+        print(f"skillgate: cannot listen on {url}: {why}", file=sys.stderr)
+        return 1
+    from gateway.runtime.datadir import lock_data_dir
+
+    try:
+        held = None if settings.shared_database else lock_data_dir(settings.data_dir)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        return _serve(args, settings, sock)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) -> int:
+    from gateway.app import build_app
+    from gateway.logs import setup_logging
+    from gateway.web import serving
+
+    if args.polling:
+        settings = settings.model_copy(update={"telegram_polling": True})
+    log_format = args.log_format or settings.log_format
+    setup_logging(settings.log_level, settings.secrets(), log_format)
+    from gateway.cli.banner import next_steps
+
+    port = sock.getsockname()[1]
+    log = logging.getLogger("gateway")
+    log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
+    for line in next_steps(settings, args.host, port):
+        log.info("%s", line)
+    serving.run(
+        build_app(settings, settle_after_start=True),
+        sock,
+        limits=serving.Limits(),
+        shutdown_timeout=settings.shutdown_timeout_seconds,
+    )
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Set up a first run: ask for the model and the bots, check them, write a private .env."""
+    from gateway.cli.init import run_init
+
+    return run_init(args)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """Talk to the agent in the terminal, through the same core and store."""
+    from gateway.cli.chat import run_chat
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
+
+
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    """Run one synthesis pass now and list the proposals it made and suppressed."""
+    from gateway.cli.synthesize import run_synthesize
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return asyncio.run(run_synthesize(settings))
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    """List, show, approve, reject, roll back or reopen proposals; chat cards follow."""
+    from gateway.cli import review as cli_review
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    if args.action == "list":
+        return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
+    if args.action == "show":
+        return asyncio.run(cli_review.show_proposal(settings, args.id))
+    decider = _cli_decider()
+    reason = getattr(args, "reason", None)
+    if args.action == "rollback":
+        return asyncio.run(cli_review.rollback(settings, args.id, decider, reason))
+    if args.action == "reopen":
+        return asyncio.run(cli_review.reopen(settings, args.id, decider, reason))
+    return asyncio.run(
+        cli_review.decide(settings, args.id, decider, reject=args.action == "reject", reason=reason)
+    )
+
+
+def _cli_decider() -> str:
+    """`cli:<login>`: who a decision made in this terminal is recorded as."""
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name in this environment (a bare container)
+        login = "unknown"
+    return f"cli:{login}"
+
+
+def cmd_skills(args: argparse.Namespace) -> int:
+    """List the registered skills, or disable or enable one by hand (recorded with who and why)."""
+    from gateway.cli import review as cli_review
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    if args.action in ("disable", "enable"):
+        enabled = args.action == "enable"
+        return asyncio.run(
+            cli_review.switch_skill(settings, args.name, enabled, _cli_decider(), args.reason)
+        )
+    return asyncio.run(cli_review.list_skills(settings))
+
+
+def _proposal_id(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise argparse.ArgumentTypeError("a proposal id is a positive integer")
+    return int(value)
+
+
+def _add_proposals(proposals: argparse.ArgumentParser) -> None:
+    from gateway.review.proposals import STATUSES
+
+    actions = proposals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="proposals newest first, one per line")
+    listing.add_argument("--status", choices=STATUSES, help="only proposals with this status")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    show = actions.add_parser("show", help="the card's text and the full diff")
+    show.add_argument("id", type=_proposal_id)
+    approve = actions.add_parser("approve", help="promote a pending proposal")
+    approve.add_argument("id", type=_proposal_id)
+    reject = actions.add_parser("reject", help="reject a pending proposal (until reopened)")
+    reject.add_argument("id", type=_proposal_id)
+    reject.add_argument("--reason", metavar="TEXT", help="why; kept with the rejection")
+    rollback = actions.add_parser(
+        "rollback", help="undo an approved update (its old text back) or retirement"
+    )
+    rollback.add_argument("id", type=_proposal_id)
+    rollback.add_argument("--reason", metavar="TEXT", help="why; kept with the rollback")
+    reopen = actions.add_parser(
+        "reopen", help="take back a rejection: the proposal waits for review again"
+    )
+    reopen.add_argument("id", type=_proposal_id)
+    reopen.add_argument("--reason", metavar="TEXT", help="why; kept with the reopening")
+
+
+def _add_skills(skills: argparse.ArgumentParser) -> None:
+    actions = skills.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every registered skill with its source, status and 👍 rate")
+    for action, what in (("disable", "stop offering and loading"), ("enable", "offer again")):
+        switch = actions.add_parser(action, help=f"{what} a skill by hand; its files stay")
+        switch.add_argument("name", help="the skill's name (its folder)")
+        switch.add_argument("--reason", metavar="TEXT", help="why; kept with the switch")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check settings, data dir, disk, database, model and the bots' webhooks; say how to fix."""
+    from gateway.operator import Check
+    from gateway.ops.doctor import run_doctor
+
+    try:
+        settings = _load(args)
+    except ConfigError as exc:
+        where = args.env_file or ".env"
+        check = Check(
+            "settings",
+            "fail",
+            str(exc),
+            f"correct it in {where} (or the environment), or run `skillgate init`",
+        )
+        if args.json:
+            print(json.dumps([asdict(check)], indent=2))
+        else:
+            print("\n".join(check.lines()))
+        return 1
+    return asyncio.run(
+        run_doctor(
+            settings,
+            as_json=args.json,
+            fix=args.fix,
+            env_file=args.env_file or Path(".env"),
+            unit=args.unit,
+            reload=lambda: _settings(args),
+        )
+    )
+
+
+def cmd_set_webhook(args: argparse.Namespace) -> int:
+    """Register the Telegram and LINE webhooks at SKILLGATE_PUBLIC_URL (only what differs)."""
+    from gateway.ops.webhooks import run_set_webhook
+
+    settings = _settings(args)
+    return asyncio.run(
+        run_set_webhook(
+            settings,
+            delete=args.delete,
+            max_connections=args.max_connections,
+            force=args.force,
+        )
+    )
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """Write the database (online copy), skills and persona to one .tar.gz archive."""
+    from gateway.ops.backup import create_backup
+
+    settings = _settings(args)
+    try:
+        summary = create_backup(settings, args.path)
+    except SkillgateError as exc:
+        print(f"skillgate backup: {exc}", file=sys.stderr)
+        return 1
+    size = summary.path.stat().st_size
+    print(f"wrote {summary.path} ({size // 1024 + 1} KB): {summary.describe()}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Unpack a backup archive into SKILLGATE_DATA_DIR (stop the gateway first)."""
+    from gateway.ops.backup import restore_backup
+
+    settings = _settings(args)
+    try:
+        summary, aside = restore_backup(settings, args.archive, force=args.force)
+    except SkillgateError as exc:
+        print(f"skillgate restore: {exc}", file=sys.stderr)
+        return 1
+    made = f" (made {summary.created})" if summary.created else ""
+    print(f"restored {summary.path}{made} into {settings.data_dir}: {summary.describe()}")
+    if aside is not None:
+        print(f"the previous data is in {aside}")
+    return 0
+
+
+def _connections(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 100:
+        raise argparse.ArgumentTypeError("must be between 1 and 100")
+    return number
+
+
+def cmd_migrate_to_postgres(args: argparse.Namespace) -> int:
+    """Copy the SQLite database of SKILLGATE_DATA_DIR into an empty PostgreSQL database."""
+    from gateway.ops.migrate import migrate_to_postgres
+
+    settings = _settings(args)
+    url = args.url or (
+        settings.database_url.get_secret_value() if settings.database_url is not None else None
+    )
+    if url is None:
+        print(
+            "skillgate migrate-to-postgres: set SKILLGATE_DATABASE_URL or give --url",
+            file=sys.stderr,
+        )
+        return 2
+    source = args.source or settings.db_path
+    try:
+        copied = asyncio.run(migrate_to_postgres(source, url))
+    except SkillgateError as exc:
+        print(f"skillgate migrate-to-postgres: {exc}", file=sys.stderr)
+        return 1
+    print(copied.describe())
+    return 0
+
+
+def _quiet(args: argparse.Namespace) -> Settings:
+    from gateway.logs import setup_logging
+
+    settings = _settings(args)
+    setup_logging("WARNING", settings.secrets())
+    return settings
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    """Answers, tokens and cost per day, user, chat, channel and model, and synthesis's share."""
+    from gateway.cli.privacy import run_usage
+
+    return asyncio.run(run_usage(_quiet(args), args.days, args.json))
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete everything stored about one user (messages, answers, ratings, stored updates)."""
+    from gateway.cli.privacy import run_forget
+
+    return asyncio.run(run_forget(_quiet(args), args.channel, args.user, args.yes))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """One user's stored data as JSON (for an access request)."""
+    from gateway.cli.privacy import run_export
+
+    return asyncio.run(run_export(_quiet(args), args.channel, args.user, args.output))
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Delete conversations older than SKILLGATE_RETENTION_DAYS now (the server does it hourly)."""
+    from gateway.cli.privacy import run_retention
+
+    return asyncio.run(run_retention(_quiet(args)))
+
+
+def _days(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 3660:
+        raise argparse.ArgumentTypeError("a number of days from 1 to 3660")
+    return int(value)
+
+
+def _add_user(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("channel", choices=["telegram", "line"], help="the user's platform")
+    cmd.add_argument("user", help="the platform's user id (Telegram: a number; LINE: U...)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skillgate",
+        description="Telegram and LINE chat-bot gateway that learns skills under human review.",
+    )
+    parser.add_argument("--version", action="version", version=f"skillgate {__version__}")
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="PATH",
+        help="read settings from this file instead of .env (e.g. /etc/skillgate/skillgate.env)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, func: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
+        cmd.set_defaults(func=func)
+        return cmd
+
+    from gateway.cli.init import add_arguments as init_arguments
+
+    init_arguments(command("init", cmd_init))
+
+    serve = command("serve", cmd_serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
+    serve.add_argument(
+        "--polling",
+        action="store_true",
+        help="receive Telegram updates by polling instead of the webhook (development)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="log lines as readable text or one JSON object each (default SKILLGATE_LOG_FORMAT)",
+    )
+
+    chat = command("chat", cmd_chat)
+    chat.add_argument("--user", help="who you are in the stored conversation (default: login name)")
+
+    command("synthesize", cmd_synthesize)
+
+    usage = command("usage", cmd_usage)
+    usage.add_argument("--days", type=_days, default=30, help="UTC days, today included (30)")
+    usage.add_argument("--json", action="store_true", help="print the report as JSON")
+    forget = command("forget", cmd_forget)
+    _add_user(forget)
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    export = command("export", cmd_export)
+    _add_user(export)
+    export.add_argument("-o", "--output", type=Path, help="write to this file instead")
+    command("retention", cmd_retention)
+
+    _add_proposals(command("proposals", cmd_proposals))
+    _add_skills(command("skills", cmd_skills))
+
+    doctor = command("doctor", cmd_doctor)
+    doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="first fix what is safe to fix (data dir mode, persona, secrets, webhooks)",
+    )
+    doctor.add_argument(
+        "--unit",
+        type=Path,
+        default=Path("/etc/systemd/system/skillgate.service"),
+        metavar="PATH",
+        help="the systemd unit whose data dir is compared (default: %(default)s, if present)",
+    )
+
+    hook = command("set-webhook", cmd_set_webhook)
+    hook.add_argument("--delete", action="store_true", help="remove the webhooks instead")
+    hook.add_argument(
+        "--max-connections",
+        type=_connections,
+        default=40,
+        help="Telegram's simultaneous webhook connections, 1-100 (default 40)",
+    )
+    hook.add_argument("--force", action="store_true", help="set everything even if unchanged")
+
+    backup = command("backup", cmd_backup)
+    backup.add_argument("path", type=Path, help="archive to write, or a folder for a dated one")
+
+    restore = command("restore", cmd_restore)
+    restore.add_argument("archive", type=Path, help="archive written by `skillgate backup`")
+    restore.add_argument(
+        "--force", action="store_true", help="move existing data aside instead of refusing"
+    )
+
+    migrate = command("migrate-to-postgres", cmd_migrate_to_postgres)
+    migrate.add_argument("--url", help="target postgresql:// URL (default SKILLGATE_DATABASE_URL)")
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="PATH",
+        help="SQLite file to copy (default SKILLGATE_DATA_DIR/skillgate.db)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except SkillgateError as exc:  # e.g. the database unreachable at start
+        print(f"skillgate: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""`skillgate synthesize`: one synthesis pass now, with progress per batch."""
+
+from __future__ import annotations
+
+import sys
+
+from gateway.app import chat_cards, close_parts, open_parts
+from gateway.config import Settings
+from gateway.synthesis.synthesizer import BatchReport, RunSummary
+
+
+def _progress(report: BatchReport) -> None:
+    print(
+        f"batch {report.index}: {report.sessions} session(s) -> {report.proposed} proposed,"
+        f" {report.suppressed} suppressed, {report.refused} refused",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def print_summary(summary: RunSummary) -> None:
+    """The proposals made, then what was suppressed or refused, then one result line."""
+    for p in summary.proposed:
+        what = {"update": f"update of {p.target}", "retire": f"retirement of {p.target}"}.get(
+            p.kind, "new skill"
+        )
+        state = "applied" if p.status == "applied" else "waiting for review"
+        print(f"proposed #{p.id} {p.name} ({what}, {state}): {p.description}")
+    for d in summary.suppressed:
+        print(f"suppressed {d.name}: {d.reason}")
+    for d in summary.refused:
+        print(f"refused {d.name}: {d.reason}")
+    counts = (
+        f"{len(summary.proposed)} proposed, {len(summary.suppressed)} suppressed,"
+        f" {len(summary.refused)} refused from {summary.sessions} session(s)"
+        f" in {summary.batches} batch(es)"
+    )
+    if summary.status == "ok":
+        print(f"run {summary.run_id} ok: {counts}")
+    else:
+        print(f"run {summary.run_id or '-'} {summary.status}: {summary.error}", file=sys.stderr)
+
+
+def open_sessions_note(count: int, idle_minutes: float) -> str:
+    """Why sessions still being talked in were not read, and when they will be."""
+    return (
+        f"{count} session(s) still open, not read: a session is read once it is finished,"
+        f" by /new in the chat or after {idle_minutes:g} idle minute(s)"
+        " (SKILLGATE_SESSION_IDLE_MINUTES)"
+    )
+
+
+async def run_synthesize(settings: Settings) -> int:
+    """Exit status 0 when the pass finished; 1 when it failed, another pass was running, or
+    there is no model to ask."""
+    if not settings.model_configured:
+        print(
+            "skillgate synthesize: no model configured: run `skillgate init`"
+            " (or set LLM_BASE_URL and LLM_MODEL)",
+            file=sys.stderr,
+        )
+        return 1
+    parts = await open_parts(settings)
+    try:
+        async with chat_cards(parts):  # new proposals reach the admins' chats now
+            summary = await parts.synthesizer.run("cli", progress=_progress)
+        still_open = await parts.store.open_session_count()
+    finally:
+        await close_parts(parts)
+    print_summary(summary)
+    if still_open:
+        print(open_sessions_note(still_open, settings.session_idle_minutes))
+    return 0 if summary.status == "ok" else 1

@@ -1,0 +1,284 @@
+"""`skillgate doctor`: one line per check, with the fix when it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from gateway.channels.registry import PLATFORMS, configured_platforms
+from gateway.config import Settings
+from gateway.core.llm import OpenAIChat
+from gateway.errors import SkillgateError
+from gateway.operator import Check
+from gateway.ops.model_probe import probe
+from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
+from gateway.store import store_for
+
+DISK_FAIL_MB = 50
+DISK_WARN_MB = 500
+
+
+def check_data_dir(settings: Settings) -> Check:
+    path = settings.data_dir
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(
+            "data dir",
+            "fail",
+            f"{path} is not writable: {exc.strerror}",
+            f"`sudo install -d -m 700 -o $(id -un) {path.absolute()}`, or set SKILLGATE_DATA_DIR"
+            " to a folder this user can write",
+        )
+    mode = path.stat().st_mode
+    if mode & stat.S_IWOTH:
+        return Check(
+            "data dir",
+            "fail",
+            f"{path.resolve()} is world-writable: anyone on the machine can change skills",
+            f"run `skillgate doctor --fix` (or `chmod 750 {path.resolve()}`)",
+        )
+    db = settings.db_path
+    others_enter = mode & stat.S_IXOTH
+    if others_enter and db.exists() and db.stat().st_mode & stat.S_IROTH:
+        return Check(
+            "data dir",
+            "warn",
+            f"{db.resolve()} is readable by every user on the machine (conversations)",
+            f"run `skillgate doctor --fix` (or `chmod 750 {path.resolve()}`)",
+        )
+    return Check("data dir", "ok", f"{path.resolve()} writable, not world-writable")
+
+
+def check_persona(settings: Settings) -> Check:
+    """A SKILLGATE_PERSONA_FILE that is missing stops the server at start."""
+    path = persona_path(settings)
+    if path.is_file():
+        return Check("persona", "ok", f"{path}")
+    if settings.persona_file is None:
+        return Check("persona", "ok", f"{path} is written with the default at the first start")
+    return Check(
+        "persona",
+        "fail",
+        f"SKILLGATE_PERSONA_FILE {path} does not exist: `skillgate serve` stops at start",
+        "run `skillgate doctor --fix` (writes the default persona there to edit)",
+    )
+
+
+def check_disk(settings: Settings) -> Check:
+    free = os.statvfs(settings.data_dir)
+    mb = free.f_bavail * free.f_frsize // (1024 * 1024)
+    detail = f"{mb} MB free for {settings.data_dir.resolve()}"
+    if mb < DISK_FAIL_MB:
+        return Check(
+            "disk",
+            "fail",
+            detail,
+            f"free disk space: SQLite stops writing when full (`du -sh {settings.data_dir}/*`)",
+        )
+    if mb < DISK_WARN_MB:
+        return Check("disk", "warn", detail, "free some disk space soon")
+    return Check("disk", "ok", detail)
+
+
+async def check_database(settings: Settings) -> Check:
+    fix = (
+        "check SKILLGATE_DATABASE_URL: host, port, user, password, database; is the server up?"
+        if settings.shared_database
+        else "check the file's permissions and free disk:"
+        f" `ls -l {settings.db_path.absolute()}; df -h {settings.data_dir.absolute()}`"
+    )
+    try:
+        async with store_for(settings) as store:
+            versions = await store.schema_versions()
+            pending = await store.inbox_pending_count()
+    except SkillgateError as exc:
+        return Check("database", "fail", str(exc), fix)
+    return Check(
+        "database", "ok", f"{store.location} schema v{max(versions)}, {pending} update(s) pending"
+    )
+
+
+def check_server(settings: Settings) -> Check:
+    """With SQLite: which `skillgate serve` holds the data dir, if one does."""
+    from gateway.runtime.datadir import LOCK_FILE, lock_holder
+
+    holder = lock_holder(settings.data_dir)
+    if holder is None:
+        return Check("server", "ok", f"no skillgate serve holds {settings.data_dir.resolve()}")
+    return Check(
+        "server",
+        "ok",
+        f"{holder} serves this data dir (it holds {LOCK_FILE}); a second serve is refused",
+    )
+
+
+async def check_skills_volume(settings: Settings) -> Check:
+    """With PostgreSQL: is this data dir the skills volume the replicas share?"""
+    from gateway.runtime.replicas import VOLUME_KEY, volume_marker
+
+    try:
+        async with store_for(settings) as store:
+            stored = await store.get_meta(VOLUME_KEY)
+    except SkillgateError as exc:
+        return Check("skills volume", "fail", str(exc), "fix the database first")
+    found = volume_marker(settings.skills_dir)
+    if stored is None:
+        return Check("skills volume", "ok", "no replica has started yet; the first one claims it")
+    if found != stored:
+        return Check(
+            "skills volume",
+            "fail",
+            f"{settings.skills_dir} is not the skills volume the replicas share",
+            "mount the shared volume at SKILLGATE_DATA_DIR (docs/SCALING.md)",
+        )
+    return Check("skills volume", "ok", f"{settings.skills_dir} is the shared volume")
+
+
+async def check_model(settings: Settings) -> list[Check]:
+    """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    if not settings.model_configured:
+        return [
+            Check(
+                "model",
+                "fail",
+                "no model configured: replies will say so",
+                "run `skillgate init` (or set LLM_BASE_URL ending in /v1, LLM_MODEL and, if"
+                " needed, LLM_API_KEY)",
+            )
+        ]
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=15, max_retries=0)
+    try:
+        return await probe(llm)
+    finally:
+        await llm.close()
+
+
+async def check_speech(settings: Settings) -> Check:
+    """Speech-to-text: a half second of silence sent to the transcription endpoint."""
+    from gateway.app import make_transcriber
+    from gateway.media.stt import silence
+
+    transcriber = make_transcriber(settings)
+    if transcriber is None:
+        return Check("speech-to-text", "ok", "not set up (STT_MODEL): voice messages get a notice")
+    try:
+        await transcriber.transcribe(silence(), "audio/wav")
+    except SkillgateError as exc:
+        return Check(
+            "speech-to-text",
+            "fail",
+            str(exc),
+            "check STT_BASE_URL (an OpenAI-compatible /v1 with /audio/transcriptions),"
+            " STT_MODEL and STT_API_KEY",
+        )
+    finally:
+        await transcriber.close()
+    return Check("speech-to-text", "ok", f"{settings.stt_model} transcribes")
+
+
+def check_channels(settings: Settings) -> list[Check]:
+    checks = []
+    platforms = configured_platforms(settings)
+    if not platforms:
+        needs = " and/or ".join(p.needs for p in PLATFORMS)
+        checks.append(
+            Check(
+                "channels",
+                "warn",
+                "no channel configured: only `skillgate chat` can talk to the agent",
+                f"set {needs}",
+            )
+        )
+    for platform in platforms:
+        checks.extend(platform.load().settings_checks(settings))
+    if not settings.admins():
+        checks.append(
+            Check(
+                "admin",
+                "warn",
+                "neither SKILLGATE_ADMIN_TOKEN nor SKILLGATE_ADMIN_TOKENS set:"
+                " admin API and console are off",
+                "run `skillgate doctor --fix` (generates SKILLGATE_ADMIN_TOKEN into the env file)",
+            )
+        )
+    return checks
+
+
+async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
+    checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
+    if (service := check_service_data_dir(unit, settings.data_dir)) is not None:
+        checks.append(service)
+    checks.append(check_persona(settings))
+    if settings.data_dir.is_dir():
+        checks.append(check_disk(settings))
+        checks.append(await check_database(settings))
+        if settings.shared_database:
+            checks.append(await check_skills_volume(settings))
+        else:
+            checks.append(check_server(settings))
+    checks.extend(await check_model(settings))
+    checks.append(await check_speech(settings))
+    checks.extend(check_channels(settings))
+    for platform in configured_platforms(settings):
+        checks.extend(await platform.load().live_checks(settings))
+    return checks
+
+
+async def run_doctor(
+    settings: Settings,
+    *,
+    as_json: bool = False,
+    fix: bool = False,
+    env_file: Path = Path(".env"),
+    unit: Path = DEFAULT_UNIT,
+    reload: Callable[[], Settings] | None = None,
+) -> int:
+    """Print the checks (text or a JSON list); exit status 1 when any failed.
+
+    With `fix`, what is safe to fix is fixed first (each said as a `FIXED` line, its
+    failures as `FAIL`), then everything is checked again and that is what counts.
+    """
+    checks = await collect(settings, unit)
+    fixed: list[Check] = []
+    if fix:
+        failed = {c.name for c in checks if c.status != "ok"}
+        fixed += fix_files(settings, failed)
+        fixed += fix_secrets(settings, failed, env_file)
+        if fixed and reload is not None:
+            settings = reload()  # a generated secret is in the env file now
+        fixed += await fix_webhooks(settings, failed | _needs_webhook(fixed))
+        if fixed:
+            checks = await collect(settings, unit)
+        elif not as_json:
+            print("nothing doctor can fix by itself")
+    if as_json:
+        print(json.dumps([asdict(c) for c in fixed + checks], indent=2, ensure_ascii=False))
+    else:
+        for check in fixed:
+            print(
+                f"{'FIXED' if check.status == 'fixed' else check.status.upper()} "
+                f"{check.name}: {check.detail}"
+            )
+        if fixed:
+            print("checked again:")
+        for check in checks:
+            print("\n".join(check.lines()))
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def _needs_webhook(fixed: list[Check]) -> set[str]:
+    """A generated webhook secret must be registered with Telegram too."""
+    return (
+        {"telegram webhook"} if any("TELEGRAM_WEBHOOK_SECRET" in c.detail for c in fixed) else set()
+    )

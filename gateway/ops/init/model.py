@@ -1,0 +1,61 @@
+"""The model endpoint for `skillgate init`: common servers, their models, doctor's probe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.core.llm import OpenAIChat
+from gateway.errors import ModelError
+from gateway.operator import Check
+from gateway.ops.model_probe import probe
+
+PROBE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Server:
+    """A kind of OpenAI-compatible server, with where it usually listens."""
+
+    label: str
+    base_url: str
+    needs_key: bool
+    model: str = ""
+
+
+SERVERS = (
+    Server("OpenAI", "https://api.openai.com/v1", True, "gpt-4o-mini"),
+    Server("Ollama on this machine", "http://127.0.0.1:11434/v1", False, "llama3.2"),
+    Server("vLLM", "http://127.0.0.1:8000/v1", False),
+    Server(
+        "llama.cpp (llama-server --jinja --port 8081; 8080 is the gateway's)",
+        "http://127.0.0.1:8081/v1",
+        False,
+    ),
+    Server("OpenRouter", "https://openrouter.ai/api/v1", True, "meta-llama/llama-3.1-8b-instruct"),
+    Server("another OpenAI-compatible server", "", False),
+)
+
+
+def server_for(base_url: str) -> Server | None:
+    """The known server at `base_url`, if it is one of SERVERS."""
+    return next((s for s in SERVERS if s.base_url and s.base_url == base_url.rstrip("/")), None)
+
+
+async def list_models(base_url: str, api_key: str | None) -> list[str]:
+    """The model names the endpoint lists; ModelError (with the cause) when it cannot."""
+    llm = OpenAIChat(base_url, "-", api_key or None, timeout=PROBE_TIMEOUT, max_retries=0)
+    try:
+        return sorted(str(m.get("id")) for m in await llm.models() if m.get("id"))
+    finally:
+        await llm.close()
+
+
+async def check_model(base_url: str, model: str, api_key: str | None) -> list[Check]:
+    """Doctor's model checks: reachable, context, a tiny chat, a tool call, JSON mode."""
+    llm = OpenAIChat(base_url, model, api_key or None, timeout=PROBE_TIMEOUT, max_retries=0)
+    try:
+        return await probe(llm)
+    except ModelError as exc:  # probe reports what it expects; anything else, in one line
+        return [Check("model", "fail", str(exc), "check the URL, the model and the key")]
+    finally:
+        await llm.close()

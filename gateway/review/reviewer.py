@@ -1,0 +1,441 @@
+"""Review operations: stage, approve, reject, reopen, roll back; chat, web and CLI call these.
+
+Every decision is claimed in the database first (a conditional update from
+`pending`), so the first decision wins across processes; the file step
+follows, then the registry. Whatever a crash interrupts, `reconcile` finishes
+or undoes at start-up from the rows and the files. Deciders are strings such
+as "telegram:123", "line:U…", "web", "web:alice" (a named admin) or "cli:alice".
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.core.records import SkillRecord
+from gateway.errors import (
+    ProposalNotFound,
+    ReopenRefused,
+    RollbackRefused,
+    SkillError,
+    SkillNotFound,
+)
+from gateway.review.ports import ReviewStore
+from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
+from gateway.review.staging import Staging, render_proposal
+from gateway.skills.library import SKILL_FILE, SkillLibrary, content_hash, parse_skill
+from gateway.skills.live import LiveSkill, load_live
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided"]
+STALE_REASON = "the live skill changed after this proposal was made"
+RETIRED = "retired"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a review operation did; `decided` means someone else had decided first."""
+
+    outcome: Outcome
+    proposal: Proposal
+
+
+@dataclass(frozen=True)
+class ReviewEvent:
+    """A proposal was staged (`staged`) or its status changed (`decided`)."""
+
+    kind: Literal["staged", "decided"]
+    proposal: Proposal
+
+
+Listener = Callable[[ReviewEvent], Awaitable[None]]
+
+
+class Reviewer:
+    """Review state over the skill library and the store."""
+
+    def __init__(
+        self,
+        library: SkillLibrary,
+        store: ReviewStore,
+        *,
+        require_approval: bool = True,
+        on_change: Callable[[], Awaitable[None]] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.library = library
+        self.staging = Staging(library)
+        self.store = store
+        self.require_approval = require_approval
+        self.on_change = on_change
+        self.clock = clock
+        self.listeners: list[Listener] = []
+
+    async def get(self, proposal_id: int) -> Proposal:
+        proposal = await self.store.get_proposal(proposal_id)
+        if proposal is None:
+            raise ProposalNotFound(f"no proposal #{proposal_id}")
+        return proposal
+
+    async def live(self, slug: str) -> LiveSkill | None:
+        """The live skill and its source (registry first), or None."""
+        if self.staging.live_text(slug) is None:
+            return None
+        record = await self.store.get_skill_record(slug)
+        return load_live(self.library, slug, record.source if record else None)
+
+    def needs_review(self, proposal: Proposal, live: LiveSkill | None) -> bool:
+        """Approval off lets automation change (or retire) only what automation wrote."""
+        if self.require_approval:
+            return True
+        return proposal.kind != "create" and (live is None or live.source != "auto")
+
+    async def submit(self, candidate: Candidate, run_id: int | None = None) -> Proposal:
+        """Store and stage a proposal; apply it at once when the policy allows."""
+        p = await self.store.add_proposal(candidate, run_id)
+        live = await self.live(p.slug) if p.kind != "create" else None
+        try:
+            await self.restage(p, live)
+        except (OSError, SkillError) as exc:
+            # A full disk, say: no row may wait for review without its staged file.
+            self._discard(p)
+            await self.store.drop_proposal(p.id)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SkillError(f"could not stage the proposal for {p.slug}: {why}") from exc
+        if not self.needs_review(p, live):
+            return (await self._approve(p, "auto", "applied")).proposal
+        await self._emit("staged", p)
+        return p
+
+    async def approve(self, proposal_id: int, decider: str) -> Decision:
+        """Promote the staged file over the live one, if the live one is what it was based on."""
+        return await self._approve(await self.get(proposal_id), decider, "approved")
+
+    async def _approve(
+        self, p: Proposal, decider: str, status: Literal["approved", "applied"]
+    ) -> Decision:
+        if p.status != "pending":
+            return Decision("decided", p)
+        now = self.clock()
+        live = await self.live(p.slug)
+        if based_on_other(p, self.staging.live_text(p.slug)):
+            if not await self.store.transition(
+                p.id,
+                from_status="pending",
+                to_status="stale",
+                by=decider,
+                at=now,
+                reason=STALE_REASON,
+            ):
+                return Decision("decided", await self.get(p.id))
+            self._discard(p)
+            return await self._decided("stale", await self.get(p.id))
+        if not await self.store.transition(
+            p.id, from_status="pending", to_status=status, by=decider, at=now
+        ):
+            return Decision("decided", await self.get(p.id))
+        p = await self.get(p.id)
+        try:
+            await self.promote(p, live)
+        except (OSError, SkillError):
+            # The files did not change: give the decision back rather than claim a promotion.
+            await self.store.transition(
+                p.id, from_status=status, to_status="pending", by=None, at=None
+            )
+            raise
+        return await self._decided(status, p)
+
+    async def restage(self, p: Proposal, live: LiveSkill | None = None) -> None:
+        """Write the staged file of a pending proposal from its row (a retirement has none)."""
+        if p.kind == "retire":
+            return
+        if live is None and p.kind == "update":
+            live = await self.live(p.slug)
+        self.staging.stage(
+            p.slug, render_proposal(p, live.skill if live else None, _source(p, live))
+        )
+
+    async def promote(self, p: Proposal, live: LiveSkill | None) -> None:
+        """Keep the replaced text, rename the staged file over the live one, update the registry."""
+        now = self.clock()
+        if p.kind == "retire":
+            await self._retire(p, live, now)
+            return
+        source = _source(p, live)
+        text = render_proposal(p, live.skill if live else None, source)
+        if live is not None:
+            await self.store.add_skill_version(
+                p.slug, live.text, content_hash(live.text), p.id, now
+            )
+        self.staging.promote(p.slug, text)
+        await self.register(p, text, source, p.status, now)
+        if self.on_change is not None:
+            await self.on_change()
+
+    async def register(self, p: Proposal, text: str, source: str, review: str, now: float) -> None:
+        record = await self.store.get_skill_record(p.slug)
+        await self.store.mark_promoted(
+            p.id,
+            now,
+            SkillRecord(
+                slug=p.slug,
+                source=source,
+                enabled=True,
+                review_status=review,
+                content_hash=content_hash(text),
+                created_at=record.created_at if record else now,
+                updated_at=now,
+            ),
+        )
+
+    async def _retire(self, p: Proposal, live: LiveSkill | None, now: float) -> None:
+        """Disable the skill and keep its files: it is no longer offered or loadable."""
+        record = await self.store.get_skill_record(p.slug)
+        if record is None:
+            text = live.text if live else ""
+            record = SkillRecord(
+                slug=p.slug,
+                source=live.source if live else "custom",
+                content_hash=content_hash(text),
+                created_at=now,
+                updated_at=now,
+            )
+        update = {"enabled": False, "review_status": RETIRED, "updated_at": now}
+        await self.store.mark_promoted(p.id, now, record.model_copy(update=update))
+        if self.on_change is not None:
+            await self.on_change()
+
+    async def reject(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
+        """Refuse a proposal for good: a tombstone, and the staged file gone."""
+        p = await self.get(proposal_id)
+        if p.status != "pending":
+            return Decision("decided", p)
+        now = self.clock()
+        reason = (reason or "").strip() or None
+        if not await self.store.transition(
+            p.id,
+            from_status="pending",
+            to_status="rejected",
+            by=decider,
+            at=now,
+            reason=reason,
+            tombstone=_tombstone(p, decider, now, reason),
+        ):
+            return Decision("decided", await self.get(p.id))
+        self._discard(p)
+        return await self._decided("rejected", await self.get(p.id))
+
+    def _discard(self, p: Proposal) -> None:
+        if p.kind != "retire":  # a retirement owns no staged file
+            self.staging.discard(p.slug)
+
+    async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal:
+        """Set (or clear) the reason of a rejection after the fact; the tombstone keeps it too.
+
+        Chat admins reject with one tap and are asked for the reason afterwards; the
+        rejection itself, and so the first decision, was already recorded.
+        """
+        p = await self.get(proposal_id)
+        reason = (reason or "").strip() or None
+        if p.status != "rejected" or p.reason == reason:
+            return p
+        if not await self.store.set_rejection_reason(p.id, reason):
+            return await self.get(p.id)
+        p = await self.get(p.id)
+        await self._emit("decided", p)
+        return p
+
+    async def reopen(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
+        """Take back a rejection: the proposal waits for review again, its tombstone stands down.
+
+        Recorded with who and why. The staged file is written again from the row; an
+        update whose skill changed since is found stale when someone approves it.
+        """
+        p = await self.get(proposal_id)
+        if p.status != "rejected":
+            raise ReopenRefused(f"proposal #{p.id} is {p.status.replace('_', ' ')}, not rejected")
+        for other in await self.store.pending_proposals():
+            if other.slug == p.slug:  # one staged file per skill: decide that one first
+                raise ReopenRefused(f"proposal #{other.id} for {p.slug} awaits review")
+        reason = (reason or "").strip() or None
+        if not await self.store.reopen_proposal(p.id, decider, self.clock(), reason):
+            return Decision("decided", await self.get(p.id))
+        p = await self.get(p.id)
+        await self.restage(p)
+        log.info("proposal #%d (%s) reopened by %s", p.id, p.slug, decider)
+        return await self._decided("reopened", p)
+
+    async def rollback(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
+        """Undo an approved update (its old text back) or retirement (enabled again).
+
+        The undone proposal is remembered as refused, so it is not proposed again.
+        """
+        p = await self.get(proposal_id)
+        if p.kind == "retire" and p.status in ("approved", "applied"):
+            return await self._reinstate(p, decider, reason)
+        if p.kind != "update" or p.status not in ("approved", "applied"):
+            raise RollbackRefused(
+                f"proposal #{p.id} is not an approved update or retirement ({p.status})"
+            )
+        version = await self.store.replaced_version(p.id)
+        if version is None or live_proposal(self.staging.live_text(p.slug)) != p.id:
+            raise RollbackRefused(f"{p.slug} changed after proposal #{p.id} was approved")
+        now = self.clock()
+        if not await self._mark_rolled_back(p, decider, reason, now):
+            return Decision("decided", await self.get(p.id))
+        await self.restore(p, version.content, now)
+        return await self._decided("rolled_back", await self.get(p.id))
+
+    async def _mark_rolled_back(
+        self,
+        p: Proposal,
+        decider: str,
+        reason: str | None,
+        now: float,
+        record: SkillRecord | None = None,
+    ) -> bool:
+        """Record the rollback with its tombstone (and registry row); False if someone was first."""
+        reason = (reason or "").strip() or "rolled back"
+        return await self.store.transition(
+            p.id,
+            from_status=p.status,
+            to_status="rolled_back",
+            by=decider,
+            at=now,
+            reason=reason,
+            tombstone=_tombstone(p, decider, now, reason),
+            record=record,
+        )
+
+    async def restore(self, p: Proposal, text: str, now: float) -> None:
+        """Write back the text an update replaced, and its registry row."""
+        self.library.write_text(p.slug, text)
+        record = await self.store.get_skill_record(p.slug)
+        if record is not None:
+            await self.store.mark_promoted(
+                p.id,
+                now,
+                record.model_copy(
+                    update={
+                        "content_hash": content_hash(text),
+                        "review_status": "rolled_back",
+                        "updated_at": now,
+                    }
+                ),
+            )
+        if self.on_change is not None:
+            await self.on_change()
+
+    async def _reinstate(self, p: Proposal, decider: str, reason: str | None) -> Decision:
+        """Enable a retired skill again, in the same transaction as the rollback."""
+        record = await self.store.get_skill_record(p.slug)
+        if record is None or record.enabled or record.review_status != RETIRED:
+            raise RollbackRefused(f"{p.slug} is not retired any more")
+        now = self.clock()
+        update = {"enabled": True, "review_status": "rolled_back", "updated_at": now}
+        if not await self._mark_rolled_back(
+            p, decider, reason, now, record=record.model_copy(update=update)
+        ):
+            return Decision("decided", await self.get(p.id))
+        if self.on_change is not None:
+            await self.on_change()
+        return await self._decided("rolled_back", await self.get(p.id))
+
+    async def switch(
+        self, slug: str, enabled: bool, decider: str, reason: str | None = None
+    ) -> SkillRecord:
+        """Turn a registered skill off or on by hand, recording who and why.
+
+        Only the registry row changes: the skill's files, a custom skill's above
+        all, stay exactly as they are, and a later switch undoes this one.
+        """
+        reason = (reason or "").strip() or None
+        record = await self.store.switch_skill(slug, enabled, decider, reason, self.clock())
+        if record is None:
+            raise SkillNotFound(f"no registered skill {slug}")
+        log.info("skill %s %s by %s", slug, "enabled" if enabled else "disabled", decider)
+        if self.on_change is not None:
+            await self.on_change()
+        return record
+
+    async def proposed_text(self, p: Proposal) -> str:
+        """The SKILL.md text the proposal makes: the staged file while it is pending."""
+        if p.kind == "retire":
+            return self.staging.live_text(p.slug) or ""  # a retirement changes no text
+        proposed = self.staging.staged_text(p.slug) if p.status == "pending" else None
+        if proposed is None:
+            live = await self.live(p.slug) if p.kind == "update" else None
+            proposed = render_proposal(p, live.skill if live else None, _source(p, live))
+        return proposed
+
+    async def diff(self, p: Proposal) -> str:
+        """Unified diff from the live SKILL.md to the proposed one, or what a retirement does."""
+        if p.kind == "retire":
+            return (
+                f"retire {p.slug}: the skill is disabled, so it is no longer offered or loaded;"
+                f" its files stay in {p.slug}/ and a rollback enables it again.\n"
+            )
+        proposed = await self.proposed_text(p)
+        return "".join(
+            difflib.unified_diff(
+                (self.staging.live_text(p.slug) or "").splitlines(keepends=True),
+                proposed.splitlines(keepends=True),
+                fromfile=f"{p.slug}/{SKILL_FILE}",
+                tofile=f"{p.slug}/{PROPOSED_FILE}",
+            )
+        )
+
+    async def _decided(self, outcome: Outcome, p: Proposal) -> Decision:
+        await self._emit("decided", p)
+        return Decision(outcome, p)
+
+    async def _emit(self, kind: Literal["staged", "decided"], p: Proposal) -> None:
+        event = ReviewEvent(kind, p)
+        for listener in list(self.listeners):
+            try:
+                await listener(event)
+            except Exception:
+                log.exception("review listener failed on proposal #%s", p.id)
+
+
+def _source(p: Proposal, live: LiveSkill | None) -> str:
+    """Automation's own skills are `auto`; an update keeps its target's source."""
+    return live.source if (p.kind == "update" and live is not None) else "auto"
+
+
+def based_on_other(p: Proposal, live_text: str | None) -> bool:
+    """True when the live file is no longer what the proposal was made against."""
+    if p.kind == "create":
+        return live_text is not None
+    return live_text is None or content_hash(live_text) != p.base_hash
+
+
+def live_proposal(text: str | None) -> int | None:
+    """The proposal id recorded in a skill file's frontmatter."""
+    if text is None or "proposal:" not in text:
+        return None  # most skills never were a proposal: skip parsing them
+    try:
+        value = parse_skill(text).metadata.get("proposal")
+    except SkillError:
+        return None
+    return value if isinstance(value, int) else None
+
+
+def _tombstone(p: Proposal, decider: str, now: float, reason: str | None) -> Rejection:
+    return Rejection(
+        proposal_id=p.id,
+        kind=p.kind,
+        target=p.target,
+        name=p.name,
+        description=p.description,
+        content_hash=p.content_hash,
+        change_text=p.change_text,
+        reason=reason,
+        decided_by=decider,
+        rejected_at=now,
+    )

@@ -1,0 +1,27 @@
+"""Typed keys for what the aiohttp application carries: each part the web handlers use.
+
+app.py sets them (the settings when the app is built, the rest once the store is open,
+before the server takes requests); a handler reads only the parts it needs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from gateway.config import Settings
+    from gateway.review.reviewer import Reviewer
+    from gateway.runtime.scheduler import SynthesisSchedule
+    from gateway.skills.catalog import SkillCatalog
+    from gateway.store import Store
+    from gateway.synthesis.synthesizer import Synthesizer
+
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
+STORE: web.AppKey[Store] = web.AppKey("store")
+REVIEW: web.AppKey[Reviewer] = web.AppKey("review")
+SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
+CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")
+SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
+"""The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""

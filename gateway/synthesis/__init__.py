@@ -1,0 +1,1 @@
+"""Synthesis: evidence, prompt, screening (same claim, secrets, fence), synthesizer, retire."""

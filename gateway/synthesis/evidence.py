@@ -1,0 +1,132 @@
+"""Evidence for the synthesizer: finished sessions with their ratings and traces, in batches.
+
+A session teaches something only when someone rated an answer or an answer
+failed, and only when it holds at least one question and one answer; the rest
+is consumed unread. Batches are bounded in sessions and in estimated tokens,
+so the number of model calls grows with batches, not with sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gateway.core.records import SessionEvidence, Turn
+from gateway.core.tokens import estimate_tokens
+from gateway.synthesis.fence import TAG, fence
+
+MAX_TURN_CHARS = 1200
+MAX_COMMENT_CHARS = 500
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render_turn(turn: Turn) -> str:
+    """One message, then its trace and ratings on indented lines."""
+    if turn.role == "user":
+        label = "".join(f", {a}" for a in turn.attachments)
+        return f"[user{label}] {_clip(turn.text, MAX_TURN_CHARS)}"
+    label = "[assistant, error placeholder shown]" if turn.kind == "error" else "[assistant]"
+    lines = [f"{label} {_clip(turn.text, MAX_TURN_CHARS)}"]
+    trace = []
+    if turn.skills_loaded:
+        trace.append("skills loaded: " + ", ".join(turn.skills_loaded))
+    if turn.tools_used:
+        trace.append("tools used: " + ", ".join(turn.tools_used))
+    if turn.failed:
+        trace.append("FAILED" + (f": {_clip(turn.error, 200)}" if turn.error else ""))
+    if trace:
+        lines.append("  trace: " + "; ".join(trace))
+    for r in turn.ratings:
+        note = "👍" if r.rating > 0 else "👎"
+        if r.comment:
+            note += f' comment: "{_clip(r.comment, MAX_COMMENT_CHARS)}"'
+        lines.append(f"  rating: {note}")
+    return "\n".join(lines)
+
+
+def render_session(evidence: SessionEvidence, budget_tokens: int, tag: str = TAG) -> str:
+    """The session, fenced, within `budget_tokens`: unrated turns go first, oldest first."""
+    rendered = [(t.notable, render_turn(t)) for t in evidence.turns]
+
+    def text(parts: list[tuple[bool, str]], omitted: int) -> str:
+        body = "\n".join(p for _, p in parts)
+        if omitted:
+            body = f"[{omitted} earlier message(s) omitted]\n{body}"
+        return fence(body, tag, session=evidence.session_id, channel=evidence.channel)
+
+    omitted = 0
+    while len(rendered) > 1 and estimate_tokens(text(rendered, omitted)) > budget_tokens:
+        drop = next((i for i, (notable, _) in enumerate(rendered) if not notable), 0)
+        rendered.pop(drop)
+        omitted += 1
+    return text(rendered, omitted)
+
+
+class EvidenceSource(Protocol):
+    """The part of the store that hands out finished, unconsumed sessions."""
+
+    async def unconsumed_sessions(
+        self, *, after_id: int, limit: int, since: float | None = None
+    ) -> list[int]: ...
+
+    async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
+
+
+@dataclass
+class Batch:
+    """Sessions shown to the model in one call, and the signal-less ones consumed with them."""
+
+    sessions: list[SessionEvidence] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+    tag: str = TAG
+    """The fence tag of this pass, which `rendered` uses and the system prompt names."""
+    skipped: list[int] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def shown_ids(self) -> list[int]:
+        return [s.session_id for s in self.sessions]
+
+    @property
+    def consumed_ids(self) -> list[int]:
+        return [*self.shown_ids, *self.skipped]
+
+
+async def batches(
+    source: EvidenceSource,
+    *,
+    max_sessions: int,
+    max_tokens: int,
+    tag: str = TAG,
+    since: float | None = None,
+) -> AsyncIterator[Batch]:
+    """Batches over every unconsumed finished session, read a chunk at a time, fenced with `tag`.
+
+    Sessions come in id order, each once per pass; with `since`, only those finished then
+    or later (the evidence window).
+    """
+    current = Batch(tag=tag)
+    after = 0
+    while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions, since=since):
+        after = ids[-1]
+        for evidence in await source.session_evidence(ids):
+            if not evidence.has_signal():
+                current.skipped.append(evidence.session_id)
+                continue
+            text = render_session(evidence, max_tokens, tag)
+            cost = estimate_tokens(text) + 1
+            if current.sessions and (
+                len(current.sessions) >= max_sessions or current.tokens + cost > max_tokens
+            ):
+                yield current
+                current = Batch(tag=tag)
+            current.sessions.append(evidence)
+            current.rendered.append(text)
+            current.tokens += cost
+    if current.sessions or current.skipped:
+        yield current

@@ -1,0 +1,40 @@
+"""A synthesis pass as recorded: what it read, proposed, suppressed, refused, and how it ended."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class RunRecord(BaseModel):
+    """One synthesis pass: what it read, proposed, suppressed, and how it ended."""
+
+    id: int
+    trigger: str
+    status: Literal["running", "ok", "failed"] = "running"
+    started_at: float
+    finished_at: float | None = None
+    sessions: int = 0
+    skipped: int = 0
+    batches: int = 0
+    proposed: int = 0
+    suppressed: int = 0
+    refused: int = 0
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+
+class RunDropped(BaseModel):
+    """A draft a run did not stage: a suppressed repeat (with what it matched) or a refusal."""
+
+    kind: Literal["suppressed", "refused"]
+    name: str
+    reason: str
+    matched: int | None = None
+    matched_skill: str | None = None
+    """A live skill the repeat copies (it has no proposal id)."""
+    detail: str | None = None
+    """How the likeness was judged: the same text, word or embedding likeness, the model."""

@@ -1,0 +1,211 @@
+"""Every rule a proposal must pass, in code, before anything is staged.
+
+A proposal that breaks a rule (name, description, size, secrets) is refused; one
+that repeats a rejection, a pending proposal or a live skill (under any name) is
+suppressed, with what it matched and how (see `sameness`).
+Neither reaches the disk. Sources are reduced to sessions the model was shown,
+and a `create` of an existing name becomes an `update` of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from gateway.errors import SkillError
+from gateway.review.proposals import Candidate, Claim, Proposal, Rejection
+from gateway.skills.library import (
+    content_hash,
+    validate_description,
+    validate_slug,
+)
+from gateway.skills.live import LiveSkill
+from gateway.synthesis.answer import ProposalDraft
+from gateway.synthesis.sameness import Known, SameClaim, SameClaimConfig
+from gateway.synthesis.secrets import find_secret
+from gateway.synthesis.similarity import body_hash, change_text
+
+_FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A proposal that was not staged, and why; `suppressed` marks a repeat, not a broken rule."""
+
+    name: str
+    reason: str
+    suppressed: bool
+    matched: int | None = None
+    """The earlier proposal a suppressed repeat matched, when there is one."""
+    matched_skill: str | None = None
+    """The live skill a suppressed repeat copies, when it is one."""
+    detail: str | None = None
+    """How the likeness was judged (the same text, word or embedding likeness, the model)."""
+
+
+@dataclass
+class ScreenContext:
+    """What screening compares a proposal with."""
+
+    shown: Sequence[int]
+    live: Callable[[str], LiveSkill | None]
+    pending: list[Proposal]
+    rejections: Sequence[Rejection]
+    threshold: float
+    max_bytes: int
+    secrets: Sequence[str]
+    model: str | None
+    now: float
+    same: SameClaim = field(default_factory=lambda: SameClaim(SameClaimConfig()))
+    live_skills: Sequence[Known] = ()
+    """Every enabled skill, as a claim (see `live_claim`)."""
+
+
+def sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
+    """Shown session ids among `based_on`; all shown ones when none is valid."""
+    valid = set(shown)
+    kept: list[int] = []
+    for item in based_on:
+        text = str(item).strip().lstrip("#")
+        if text.isdigit() and int(text) in valid and int(text) not in kept:
+            kept.append(int(text))
+    return kept or list(shown)
+
+
+def _body(content: str) -> str:
+    """The markdown body, without a frontmatter block the model added anyway."""
+    return _FRONTMATTER.sub("", content, count=1).strip()
+
+
+def safe_label(name: str, secrets: Sequence[str]) -> str:
+    """How a dropped proposal is named in a run: its name, unless the name holds a secret."""
+    if find_secret([name], secrets):
+        return "(name withheld: it contains a secret)"
+    return name.strip()[:80] or "(unnamed)"
+
+
+def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
+    """A candidate ready to stage, or the reason it was dropped."""
+    label = safe_label(draft.name, ctx.secrets)
+    found = find_secret(
+        (draft.name, draft.target or "", draft.description, draft.content, draft.rationale),
+        ctx.secrets,
+    )
+    if found:
+        return Dropped(label, f"refused: it contains {found}", suppressed=False)
+    try:
+        name = validate_slug(draft.name.strip())
+        target = validate_slug(draft.target.strip()) if draft.target else None
+        description = validate_description(draft.description)
+    except SkillError as exc:
+        return Dropped(label, str(exc), suppressed=False)
+    body = _body(draft.content)
+    if not body:
+        return Dropped(name, "the skill body is empty", suppressed=False)
+    size = len(body.encode("utf-8"))
+    if size > ctx.max_bytes:
+        return Dropped(name, f"body is {size} bytes, over the {ctx.max_bytes}-byte limit", False)
+
+    kind = draft.kind
+    live: LiveSkill | None = None
+    if kind == "update":
+        target = target or name
+        live = ctx.live(target)
+        if live is None and (live := ctx.live(name)) is not None:
+            target = name
+        if live is None:
+            kind, target = "create", None  # nothing to update: the model meant a new skill
+        else:
+            name = target  # a folder is its name; renaming is not a proposal
+    if kind == "create":
+        live = ctx.live(name)
+        if live is not None:
+            kind, target = "update", name
+    if kind == "create":
+        target = None
+
+    candidate = Candidate(
+        kind=kind,
+        target=target,
+        name=name,
+        description=description,
+        content=body,
+        content_hash=body_hash(body),
+        change_text=change_text(live.skill.body if live else None, body),
+        base_hash=content_hash(live.text) if live else None,
+        based_on=sources(draft.based_on, ctx.shown),
+        rationale=draft.rationale.strip(),
+        model=ctx.model,
+        generated_at=ctx.now,
+    )
+    return _unchanged(candidate, live) or candidate
+
+
+def _unchanged(c: Candidate, live: LiveSkill | None) -> Dropped | None:
+    """A proposal that would leave the live skill as it is."""
+    if (
+        live is not None
+        and body_hash(live.skill.body) == c.content_hash
+        and live.skill.description == c.description
+    ):
+        return Dropped(c.name, "no change to the live skill", suppressed=True)
+    return None
+
+
+def known_claims(ctx: ScreenContext, c: Candidate) -> list[Known]:
+    """What `c` is compared with: rejections, pending proposals, for a new skill the live ones."""
+    known = [
+        Known("rejected", r, proposal_id=r.proposal_id, reason=r.reason)
+        for r in ctx.rejections
+        if r.kind != "retire"  # a retirement is the same claim only for the same live text
+    ]
+    known += [Known("pending", p, proposal_id=p.id) for p in ctx.pending if p.kind != "retire"]
+    if c.kind == "create":  # an update may well bring its skill closer to another one
+        known += [k for k in ctx.live_skills if k.skill != c.slug]
+    return known
+
+
+async def repeat_of(c: Candidate, ctx: ScreenContext) -> Dropped | None:
+    """Why `c` repeats a rejection, a pending proposal or a live skill, or None."""
+    for pending in ctx.pending:
+        if pending.slug == c.slug:
+            return Dropped(
+                c.name,
+                f"proposal #{pending.id} for {pending.slug} awaits review",
+                suppressed=True,
+                matched=pending.id,
+                detail="the same skill",
+            )
+    found = await ctx.same.find(c, known_claims(ctx, c))
+    if found is None:
+        return None
+    k = found.known
+    if k.against == "rejected":
+        ref = f" #{k.proposal_id}" if k.proposal_id else ""
+        why = f": {k.reason}" if k.reason else ""
+        reason = f"matches rejected proposal{ref}{why}"
+    elif k.against == "pending":
+        reason = f"repeats proposal #{k.proposal_id} ({k.claim.name}), which awaits review"
+    else:
+        reason = f"repeats the live skill {k.skill}"
+    return Dropped(
+        c.name,
+        reason,
+        suppressed=True,
+        matched=k.proposal_id,
+        matched_skill=k.skill,
+        detail=found.detail,
+    )
+
+
+def live_claim(name: str, description: str, body: str) -> Known:
+    """A live skill as a claim, to catch a renamed copy of it."""
+    claim = Claim(
+        kind="create",
+        name=name,
+        description=description,
+        content_hash=body_hash(body),
+        change_text=change_text(None, body),
+    )
+    return Known("live", claim, skill=name)

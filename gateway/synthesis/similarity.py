@@ -1,0 +1,111 @@
+"""Recognising a claim again: content hashes, text similarity (difflib), word likeness.
+
+Two proposals make the same claim when their normalised bodies are equal, or
+when target, name and description closely match. An update usually keeps its
+skill's description, so for two updates the change itself (the lines added or
+removed) must match as well; otherwise one rejected update would block every
+later, different improvement of that skill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from difflib import SequenceMatcher
+
+from gateway.review.proposals import Claim
+
+MAX_CHANGE_CHARS = 4000
+_PUNCTUATION = re.compile(r"[^\w\s]+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation dropped, whitespace collapsed."""
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+def body_hash(content: str) -> str:
+    """SHA-256 of a body stripped, whitespace-collapsed and lower-cased."""
+    return hashlib.sha256(" ".join(content.split()).lower().encode("utf-8")).hexdigest()
+
+
+def change_text(old_body: str | None, new_body: str) -> str:
+    """The normalised lines an update adds (+) or removes (-); a create's whole body."""
+    new = [normalise(line) for line in new_body.splitlines() if normalise(line)]
+    if old_body is None:
+        return "\n".join(new)[:MAX_CHANGE_CHARS]
+    old = [normalise(line) for line in old_body.splitlines() if normalise(line)]
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag in ("delete", "replace"):
+            out.extend(f"- {line}" for line in old[i1:i2])
+        if tag in ("insert", "replace"):
+            out.extend(f"+ {line}" for line in new[j1:j2])
+    return "\n".join(out)[:MAX_CHANGE_CHARS]
+
+
+def claim_key(claim: Claim) -> str:
+    """`target|name|description`, each part normalised."""
+    return "|".join(normalise(part) for part in (claim.target or "", claim.name, claim.description))
+
+
+def similar(a: str, b: str, threshold: float) -> bool:
+    """SequenceMatcher ratio at least `threshold`, with difflib's cheap upper bounds first."""
+    if a == b:
+        return True
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return (
+        matcher.real_quick_ratio() >= threshold
+        and matcher.quick_ratio() >= threshold
+        and matcher.ratio() >= threshold
+    )
+
+
+# ---- content likeness -----------------------------------------------------------------------
+# A claim is what a skill tells the model to do, so two claims are compared by their words
+# (name, description and body), not by their names: a renamed copy says the same thing.
+
+_STOP = frozenset(
+    """a about after all also always an and any are as at be because before but by can do does
+    each every for from has have how i if in into is it its it's me more most my no not of on
+    once only or other our out so some such than that the their them then there these they this
+    those to too up use used very was we were what when where which while who whom why will with
+    would you your yours""".split()
+)
+_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A crude English stem: common endings cut from words of five letters or more."""
+    if len(word) < 5:
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(text: str) -> Counter[str]:
+    """The stemmed words of a text that carry meaning, with their counts."""
+    return Counter(stem(w) for w in normalise(text.replace("-", " ")).split() if w not in _STOP)
+
+
+def claim_text(claim: Claim) -> str:
+    """What a claim says: its description and the lines it adds (a name is only a label)."""
+    added = [
+        line[2:] if line.startswith("+ ") else line
+        for line in claim.change_text.splitlines()
+        if not line.startswith("- ")
+    ]
+    return "\n".join([claim.description, *added])
+
+
+def cosine(a: Counter[str], b: Counter[str]) -> float:
+    """Cosine similarity of two word-count vectors (0 when either is empty)."""
+    if not a or not b:
+        return 0.0
+    dot = sum(n * b[w] for w, n in a.items() if w in b)
+    norm = math.sqrt(sum(n * n for n in a.values())) * math.sqrt(sum(n * n for n in b.values()))
+    return dot / norm if norm else 0.0
