@@ -17,6 +17,7 @@ import pytest
 from gateway.channels.telegram.dialect import TEXT_ONLY
 from gateway.config import Settings
 from gateway.conversation.attachments import NO_STT
+from tests.channels.telegram.test_telegram_feedback import last_answer, last_message, press
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import (
     make_callback_update,
@@ -25,7 +26,6 @@ from tests.fakes.telegram_api import (
     mention_entity,
 )
 from tests.telegram_harness import Gateway, telegram_gateway
-from tests.test_telegram_feedback import last_answer, last_message, press
 
 GROUP = -1002233445566
 BOT = {"id": 123456, "is_bot": True, "first_name": "Test Bot", "username": "skillgate_test_bot"}

@@ -19,9 +19,9 @@ from tests.cards_support import running as running_rig
 from tests.console_support import csrf_of
 from tests.console_support import sign_in as console_sign_in
 from tests.fakes.openai_server import FakeOpenAI
+from tests.review.test_cards_commands import say_line, tell
 from tests.serve_process import skillgate
 from tests.synthesis_support import answer, gateway, proposal, seed_session, synth_settings
-from tests.test_cards_commands import say_line, tell
 
 
 @pytest.fixture

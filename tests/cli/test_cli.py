@@ -8,7 +8,7 @@ from gateway.cli import build_parser
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import serving, skillgate
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 async def test_version_and_help_for_every_command() -> None:

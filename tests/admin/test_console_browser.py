@@ -33,7 +33,7 @@ from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_se
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 )
-SHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 ARGS = [
     "--headless=new",
     "--no-sandbox",

@@ -18,12 +18,12 @@ from gateway.conversation.language import CHOICES, CHOSEN, CURRENT, FOLLOWING, U
 from gateway.core.agent import APOLOGY
 from gateway.i18n import language_of, texts_for
 from gateway.store import Store
+from tests.channels.telegram.test_telegram_feedback import last_answer, last_message, press
 from tests.fakes.line_api import follow_event, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_callback_update, make_text_update, mention_entity
 from tests.line_support import line_rig, quick_reply_data
 from tests.telegram_harness import telegram_gateway
-from tests.test_telegram_feedback import last_answer, last_message, press
 
 PROFILE = "/v2/bot/profile/"
 DAY = 24 * 3600.0

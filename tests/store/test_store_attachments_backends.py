@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.core.models import AttachmentRecord
 from gateway.store import Store
-from tests.test_store_conversations_backends import LIMITS, rows
+from tests.store.test_store_conversations_backends import LIMITS, rows
 
 VOICE = AttachmentRecord(
     kind="voice",

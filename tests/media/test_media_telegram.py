@@ -20,14 +20,14 @@ from gateway.config import Settings
 from gateway.conversation import attachments as notices
 from gateway.core.vision import NO_VISION
 from gateway.i18n import texts_for
+from tests.channels.telegram.test_telegram_content import media_update
+from tests.channels.telegram.test_telegram_feedback import last_answer, last_message, press
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.media_support import docx, mp3, ogg_opus, pdf, png, prompt_text, wav
 from tests.synthesis_support import answer, evidence_prompt
 from tests.telegram_harness import ADMIN, Gateway, telegram_gateway
-from tests.test_telegram_content import media_update
-from tests.test_telegram_feedback import last_answer, last_message, press
 
 GROUP = -1002233445566
 ANSWER = "Hello from the fake model."

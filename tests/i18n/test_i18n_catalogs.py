@@ -32,9 +32,9 @@ from gateway.i18n import LANGUAGES, SOURCE, texts_for
 from gateway.i18n.catalog import LOCALE_DIR, po_path
 from gateway.review.buttons import CardSigner
 from gateway.review.cards import SESSIONS, Card, Evidence
-from tests.test_cards_render import make_proposal
+from tests.review.test_cards_render import make_proposal
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TRANSLATED = [code for code in LANGUAGES if code != SOURCE]
 KEYWORDS = {"N_": None, "Np_": (1, 2)}
 
