@@ -31,8 +31,8 @@ from eval.answers import Style, compose, relevant, style_of
 from eval.corpus import BY_TEXT
 from eval.skills import POOR, SkillDraft, paraphrase
 from gateway.skills.selection import INDEX_HEADER
-from gateway.synthesis.sameness import ASK_SYSTEM
-from tests.fakes.openai_server import Scripted
+from gateway.synthesis import judge as same_claim
+from tests.fakes.openai_server import Scripted, claims_asked, same_claim_answer
 
 # Each pass fences its evidence with a tag of its own: untrusted-chat-<12 hex digits>.
 _FENCED = re.compile(
@@ -148,8 +148,8 @@ class ScriptedModel:
 
     def __call__(self, body: dict[str, Any]) -> Scripted | str:
         messages = body["messages"]
-        if messages[0]["content"] == ASK_SYSTEM:
-            return self.compare(str(messages[-1]["content"]))
+        if messages[0]["content"] == same_claim.SYSTEM:
+            return self.compare(body)
         if (body.get("response_format") or {}).get("type") == "json_object":
             return self.synthesize(messages)
         return self.chat(messages)
@@ -191,13 +191,15 @@ class ScriptedModel:
     # ---- is B the same as A? ---------------------------------------------------------------
 
     @staticmethod
-    def compare(question: str) -> str:
-        """Same when both texts would make it answer the same way, and that way is something."""
-        a = question.partition("A:\n")[2].partition("\n\nB:\n")[0]
-        b = question.partition("\n\nB:\n")[2].rpartition("\n\nIs B the same")[0]
-        same = style_of([a]) == style_of([b]) != Style()
-        why = "both ask for the same kind of answer" if same else "they ask for different things"
-        return json.dumps({"same": same, "why": why})
+    def compare(body: dict[str, Any]) -> str:
+        """The first known claim that would make it answer the same way, when that is something."""
+        known, new = claims_asked(body)
+        style = style_of([new])
+        if style != Style():
+            for i, text in enumerate(known, 1):
+                if style_of([text]) == style:
+                    return same_claim_answer(i, "both ask for the same kind of answer")
+        return same_claim_answer(0, "they ask for different things")
 
     # ---- synthesis -------------------------------------------------------------------------
 

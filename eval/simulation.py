@@ -108,7 +108,7 @@ class Simulation:
                 self.model = ScriptedModel(
                     cfg.seed, bad_share=cfg.bad_share, paraphrase=cfg.paraphrase
                 )
-                fake.default = self.model
+                fake.default = fake.judge = self.model
                 model = RealModel(fake.base_url, SCRIPTED_MODEL)
             if data_dir is None:
                 data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sg-eval-")))

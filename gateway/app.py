@@ -177,6 +177,22 @@ def make_llm(settings: Settings) -> LLM:
     return models[0] if len(models) == 1 else FallbackLLM(models)
 
 
+def make_judge(settings: Settings) -> LLM | None:
+    """The model asked whether a candidate repeats a known claim, when not LLM_MODEL itself."""
+    if settings.llm_same_claim_model is None or not settings.model_configured:
+        return None
+    assert settings.llm_base_url is not None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAIChat(
+        settings.llm_base_url,
+        settings.llm_same_claim_model,
+        key,
+        timeout=settings.llm_timeout_seconds,
+        idle_timeout=settings.llm_idle_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
+
+
 def make_transcriber(settings: Settings) -> Transcriber | None:
     """Speech-to-text at STT_BASE_URL (default: the LLM's endpoint and key), if STT_MODEL is set."""
     if not settings.stt_configured:
@@ -262,6 +278,7 @@ async def open_parts(
             synthesis_config(settings),
             clock=clock,
             embedder=make_embedder(settings),
+            judge=make_judge(settings) if llm is None else None,
         )
         # Holdout only where still needed, and more often where the comparison lags.
         catalog.settle(*await holdout_state(store, synthesizer.config.effect))
@@ -308,8 +325,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         max_skill_bytes=settings.max_skill_bytes,
         session_idle_seconds=settings.session_idle_minutes * 60,
         secrets=tuple(settings.secrets()),
-        embedding_threshold=settings.embedding_threshold,
-        ask_margin=settings.same_claim_ask_margin,
+        comparands=settings.same_claim_comparands,
         evidence_window_seconds=settings.evidence_window_days * 86400,
         effect=EffectThresholds(
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
@@ -338,6 +354,8 @@ async def close_parts(parts: Parts) -> None:
         await parts.attachments.transcriber.close()
     if parts.synthesizer.embedder is not None:
         await parts.synthesizer.embedder.close()
+    if parts.synthesizer.judge is not parts.agent.llm:
+        await parts.synthesizer.judge.close()
     await parts.store.close()
 
 

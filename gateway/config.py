@@ -152,11 +152,11 @@ class Settings(BaseSettings):
     # Learning on real conversations: recognising a claim in other words, evidence that
     # accumulates across passes, and how often a skill short of comparison is withheld.
     llm_embedding_model: str | None = Field(None, validation_alias="LLM_EMBEDDING_MODEL")
-    embedding_threshold: float = Field(
-        0.9, gt=0, le=1, validation_alias="SKILLGATE_EMBEDDING_THRESHOLD"
-    )
-    same_claim_ask_margin: float = Field(
-        0.25, ge=0, lt=1, validation_alias="SKILLGATE_SAME_CLAIM_ASK_MARGIN"
+    # Whether a candidate repeats a known claim is one question to a model (default LLM_MODEL)
+    # about the few known claims most like it.
+    llm_same_claim_model: str | None = Field(None, validation_alias="LLM_SAME_CLAIM_MODEL")
+    same_claim_comparands: int = Field(
+        4, ge=1, le=20, validation_alias="SKILLGATE_SAME_CLAIM_COMPARANDS"
     )
     evidence_window_days: float = Field(
         14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"

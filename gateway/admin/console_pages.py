@@ -144,6 +144,7 @@ async def run(request: web.Request) -> web.Response:
         proposals=await store.run_proposals(record.id),
         suppressed=[d for d in dropped if d.kind == "suppressed"],
         refused=[d for d in dropped if d.kind == "refused"],
+        checks=await store.run_checks(record.id),
         matched=matched,
     )
 

@@ -285,6 +285,7 @@ async def get_run(request: web.Request) -> web.Response:
             "refused_items": [
                 d.model_dump(include={"name", "reason"}) for d in dropped if d.kind == "refused"
             ],
+            "same_claim_checks": [k.model_dump() for k in await store.run_checks(rid)],
         }
     )
 

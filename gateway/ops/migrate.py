@@ -43,6 +43,7 @@ TABLES = (
     "reviewer_names",
     "skill_switches",
     "run_dropped",
+    "same_claim_checks",
     "console_signouts",
     "quota_counts",
     "deleted_sessions",

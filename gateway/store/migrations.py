@@ -573,6 +573,25 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+# Learning loop: each same-claim check of a synthesis run, with the model's decision, the
+# known claims it was shown (a JSON list of labels) and its reason.
+_SAME_CLAIM_CHECKS: list[Step] = [
+    """
+    create table same_claim_checks (
+        id {id},
+        run_id {bigint} not null references synthesis_runs(id),
+        name text not null,
+        decision text not null check (decision in ('same', 'different', 'held')),
+        compared text not null,
+        reason text not null,
+        matched {bigint},
+        matched_skill text
+    )
+    """,
+    "create index same_claim_checks_run on same_claim_checks (run_id, id)",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -611,6 +630,11 @@ MIGRATIONS: list[Migration] = [
     ),
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
+    (
+        20,
+        "same-claim checks: each decision, what it was compared with, the reason",
+        _SAME_CLAIM_CHECKS,
+    ),
 ]
 
 

@@ -9,7 +9,7 @@ from gateway.core.prompt import attachment_label
 from gateway.core.records import Rating, SessionEvidence, Turn
 from gateway.store.conversations import attachments_by_message
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
-from gateway.synthesis.runs import RunDropped, RunRecord
+from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
 
 class SynthesisQueries(QueriesBase):
@@ -114,8 +114,14 @@ class SynthesisQueries(QueriesBase):
         return int(run_id or 0)
 
     @transaction
-    async def finish_run(self, c: Conn, run: RunRecord, dropped: Sequence[RunDropped] = ()) -> None:
-        """Store a run's final counts, timing and error, and what it held back."""
+    async def finish_run(
+        self,
+        c: Conn,
+        run: RunRecord,
+        dropped: Sequence[RunDropped] = (),
+        checks: Sequence[RunCheck] = (),
+    ) -> None:
+        """Store a run's final counts, timing and error, what it held back and its checks."""
         row = run.model_dump(exclude={"id", "trigger", "started_at"})
         await c.execute(
             f"update synthesis_runs set {', '.join(f'{k} = ?' for k in row)} where id = ?",
@@ -132,6 +138,35 @@ class SynthesisQueries(QueriesBase):
                     for d in dropped
                 ],
             )
+
+        if checks:
+            await c.executemany(
+                "insert into same_claim_checks"
+                " (run_id, name, decision, compared, reason, matched, matched_skill)"
+                " values (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run.id,
+                        k.name,
+                        k.decision,
+                        json.dumps(k.compared, ensure_ascii=False),
+                        k.reason,
+                        k.matched,
+                        k.matched_skill,
+                    )
+                    for k in checks
+                ],
+            )
+
+    @query
+    async def run_checks(self, c: Conn, run_id: int) -> list[RunCheck]:
+        """One run's same-claim checks, in the order it made them."""
+        rows = await c.fetch(
+            "select name, decision, compared, reason, matched, matched_skill"
+            " from same_claim_checks where run_id = ? order by id",
+            run_id,
+        )
+        return [RunCheck.model_validate({**r, "compared": json.loads(r["compared"])}) for r in rows]
 
     @query
     async def get_run(self, c: Conn, run_id: int) -> RunRecord | None:

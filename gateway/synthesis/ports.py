@@ -9,7 +9,7 @@ from gateway.core.records import SkillRecord
 from gateway.review.proposals import Proposal, Rejection
 from gateway.skills.effect import EffectStore
 from gateway.synthesis.evidence import EvidenceSource
-from gateway.synthesis.runs import RunDropped, RunRecord
+from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
 
 class RetireStore(EffectStore, Protocol):
@@ -35,7 +35,12 @@ class SynthesisStore(EvidenceSource, RetireStore, Protocol):
 
     async def start_run(self, trigger: str, model: str | None, at: float) -> int: ...
 
-    async def finish_run(self, run: RunRecord, dropped: Sequence[RunDropped] = ()) -> None: ...
+    async def finish_run(
+        self,
+        run: RunRecord,
+        dropped: Sequence[RunDropped] = (),
+        checks: Sequence[RunCheck] = (),
+    ) -> None: ...
 
     async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
 

@@ -38,3 +38,15 @@ class RunDropped(BaseModel):
     """A live skill the repeat copies (it has no proposal id)."""
     detail: str | None = None
     """How the likeness was judged: the same text, word or embedding likeness, the model."""
+
+
+class RunCheck(BaseModel):
+    """One same-claim check: the candidate, the decision, what it was compared with and why."""
+
+    name: str
+    decision: Literal["same", "different", "held"]
+    compared: list[str]
+    """The known claims the model was shown, most like first (`rejected #4 verify-identity`)."""
+    reason: str
+    matched: int | None = None
+    matched_skill: str | None = None

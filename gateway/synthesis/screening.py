@@ -22,7 +22,7 @@ from gateway.skills.library import (
 )
 from gateway.skills.live import LiveSkill
 from gateway.synthesis.answer import ProposalDraft
-from gateway.synthesis.sameness import Known, SameClaim, SameClaimConfig
+from gateway.synthesis.sameness import Decision, Known, SameClaim, SameClaimConfig
 from gateway.synthesis.secrets import find_secret
 from gateway.synthesis.similarity import body_hash, change_text
 
@@ -166,21 +166,25 @@ def known_claims(ctx: ScreenContext, c: Candidate) -> list[Known]:
     return known
 
 
-async def repeat_of(c: Candidate, ctx: ScreenContext) -> Dropped | None:
-    """Why `c` repeats a rejection, a pending proposal or a live skill, or None."""
+async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, Decision | None]:
+    """Why `c` repeats a rejection, a pending proposal or a live skill (or None), and the check.
+
+    A decision `held` means the model could not be asked: `c` is neither staged nor dropped.
+    """
     for pending in ctx.pending:
         if pending.slug == c.slug:
-            return Dropped(
+            dropped = Dropped(
                 c.name,
                 f"proposal #{pending.id} for {pending.slug} awaits review",
                 suppressed=True,
                 matched=pending.id,
                 detail="the same skill",
             )
-    found = await ctx.same.find(c, known_claims(ctx, c))
-    if found is None:
-        return None
-    k = found.known
+            return dropped, None
+    decision = await ctx.same.find(c, known_claims(ctx, c))
+    if decision is None or decision.known is None:
+        return None, decision
+    k = decision.known
     if k.against == "rejected":
         ref = f" #{k.proposal_id}" if k.proposal_id else ""
         why = f": {k.reason}" if k.reason else ""
@@ -189,14 +193,15 @@ async def repeat_of(c: Candidate, ctx: ScreenContext) -> Dropped | None:
         reason = f"repeats proposal #{k.proposal_id} ({k.claim.name}), which awaits review"
     else:
         reason = f"repeats the live skill {k.skill}"
-    return Dropped(
+    dropped = Dropped(
         c.name,
         reason,
         suppressed=True,
         matched=k.proposal_id,
         matched_skill=k.skill,
-        detail=found.detail,
+        detail=decision.detail,
     )
+    return dropped, decision
 
 
 def live_claim(name: str, description: str, body: str) -> Known:

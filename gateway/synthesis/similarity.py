@@ -1,4 +1,4 @@
-"""Recognising a claim again: content hashes, text similarity (difflib), word likeness.
+"""Recognising a claim again: content hashes, text similarity (difflib), what a claim says.
 
 Two proposals make the same claim when their normalised bodies are equal, or
 when target, name and description closely match. An update usually keeps its
@@ -10,9 +10,7 @@ later, different improvement of that skill.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-from collections import Counter
 from difflib import SequenceMatcher
 
 from gateway.review.proposals import Claim
@@ -63,35 +61,6 @@ def similar(a: str, b: str, threshold: float) -> bool:
     )
 
 
-# ---- content likeness -----------------------------------------------------------------------
-# A claim is what a skill tells the model to do, so two claims are compared by their words
-# (name, description and body), not by their names: a renamed copy says the same thing.
-
-_STOP = frozenset(
-    """a about after all also always an and any are as at be because before but by can do does
-    each every for from has have how i if in into is it its it's me more most my no not of on
-    once only or other our out so some such than that the their them then there these they this
-    those to too up use used very was we were what when where which while who whom why will with
-    would you your yours""".split()
-)
-_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s")
-
-
-def stem(word: str) -> str:
-    """A crude English stem: common endings cut from words of five letters or more."""
-    if len(word) < 5:
-        return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
-def content_words(text: str) -> Counter[str]:
-    """The stemmed words of a text that carry meaning, with their counts."""
-    return Counter(stem(w) for w in normalise(text.replace("-", " ")).split() if w not in _STOP)
-
-
 def claim_text(claim: Claim) -> str:
     """What a claim says: its description and the lines it adds (a name is only a label)."""
     added = [
@@ -100,12 +69,3 @@ def claim_text(claim: Claim) -> str:
         if not line.startswith("- ")
     ]
     return "\n".join([claim.description, *added])
-
-
-def cosine(a: Counter[str], b: Counter[str]) -> float:
-    """Cosine similarity of two word-count vectors (0 when either is empty)."""
-    if not a or not b:
-        return 0.0
-    dot = sum(n * b[w] for w, n in a.items() if w in b)
-    norm = math.sqrt(sum(n * n for n in a.values())) * math.sqrt(sum(n * n for n in b.values()))
-    return dot / norm if norm else 0.0

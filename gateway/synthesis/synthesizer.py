@@ -30,12 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
 from gateway.errors import ModelError, SkillError, SynthesisError
-from gateway.review.proposals import Proposal
+from gateway.review.proposals import Proposal, Rejection
 from gateway.review.reviewer import Reviewer
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import (
@@ -46,9 +44,10 @@ from gateway.skills.effect import (
     skill_effects,
 )
 from gateway.skills.live import load_live
-from gateway.synthesis.answer import SynthesisAnswer, parse_answer
+from gateway.synthesis.answer import ProposalDraft, SynthesisAnswer, parse_answer
 from gateway.synthesis.evidence import Batch, batches
 from gateway.synthesis.fence import new_tag
+from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import build_messages
 from gateway.synthesis.retire import propose_retirements
@@ -63,7 +62,20 @@ from gateway.synthesis.screening import (
     screen,
     sources,
 )
+from gateway.synthesis.summary import (
+    BatchReport,
+    DroppedBrief,
+    Progress,
+    ProposalBrief,
+    RunSummary,
+    brief,
+    check_brief,
+    drafted,
+    dropped_brief,
+    report,
+)
 
+__all__ = ["BatchReport", "ProposalBrief", "RunSummary", "SynthesisConfig", "Synthesizer"]
 log = logging.getLogger(__name__)
 LOCK_NAME = "synthesis"
 BATCH_ATTEMPTS = 3
@@ -112,62 +124,10 @@ class SynthesisConfig:
     secrets: Sequence[str] = ()
     lease_seconds: float = 900.0
     effect: EffectThresholds = field(default_factory=EffectThresholds)
-    embedding_threshold: float = 0.9
-    ask_margin: float = 0.25
+    comparands: int = 4
+    """Known claims (most like first) each candidate is compared with by the model."""
     evidence_window_seconds: float = 14 * 86400.0
     """How long a shown session not yet acted on stays eligible; 0: every session is read once."""
-
-
-class ProposalBrief(BaseModel):
-    """A proposal made by a run."""
-
-    id: int
-    kind: str
-    name: str
-    target: str | None
-    description: str
-    status: str
-
-
-class DroppedBrief(BaseModel):
-    """A proposal a run did not stage, and why (a repeat: what it matched, and how)."""
-
-    name: str
-    reason: str
-    matched: int | None = None
-    matched_skill: str | None = None
-    detail: str | None = None
-
-
-class BatchReport(BaseModel):
-    """Progress after one batch."""
-
-    index: int
-    sessions: int
-    skipped: int
-    proposed: int
-    suppressed: int
-    refused: int
-
-
-class RunSummary(BaseModel):
-    """What a pass did: proposals made, suppressed and refused, its counts and its error."""
-
-    run_id: int | None = None
-    status: Literal["ok", "failed", "busy"]
-    trigger: str
-    sessions: int = 0
-    skipped: int = 0
-    batches: int = 0
-    proposed: list[ProposalBrief] = Field(default_factory=list)
-    suppressed: list[DroppedBrief] = Field(default_factory=list)
-    refused: list[DroppedBrief] = Field(default_factory=list)
-    model: str | None = None
-    prompt_tokens: int = 0
-    error: str | None = None
-
-
-Progress = Callable[[BatchReport], None]
 
 
 class Synthesizer:
@@ -183,6 +143,7 @@ class Synthesizer:
         *,
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
+        judge: LLM | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -191,14 +152,11 @@ class Synthesizer:
         self.config = config
         self.clock = clock
         self.embedder = embedder
+        self.judge = judge or llm
         self.same = SameClaim(
-            SameClaimConfig(
-                threshold=config.similarity_threshold,
-                embedding_threshold=config.embedding_threshold,
-                ask_margin=config.ask_margin,
-            ),
+            SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
-            adjudicator=llm,
+            judge=self.judge,
         )
 
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
@@ -235,6 +193,7 @@ class Synthesizer:
         summary = RunSummary(run_id=run.id, status="ok", trigger=trigger, model=self.llm.model)
         try:
             await self._retirements(run, summary)
+            await self._retry_held(run, summary)
             window = cfg.evidence_window_seconds
             async for batch in batches(
                 self.store,
@@ -243,14 +202,14 @@ class Synthesizer:
                 tag=new_tag(),  # unguessable by chat text written before this pass
                 since=now - window if window > 0 else None,
             ):
-                if _drafted(summary) >= cfg.max_proposals:
+                if drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 consumed = batch.consumed_ids
                 if batch.sessions:
                     summary.batches += 1
                     try:
-                        acted = await self._batch(batch, run, summary)
+                        acted, keep = await self._batch(batch, run, summary)
                     except SynthesisError as exc:
                         await self._unusable(batch, exc, summary)  # re-raises until skipped
                     else:
@@ -258,6 +217,7 @@ class Synthesizer:
                         if window > 0:
                             # Evidence nothing came of yet stays for later passes (see evidence).
                             consumed = [*batch.skipped, *(i for i in batch.shown_ids if i in acted)]
+                        consumed = [i for i in consumed if i not in keep]
                 await self.store.consume_sessions(consumed, run.id, self.clock())
                 summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
@@ -266,7 +226,7 @@ class Synthesizer:
                 ):
                     raise SynthesisError("the run lock's lease ran out and another pass took it")
                 if progress is not None and batch.sessions:
-                    progress(_report(summary, before, len(batch.sessions), len(batch.skipped)))
+                    progress(report(summary, before, len(batch.sessions), len(batch.skipped)))
         except (SynthesisError, ModelError, SkillError) as exc:
             summary.status, summary.error = "failed", str(exc)
         except asyncio.CancelledError:
@@ -300,6 +260,7 @@ class Synthesizer:
                 *(RunDropped(kind="suppressed", **d.model_dump()) for d in summary.suppressed),
                 *(RunDropped(kind="refused", **d.model_dump()) for d in summary.refused),
             ],
+            summary.checks,
         )
         log.info(
             "synthesis run %s %s: %d session(s), %d proposed, %d suppressed, %d refused%s",
@@ -328,8 +289,8 @@ class Synthesizer:
             run_id=run.id,
             now=self.clock(),
         )
-        summary.proposed.extend(_brief(p) for p in done.proposed)
-        summary.suppressed.extend(_dropped_brief(d) for d in done.dropped)
+        summary.proposed.extend(brief(p) for p in done.proposed)
+        summary.suppressed.extend(dropped_brief(d) for d in done.dropped)
         self.settle(effects)
 
     def settle(self, effects: dict[str, SkillEffect]) -> None:
@@ -355,11 +316,15 @@ class Synthesizer:
         log.warning("synthesis %s", note)
         summary.error = note if summary.error is None else f"{summary.error}; {note}"
 
-    async def _batch(self, batch: Batch, run: RunRecord, summary: RunSummary) -> set[int]:
+    async def _batch(
+        self, batch: Batch, run: RunRecord, summary: RunSummary
+    ) -> tuple[set[int], set[int]]:
         """Ask the model about one batch, screen and submit what it proposed.
 
-        Returns the sessions acted on: sources of a staged proposal or of a repeat of a
-        rejection, a pending proposal or a live skill (their evidence has its answer).
+        Returns the sessions acted on (sources of a staged or held proposal, or of a repeat of
+        a rejection, a pending proposal or a live skill: their evidence has its answer), and
+        those to keep unconsumed whatever the window (sources of a candidate that could be
+        neither checked nor held).
         """
         cfg = self.config
         pending = await self.store.pending_proposals()
@@ -369,7 +334,7 @@ class Synthesizer:
             self.catalog,
             pending,
             rejections,
-            max_proposals=cfg.max_proposals - _drafted(summary),
+            max_proposals=cfg.max_proposals - drafted(summary),
             max_bytes=cfg.max_skill_bytes,
         )
         completion = await self.llm.complete(
@@ -390,45 +355,86 @@ class Synthesizer:
                     f" ({completion.completion_tokens} tokens): {exc}"
                 ) from exc
             raise
-        origins = {r.slug: r.source for r in await self.store.skill_records()}
-        library = self.catalog.library
-        ctx = ScreenContext(
-            shown=batch.shown_ids,
-            live=lambda slug: load_live(library, slug, origins.get(slug)),
-            pending=pending,
-            rejections=rejections,
-            threshold=cfg.similarity_threshold,
-            max_bytes=cfg.max_skill_bytes,
-            secrets=cfg.secrets,
-            model=completion.model or self.llm.model,
-            now=self.clock(),
-            same=self.same,
-            live_skills=self._live_claims(),
-        )
+        model = completion.model or self.llm.model
+        ctx = await self._context(batch.shown_ids, model, pending, rejections)
         acted: set[int] = set()
+        keep: set[int] = set()
         for draft in drafts:
-            if _drafted(summary) >= cfg.max_proposals:
+            if drafted(summary) >= cfg.max_proposals:
                 reason = f"over the limit of {cfg.max_proposals} proposals per run"
                 label = safe_label(draft.name, cfg.secrets)
                 summary.refused.append(DroppedBrief(name=label, reason=reason))
                 continue
-            result = screen(draft, ctx)
-            if isinstance(result, Dropped):
-                brief = _dropped_brief(result)
-                (summary.suppressed if result.suppressed else summary.refused).append(brief)
-                if result.suppressed:  # "no change to the live skill": the evidence has its skill
-                    acted.update(sources(draft.based_on, batch.shown_ids))
-                continue
-            repeat = await repeat_of(result, ctx)
-            acted.update(result.based_on)
-            if repeat is not None:
-                summary.suppressed.append(_dropped_brief(repeat))
-                continue
-            proposal = await self.reviewer.submit(result, run.id)
-            summary.proposed.append(_brief(proposal))
-            if proposal.status == "pending":
-                ctx.pending.append(proposal)
-        return acted
+            outcome, ids = await self._consider(draft, ctx, run, summary)
+            held = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model)
+            if outcome == "held" and not await hold(self.store, held):
+                keep.update(ids)
+            elif outcome != "refused":
+                acted.update(ids)
+        return acted, keep
+
+    async def _consider(
+        self, draft: ProposalDraft, ctx: ScreenContext, run: RunRecord, summary: RunSummary
+    ) -> tuple[Literal["acted", "refused", "held"], list[int]]:
+        """Screen, check and submit one draft; what came of it, and the sessions it is based on."""
+        result = screen(draft, ctx)
+        if isinstance(result, Dropped):
+            noted = dropped_brief(result)
+            (summary.suppressed if result.suppressed else summary.refused).append(noted)
+            # "No change to the live skill" is suppressed: the evidence has its skill.
+            outcome: Literal["acted", "refused"] = "acted" if result.suppressed else "refused"
+            return outcome, sources(draft.based_on, ctx.shown)
+        repeat, decision = await repeat_of(result, ctx)
+        if decision is not None:
+            summary.checks.append(check_brief(result.name, decision))
+            if decision.outcome == "held":
+                return "held", result.based_on
+        if repeat is not None:
+            summary.suppressed.append(dropped_brief(repeat))
+            return "acted", result.based_on
+        proposal = await self.reviewer.submit(result, run.id)
+        summary.proposed.append(brief(proposal))
+        if proposal.status == "pending":
+            ctx.pending.append(proposal)
+        return "acted", result.based_on
+
+    async def _context(
+        self,
+        shown: Sequence[int],
+        model: str | None,
+        pending: list[Proposal] | None = None,
+        rejections: Sequence[Rejection] | None = None,
+    ) -> ScreenContext:
+        """What a draft is screened and compared with, as the store has it now."""
+        cfg = self.config
+        origins = {r.slug: r.source for r in await self.store.skill_records()}
+        library = self.catalog.library
+        return ScreenContext(
+            shown=shown,
+            live=lambda slug: load_live(library, slug, origins.get(slug)),
+            pending=await self.store.pending_proposals() if pending is None else pending,
+            rejections=await self.store.rejections() if rejections is None else rejections,
+            threshold=cfg.similarity_threshold,
+            max_bytes=cfg.max_skill_bytes,
+            secrets=cfg.secrets,
+            model=model,
+            now=self.clock(),
+            same=self.same,
+            live_skills=self._live_claims(),
+        )
+
+    async def _retry_held(self, run: RunRecord, summary: RunSummary) -> None:
+        """Check again the candidates an earlier pass held back; keep those still unanswered."""
+        waiting = await held_drafts(self.store)
+        if not waiting:
+            return
+        still = []
+        for entry in waiting:
+            ctx = await self._context(entry.shown, entry.model)
+            outcome, _ = await self._consider(entry.draft, ctx, run, summary)
+            if outcome == "held":
+                still.append(entry)
+        await keep_held(self.store, still)
 
     def _live_claims(self) -> list[Known]:
         """Every enabled skill as a claim, so a renamed copy of one is recognised."""
@@ -447,42 +453,3 @@ def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
     """Room for the most proposals a pass may make: each a skill of the largest size, and JSON."""
     # About 3.5 bytes a token for English prose; 300 tokens of fields and JSON per proposal.
     return max_proposals * (max_skill_bytes * 2 // 7 + 300) + 200
-
-
-def _drafted(summary: RunSummary) -> int:
-    """Proposals the model made this pass (retirements come from measurement, not the model)."""
-    return sum(1 for p in summary.proposed if p.kind != "retire")
-
-
-def _dropped_brief(d: Dropped) -> DroppedBrief:
-    return DroppedBrief(
-        name=d.name,
-        reason=d.reason,
-        matched=d.matched,
-        matched_skill=d.matched_skill,
-        detail=d.detail,
-    )
-
-
-def _brief(p: Proposal) -> ProposalBrief:
-    return ProposalBrief(
-        id=p.id,
-        kind=p.kind,
-        name=p.name,
-        target=p.target,
-        description=p.description,
-        status=p.status,
-    )
-
-
-def _report(
-    summary: RunSummary, before: tuple[int, int, int], shown: int, skipped: int
-) -> BatchReport:
-    return BatchReport(
-        index=summary.batches,
-        sessions=shown,
-        skipped=skipped,
-        proposed=len(summary.proposed) - before[0],
-        suppressed=len(summary.suppressed) - before[1],
-        refused=len(summary.refused) - before[2],
-    )

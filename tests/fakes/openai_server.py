@@ -20,6 +20,12 @@ answers recorded in `forwarded`: a recording proxy in front of a real model.
 `transcriptions` (model, file name, type, bytes) and answered with the next of `transcripts`
 (or `{"error": ...}` with `transcription_status`). With `see_images = False` the model
 refuses any request with image parts, as a text-only model's server does.
+
+The gateway's same-claim question ("does this candidate repeat one of these known claims?")
+is answered by `judge`, never from the script, and recorded in `same_claim_requests`
+rather than `requests`, so a test scripts its synthesis answers without counting checks.
+The default judge, `judge_by_words`, names the known claim sharing most of the new one's
+words, names aside (a cosine of word sets of 0.6 or more), else none.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from gateway.synthesis import judge as same_claim
 
 
 @dataclass
@@ -94,6 +102,37 @@ def fake_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[fl
     return [x / norm for x in vector]
 
 
+_FENCED = re.compile(r"<(untrusted-chat-[0-9a-f]+)>\n(.*?)\n</\1>", re.DOTALL)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def claims_asked(body: dict[str, Any]) -> tuple[list[str], str]:
+    """The known claims' texts (numbered from 1 in the question) and the new one's.
+
+    Each text starts with a line naming its skill.
+    """
+    texts = [t for _, t in _FENCED.findall(str(body["messages"][-1]["content"]))]
+    return texts[:-1], texts[-1]
+
+
+def same_claim_answer(same_as: int, why: str = "scripted") -> str:
+    """A same-claim answer in the gateway's contract."""
+    return json.dumps({"same_as": same_as, "why": why})
+
+
+def judge_by_words(body: dict[str, Any]) -> str:
+    """The known claim sharing most words with the new one, at a cosine of 0.6 or more."""
+    known, new = claims_asked(body)
+    words = set(_WORD.findall(new.partition("\n")[2].lower()))  # names are only labels
+    best, score = 0, 0.6
+    for i, text in enumerate(known, 1):
+        other = set(_WORD.findall(text.partition("\n")[2].lower()))
+        cos = len(words & other) / math.sqrt(len(words) * len(other)) if words and other else 0.0
+        if cos >= score:
+            best, score = i, cos
+    return same_claim_answer(best, "they share most words" if best else "different words")
+
+
 class FakeOpenAI:
     """Serves /v1/chat/completions and /v1/models; records every request body."""
 
@@ -112,6 +151,8 @@ class FakeOpenAI:
         self.embedding_status = 200
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
+        self.judge: Responder = judge_by_words
+        self.same_claim_requests: list[dict[str, Any]] = []
         self.transcriptions: list[dict[str, Any]] = []
         self.transcripts: deque[str] = deque()
         self.transcription_status = 200
@@ -244,8 +285,9 @@ class FakeOpenAI:
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        asking = (body.get("messages") or [{}])[0].get("content") == same_claim.SYSTEM
         async with self._cond:
-            self.requests.append(body)
+            (self.same_claim_requests if asking else self.requests).append(body)
             self._cond.notify_all()
         await self._open.wait()
         if not self.see_images and self.image_parts(body):
@@ -255,7 +297,10 @@ class FakeOpenAI:
             )
         if not self.script and self.upstream is not None:
             return await self._forward("/chat/completions", body, request)
-        step = self.script.popleft() if self.script else self.default(body)
+        if asking:
+            step = self.judge(body)
+        else:
+            step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):
             step = Scripted(text=step)
         if step.delay:

@@ -9,7 +9,7 @@ from typing import Any
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
-from gateway.synthesis.runs import RunRecord
+from gateway.synthesis.runs import RunCheck, RunRecord
 from tests.effect_support import seed_answer
 
 
@@ -364,6 +364,29 @@ async def test_runs_are_opened_finished_and_listed_newest_first(any_store: Store
     )
     (latest,) = await any_store.list_runs(limit=1)
     assert (latest.id, latest.status, latest.error) == (second, "failed", "boom")
+
+
+async def test_a_runs_same_claim_checks_are_kept_in_order_with_what_was_compared(
+    any_store: Store,
+) -> None:
+    run = await any_store.start_run("api", "m", 10.0)
+    other = await any_store.start_run("api", "m", 11.0)
+    checks = [
+        RunCheck(
+            name="kajougaki-list",
+            decision="same",
+            compared=["rejected #4 bullet-lists", "live writing-for-chat"],
+            reason="the model judged it the same claim: 箇条書き is a bulleted list",
+            matched=4,
+        ),
+        RunCheck(name="iso-dates", decision="held", compared=["live x"], reason="model down"),
+        RunCheck(
+            name="copy", decision="same", compared=["live x"], reason="same", matched_skill="x"
+        ),
+    ]
+    await any_store.finish_run(RunRecord(id=run, trigger="api", started_at=10.0), [], checks)
+    assert await any_store.run_checks(run) == checks
+    assert await any_store.run_checks(other) == []
 
 
 async def test_a_lease_is_held_renewed_and_taken_over_once_it_expires(any_store: Store) -> None:

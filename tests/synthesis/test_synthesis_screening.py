@@ -55,7 +55,8 @@ async def screened(d: ProposalDraft, context: ScreenContext) -> Candidate | Drop
     result = screen(d, context)
     if isinstance(result, Dropped):
         return result
-    return await repeat_of(result, context) or result
+    dropped, _ = await repeat_of(result, context)
+    return dropped or result
 
 
 def rejection_of(c: Candidate, reason: str = "no") -> Rejection:
@@ -232,8 +233,8 @@ async def test_two_updates_keeping_the_description_differ_by_their_change() -> N
     )
     assert isinstance(emoji, Candidate) and isinstance(lead, Candidate)
     assert isinstance(emoji_again, Candidate)
-    assert await repeat_of(lead, ctx(rejections=[rejection_of(emoji)])) is None
-    again = await repeat_of(emoji_again, ctx(rejections=[rejection_of(emoji)]))
+    assert (await repeat_of(lead, ctx(rejections=[rejection_of(emoji)])))[0] is None
+    again, _ = await repeat_of(emoji_again, ctx(rejections=[rejection_of(emoji)]))
     assert again is not None and again.detail == "the same change to the same skill"
     assert change_text(LIVE_BODY, emoji.content) == "+ no emoji"
 
