@@ -150,7 +150,7 @@ class ScriptedModel:
         messages = body["messages"]
         if messages[0]["content"] == same_claim.SYSTEM:
             return self.compare(body)
-        if (body.get("response_format") or {}).get("type") == "json_object":
+        if (body.get("response_format") or {}).get("type") in ("json_schema", "json_object"):
             return self.synthesize(messages)
         return self.chat(messages)
 

@@ -33,6 +33,7 @@ from gateway.conversation.quota import Limits
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
+from gateway.core.json_modes import JsonModeMemory
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.vision import VisionPolicy
@@ -148,7 +149,7 @@ PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
 
 
-def make_llm(settings: Settings) -> LLM:
+def make_llm(settings: Settings, json_memory: JsonModeMemory | None = None) -> LLM:
     """The configured model (and its fallbacks), or a stand-in that answers 'not configured'."""
     if not settings.model_configured:
         return UnconfiguredLLM()
@@ -171,13 +172,14 @@ def make_llm(settings: Settings) -> LLM:
             idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
+            json_memory=json_memory,
         )
         for model, url, model_key in chain
     ]
     return models[0] if len(models) == 1 else FallbackLLM(models)
 
 
-def make_judge(settings: Settings) -> LLM | None:
+def make_judge(settings: Settings, json_memory: JsonModeMemory | None = None) -> LLM | None:
     """The model asked whether a candidate repeats a known claim, when not LLM_MODEL itself."""
     if settings.llm_same_claim_model is None or not settings.model_configured:
         return None
@@ -190,6 +192,7 @@ def make_judge(settings: Settings) -> LLM | None:
         timeout=settings.llm_timeout_seconds,
         idle_timeout=settings.llm_idle_timeout_seconds,
         max_retries=settings.llm_max_retries,
+        json_memory=json_memory,
     )
 
 
@@ -267,7 +270,7 @@ async def open_parts(
             skill_holdout=settings.skill_holdout,
             skill_holdout_start=settings.skill_holdout_start,
         )
-        model = llm or make_llm(settings)
+        model = llm or make_llm(settings, store)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
         agent = Agent(store, model, catalog, config, clock=clock, vision=vision)
         synthesizer = Synthesizer(
@@ -278,7 +281,7 @@ async def open_parts(
             synthesis_config(settings),
             clock=clock,
             embedder=make_embedder(settings),
-            judge=make_judge(settings) if llm is None else None,
+            judge=make_judge(settings, store) if llm is None else None,
         )
         # Holdout only where still needed, and more often where the comparison lags.
         catalog.settle(*await holdout_state(store, synthesizer.config.effect))

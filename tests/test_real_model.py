@@ -157,7 +157,7 @@ async def test_a_synthesis_pass_with_the_real_model_ends_ok_or_with_a_recorded_e
     (body,) = answered(real_llm)
     assert body["usage"]["completion_tokens"] > 0
     sent = real_llm.requests[0]
-    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["response_format"]["type"] == "json_schema"
     assert sent["max_tokens"] > 0
     json.dumps(run)  # the summary is plain JSON for the console and CLI
 

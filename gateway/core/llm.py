@@ -23,6 +23,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway.core.json_modes import JSON_MODES, MEMORY_KEY, JsonModeMemory, after, response_format
 from gateway.core.llm_stream import StreamAssembler
 from gateway.core.llm_wire import (
     Completion,
@@ -39,6 +40,7 @@ from gateway.errors import (
     ModelError,
     ModelNotConfigured,
     ModelUnavailable,
+    StoreError,
     ToolsUnsupported,
 )
 
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LLM", "Completion", "OpenAIChat", "PartialText", "ToolCall", "UnconfiguredLLM"]
 log = logging.getLogger(__name__)
-JSON_MODES = ("json_object", "json_schema", "text")
 
 
 class LLM(Protocol):
@@ -111,6 +112,7 @@ class OpenAIChat:
         max_retries: int = 2,
         max_tokens: int | None = None,
         backoff: float = 0.5,
+        json_memory: JsonModeMemory | None = None,
     ) -> None:
         self.base_url = base_url
         self.model: str | None = model
@@ -126,6 +128,8 @@ class OpenAIChat:
         # What this server refused once, remembered for the process.
         self.tools_refused: str | None = None
         self.json_mode = JSON_MODES[0]
+        self._json_memory = json_memory
+        self._json_recalled = json_memory is None
         self._max_tokens_field = "max_tokens"
         self.streaming = True
         self.stream_usage = True
@@ -155,6 +159,9 @@ class OpenAIChat:
         notes: list[str] = []
         limit = max_tokens or self._max_tokens
         skip_tools = False
+        if json_mode and not self._json_recalled:
+            await self._recall_json_mode()
+        call_mode = self.json_mode
         while True:
             body: dict[str, Any] = {"model": self.model, "messages": messages}
             use_tools = bool(tools) and self.tools_refused is None and not skip_tools
@@ -163,7 +170,7 @@ class OpenAIChat:
                 body["tool_choice"] = "auto"  # some servers ignore tools without it
             elif tools and self.tools_refused is not None:
                 notes.append(f"tools not sent: the server refused them ({self.tools_refused})")
-            mode = self._json_format(json_schema) if json_mode else None
+            mode = response_format(call_mode, json_schema) if json_mode else None
             if mode is not None:
                 body["response_format"] = mode
             if limit:
@@ -182,9 +189,12 @@ class OpenAIChat:
                 log.warning("model %s refuses tools, answering without skills: %s", self.model, exc)
                 continue
             except JsonModeUnsupported as exc:
-                if mode is None or self.json_mode == JSON_MODES[-1]:
+                if mode is None:
                     raise
-                self._next_json_mode(json_schema, exc)
+                call_mode = after(mode)
+                if json_schema is not None:
+                    # Only a call with a schema tries every mode; one without asks JSON mode.
+                    await self._refused_json_mode(call_mode, exc)
                 continue
             except ModelError as exc:
                 if "max_completion_tokens" in str(exc) and self._max_tokens_field == "max_tokens":
@@ -192,23 +202,31 @@ class OpenAIChat:
                     continue
                 raise
             completion.notes[:0] = notes
-            if json_mode and self.json_mode != JSON_MODES[0]:
-                completion.notes.append(f"JSON mode: {self.json_mode}")
+            if json_mode and call_mode != JSON_MODES[0]:
+                completion.notes.append(f"JSON mode: {call_mode}")
             return completion
 
-    def _json_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        if self.json_mode == "json_schema" and schema is not None:
-            return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-        if self.json_mode == "json_object":
-            return {"type": "json_object"}
-        return None  # plain text: the contract is in the prompt
+    async def _recall_json_mode(self) -> None:
+        """The mode this model was left at, as the database remembers it."""
+        assert self._json_memory is not None
+        self._json_recalled = True
+        try:
+            kept = await self._json_memory.get_meta(f"{MEMORY_KEY}{self.model}")
+        except StoreError as exc:  # a store that cannot answer costs one refusal, not the call
+            log.warning("could not read the JSON mode kept for model %s: %s", self.model, exc)
+            return
+        if kept in JSON_MODES:
+            self.json_mode = kept
 
-    def _next_json_mode(self, schema: dict[str, Any] | None, exc: ModelError) -> None:
-        index = JSON_MODES.index(self.json_mode) + 1
-        if JSON_MODES[index] == "json_schema" and schema is None:
-            index += 1
-        self.json_mode = JSON_MODES[index]
-        log.warning("model %s refuses a JSON mode, now %s: %s", self.model, self.json_mode, exc)
+    async def _refused_json_mode(self, mode: str, exc: ModelError) -> None:
+        self.json_mode = mode
+        log.warning("model %s refuses a JSON mode, now %s: %s", self.model, mode, exc)
+        if self._json_memory is None:
+            return
+        try:
+            await self._json_memory.set_meta(f"{MEMORY_KEY}{self.model}", mode)
+        except StoreError as exc2:
+            log.warning("could not keep the JSON mode of model %s: %s", self.model, exc2)
 
     async def _send(
         self, body: dict[str, Any], *, retry_timeouts: bool, partial: PartialText | None

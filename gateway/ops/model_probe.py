@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.core.json_modes import JSON_MODES
 from gateway.core.llm import OpenAIChat
 from gateway.errors import ModelError, ModelUnavailable
 from gateway.operator import Check
@@ -38,8 +39,8 @@ TOOLS_FIX = (
     "Ollama: a model whose `ollama show` lists tools; or a model that can call tools"
 )
 JSON_FIX = (
-    "synthesis falls back to json_schema, then to plain text with the contract in the "
-    "prompt; a server with JSON mode (response_format) makes it reliable"
+    "synthesis asks for a strict JSON schema, then JSON mode, then plain text with the "
+    "contract in the prompt; a server that constrains output to a schema makes it reliable"
 )
 CONTEXT_FIX = (
     "give the model a larger context: Ollama OLLAMA_CONTEXT_LENGTH=8192 (or num_ctx), "
@@ -163,7 +164,9 @@ async def _json(llm: OpenAIChat) -> Check:
         parsed = json.loads((done.text or "").strip())
     except json.JSONDecodeError:
         parsed = None
-    refused = f"; the server refused the other modes ({mode} now)" if mode != "json_object" else ""
+    refused = (
+        f"; the server refused the stricter modes ({mode} now)" if mode != JSON_MODES[0] else ""
+    )
     if mode == "text":
         return Check("model JSON", "warn", f"refused: JSON mode{refused}", JSON_FIX)
     if isinstance(parsed, dict):

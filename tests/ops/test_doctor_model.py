@@ -13,7 +13,6 @@ from tests.serve_process import free_port
 VLLM_TOOLS = (
     '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 )
-LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
 
 
 async def probed(settings: Settings) -> dict[str, Check]:
@@ -32,10 +31,11 @@ async def test_a_capable_server_gets_yes_for_each_and_its_context_size(
     assert "context 8192 tokens" in checks["model"].detail
     assert checks["model chat"].detail.startswith("yes")
     assert checks["model tools"].detail.startswith("yes")
-    assert checks["model JSON"].detail == "yes: json_object"
+    assert checks["model JSON"].detail == "yes: json_schema"
     chat, tools, json_mode = fake_llm.requests
     assert chat["max_tokens"] <= 16 and tools["tool_choice"] == "auto"
-    assert json_mode["response_format"] == {"type": "json_object"}
+    assert json_mode["response_format"]["type"] == "json_schema"
+    assert json_mode["response_format"]["json_schema"]["strict"] is True
 
 
 async def test_tools_and_json_taken_but_not_done_are_reported_as_ignored(
@@ -57,7 +57,7 @@ async def test_refusals_carry_the_servers_words_and_the_fix(
     fake_llm.reply("OK")
     fake_llm.error(400, message=VLLM_TOOLS)
     fake_llm.reply("I answer in text.")  # the same probe, sent again without tools
-    fake_llm.error(400, message=LM_STUDIO)
+    fake_llm.error(400, message="json_schema is not supported by this server")
     fake_llm.reply('{"ok": true}')
     checks = await probed(settings)
     assert checks["model"].status == "warn" and "2048" in checks["model"].detail
@@ -66,7 +66,7 @@ async def test_refusals_carry_the_servers_words_and_the_fix(
     assert tools.status == "warn" and tools.detail.startswith("refused")
     assert "--enable-auto-tool-choice" in tools.detail and "--tool-call-parser" in tools.fix
     json_check = checks["model JSON"]
-    assert json_check.status == "ok" and "json_schema" in json_check.detail
+    assert json_check.status == "ok" and json_check.detail.startswith("yes: json_object; the")
 
 
 async def test_a_refused_connection_is_not_called_a_timeout(

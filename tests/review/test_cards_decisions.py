@@ -106,7 +106,7 @@ async def test_a_telegram_reject_edits_every_copy_notifies_line_and_keeps_the_re
     )
     await rig.idle()
     assert rig.telegram.sent_texts(ALICE)[-1] == "Thanks, the reason is stored with the rejection."
-    assert rig.llm.requests[-1]["response_format"] == {"type": "json_object"}  # no chat turn
+    assert rig.llm.requests[-1]["response_format"]["type"] == "json_schema"  # no chat turn
 
     listed = await status_of(rig, pid)
     assert (listed["status"], listed["reason"]) == ("rejected", "It repeats writing-for-chat.")

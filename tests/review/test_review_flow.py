@@ -51,7 +51,8 @@ async def test_a_proposal_is_staged_beside_the_live_skill_which_stays_in_use(
         assert run["status"] == "ok" and run["sessions"] == 1
         (made,) = run["proposed"]
         assert (made["kind"], made["target"], made["status"]) == ("update", WRITING, "pending")
-        assert fake_llm.requests[-1]["response_format"] == {"type": "json_object"}
+        schema = fake_llm.requests[-1]["response_format"]["json_schema"]
+        assert schema["strict"] is True and schema["schema"]["required"] == ["proposals"]
 
         assert live.read_bytes() == before  # untouched, and still what the agent loads
         assert gw.parts.catalog.load(WRITING) == parse_skill(before.decode()).body

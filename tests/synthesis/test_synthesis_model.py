@@ -12,27 +12,53 @@ from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, 
 LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
 
 
-async def test_a_refused_json_mode_falls_back_to_json_schema_then_plain_text(
+async def test_a_strict_schema_is_asked_first_then_json_mode_then_plain_text(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     settings = synth_settings(make_settings, fake_llm)
     async with gateway(settings) as gw:
         await gw.seed()
-        fake_llm.error(400, message=LM_STUDIO)
         fake_llm.error(400, message="json_schema is not supported by this server")
+        fake_llm.error(400, message="response_format json_object is not supported")
         fake_llm.reply(answer(proposal()))
         run = await gw.synthesize()
         assert run["status"] == "ok" and len(run["proposed"]) == 1
         formats = [r.get("response_format") for r in fake_llm.requests]
-        assert formats[0] == {"type": "json_object"}
-        assert formats[1]["type"] == "json_schema"
-        assert "proposals" in formats[1]["json_schema"]["schema"]["properties"]
+        assert formats[0]["type"] == "json_schema" and formats[0]["json_schema"]["strict"]
+        schema = formats[0]["json_schema"]["schema"]
+        assert schema["required"] == ["proposals"] and schema["additionalProperties"] is False
+        draft = schema["$defs"]["ProposalDraft"]
+        assert draft["required"] == list(draft["properties"]) and not draft["additionalProperties"]
+        assert formats[1] == {"type": "json_object"}
         assert formats[2] is None  # plain text: the contract is in the prompt
-        # Remembered for the process: the next pass asks in plain text at once.
+        # Remembered: the next pass asks in plain text at once.
         await gw.seed()
         fake_llm.reply(answer())
         await gw.synthesize()
         assert fake_llm.requests[-1].get("response_format") is None
+
+
+async def test_the_json_mode_a_model_takes_is_remembered_in_the_database_across_restarts(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.error(400, message=LM_STUDIO.replace("json_schema", "json_object"))
+        fake_llm.reply(answer(proposal()))
+        assert len((await gw.synthesize())["proposed"]) == 1
+        assert fake_llm.requests[-1]["response_format"] == {"type": "json_object"}
+    async with gateway(settings) as gw:
+        await gw.seed()
+        asked, checked = len(fake_llm.requests), len(fake_llm.same_claim_requests)
+        units = proposal("unit-conversions", description="Convert units.", content="Metric first.")
+        fake_llm.reply(answer(units))
+        await gw.synthesize()
+        (sent,) = fake_llm.requests[asked:]
+        assert sent["response_format"] == {"type": "json_object"}  # not json_schema again
+        # The same-claim question follows the same model's remembered mode.
+        (question,) = fake_llm.same_claim_requests[checked:]
+        assert question["response_format"] == {"type": "json_object"}
 
 
 async def test_json_with_prose_and_thinking_around_it_is_used(
