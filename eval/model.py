@@ -195,10 +195,14 @@ class ScriptedModel:
         """The first known claim that would make it answer the same way, when that is something."""
         known, new = claims_asked(body)
         style = style_of([new])
-        if style != Style():
-            for i, text in enumerate(known, 1):
-                if style_of([text]) == style:
-                    return same_claim_answer(i, "both ask for the same kind of answer")
+        kinds = re.findall(r"^\[\d+\] \((\w+)\)$", str(body["messages"][-1]["content"]), re.M)
+        same = [
+            i for i, text in enumerate(known, 1) if style != Style() and style_of([text]) == style
+        ]
+        if same:
+            # Of several it repeats, the rejection says most: name that one.
+            same.sort(key=lambda i: kinds[i - 1] != "rejected" if i <= len(kinds) else True)
+            return same_claim_answer(same[0], "both ask for the same kind of answer")
         return same_claim_answer(0, "they ask for different things")
 
     # ---- synthesis -------------------------------------------------------------------------

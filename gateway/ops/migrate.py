@@ -38,6 +38,7 @@ TABLES = (
     "rejections",
     "skill_versions",
     "consumed_sessions",
+    "session_showings",
     "deliveries",
     "card_deliveries",
     "reviewer_names",

@@ -592,6 +592,19 @@ _SAME_CLAIM_CHECKS: list[Step] = [
 ]
 
 
+# Accumulated evidence: how often a session was shown to the model without anything coming
+# of it, and when last, so it is shown again only beside new evidence and only a few times.
+_SHOWINGS: list[Step] = [
+    """
+    create table session_showings (
+        session_id {bigint} primary key references sessions(id),
+        shown integer not null,
+        last_shown_at {time} not null
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -635,6 +648,7 @@ MIGRATIONS: list[Migration] = [
         "same-claim checks: each decision, what it was compared with, the reason",
         _SAME_CLAIM_CHECKS,
     ),
+    (21, "how often each session was shown to the model, and when last", _SHOWINGS),
 ]
 
 

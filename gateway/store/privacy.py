@@ -99,6 +99,7 @@ async def _delete_sessions(
     ]
     gone = await _delete_messages(c, messages, files)
     await c.execute(f"delete from consumed_sessions where session_id in ({marks(wanted)})", *wanted)
+    await c.execute(f"delete from session_showings where session_id in ({marks(wanted)})", *wanted)
     await c.execute(f"delete from sessions where id in ({marks(wanted)})", *wanted)
     await c.executemany(
         "insert into deleted_sessions (session_id, reason, deleted_at) values (?, ?, ?)"

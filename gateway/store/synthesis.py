@@ -11,22 +11,35 @@ from gateway.store.conversations import attachments_by_message
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
+_RATED_SINCE_SHOWN = (
+    "exists (select 1 from feedback f join messages m on m.id = f.message_id"
+    " where m.session_id = s.id and f.updated_at > w.last_shown_at)"
+)
+
 
 class SynthesisQueries(QueriesBase):
     """Finished sessions not yet consumed, run records and a leased lock."""
 
     @query
     async def unconsumed_sessions(
-        self, c: Conn, *, after_id: int, limit: int, since: float | None = None
+        self,
+        c: Conn,
+        *,
+        after_id: int,
+        limit: int,
+        since: float | None = None,
+        fresh: bool = False,
     ) -> list[int]:
         """Ids of finished sessions no run consumed, above `after_id`, oldest first.
 
         With `since`, only sessions finished then or later: older evidence has had its window.
+        With `fresh`, only those never shown to the model or rated since they last were.
         """
         window, params = ("and s.finished_at >= ?", [since]) if since is not None else ("", [])
+        new = f"and (w.session_id is null or {_RATED_SINCE_SHOWN})" if fresh else ""
         rows = await c.fetch(
-            "select s.id from sessions s where s.finished_at is not null and s.id > ?"
-            f" {window}"
+            "select s.id from sessions s left join session_showings w on w.session_id = s.id"
+            f" where s.finished_at is not null and s.id > ? {window} {new}"
             " and not exists (select 1 from consumed_sessions c where c.session_id = s.id)"
             " order by s.id limit ?",
             after_id,
@@ -34,6 +47,35 @@ class SynthesisQueries(QueriesBase):
             c.dialect.limit(limit),
         )
         return [int(r["id"]) for r in rows]
+
+    @query
+    async def shown_sessions(
+        self, c: Conn, *, since: float | None, below: int, limit: int
+    ) -> list[int]:
+        """Unconsumed sessions shown fewer than `below` times and not rated since, newest first."""
+        window, params = ("and s.finished_at >= ?", [since]) if since is not None else ("", [])
+        rows = await c.fetch(
+            "select s.id from sessions s join session_showings w on w.session_id = s.id"
+            f" where s.finished_at is not null and w.shown < ? {window}"
+            f" and not {_RATED_SINCE_SHOWN}"
+            " and not exists (select 1 from consumed_sessions c where c.session_id = s.id)"
+            " order by s.id desc limit ?",
+            below,
+            *params,
+            c.dialect.limit(limit),
+        )
+        return [int(r["id"]) for r in rows]
+
+    @transaction
+    async def note_showings(self, c: Conn, session_ids: Sequence[int], at: float) -> None:
+        """Count one more showing of each session, now."""
+        await c.executemany(
+            "insert into session_showings (session_id, shown, last_shown_at)"
+            " select ?, 1, ? where exists (select 1 from sessions where id = ?)"
+            " on conflict (session_id) do update set shown = session_showings.shown + 1,"
+            " last_shown_at = excluded.last_shown_at",
+            [(sid, at, sid) for sid in session_ids],
+        )
 
     @transaction
     async def session_evidence(self, c: Conn, session_ids: Sequence[int]) -> list[SessionEvidence]:

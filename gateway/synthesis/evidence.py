@@ -4,6 +4,11 @@ A session teaches something only when someone rated an answer or an answer
 failed, and only when it holds at least one question and one answer; the rest
 is consumed unread. Batches are bounded in sessions and in estimated tokens,
 so the number of model calls grows with batches, not with sessions.
+
+With the evidence window, a pass reads only *fresh* sessions (never shown to the model, or
+rated since); an older one nothing came of is shown again only beside fresh ones it may
+combine with: the most like them by their words (see `ranking`), in the first batch, at
+most half of it, and at most `MAX_SHOWINGS` times in all. No fresh session, no batch.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Protocol
 from gateway.core.records import SessionEvidence, Turn
 from gateway.core.tokens import estimate_tokens
 from gateway.synthesis.fence import TAG, fence
+from gateway.synthesis.ranking import lexical_scores
 
 MAX_TURN_CHARS = 1200
 MAX_COMMENT_CHARS = 500
@@ -71,8 +77,10 @@ class EvidenceSource(Protocol):
     """The part of the store that hands out finished, unconsumed sessions."""
 
     async def unconsumed_sessions(
-        self, *, after_id: int, limit: int, since: float | None = None
+        self, *, after_id: int, limit: int, since: float | None = None, fresh: bool = False
     ) -> list[int]: ...
+
+    async def shown_sessions(self, *, since: float | None, below: int, limit: int) -> list[int]: ...
 
     async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
 
@@ -104,17 +112,24 @@ async def batches(
     max_tokens: int,
     tag: str = TAG,
     since: float | None = None,
+    fresh: bool = False,
+    beside: Sequence[SessionEvidence] = (),
 ) -> AsyncIterator[Batch]:
     """Batches over every unconsumed finished session, read a chunk at a time, fenced with `tag`.
 
     Sessions come in id order, each once per pass; with `since`, only those finished then
-    or later (the evidence window).
+    or later (the evidence window); with `fresh`, only fresh ones. `beside` (older sessions
+    chosen by `beside_fresh`) opens the first batch.
     """
     current = Batch(tag=tag)
     after = 0
-    while ids := await source.unconsumed_sessions(after_id=after, limit=max_sessions, since=since):
+    first = list(beside)
+    while ids := await source.unconsumed_sessions(
+        after_id=after, limit=max_sessions, since=since, fresh=fresh
+    ):
         after = ids[-1]
-        for evidence in await source.session_evidence(ids):
+        chunk, first = [*first, *await source.session_evidence(ids)], []
+        for evidence in chunk:
             if not evidence.has_signal():
                 current.skipped.append(evidence.session_id)
                 continue
@@ -130,3 +145,52 @@ async def batches(
             current.tokens += cost
     if current.sessions or current.skipped:
         yield current
+
+
+MAX_SHOWINGS = 3
+"""Times an older session is shown to the model at most, when nothing came of it."""
+OLD_POOL = 200
+"""Older sessions considered per pass, newest first."""
+LIKE = 0.2
+"""How like a fresh session (TF-IDF cosine of letters) an older one must be to join it."""
+
+
+async def beside_fresh(
+    source: EvidenceSource, *, since: float | None, max_sessions: int, max_tokens: int
+) -> list[SessionEvidence]:
+    """Older sessions to show beside this pass's first fresh ones: those most like one of them."""
+    fresh = await source.unconsumed_sessions(
+        after_id=0, limit=max_sessions, since=since, fresh=True
+    )
+    if not fresh:
+        return []
+    older = await source.shown_sessions(since=since, below=MAX_SHOWINGS, limit=OLD_POOL)
+    if not older:
+        return []
+    new = [e for e in await source.session_evidence(fresh) if e.has_signal()]
+    old = [e for e in await source.session_evidence(older) if e.has_signal()]
+    if not new or not old:
+        return []
+    olds = [gist(e) for e in old]
+    per_fresh = [lexical_scores(gist(e), olds) for e in new]
+    scores = [max(column) for column in zip(*per_fresh, strict=True)]
+    chosen: list[SessionEvidence] = []
+    tokens = 0
+    for score, evidence in sorted(zip(scores, old, strict=True), key=lambda p: -p[0]):
+        cost = estimate_tokens(render_session(evidence, max_tokens)) + 1
+        if (
+            score < LIKE
+            or len(chosen) >= max(1, max_sessions // 2)
+            or tokens + cost > max_tokens // 2
+        ):
+            break
+        chosen.append(evidence)
+        tokens += cost
+    return chosen
+
+
+def gist(evidence: SessionEvidence) -> str:
+    """What a session is about: its questions and the comments on its answers."""
+    parts = [t.text for t in evidence.turns if t.role == "user"]
+    parts += [r.comment for t in evidence.turns for r in t.ratings if r.comment]
+    return "\n".join(parts)

@@ -45,7 +45,7 @@ from gateway.skills.effect import (
 )
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, SynthesisAnswer, parse_answer
-from gateway.synthesis.evidence import Batch, batches
+from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.fence import new_tag
 from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
 from gateway.synthesis.ports import SynthesisStore
@@ -195,12 +195,16 @@ class Synthesizer:
             await self._retirements(run, summary)
             await self._retry_held(run, summary)
             window = cfg.evidence_window_seconds
+            since = now - window if window > 0 else None
+            limits = {"max_sessions": cfg.batch_sessions, "max_tokens": cfg.batch_tokens}
+            beside = await beside_fresh(self.store, since=since, **limits) if window > 0 else []
             async for batch in batches(
                 self.store,
-                max_sessions=cfg.batch_sessions,
-                max_tokens=cfg.batch_tokens,
+                **limits,
                 tag=new_tag(),  # unguessable by chat text written before this pass
-                since=now - window if window > 0 else None,
+                since=since,
+                fresh=window > 0,  # older evidence comes back only beside fresh evidence
+                beside=beside,
             ):
                 if drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
@@ -219,6 +223,8 @@ class Synthesizer:
                             consumed = [*batch.skipped, *(i for i in batch.shown_ids if i in acted)]
                         consumed = [i for i in consumed if i not in keep]
                 await self.store.consume_sessions(consumed, run.id, self.clock())
+                if shown_again := [i for i in batch.shown_ids if i not in consumed]:
+                    await self.store.note_showings(shown_again, self.clock())
                 summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
                 if not await self.store.acquire_lock(
@@ -360,23 +366,22 @@ class Synthesizer:
         acted: set[int] = set()
         keep: set[int] = set()
         for draft in drafts:
-            if drafted(summary) >= cfg.max_proposals:
-                reason = f"over the limit of {cfg.max_proposals} proposals per run"
-                label = safe_label(draft.name, cfg.secrets)
-                summary.refused.append(DroppedBrief(name=label, reason=reason))
-                continue
             outcome, ids = await self._consider(draft, ctx, run, summary)
             held = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model)
             if outcome == "held" and not await hold(self.store, held):
                 keep.update(ids)
-            elif outcome != "refused":
+            elif outcome == "acted":
                 acted.update(ids)
         return acted, keep
 
     async def _consider(
         self, draft: ProposalDraft, ctx: ScreenContext, run: RunRecord, summary: RunSummary
-    ) -> tuple[Literal["acted", "refused", "held"], list[int]]:
-        """Screen, check and submit one draft; what came of it, and the sessions it is based on."""
+    ) -> tuple[Literal["acted", "refused", "held", "later"], list[int]]:
+        """Screen, check and submit one draft; what came of it, and the sessions it is based on.
+
+        Past the per-pass limit a draft is still screened and checked, so a repeat is
+        recorded as one; a new claim is then left for a later pass (`later`).
+        """
         result = screen(draft, ctx)
         if isinstance(result, Dropped):
             noted = dropped_brief(result)
@@ -392,6 +397,11 @@ class Synthesizer:
         if repeat is not None:
             summary.suppressed.append(dropped_brief(repeat))
             return "acted", result.based_on
+        if drafted(summary) >= self.config.max_proposals:
+            reason = f"over the limit of {self.config.max_proposals} proposals per run"
+            label = safe_label(draft.name, self.config.secrets)
+            summary.refused.append(DroppedBrief(name=label, reason=reason))
+            return "later", result.based_on
         proposal = await self.reviewer.submit(result, run.id)
         summary.proposed.append(brief(proposal))
         if proposal.status == "pending":
@@ -432,7 +442,7 @@ class Synthesizer:
         for entry in waiting:
             ctx = await self._context(entry.shown, entry.model)
             outcome, _ = await self._consider(entry.draft, ctx, run, summary)
-            if outcome == "held":
+            if outcome in ("held", "later"):
                 still.append(entry)
         await keep_held(self.store, still)
 

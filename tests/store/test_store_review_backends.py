@@ -4,6 +4,7 @@ their decisions, synthesis runs and the run lock, skill effects and proposal car
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from gateway.core.records import SkillRecord
@@ -322,6 +323,24 @@ async def test_finished_sessions_are_read_once_with_their_turns_and_ratings(
     await any_store.consume_sessions([first], run_id, 4.0)  # read again: nothing changes
     await any_store.consume_sessions([], run_id, 4.0)
     assert await any_store.unconsumed_sessions(after_id=0, limit=10) == [second]
+
+
+async def test_a_session_shown_without_result_is_fresh_again_only_once_rated_since(
+    any_store: Store,
+) -> None:
+    first, _ = await seed_answer(any_store, ratings=(-1,))
+    second, _ = await seed_answer(any_store, ratings=(-1,))
+    third, _ = await seed_answer(any_store, ratings=(-1,))
+    later = time.time() + 100
+    await any_store.note_showings([first, second], later)
+    await any_store.note_showings([third], 0.0)  # shown before its rating was given
+    assert await any_store.unconsumed_sessions(after_id=0, limit=10, fresh=True) == [third]
+    assert await any_store.unconsumed_sessions(after_id=0, limit=10) == [first, second, third]
+    assert await any_store.shown_sessions(since=None, below=3, limit=10) == [second, first]
+    await any_store.note_showings([first, first + 1000], later)  # a deleted session is skipped
+    await any_store.note_showings([first], later)
+    assert await any_store.shown_sessions(since=None, below=3, limit=10) == [second]
+    assert await any_store.shown_sessions(since=later, below=3, limit=10) == []
 
 
 async def test_runs_are_opened_finished_and_listed_newest_first(any_store: Store) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
+from gateway.synthesis.evidence import MAX_SHOWINGS
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import (
     answer,
@@ -114,7 +115,10 @@ async def test_at_most_n_proposals_per_run_and_the_rest_waits_for_the_next(
     async with gateway(settings) as gw:
         first, second = await gw.seed(), await gw.seed()
         fake_llm.reply(
-            answer(proposal("chat-brevity"), proposal("unit-conversions", description="Units."))
+            answer(
+                proposal("chat-brevity"),
+                proposal("unit-conversions", description="Units.", content="Metric first."),
+            )
         )
         run = await gw.synthesize()
         assert [p["name"] for p in run["proposed"]] == ["chat-brevity"]
@@ -159,14 +163,21 @@ async def test_evidence_stays_eligible_for_the_window_so_complaints_a_week_apart
         await gw.synthesize()
         assert [shown_sessions(b) for b in fake_llm.requests] == [[monday], [sunday]]
 
-        # Together, in one batch, they lead to a proposal; its sources are then consumed.
+        # Nothing new: no call at all, however much older evidence waits.
         gw.parts.synthesizer.config = replace(gw.parts.synthesizer.config, batch_sessions=20)
         fake_llm.requests.clear()
-        fake_llm.reply(answer(proposal(based_on=[monday, sunday])))
+        assert (await gw.synthesize())["sessions"] == 0 and fake_llm.requests == []
+
+        # A third complaint: the older ones come back beside it, in one batch, and together
+        # they lead to a proposal; its sources are then consumed.
+        tuesday = await gw.seed(comment="too long for my phone")
+        fake_llm.reply(answer(proposal(based_on=[monday, sunday, tuesday])))
         run = await gw.synthesize()
-        assert [shown_sessions(b) for b in fake_llm.requests] == [[monday, sunday]]
+        (shown,) = [shown_sessions(b) for b in fake_llm.requests]
+        assert sorted(shown) == [monday, sunday, tuesday] and shown[-1] == tuesday
         (made,) = run["proposed"]
-        assert (await gw.call("GET", f"/proposals/{made['id']}"))[1]["based_on"] == [monday, sunday]
+        based_on = (await gw.call("GET", f"/proposals/{made['id']}"))[1]["based_on"]
+        assert based_on == [monday, sunday, tuesday]
         fake_llm.requests.clear()
         assert (await gw.synthesize())["sessions"] == 0 and fake_llm.requests == []
 
@@ -201,3 +212,39 @@ async def test_nothing_is_proposed_again_from_evidence_a_rejection_answered(
         assert [s["matched"] for s in run["suppressed"]] == [made["id"]]
         fake_llm.requests.clear()
         assert (await gw.synthesize())["sessions"] == 0 and fake_llm.requests == []
+
+
+async def test_older_evidence_returns_only_beside_like_fresh_evidence_and_a_few_times_in_all(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    record_prompts(fake_llm)
+    async with gateway(settings) as gw:
+        long = await gw.seed(comment="far too long for a chat")
+        units = await gw.seed(
+            question="How far is it from Paris to Lyon?",
+            answer="About 290 miles.",
+            comment="miles? use kilometres",
+        )
+        await gw.synthesize()
+        assert [sorted(shown_sessions(b)) for b in fake_llm.requests] == [[long, units]]
+        for n in range(MAX_SHOWINGS + 1):
+            fake_llm.requests.clear()
+            fresh = await gw.seed(comment=f"too long again, a chat reply should be short {n}")
+            await gw.synthesize()
+            (shown,) = [shown_sessions(b) for b in fake_llm.requests]
+            # The complaint about length comes back beside new ones about length, never the
+            # one about units, and not after it was shown MAX_SHOWINGS times.
+            assert units not in shown and shown[-1] == fresh
+            assert (long in shown) == (n < MAX_SHOWINGS - 1), (n, shown)
+
+        # A new rating on an older session makes it fresh evidence again.
+        fake_llm.requests.clear()
+        (reply,) = [
+            t.message
+            for t in await gw.parts.store.session_transcript(units)
+            if t.message.role == "assistant"
+        ]
+        await gw.parts.store.set_feedback_comment(reply.id, "u1", "kilometres, please")
+        await gw.synthesize()
+        assert [shown_sessions(b) for b in fake_llm.requests] == [[units]]
