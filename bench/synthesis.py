@@ -14,6 +14,7 @@ of the pass. Run:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import time
@@ -60,10 +61,14 @@ class Pass:
     seconds: float
 
 
-async def seed(store: Store, size: int, rng: random.Random) -> None:
+_CHATS = itertools.count()
+
+
+async def seed(store: Store, size: int, rng: random.Random, at: float | None = None) -> None:
     """`size` finished sessions, each a question and an answer, most of them rated."""
-    now = time.time() - 3600
-    for i in range(size):
+    now = time.time() - 3600 if at is None else at
+    for _ in range(size):
+        i = next(_CHATS)
         chat = f"bench-{i}"
         session = await store.current_session("telegram", chat, f"u{i}", now, 1800)
         question = f"{QUESTIONS[i % len(QUESTIONS)]} (case {i})"
@@ -233,8 +238,21 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000", help="finished sessions per pass")
     parser.add_argument("--runs", type=int, default=3, help="passes per size")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    parser.add_argument("--days", type=int, default=0, help="instead: simulate this many days")
+    parser.add_argument("--per-day", default="10,100,1000", help="rated sessions a day (--days)")
     args = parser.parse_args()
     started = time.monotonic()
+    if args.days:
+        from bench.synthesis_days import render as render_days
+        from bench.synthesis_days import simulate
+
+        async def days(tmp: Path) -> list[Any]:
+            rates = [int(n) for n in args.per_day.split(",")]
+            return [await simulate(n, args.days, tmp) for n in rates]
+
+        results_days = run_in_scratch(days)
+        publish("synthesis-days", render_days(results_days, args.days), started, write=args.write)
+        return
     results = run_in_scratch(lambda tmp: run(args, tmp))
     publish("synthesis", render(results, args), started, write=args.write)
 

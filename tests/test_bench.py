@@ -36,3 +36,15 @@ def test_writing_results_replaces_only_that_benchmarks_section(tmp_path: Path) -
     assert "Method." in text and "old" not in text and "| 1 | 2 |" in text
     assert "second run" in text and "first run" not in text
     assert text.count("<!-- bench:webhook -->") == 1
+
+
+async def test_synthesis_calls_grow_with_new_evidence_not_with_the_window(tmp_path: Path) -> None:
+    from bench.synthesis_days import PASSES_PER_DAY, simulate
+
+    days = await simulate(6, 2, tmp_path)
+    # Six hours of each day bring a session (most of them rated): at most one call each, and
+    # none in the other 18, however many older sessions wait; the earlier rule asked at every
+    # pass.
+    assert all(0 < calls <= 6 for calls in days.calls), days.calls
+    assert days.before_calls == [PASSES_PER_DAY, PASSES_PER_DAY]
+    assert days.tokens[1] < days.before_tokens[1] / 2
