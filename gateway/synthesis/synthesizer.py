@@ -1,16 +1,19 @@
 """The synthesizer: one pass from unconsumed finished sessions to screened, staged proposals.
 
 Evidence accumulates: a shown session that nothing came of stays eligible for later
-passes while it is younger than the evidence window, so complaints days apart meet in
-one batch; a session is consumed once a proposal (or a suppressed repeat of a known
-claim) was based on it, so no evidence a rejection answered is proposed from again.
+passes while it is younger than the evidence window, shown again only beside fresh
+evidence like it (see `evidence`), so complaints days apart meet in one batch and a pass
+with nothing fresh makes no call; a session is consumed once a proposal (or a suppressed
+repeat of a known claim) was based on it, so no evidence a rejection answered is
+proposed from again. Each candidate is checked against what is known (see `sameness`);
+one the model could not judge is held back for the next pass (see `held`).
 
 A pass holds a leased lock row, so two passes never overlap, in one process or
 several, and a crashed holder blocks nobody for longer than the lease. Each
-batch is one JSON-mode model call; its sessions are consumed once the answer
-was used, so a restart neither repeats nor loses them. A batch whose answer is
-not the agreed JSON ends the run as failed, stages nothing and leaves its
-sessions for the next pass; after BATCH_ATTEMPTS such answers in a row the
+batch is one model call asking for the answer's JSON schema; its sessions are
+consumed once the answer was used, so a restart neither repeats nor loses them.
+A batch whose answer is not the agreed JSON ends the run as failed, stages
+nothing and leaves its sessions for the next pass; after BATCH_ATTEMPTS such answers in a row the
 batch is recorded in the run's error and skipped (consumed), so one batch a
 model cannot answer is not re-sent forever. Each pass first measures every skill's effect on
 ratings and proposes retiring the harmful ones (see `effect` and `retire`);
@@ -22,10 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -48,6 +48,7 @@ from gateway.synthesis.answer import ProposalDraft, SynthesisAnswer, parse_answe
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.fence import new_tag
 from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
+from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import build_messages
 from gateway.synthesis.retire import propose_retirements
@@ -75,40 +76,18 @@ from gateway.synthesis.summary import (
     report,
 )
 
-__all__ = ["BatchReport", "ProposalBrief", "RunSummary", "SynthesisConfig", "Synthesizer"]
+__all__ = [
+    "LOCK_NAME",
+    "BatchReport",
+    "ProposalBrief",
+    "RunSummary",
+    "SynthesisConfig",
+    "Synthesizer",
+]
 log = logging.getLogger(__name__)
-LOCK_NAME = "synthesis"
 BATCH_ATTEMPTS = 3
 FAILED_BATCH_KEY = "synthesis.failed_batch"
 ANSWER_SCHEMA = SynthesisAnswer.model_json_schema()
-
-
-_BOOT = uuid.uuid4().hex[:8]
-"""This process's start: a lock holder with our pid but another start is a dead predecessor."""
-INTERRUPTED = "interrupted: the process running this pass stopped before it finished"
-
-
-def holder_dead(holder: str) -> bool:
-    """True when a lock holder is a process on this machine that no longer runs.
-
-    A holder is `host:pid:start:pass`. Holders on other machines are never judged
-    (their lease still ends them); neither is a pid this user may not signal.
-    """
-    host, _, rest = holder.partition(":")
-    pid_text, _, rest = rest.partition(":")
-    start = rest.partition(":")[0] if rest.count(":") >= 1 else None
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return start is not None and start != _BOOT
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError):
-        return False
-    return False
 
 
 @dataclass(frozen=True)
@@ -162,7 +141,7 @@ class Synthesizer:
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
         # One holder per pass, so a second pass in this process is kept out too.
-        holder = f"{socket.gethostname()}:{os.getpid()}:{_BOOT}:{uuid.uuid4().hex[:12]}"
+        holder = new_holder()
         lease = self.config.lease_seconds
         if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
             current = await self.store.lock_holder(LOCK_NAME, self.clock())
