@@ -3,7 +3,9 @@
 A retirement goes through the same review as any proposal. It stages no file:
 approving it disables the skill (its files stay), rolling it back enables it
 again. Its claim is the skill's name with the hash of its live file, so a
-refused or rolled-back retirement is not proposed again until the text changes.
+refused or rolled-back retirement is not proposed again until the text changes, or
+until the evidence against the skill (👎 on answers that loaded it) has doubled since:
+a person may have refused it on too little.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ from gateway.synthesis.screening import Dropped
 def retire_hash(name: str, live_text: str) -> str:
     """The claim hash of retiring `name` as it is now."""
     return hashlib.sha256(f"retire\n{name}\n{content_hash(live_text)}".encode()).hexdigest()
+
+
+AGAINST = "evidence against: "
+
+
+def against(effect: SkillEffect) -> int:
+    """The evidence against a skill: 👎 on the rated answers that loaded it."""
+    return effect.loaded.rated - effect.loaded.up
+
+
+def _against(change_text: str) -> int | None:
+    """The evidence against recorded with a retirement, when it was."""
+    text = change_text.removeprefix(AGAINST)
+    return int(text) if change_text.startswith(AGAINST) and text.isdigit() else None
 
 
 def _share(t: Tally, z: float) -> str:
@@ -71,6 +87,7 @@ def retire_candidate(
         description=live.skill.description,
         content=live.skill.body,
         content_hash=retire_hash(name, live.text),
+        change_text=f"{AGAINST}{against(effect)}",  # kept with a refusal: see `repeat`
         base_hash=content_hash(live.text),
         based_on=list(sources),
         rationale=rationale(effect, thresholds),
@@ -83,7 +100,11 @@ def repeat(
     c: Candidate, pending: Sequence[Proposal], rejections: Sequence[Rejection]
 ) -> Dropped | None:
     """Why a retirement repeats a refused one or collides with an open proposal, or None."""
+    now = _against(c.change_text) or 0
     for r in rejections:
+        then = _against(r.change_text)
+        if then is not None and now >= 2 * max(then, 1):
+            continue  # twice the evidence it was refused on: the reviewer is asked again
         if r.kind == "retire" and r.content_hash == c.content_hash:
             ref = f" #{r.proposal_id}" if r.proposal_id else ""
             why = f": {r.reason}" if r.reason else ""

@@ -150,12 +150,19 @@ async def test_a_rejected_retirement_is_not_proposed_again_after_a_restart(
         assert gw.parts.catalog.load(KITCHEN) == RAMBLE
 
     async with gateway(settings) as gw:
-        await make_harmful(gw)  # and more evidence of the same kind
+        # More evidence of the same kind, short of twice the 16 👎 it was refused on.
+        await seed_many(gw.parts.store, 10, 2, loaded=[KITCHEN])
         run = await gw.synthesize()
         assert run["proposed"] == []
         assert [s["reason"] for s in run["suppressed"]] == [
             f"matches refused retirement #{made['id']}: a seasonal dip"
         ]
+        # Twice the evidence against (40 👎 against 16): the reviewer is asked again.
+        await make_harmful(gw)
+        again = await retire_made(gw)
+        assert again["id"] != made["id"] and again["name"] == KITCHEN
+        status, _ = await gw.call("POST", f"/proposals/{again['id']}/reject", {"reason": "no"})
+        assert status == 200
 
     # A new text is a new claim: measured from scratch, and proposed when it is harmful too.
     live = settings.skills_dir / KITCHEN / "SKILL.md"
