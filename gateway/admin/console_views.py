@@ -101,6 +101,7 @@ async def proposal(request: web.Request) -> web.Response:
         deleted=await store.deleted_sessions(p.based_on),
         ratings=await store.feedback_by_session(p.based_on),
         can_roll_back=await can_roll_back(review, store, p),
+        repeats=await store.repeats_of(p.id),
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,
     )

@@ -9,7 +9,7 @@ from gateway.core.prompt import attachment_label
 from gateway.core.records import Rating, SessionEvidence, Turn
 from gateway.store.conversations import attachments_by_message
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
-from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
+from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 
 _RATED_SINCE_SHOWN = (
     "exists (select 1 from feedback f join messages m on m.id = f.message_id"
@@ -199,6 +199,18 @@ class SynthesisQueries(QueriesBase):
                     for k in checks
                 ],
             )
+
+    @query
+    async def repeats_of(self, c: Conn, proposal_id: int, limit: int = 50) -> list[Repeat]:
+        """The suppressed repeats that matched one proposal, newest first."""
+        rows = await c.fetch(
+            "select d.run_id, d.name, d.detail, r.started_at as at from run_dropped d"
+            " join synthesis_runs r on r.id = d.run_id"
+            " where d.kind = 'suppressed' and d.matched = ? order by d.id desc limit ?",
+            proposal_id,
+            c.dialect.limit(limit),
+        )
+        return [Repeat.model_validate(r) for r in rows]
 
     @query
     async def run_checks(self, c: Conn, run_id: int) -> list[RunCheck]:

@@ -40,6 +40,15 @@ class RunDropped(BaseModel):
     """How the likeness was judged: the same text, word or embedding likeness, the model."""
 
 
+class Repeat(BaseModel):
+    """A suppressed repeat of a proposal: which run, under what name, judged how, when."""
+
+    run_id: int
+    name: str
+    detail: str | None = None
+    at: float
+
+
 class RunCheck(BaseModel):
     """One same-claim check: the candidate, the decision, what it was compared with and why."""
 

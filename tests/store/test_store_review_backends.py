@@ -10,7 +10,7 @@ from typing import Any
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
-from gateway.synthesis.runs import RunCheck, RunRecord
+from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 from tests.effect_support import seed_answer
 
 
@@ -403,9 +403,16 @@ async def test_a_runs_same_claim_checks_are_kept_in_order_with_what_was_compared
             name="copy", decision="same", compared=["live x"], reason="same", matched_skill="x"
         ),
     ]
-    await any_store.finish_run(RunRecord(id=run, trigger="api", started_at=10.0), [], checks)
+    repeat = RunDropped(
+        kind="suppressed", name="kajougaki-list", reason="matches #4", matched=4, detail="same"
+    )
+    await any_store.finish_run(RunRecord(id=run, trigger="api", started_at=10.0), [repeat], checks)
     assert await any_store.run_checks(run) == checks
     assert await any_store.run_checks(other) == []
+    assert await any_store.repeats_of(4) == [
+        Repeat(run_id=run, name="kajougaki-list", detail="same", at=10.0)
+    ]
+    assert await any_store.repeats_of(5) == []
 
 
 async def test_a_lease_is_held_renewed_and_taken_over_once_it_expires(any_store: Store) -> None:

@@ -162,6 +162,11 @@ async def test_the_decision_what_was_compared_and_why_are_on_the_run_page_and_ap
         assert f'href="/admin/proposals/{first}">proposal #{first}</a>' in page
         assert f"Compared with: rejected #{first} verify-identity" in page
         assert "Why: the model judged it a new claim: a different instruction" in page
+        # The rejected proposal's page shows that its claim came back, and where.
+        rejected_page = await (await gw.client.get(f"/admin/proposals/{first}")).text()
+        assert "Proposed again 1 time" in rejected_page
+        assert f'href="/admin/runs/{run["run_id"]}">Run #{run["run_id"]}</a>' in rejected_page
+        assert "account-verification" in rejected_page
 
 
 async def test_with_embeddings_the_closest_claims_are_chosen_by_them(
