@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.channels.registry import platforms
 from gateway.config import Settings
 from gateway.store import SqliteStore, Store
 from tests.fakes.line_api import FakeLineAPI
@@ -23,19 +24,15 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
-_OUR_VARS = (
-    "SKILLGATE_",
-    "TELEGRAM_",
-    "LINE_",
-    "LLM_",
-)
+_OUR_VARS = ("SKILLGATE_", "LLM_")
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's own settings or .env."""
+    ours = (*_OUR_VARS, *(p.settings_prefix for p in platforms()))
     for name in list(os.environ):
-        if name.startswith(_OUR_VARS):
+        if name.startswith(ours):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 
