@@ -56,8 +56,6 @@ class Capabilities:
     """Show an answer while the model writes it."""
     quick_replies: bool = False
     """Buttons under an answer that go away once used (else they stay, as inline buttons)."""
-    polling: bool = False
-    """Receive updates without a public address (see `PlatformSpec.set_polling`)."""
     push: bool = True
     """Send without an update to answer: cards to admins, notices after a decision."""
 

@@ -34,7 +34,7 @@ SPEC = PlatformSpec(
     user_id=r"[0-9]+",
     user_id_hint="a number",
     user_label=N_("Telegram user {who}"),
-    capabilities=Capabilities(edit=True, drafts=True, polling=True),
+    capabilities=Capabilities(edit=True, drafts=True),
     polls=_polls,
     set_polling=_set_polling,
     webhook_secret="TELEGRAM_WEBHOOK_SECRET",
