@@ -1,5 +1,6 @@
-"""A user of a platform registered by its own package is exported and forgotten like any other:
-from the console, the admin API and the CLI, with nothing under gateway/ naming the platform."""
+"""A user of a platform registered by its own package is exported and forgotten like any other,
+from the console, the admin API and the CLI, and its admins are named as its spec says;
+nothing under gateway/ names the platform."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway.config import Settings
+from gateway.review.cards import build_card
+from gateway.review.proposals import Candidate
 from tests.channels.loopchat.driver import ADMIN, loopchat_rig
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
+from tests.synthesis_support import seed_session
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -71,3 +75,31 @@ async def test_without_the_package_the_terminal_does_not_know_the_platform() -> 
     env = {"PYTHONPATH": str(REPO)}
     code, _, err = await skillgate("forget", "loopchat", "u9", "--yes", env=env)
     assert code == 2 and "invalid choice: 'loopchat'" in err
+
+
+async def test_a_loopchat_admin_who_decided_is_named_by_its_spec_on_cards_and_in_the_terminal(
+    installed: Path, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with loopchat_rig(make_settings, fake_llm) as chat:
+        parts = chat.parts
+        sid = await seed_session(parts.store, channel="loopchat")
+        candidate = Candidate(
+            kind="create",
+            name="chat-brevity",
+            description="Short answers.",
+            content="---\nname: chat-brevity\ndescription: Short answers.\n---\n# Brevity\n",
+            content_hash="h",
+            based_on=[sid],
+            generated_at=1.0,
+        )
+        made = await parts.review.submit(candidate)
+        await parts.review.reject(made.id, "loopchat:u5", "not needed")
+        card = await build_card(await parts.review.get(made.id), parts.review, parts.store)
+        assert card.outcome() == "❌ Rejected by Loopchat user u5: not needed"
+        data_dir = str(parts.settings.data_dir)
+    env = {
+        "SKILLGATE_DATA_DIR": data_dir,
+        "PYTHONPATH": os.pathsep.join([str(installed), str(REPO)]),
+    }
+    code, out, err = await skillgate("proposals", "list", env=env)
+    assert code == 0 and "[Loopchat user u5, " in out, err
