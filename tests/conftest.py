@@ -24,15 +24,16 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
-_OUR_VARS = ("SKILLGATE_", "LLM_")
+# The gateway's own variables, and each platform's (read once: the registry scans the
+# installed packages' entry points).
+_OUR_VARS = ("SKILLGATE_", "LLM_", *(p.settings_prefix for p in platforms()))
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's own settings or .env."""
-    ours = (*_OUR_VARS, *(p.settings_prefix for p in platforms()))
     for name in list(os.environ):
-        if name.startswith(ours):
+        if name.startswith(_OUR_VARS):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 

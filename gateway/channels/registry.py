@@ -12,8 +12,10 @@ its spec under the `skillgate.platforms` entry-point group (see docs/ADDING_A_CH
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
+import sys
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
@@ -57,8 +59,19 @@ def _registered(taken: set[str]) -> list[PlatformSpec]:
 
 def platforms() -> list[PlatformSpec]:
     """Every platform: the built-in ones, then those installed packages register."""
+    return list(_discovered(tuple(sys.path)))
+
+
+@functools.cache
+def _discovered(path: tuple[str, ...]) -> tuple[PlatformSpec, ...]:
+    """The platforms importable from `path` (sys.path), looked up once per path.
+
+    Scanning the installed distributions takes milliseconds, and the console, the CLI and
+    the app ask often; a package installed while the process runs counts after a restart,
+    as with any plugin.
+    """
     built_in = _built_in()
-    return built_in + _registered({p.name for p in built_in})
+    return (*built_in, *_registered({p.name for p in built_in}))
 
 
 def platform(name: str) -> PlatformSpec | None:
