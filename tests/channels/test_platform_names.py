@@ -142,6 +142,20 @@ def test_no_code_outside_a_platforms_package_and_the_registry_names_a_platform()
     assert not named, "\n".join(f"{p}: {', '.join(f)}" for p, f in named.items())
 
 
+def test_no_console_template_names_a_platform() -> None:
+    specs = [p for p in platforms() if p.entry.startswith("gateway.")]
+    named = [
+        f"{path.name}:{number}: {s.name}"
+        for path in sorted(ROOT.joinpath("admin", "templates").glob("*.html"))
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for s in specs
+        if f"'{s.name}'" in text
+        or f"={s.name}" in text
+        or re.search(rf"\b{re.escape(s.label)}\b", text)
+    ]
+    assert not named, named
+
+
 def test_every_allowance_is_still_needed() -> None:
     specs = [p for p in platforms() if p.entry.startswith("gateway.")]
     for allowance in ALLOWED:

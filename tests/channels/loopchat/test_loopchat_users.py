@@ -41,6 +41,9 @@ async def test_a_loopchat_user_is_exported_and_forgotten_in_the_api_and_the_cons
         csrf = await sign_in(client)
         page = await (await client.get("/admin/users")).text()
         assert "<option>loopchat</option>" in page
+        listed = await (await client.get("/admin/conversations?channel=loopchat")).text()
+        assert '?channel=loopchat" aria-current="page">Loopchat</a>' in listed
+        assert "1 session on loopchat" in listed  # u7 was forgotten above
         export = await client.get("/admin/users/export?channel=loopchat&user=u8")
         assert json.loads(await export.text())["messages"][0]["text"] == "another secret plan"
         form = {"csrf": csrf, "channel": "loopchat", "user": "u8", "confirm": "yes"}
