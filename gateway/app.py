@@ -24,7 +24,7 @@ from gateway.admin.console import SECURITY_HEADERS
 from gateway.admin.console_app import add_console
 from gateway.admin.metrics import metrics_endpoint
 from gateway.channels.base import INTAKE, Channel, Ports
-from gateway.channels.registry import configured_channels
+from gateway.channels.registry import by_name, configured_channels, polling
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
@@ -233,6 +233,7 @@ async def open_parts(
             require_approval=settings.require_approval,
             on_change=catalog.refresh,
             clock=clock,
+            users=by_name(),
         )
         review.listeners.append(log_review_event)
         holder = replica_name()
@@ -345,7 +346,7 @@ async def close_parts(parts: Parts) -> None:
 async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[None]:
     """Chat cards for a terminal command: the channels' clients only (no webhook, no polling)."""
     # A decision or a synthesis made in the terminal reaches the cards before the command ends.
-    settings = parts.settings.model_copy(update={"telegram_polling": False})
+    settings = polling(parts.settings, on=False)
     started: list[Channel] = []
     for channel in configured_channels(settings):  # imports the SDKs in use
         if not channel.profile.audience.admins:

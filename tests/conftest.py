@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.channels.registry import platforms
 from gateway.config import Settings
 from gateway.store import SqliteStore, Store
 from tests.fakes.line_api import FakeLineAPI
@@ -23,12 +24,9 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
-_OUR_VARS = (
-    "SKILLGATE_",
-    "TELEGRAM_",
-    "LINE_",
-    "LLM_",
-)
+# The gateway's own variables, and each platform's (read once: the registry scans the
+# installed packages' entry points).
+_OUR_VARS = ("SKILLGATE_", "LLM_", *(p.settings_prefix for p in platforms()))
 
 
 @pytest.fixture(autouse=True)

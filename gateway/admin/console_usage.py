@@ -13,6 +13,7 @@ from aiohttp import web
 
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
+from gateway.channels.registry import platforms
 from gateway.conversation.privacy import forget
 from gateway.runtime.keys import SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
@@ -21,7 +22,6 @@ log = logging.getLogger(__name__)
 
 USAGE_WINDOWS = {"7": 7, "30": 30, "90": 90}
 DEFAULT_USAGE_WINDOW = "30"
-CHANNELS = ("telegram", "line")
 MAX_USER_ID = 128
 
 
@@ -118,8 +118,13 @@ async def usage(request: web.Request) -> web.Response:
 
 
 def user_ref(channel: object, user: object) -> tuple[str, str] | None:
-    """A (channel, user id) from a form or query, or None when it is not one."""
-    if not isinstance(channel, str) or channel not in CHANNELS or not isinstance(user, str):
+    """A (channel, user id) from a form or query, or None when it is not one.
+
+    Every known platform counts, configured or not: a platform turned off still has users.
+    """
+    if not isinstance(channel, str) or not isinstance(user, str):
+        return None
+    if channel not in channel_names():
         return None
     user = user.strip()
     if not user or len(user) > MAX_USER_ID or not user.isprintable():
@@ -127,9 +132,14 @@ def user_ref(channel: object, user: object) -> tuple[str, str] | None:
     return channel, user
 
 
+def channel_names() -> list[str]:
+    """The platforms whose users the console and the API export and forget."""
+    return [p.name for p in platforms()]
+
+
 async def users(request: web.Request) -> web.Response:
     """Export one user's data, or delete it."""
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=None)
+    return await page(request, "users.html", active="users", channels=channel_names(), done=None)
 
 
 async def export(request: web.Request) -> web.StreamResponse:
@@ -162,7 +172,9 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
     media = request.config_dict[SETTINGS].media_dir
     done = await forget(request.config_dict[STORE], *ref, now=time.time(), media=media)
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
+    return await page(
+        request, "users.html", active="users", channels=channel_names(), done=done, who=ref
+    )
 
 
 def add_routes(app: web.Application) -> None:

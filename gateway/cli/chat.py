@@ -13,7 +13,7 @@ from gateway.core.models import ChatRef, IncomingMessage
 HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"
 
 
-def line_reader() -> Callable[[str], Awaitable[str | None]]:
+def input_reader() -> Callable[[str], Awaitable[str | None]]:
     """Lines typed at a terminal (prompt_toolkit: editing, history, Ctrl-C at once) or piped in.
 
     Neither reads in a thread, so nothing is left waiting for Enter when Ctrl-C ends the chat.
@@ -45,7 +45,7 @@ async def run_chat(settings: Settings, *, user: str) -> int:
     model = settings.llm_model or "no model configured"
     print(f"skillgate chat ({model}). {HELP}", file=sys.stderr)
     last_answer: int | None = None
-    read = line_reader()
+    read = input_reader()
     try:
         while (line := await read("you> ")) is not None:
             text = line.strip()

@@ -234,7 +234,7 @@ class ReviewChat:
     async def already(self, p: Proposal, texts: Texts = ENGLISH) -> str:
         """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
         name = await self.store.reviewer_name(p.decided_by) if p.decided_by else None
-        who = decider_label(p.decided_by, name, texts)
+        who = decider_label(p.decided_by, name, texts, self.review.users)
         message = ALREADY.get(p.status, ALREADY_DECIDED)
         return texts(message, who=who, at=when(p.decided_at, texts))
 

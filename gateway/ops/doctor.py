@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from gateway.channels.registry import PLATFORMS, configured_platforms
+from gateway.channels.registry import configured_platforms, platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import SkillgateError
@@ -189,9 +189,9 @@ async def check_speech(settings: Settings) -> Check:
 
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
-    platforms = configured_platforms(settings)
-    if not platforms:
-        needs = " and/or ".join(p.needs for p in PLATFORMS)
+    configured = configured_platforms(settings)
+    if not configured:
+        needs = " and/or ".join(p.needs for p in platforms())
         checks.append(
             Check(
                 "channels",
@@ -200,7 +200,7 @@ def check_channels(settings: Settings) -> list[Check]:
                 f"set {needs}",
             )
         )
-    for platform in platforms:
+    for platform in configured:
         checks.extend(platform.load().settings_checks(settings))
     if not settings.admins():
         checks.append(
@@ -278,7 +278,9 @@ async def run_doctor(
 
 
 def _needs_webhook(fixed: list[Check]) -> set[str]:
-    """A generated webhook secret must be registered with Telegram too."""
-    return (
-        {"telegram webhook"} if any("TELEGRAM_WEBHOOK_SECRET" in c.detail for c in fixed) else set()
-    )
+    """A generated webhook secret must be registered with its platform too."""
+    return {
+        f"{p.name} webhook"
+        for p in platforms()
+        if p.webhook_secret and any(p.webhook_secret in c.detail for c in fixed)
+    }

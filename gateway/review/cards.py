@@ -7,7 +7,7 @@ text) and add their buttons; what the card means is decided here once.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -32,8 +32,6 @@ SOMEONE = N_("someone")
 WEB_CONSOLE = N_("the web console")
 AUTOMATION = N_("automation")
 TERMINAL_USER = N_("{who} (terminal)")
-TELEGRAM_USER = N_("Telegram user {who}")
-LINE_USER = N_("LINE user {who}…")
 # TRANSLATORS: joins the parts of a card's evidence line ("3 sessions, 2 👎").
 LIST_SEPARATOR = N_(", ")
 SESSIONS = Np_("{n} session", "{n} sessions")
@@ -75,7 +73,30 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def decider_label(decider: str | None, name: str | None = None, texts: Texts = ENGLISH) -> str:
+class UserLabel(Protocol):
+    """How a platform names its users on cards; its `PlatformSpec` is one."""
+
+    @property
+    def user_label(self) -> str:
+        """A text marked `N_` with `{who}`, the user id."""
+        ...
+
+    @property
+    def user_id_shown(self) -> int | None:
+        """How much of the id it shows (None: all)."""
+        ...
+
+
+UserLabels = Mapping[str, UserLabel]
+"""By platform name: the prefix of a chat admin's decider ("telegram:123")."""
+
+
+def decider_label(
+    decider: str | None,
+    name: str | None = None,
+    texts: Texts = ENGLISH,
+    users: UserLabels | None = None,
+) -> str:
     """Who decided, readable: a remembered name, else what the decider string says."""
     if name:
         return name
@@ -88,10 +109,10 @@ def decider_label(decider: str | None, name: str | None = None, texts: Texts = E
         return texts(AUTOMATION)
     if kind == "cli" and who:
         return texts(TERMINAL_USER, who=who)
-    if kind == "telegram" and who:
-        return texts(TELEGRAM_USER, who=who)
-    if kind == "line" and who:
-        return texts(LINE_USER, who=who[:9])
+    platform = (users or {}).get(kind)
+    if platform is not None and who:
+        shown = platform.user_id_shown
+        return texts(platform.user_label, who=who if shown is None else who[:shown])
     return decider
 
 
@@ -254,7 +275,11 @@ def trimmed_note(dropped: int, texts: Texts = ENGLISH) -> str:
 
 
 class CardReview(Protocol):
-    """What building a card asks the review operations: the live skill, the staged diff."""
+    """What building a card asks the review operations: the live skill, the staged diff,
+    and how each platform names the admins who decide."""
+
+    @property
+    def users(self) -> UserLabels: ...
 
     async def live(self, slug: str) -> LiveSkill | None: ...
 
@@ -322,6 +347,6 @@ async def build_card(
         proposal=p,
         evidence=evidence_of(p, sessions),
         diff=await change_diff(p, review, source),
-        decided_by=decider_label(p.decided_by, name, texts) if p.decided_by else None,
+        decided_by=decider_label(p.decided_by, name, texts, review.users) if p.decided_by else None,
         texts=texts,
     )

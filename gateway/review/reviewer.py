@@ -24,6 +24,7 @@ from gateway.errors import (
     SkillError,
     SkillNotFound,
 )
+from gateway.review.cards import UserLabels
 from gateway.review.ports import ReviewStore
 from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
 from gateway.review.staging import Staging, render_proposal
@@ -67,6 +68,7 @@ class Reviewer:
         require_approval: bool = True,
         on_change: Callable[[], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.time,
+        users: UserLabels | None = None,
     ) -> None:
         self.library = library
         self.staging = Staging(library)
@@ -75,6 +77,8 @@ class Reviewer:
         self.on_change = on_change
         self.clock = clock
         self.listeners: list[Listener] = []
+        self.users: UserLabels = users or {}
+        """How each platform names the admins who decide, for cards and listings."""
 
     async def get(self, proposal_id: int) -> Proposal:
         proposal = await self.store.get_proposal(proposal_id)

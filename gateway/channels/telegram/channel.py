@@ -35,6 +35,7 @@ from gateway.channels.telegram.files import remote_of
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
+from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import (
     ALLOWED_UPDATES,
     JSON,
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 class TelegramChannel(Channel):
     """Telegram through python-telegram-bot, fed by the webhook route or by polling."""
 
-    name: ClassVar[str] = "telegram"
+    name: ClassVar[str] = SPEC.name
 
     def __init__(
         self,

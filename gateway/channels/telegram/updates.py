@@ -10,10 +10,11 @@ from aiohttp import web
 from telegram import Message, MessageEntity
 
 from gateway.channels.base import storable
+from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
 from gateway.web.serving import body_seconds
 
-WEBHOOK_PATH = "/webhook/telegram"
+WEBHOOK_PATH = SPEC.route
 JSON = "application/json"
 """The only content type a webhook accepts: Telegram and LINE send nothing else."""
 ALLOWED_UPDATES = ("message", "callback_query")

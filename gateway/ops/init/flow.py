@@ -16,14 +16,16 @@ from typing import TypeVar, cast
 import questionary
 from questionary import Choice
 
+from gateway.channels.line.spec import SPEC as LINE
+from gateway.channels.telegram.spec import SPEC as TELEGRAM
 from gateway.errors import ChannelError, ModelError
 from gateway.ops.init.answers import Answers, new_secret
 from gateway.ops.init.model import SERVERS, check_model, list_models, server_for
 
 _HTTP = re.compile(r"^https?://[^/\s]+\S*$")
 _HTTPS = re.compile(r"^https://[^/\s]+\S*$")
-_TELEGRAM_IDS = re.compile(r"^\s*[0-9]+(\s*,\s*[0-9]+)*\s*$")
-_LINE_IDS = re.compile(r"^\s*U[0-9a-f]{32}(\s*,\s*U[0-9a-f]{32})*\s*$")
+_TELEGRAM_IDS = TELEGRAM.user_ids()
+_LINE_IDS = LINE.user_ids()
 OTHER_MODEL = "(another name)"
 T = TypeVar("T")
 
