@@ -201,6 +201,9 @@ class Settings(BaseSettings):
     daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
     retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
     """Conversations last active longer ago than this are deleted; 0 keeps them."""
+    # Per-user memory, group context and per-chat personas.
+    memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
+    """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.conversation.language import LanguageStore
+from gateway.conversation.memory import MemoryCommandStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
@@ -136,7 +137,14 @@ class ForgetStore(Protocol):
 
 
 class ConversationStore(
-    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+    CardSource,
+    CardLedger,
+    LanguageStore,
+    MemoryCommandStore,
+    QuotaStore,
+    ForgetStore,
+    UsageSource,
+    Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
 

@@ -66,6 +66,8 @@ class OpenedTurn(BaseModel):
     session_id: int
     history: list[MessageRecord] = Field(default_factory=list)
     answer: MessageRecord | None = None
+    memory: list[str] | None = None
+    """The user's memory entries, oldest first; None where this turn has no memory."""
 
 
 class Trace(BaseModel):
@@ -214,6 +216,8 @@ class Forgotten(BaseModel):
     messages: int = 0
     feedback: int = 0
     updates: int = 0
+    memory: int = 0
+    """Memory entries (`/remember`)."""
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
 

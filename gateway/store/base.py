@@ -17,6 +17,7 @@ from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
+from gateway.store.memory import MemoryQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
@@ -40,6 +41,7 @@ class Store(
     UsageQueries,
     PrivacyQueries,
     LanguageQueries,
+    MemoryQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

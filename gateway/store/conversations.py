@@ -15,6 +15,7 @@ from gateway.core.records import (
     SessionRecord,
     Trace,
 )
+from gateway.store.memory import turn_memory
 from gateway.store.sql import (
     Conn,
     QueriesBase,
@@ -70,9 +71,11 @@ class ConversationQueries(QueriesBase):
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
         attachments: Sequence[AttachmentRecord] = (),
+        memory: bool = False,
+        in_group: bool = False,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history.
+        carried), history, and with `memory` the user's entries where this chat may use them.
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
@@ -112,7 +115,10 @@ class ConversationQueries(QueriesBase):
                     message.id,
                 )
         history = await _history(c, session_id, history_limit, exclude_kinds)
-        return OpenedTurn(session_id=session_id, history=history)
+        entries = (
+            await turn_memory(c, channel, chat_id, user_id, in_group=in_group) if memory else None
+        )
+        return OpenedTurn(session_id=session_id, history=history, memory=entries)
 
     @query
     async def finish_chat_session(
