@@ -27,6 +27,7 @@ from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import configured_channels
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
+from gateway.conversation.context import ContextLimits
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
@@ -117,6 +118,11 @@ class Parts:
             alerts=self.tell_admins,
             prices=self.settings.prices(),
             memory=self.memory,
+            context=ContextLimits(
+                messages=self.settings.group_context_messages,
+                tokens=self.settings.group_context_tokens,
+                seconds=self.settings.group_context_minutes * 60,
+            ),
         )
         return Ports(
             intake=self.inbox,

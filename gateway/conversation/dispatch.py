@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
+from gateway.conversation.context import ContextLimits, GroupContext
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
 from gateway.conversation.language import Languages, pressed
 from gateway.conversation.memory import (
@@ -91,6 +92,7 @@ class Conversation:
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         memory: Memory | None = None,
+        context: ContextLimits | None = None,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -111,6 +113,8 @@ class Conversation:
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
         self.memory = MemoryCommands(memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
+        self.context = GroupContext(context or ContextLimits(), store, clock)
+        """A group's unaddressed lines, kept for its next question (when turned on)."""
 
     @property
     def channel(self) -> str:
@@ -125,7 +129,10 @@ class Conversation:
             log.info("%s: an edited message is not answered again", self.profile.who)
             return
         if chat.is_group and not message.addressed:
-            return  # in a group, only what is said to the bot (an answer to its question too)
+            # In a group, only what is said to the bot is answered (an answer to its
+            # question too); the rest is kept as context only where that is turned on.
+            await self.context.keep(message)
+            return
         out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
@@ -344,4 +351,5 @@ class Conversation:
             images=read.images if read is not None else [],
             attachments=read.attachments if read is not None else [],
             memory=self.memory.memory is not None and message.chat.user_id is not None,
+            context_since=self.context.since(message.chat),
         )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from gateway.conversation.context import ContextStore
 from gateway.conversation.language import LanguageStore
 from gateway.conversation.memory import MemoryCommandStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
@@ -139,6 +140,7 @@ class ForgetStore(Protocol):
 class ConversationStore(
     CardSource,
     CardLedger,
+    ContextStore,
     LanguageStore,
     MemoryCommandStore,
     QuotaStore,

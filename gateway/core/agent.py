@@ -14,7 +14,13 @@ from gateway.core.llm import LLM, Completion
 from gateway.core.memory import Memory, Remembered
 from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
-from gateway.core.prompt import REMEMBER_TOOL, build_messages, load_skill_tool, memory_section
+from gateway.core.prompt import (
+    REMEMBER_TOOL,
+    build_messages,
+    group_context,
+    load_skill_tool,
+    memory_section,
+)
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
 from gateway.core.vision import NO_VISION, VisionPolicy
@@ -57,6 +63,8 @@ class TurnContext:
     memory: list[str] | None = None
     """The user's memory entries; None where this turn has no memory (no `remember` tool)."""
     remembered: list[Remembered] = field(default_factory=list)
+    context: str = ""
+    """The group's unaddressed lines since the bot last answered there, fenced."""
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -111,10 +119,11 @@ class Agent:
             attachments=incoming.attachments,
             memory=incoming.memory and self.memory is not None,
             in_group=chat.is_group,
+            context_since=incoming.context_since,
         )
         if turn.answer is not None:
             return _reply(turn.answer)
-        context = TurnContext(chat, memory=turn.memory)
+        context = TurnContext(chat, memory=turn.memory, context=group_context(turn.context))
         try:
             text, kind, trace = await self._think(
                 incoming.text, turn.history, partial, incoming.images, context
@@ -161,10 +170,12 @@ class Agent:
         history_tokens = self.config.history_tokens
         shown = list(images or [])
         ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
-        persona, sections = self.config.persona, ctx.sections
+        persona, sections, lines = self.config.persona, ctx.sections, ctx.context
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
-            messages = build_messages(persona, section, history, budget, shown, sections=sections)
+            messages = build_messages(
+                persona, section, history, budget, shown, sections=sections, context=lines
+            )
             try:
                 return await self._rounds(messages, offered, trace, started, partial, ctx)
             except VisionUnsupported as exc:
@@ -175,7 +186,9 @@ class Agent:
                 if not query.strip():
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
-                messages = build_messages(persona, section, history, budget, sections=sections)
+                messages = build_messages(
+                    persona, section, history, budget, sections=sections, context=lines
+                )
                 return await self._rounds(messages, offered, trace, started, partial, ctx)
 
         try:

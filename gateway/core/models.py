@@ -75,6 +75,9 @@ class IncomingMessage(BaseModel):
     memory: bool = False
     """The sender's memory may be used (SKILLGATE_MEMORY on, a sender id); in a group the
     store also asks for the sender's opt-in there."""
+    context_since: float | None = None
+    """In a group with group context on: the group's unaddressed lines kept since then go
+    with the question (and are cleared)."""
 
 
 class Button(BaseModel):

@@ -28,6 +28,7 @@ class ConversationStore(Protocol):
         attachments: Sequence[AttachmentRecord] = (),
         memory: bool = False,
         in_group: bool = False,
+        context_since: float | None = None,
     ) -> OpenedTurn: ...
 
     async def withhold_messages(self, message_ids: Sequence[int]) -> None: ...

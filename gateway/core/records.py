@@ -60,6 +60,14 @@ class MessageRecord(BaseModel):
     attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
+class GroupLine(BaseModel):
+    """A group message not addressed to the bot, kept until the bot is next addressed there."""
+
+    user_id: str | None = None
+    user_name: str | None = None
+    text: str
+
+
 class OpenedTurn(BaseModel):
     """A turn's start: its session and history, or the answer an earlier attempt stored."""
 
@@ -68,6 +76,8 @@ class OpenedTurn(BaseModel):
     answer: MessageRecord | None = None
     memory: list[str] | None = None
     """The user's memory entries, oldest first; None where this turn has no memory."""
+    context: list[GroupLine] = Field(default_factory=list)
+    """The group's unaddressed messages since the bot last answered there (now cleared)."""
 
 
 class Trace(BaseModel):

@@ -50,6 +50,7 @@ TABLES = (
     "user_languages",
     "user_memory",
     "memory_opt_ins",
+    "group_lines",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

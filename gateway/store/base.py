@@ -13,6 +13,7 @@ from typing import Self
 from gateway.errors import StoreError
 from gateway.store.cards import CardQueries
 from gateway.store.console import ConsoleQueries
+from gateway.store.context import ContextQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
@@ -42,6 +43,7 @@ class Store(
     PrivacyQueries,
     LanguageQueries,
     MemoryQueries,
+    ContextQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

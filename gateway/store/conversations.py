@@ -15,6 +15,7 @@ from gateway.core.records import (
     SessionRecord,
     Trace,
 )
+from gateway.store.context import take_group_lines
 from gateway.store.memory import turn_memory
 from gateway.store.sql import (
     Conn,
@@ -73,9 +74,11 @@ class ConversationQueries(QueriesBase):
         attachments: Sequence[AttachmentRecord] = (),
         memory: bool = False,
         in_group: bool = False,
+        context_since: float | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history, and with `memory` the user's entries where this chat may use them.
+        carried), history, with `memory` the user's entries where this chat may use them, and
+        with `context_since` the group's unaddressed lines since then (taken: cleared).
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
@@ -118,7 +121,12 @@ class ConversationQueries(QueriesBase):
         entries = (
             await turn_memory(c, channel, chat_id, user_id, in_group=in_group) if memory else None
         )
-        return OpenedTurn(session_id=session_id, history=history, memory=entries)
+        lines = (
+            await take_group_lines(c, channel, chat_id, context_since)
+            if context_since is not None
+            else []
+        )
+        return OpenedTurn(session_id=session_id, history=history, memory=entries, context=lines)
 
     @query
     async def finish_chat_session(

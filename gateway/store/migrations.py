@@ -598,6 +598,23 @@ _MEMORY = [
 ]
 
 
+_GROUP_CONTEXT = [
+    """
+    create table group_lines (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text,
+        user_name text,
+        text text not null,
+        tokens integer not null,
+        created_at {time} not null
+    )
+    """,
+    "create index group_lines_chat on group_lines (channel, chat_id, id)",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -637,6 +654,7 @@ MIGRATIONS: list[Migration] = [
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
     (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
+    (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
 ]
 
 

@@ -131,6 +131,7 @@ class PrivacyQueries(QueriesBase):
         await c.execute("delete from awaiting where expires_at < ?", before)
         # Memory is kept by user, not session: an entry older than the cutoff goes by its age.
         await c.execute("delete from user_memory where created_at < ?", before)
+        await c.execute("delete from group_lines where created_at < ?", before)
         files: list[str] = []
         sessions, messages = await _delete_sessions(c, ids, "retention", at, files)
         return sessions, messages, files
@@ -209,6 +210,9 @@ class PrivacyQueries(QueriesBase):
         )
         await c.execute("delete from reviewer_names where decider = ?", subject)
         done.memory = await delete_user_memory(c, channel, user_id)
+        await c.execute(
+            "delete from group_lines where channel = ? and user_id = ?", channel, user_id
+        )
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )

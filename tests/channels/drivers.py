@@ -112,7 +112,13 @@ class TelegramDriver:
         if group and addressed:
             entities = [{"type": "mention", "offset": 0, "length": len("@skillgate_test_bot")}]
         update = make_text_update(
-            next(_ids), text, chat_id=chat, user_id=uid, chat_type=kind, entities=entities
+            next(_ids),
+            text,
+            chat_id=chat,
+            user_id=uid,
+            chat_type=kind,
+            entities=entities,
+            first_name="Bob" if str(uid) == self.other else "Alice",
         )
         await self._post(update)
 

@@ -251,6 +251,8 @@ class FakeTelegramAPI:
         self.token = token
         self.bot_username = bot_username
         self.bot_id = bot_id
+        self.reads_group_messages = False
+        """getMe's can_read_all_group_messages: False while privacy mode is on."""
         self.base_url = ""
         self.calls: list[Call] = []
         self.unknown_calls: list[Call] = []
@@ -337,7 +339,7 @@ class FakeTelegramAPI:
             "first_name": "Test Bot",
             "username": self.bot_username,
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.reads_group_messages,
             "supports_inline_queries": False,
         }
 

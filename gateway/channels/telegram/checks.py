@@ -30,11 +30,22 @@ def delivery_fix(error: str) -> str:
     )
 
 
+PRIVACY_MODE = Check(
+    "telegram groups",
+    "warn",
+    "privacy mode is on: in groups the bot gets only messages addressed to it, so"
+    " SKILLGATE_GROUP_CONTEXT_MESSAGES has nothing to keep",
+    "in @BotFather: /mybots, your bot, Bot Settings, Group Privacy, Turn off; then remove the"
+    " bot from each group and add it again",
+)
+
+
 async def telegram_checks(settings: Settings, registered_secret: str | None) -> list[Check]:
     """getMe and getWebhookInfo; `registered_secret` is the fingerprint set-webhook stored."""
     try:
         async with telegram_errors(settings), telegram_bot(settings) as bot:
             me = f"@{bot.username} (id {bot.id})"
+            reads_groups = bot.can_read_all_group_messages
             info = await bot.get_webhook_info()
     except ChannelError as exc:
         fix = (
@@ -45,6 +56,8 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
         )
         return [Check("telegram bot", "fail", str(exc), fix)]
     checks = [Check("telegram bot", "ok", me)]
+    if settings.group_context_messages > 0 and not reads_groups:
+        checks.append(PRIVACY_MODE)
     if settings.telegram_polling:
         checks.append(_polling(info.url, info.pending_update_count))
         return checks
