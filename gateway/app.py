@@ -123,6 +123,7 @@ class Parts:
                 tokens=self.settings.group_context_tokens,
                 seconds=self.settings.group_context_minutes * 60,
             ),
+            known_secrets=self.settings.secrets(),
         )
         return Ports(
             intake=self.inbox,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
@@ -28,6 +28,7 @@ from gateway.conversation.memory import (
     remembered_text,
 )
 from gateway.conversation.models import Greeting, Message, Press, Profile
+from gateway.conversation.persona import PERSONA_COMMAND, Personas
 from gateway.conversation.ports import (
     ConversationStore,
     Counts,
@@ -60,6 +61,7 @@ COMMANDS = (
     ("language", N_("Choose the language I write in")),
     REMEMBER_COMMAND,
     MEMORY_COMMAND,
+    PERSONA_COMMAND,
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
@@ -93,6 +95,7 @@ class Conversation:
         prices: Mapping[str, tuple[float, float]] | None = None,
         memory: Memory | None = None,
         context: ContextLimits | None = None,
+        known_secrets: Sequence[str] = (),
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -114,6 +117,7 @@ class Conversation:
         self.memory = MemoryCommands(memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
         self.context = GroupContext(context or ContextLimits(), store, clock)
+        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
         """A group's unaddressed lines, kept for its next question (when turned on)."""
 
     @property
@@ -289,6 +293,8 @@ class Conversation:
             # In a group the notice answers the sender's own message: it is about them.
             await out.notice(await run(chat, argument(message.text), texts), quote=chat.is_group)
             return
+        elif command == PERSONA_COMMAND[0]:
+            text = await self.personas.command(chat, argument(message.text), texts, out)
         elif command == "language":
             said = await self.languages.command(chat, argument(message.text), texts, out)
             out.texts, text, buttons = said

@@ -14,6 +14,7 @@ from typing import Protocol
 from gateway.conversation.context import ContextStore
 from gateway.conversation.language import LanguageStore
 from gateway.conversation.memory import MemoryCommandStore
+from gateway.conversation.persona import PersonaStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
@@ -90,6 +91,11 @@ class Responder(Protocol):
         """How the user who pressed is shown on cards."""
         ...
 
+    async def is_chat_admin(self) -> bool:
+        """Whether the sender administers this group on the platform (Telegram asks
+        getChatMember); False where the platform does not say (LINE) or cannot tell now."""
+        ...
+
     def cards_per_listing(self, pending: int) -> int:
         """How many of `pending` proposal cards one /proposals shows."""
         ...
@@ -143,6 +149,7 @@ class ConversationStore(
     ContextStore,
     LanguageStore,
     MemoryCommandStore,
+    PersonaStore,
     QuotaStore,
     ForgetStore,
     UsageSource,

@@ -13,6 +13,7 @@ from typing import Any
 from gateway.core.llm import LLM, Completion
 from gateway.core.memory import Memory, Remembered
 from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
+from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import (
     REMEMBER_TOOL,
@@ -65,10 +66,12 @@ class TurnContext:
     remembered: list[Remembered] = field(default_factory=list)
     context: str = ""
     """The group's unaddressed lines since the bot last answered there, fenced."""
+    persona: str | None = None
+    """The chat's own persona, after the operator's."""
 
     @property
     def sections(self) -> tuple[str, ...]:
-        return (memory_section(self.memory),)
+        return (persona_section(self.persona), memory_section(self.memory))
 
 
 class Agent:
@@ -123,7 +126,9 @@ class Agent:
         )
         if turn.answer is not None:
             return _reply(turn.answer)
-        context = TurnContext(chat, memory=turn.memory, context=group_context(turn.context))
+        context = TurnContext(
+            chat, memory=turn.memory, context=group_context(turn.context), persona=turn.persona
+        )
         try:
             text, kind, trace = await self._think(
                 incoming.text, turn.history, partial, incoming.images, context
@@ -166,10 +171,15 @@ class Agent:
         withheld = self._hold_out(offered)
         if withheld:
             offered, section = self.skills.offer(query, budget, exclude=withheld)
-        trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
+        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
+        trace = Trace(
+            skills_offered=offered,
+            skills_withheld=withheld,
+            model=self.llm.model,
+            persona_hash=persona_hash(self.config.persona, ctx.persona),
+        )
         history_tokens = self.config.history_tokens
         shown = list(images or [])
-        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
         persona, sections, lines = self.config.persona, ctx.sections, ctx.context
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:

@@ -103,7 +103,8 @@ def load_skill_tool(offered: list[str]) -> dict[str, Any]:
 
 
 def system_prompt(persona: str, skill_section: str, *sections: str) -> str:
-    """Persona, then the chat's own `sections` (memory), then the skill index when offered."""
+    """Persona, then the chat's own `sections` (its persona, the user's memory), then the skill
+    index when any skill is offered."""
     parts = [persona.strip(), *(s for s in sections if s)]
     if skill_section:
         parts.append(skill_section)

@@ -78,6 +78,8 @@ class OpenedTurn(BaseModel):
     """The user's memory entries, oldest first; None where this turn has no memory."""
     context: list[GroupLine] = Field(default_factory=list)
     """The group's unaddressed messages since the bot last answered there (now cleared)."""
+    persona: str | None = None
+    """The chat's own persona (/persona), if its admins set one."""
 
 
 class Trace(BaseModel):
@@ -97,6 +99,8 @@ class Trace(BaseModel):
     model: str | None = None
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
+    persona_hash: str | None = None
+    """The persona the answer was made under (the operator's and the chat's), hashed."""
 
 
 class FeedbackRecord(BaseModel):

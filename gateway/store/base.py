@@ -19,6 +19,7 @@ from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
 from gateway.store.memory import MemoryQueries
+from gateway.store.personas import PersonaQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
@@ -44,6 +45,7 @@ class Store(
     LanguageQueries,
     MemoryQueries,
     ContextQueries,
+    PersonaQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

@@ -17,6 +17,7 @@ from gateway.core.records import (
 )
 from gateway.store.context import take_group_lines
 from gateway.store.memory import turn_memory
+from gateway.store.personas import chat_persona
 from gateway.store.sql import (
     Conn,
     QueriesBase,
@@ -77,8 +78,9 @@ class ConversationQueries(QueriesBase):
         context_since: float | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history, with `memory` the user's entries where this chat may use them, and
-        with `context_since` the group's unaddressed lines since then (taken: cleared).
+        carried), history, the chat's persona, with `memory` the user's entries where this chat
+        may use them, and with `context_since` the group's unaddressed lines since then (taken:
+        cleared).
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
@@ -126,7 +128,13 @@ class ConversationQueries(QueriesBase):
             if context_since is not None
             else []
         )
-        return OpenedTurn(session_id=session_id, history=history, memory=entries, context=lines)
+        return OpenedTurn(
+            session_id=session_id,
+            history=history,
+            memory=entries,
+            context=lines,
+            persona=await chat_persona(c, channel, chat_id),
+        )
 
     @query
     async def finish_chat_session(

@@ -615,6 +615,21 @@ _GROUP_CONTEXT = [
 ]
 
 
+_PERSONAS = [
+    """
+    create table chat_personas (
+        channel text not null,
+        chat_id text not null,
+        text text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    "alter table traces add column persona_hash text",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -655,6 +670,7 @@ MIGRATIONS: list[Migration] = [
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
     (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
     (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
+    (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),
 ]
 
 

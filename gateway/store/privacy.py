@@ -214,6 +214,10 @@ class PrivacyQueries(QueriesBase):
             "delete from group_lines where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
+            "delete from chat_personas where channel = ? and chat_id = ?", channel, user_id
+        )
+        await c.execute("update chat_personas set set_by = null where set_by = ?", subject)
+        await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )
         if meta_keys:
