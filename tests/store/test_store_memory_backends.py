@@ -49,3 +49,27 @@ async def test_group_lines_are_bounded_as_kept_and_taken_once(any_store: Store) 
         "telegram", "-1", "0", "q", inbox_id=None, context_since=0.0, **LIMITS
     )
     assert again.context == []
+
+
+async def test_retention_deletes_memory_and_group_lines_older_than_its_cutoff(
+    any_store: Store,
+) -> None:
+    await any_store.remember("telegram", "7", "old", limit_chars=1500, now=10.0)
+    await any_store.remember("telegram", "7", "new", limit_chars=1500, now=500.0)
+    for at, text in ((10.0, "old line"), (500.0, "new line")):
+        await any_store.keep_group_line(
+            "telegram",
+            "-1",
+            GroupLine(user_id="7", text=text),
+            tokens=3,
+            now=at,
+            max_lines=10,
+            max_tokens=100,
+            since=0.0,
+        )
+    await any_store.delete_old_sessions(100.0, 600.0)
+    assert [e.text for e in await any_store.memory_entries("telegram", "7")] == ["new"]
+    turn = await any_store.open_turn(
+        "telegram", "-1", "7", "q", inbox_id=None, context_since=0.0, **LIMITS
+    )
+    assert [line.text for line in turn.context] == ["new line"]
