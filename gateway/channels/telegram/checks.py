@@ -30,16 +30,6 @@ def delivery_fix(error: str) -> str:
     )
 
 
-PRIVACY_MODE = Check(
-    "telegram groups",
-    "warn",
-    "privacy mode is on: in groups the bot gets only messages addressed to it, so"
-    " SKILLGATE_GROUP_CONTEXT_MESSAGES has nothing to keep",
-    "in @BotFather: /mybots, your bot, Bot Settings, Group Privacy, Turn off; then remove the"
-    " bot from each group and add it again",
-)
-
-
 async def telegram_checks(settings: Settings, registered_secret: str | None) -> list[Check]:
     """getMe and getWebhookInfo; `registered_secret` is the fingerprint set-webhook stored."""
     try:
@@ -57,7 +47,16 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
         return [Check("telegram bot", "fail", str(exc), fix)]
     checks = [Check("telegram bot", "ok", me)]
     if settings.group_context_messages > 0 and not reads_groups:
-        checks.append(PRIVACY_MODE)
+        checks.append(
+            Check(
+                "telegram groups",
+                "warn",
+                "privacy mode is on: in groups the bot gets only messages addressed to it, so"
+                " SKILLGATE_GROUP_CONTEXT_MESSAGES has nothing to keep",
+                "in @BotFather: /mybots, your bot, Bot Settings, Group Privacy, Turn off; then"
+                " remove the bot from each group and add it again",
+            )
+        )
     if settings.telegram_polling:
         checks.append(_polling(info.url, info.pending_update_count))
         return checks
