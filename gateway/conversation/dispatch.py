@@ -2,7 +2,8 @@
 
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
-group only when said to the bot; then, in a group, only what is addressed to the bot;
+group only when said to the bot; then, in a group, only what is addressed to the bot (the
+rest is kept for the next question where group context is on, `context`);
 then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
 (admin commands go to the review chat); then a voice note, photo or document, read into the
 turn (or a notice, `attachments`; an album is answered once); then media without words (a
@@ -117,8 +118,9 @@ class Conversation:
         self.memory = MemoryCommands(memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
         self.context = GroupContext(context or ContextLimits(), store, clock)
-        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
         """A group's unaddressed lines, kept for its next question (when turned on)."""
+        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
+        """/persona: the chat's own persona, set by its admins."""
 
     @property
     def channel(self) -> str:
@@ -356,6 +358,6 @@ class Conversation:
             language=language,
             images=read.images if read is not None else [],
             attachments=read.attachments if read is not None else [],
-            memory=self.memory.memory is not None and message.chat.user_id is not None,
+            memory=self.memory.enabled and message.chat.user_id is not None,
             context_since=self.context.since(message.chat),
         )

@@ -86,6 +86,10 @@ class MemoryCommands:
         self.store = store
         self.clock = clock
 
+    @property
+    def enabled(self) -> bool:
+        return self.memory is not None
+
     async def remember(self, chat: ChatRef, text: str, texts: Texts) -> str:
         """/remember TEXT: what to tell the user."""
         user = chat.user_id

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.core.llm import LLM, Completion
-from gateway.core.memory import Memory, Remembered
+from gateway.core.memory import Memory, Remembered, clean
 from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
 from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
@@ -324,7 +324,7 @@ class Agent:
         user = ctx.chat.user_id
         if ctx.memory is None or self.memory is None or user is None:
             return "error: memory is not available in this chat"
-        if any(r.entry is not None and r.entry.text == text.strip() for r in ctx.remembered):
+        if any(r.entry is not None and r.entry.text == clean(text) for r in ctx.remembered):
             return "kept"  # a retried attempt of the same turn (history halved) asks again
         done = await self.memory.remember(ctx.chat.channel, user, text)
         if done.entry is None:
