@@ -83,6 +83,14 @@ async def test_the_remember_tool_keeps_an_entry_shows_it_and_never_feeds_synthes
             await chat.say("how are you?")
             assert NAME in fake_llm.system_prompt()
             await chat.press(chat.rating_data()[0])
+            key = "my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+            fake_llm.tool_call("remember", text=key)
+            fake_llm.reply("I can't keep that one.")
+            await chat.say(f"remember {key}")
+            assert fake_llm.requests[-1]["messages"][-1]["content"] == "error: not kept (secret)"
+            assert chat.texts()[-1] == "I can't keep that one."  # nothing shown as kept
+            kept = await chat.parts.store.memory_entries(chat.name, chat.user)
+            assert [e.text for e in kept] == [NAME]
             await chat.say("/remember I like tea")
             before = len(fake_llm.requests)
             await chat.parts.synthesizer.run()
