@@ -27,6 +27,7 @@ from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import by_name, configured_channels, polling
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
+from gateway.conversation.context import ContextLimits
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
@@ -34,6 +35,7 @@ from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
+from gateway.core.memory import Memory
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
@@ -89,6 +91,8 @@ class Parts:
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
     attachments: Attachments | None = None
     """Reads voice notes, photos and documents for every channel's conversation."""
+    memory: Memory | None = None
+    """Per-user memory (None when SKILLGATE_MEMORY is off)."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
     languages: Languages = field(init=False)
@@ -113,6 +117,13 @@ class Parts:
             limits=quota_limits(self.settings),
             alerts=self.tell_admins,
             prices=self.settings.prices(),
+            memory=self.memory,
+            context=ContextLimits(
+                messages=self.settings.group_context_messages,
+                tokens=self.settings.group_context_tokens,
+                seconds=self.settings.group_context_minutes * 60,
+            ),
+            known_secrets=self.settings.secrets(),
         )
         return Ports(
             intake=self.inbox,
@@ -254,7 +265,12 @@ async def open_parts(
         )
         model = llm or make_llm(settings)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
-        agent = Agent(store, model, catalog, config, clock=clock, vision=vision)
+        memory = (
+            Memory(store, known=settings.secrets(), clock=clock)
+            if settings.memory == "on"
+            else None
+        )
+        agent = Agent(store, model, catalog, config, clock=clock, vision=vision, memory=memory)
         synthesizer = Synthesizer(
             store,
             model,
@@ -282,6 +298,7 @@ async def open_parts(
     parts = Parts(
         settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
     )
+    parts.memory = memory
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
     return parts
 

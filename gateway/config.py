@@ -201,6 +201,19 @@ class Settings(BaseSettings):
     daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
     retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
     """Conversations last active longer ago than this are deleted; 0 keeps them."""
+    # Per-user memory, group context and per-chat personas.
+    memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
+    """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
+    group_context_messages: int = Field(
+        0, ge=0, le=200, validation_alias="SKILLGATE_GROUP_CONTEXT_MESSAGES"
+    )
+    """A group's last unaddressed messages that go with its next question; 0: none kept."""
+    group_context_tokens: int = Field(
+        1500, ge=50, le=100_000, validation_alias="SKILLGATE_GROUP_CONTEXT_TOKENS"
+    )
+    group_context_minutes: float = Field(
+        120.0, gt=0, le=10_080, validation_alias="SKILLGATE_GROUP_CONTEXT_MINUTES"
+    )
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 

@@ -142,6 +142,23 @@ async def users(request: web.Request) -> web.Response:
     return await page(request, "users.html", active="users", channels=channel_names(), done=None)
 
 
+async def memory(request: web.Request) -> web.Response:
+    """What one user asked the bot to remember (/remember, the model's `remember` tool)."""
+    ref = user_ref(request.query.get("channel"), request.query.get("user"))
+    if ref is None:
+        return await refuse(request, 400, "Not a user", "Choose a channel and give a user id.")
+    entries = await request.config_dict[STORE].memory_entries(*ref)
+    return await page(
+        request,
+        "users.html",
+        active="users",
+        channels=channel_names(),
+        done=None,
+        who=ref,
+        memory=entries,
+    )
+
+
 async def export(request: web.Request) -> web.StreamResponse:
     """One user's stored data as a JSON download."""
     ref = user_ref(request.query.get("channel"), request.query.get("user"))
@@ -181,4 +198,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/usage", usage)
     app.router.add_get("/users", users)
     app.router.add_get("/users/export", export)
+    app.router.add_get("/users/memory", memory)
     app.router.add_post("/users/forget", forget_user)

@@ -2,7 +2,8 @@
 
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
-group only when said to the bot; then, in a group, only what is addressed to the bot;
+group only when said to the bot; then, in a group, only what is addressed to the bot (the
+rest is kept for the next question where group context is on, `context`);
 then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
 (admin commands go to the review chat); then a voice note, photo or document, read into the
 turn (or a notice, `attachments`; an album is answered once); then media without words (a
@@ -14,13 +15,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gateway.conversation.attachments import Attachments, Read, readable
 from gateway.conversation.content import album_key, words
+from gateway.conversation.context import ContextLimits, GroupContext
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
 from gateway.conversation.language import Languages, pressed
+from gateway.conversation.memory import (
+    MEMORY_COMMAND,
+    REMEMBER_COMMAND,
+    MemoryCommands,
+    remembered_text,
+)
 from gateway.conversation.models import Greeting, Message, Press, Profile
+from gateway.conversation.persona import PERSONA_COMMAND, Personas
 from gateway.conversation.ports import (
     ConversationStore,
     Counts,
@@ -39,6 +48,7 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
+from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
@@ -50,6 +60,9 @@ COMMANDS = (
     ("help", N_("How to talk to me and rate my answers")),
     ("new", N_("Start a new conversation")),
     ("language", N_("Choose the language I write in")),
+    REMEMBER_COMMAND,
+    MEMORY_COMMAND,
+    PERSONA_COMMAND,
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
@@ -81,6 +94,9 @@ class Conversation:
         limits: Limits | None = None,
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        memory: Memory | None = None,
+        context: ContextLimits | None = None,
+        known_secrets: Sequence[str] = (),
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -99,6 +115,12 @@ class Conversation:
         kept = attachments.limits.keep_dir if attachments is not None else None
         self.privacy = Privacy(profile, store, clock, media=kept)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
+        self.memory = MemoryCommands(memory, store, clock)
+        """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
+        self.context = GroupContext(context or ContextLimits(), store, clock)
+        """A group's unaddressed lines, kept for its next question (when turned on)."""
+        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
+        """/persona: the chat's own persona, set by its admins."""
 
     @property
     def channel(self) -> str:
@@ -113,7 +135,10 @@ class Conversation:
             log.info("%s: an edited message is not answered again", self.profile.who)
             return
         if chat.is_group and not message.addressed:
-            return  # in a group, only what is said to the bot (an answer to its question too)
+            # In a group, only what is said to the bot is answered (an answer to its
+            # question too); the rest is kept as context only where that is turned on.
+            await self.context.keep(message)
+            return
         out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
@@ -134,7 +159,7 @@ class Conversation:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(texts(dialect.text_only))
             return
-        await self.answer(_incoming(message, text, texts.language), out)
+        await self.answer(self._incoming(message, text, texts.language), out)
 
     async def _with_attachment(self, message: Message, out: Responder) -> None:
         """Read the attachment into the turn, or say why not; an album is answered once."""
@@ -148,7 +173,7 @@ class Conversation:
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
         else:
-            await self.answer(_incoming(message, read.text, out.texts.language, read), out)
+            await self.answer(self._incoming(message, read.text, out.texts.language, read), out)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
 
@@ -265,6 +290,13 @@ class Conversation:
         elif command == "new":
             await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
             text = texts(dialect.new)
+        elif command in (REMEMBER_COMMAND[0], MEMORY_COMMAND[0]):
+            run = self.memory.remember if command == REMEMBER_COMMAND[0] else self.memory.command
+            # In a group the notice answers the sender's own message: it is about them.
+            await out.notice(await run(chat, argument(message.text), texts), quote=chat.is_group)
+            return
+        elif command == PERSONA_COMMAND[0]:
+            text = await self.personas.command(chat, argument(message.text), texts, out)
         elif command == "language":
             said = await self.languages.command(chat, argument(message.text), texts, out)
             out.texts, text, buttons = said
@@ -300,6 +332,9 @@ class Conversation:
             await self.store.set_platform_ids(reply.message_id, ids)
         reply.delivered_ids = ids
         self._count(reply, time.monotonic() - started)
+        for entry in reply.remembered:  # the model kept a note: the user sees what
+            dropped, reply.memory_dropped = reply.memory_dropped, 0
+            await out.notice(remembered_text(out.texts, entry, dropped), quote=True)
         return reply
 
     def _count(self, reply: Reply, seconds: float) -> None:
@@ -309,18 +344,20 @@ class Conversation:
         failed = reply.kind == "error"
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
 
-
-def _incoming(
-    message: Message, text: str, language: str, read: Read | None = None
-) -> IncomingMessage:
-    """The turn for the agent: the words, and what was read of an attachment."""
-    return IncomingMessage(
-        chat=message.chat,
-        text=text,
-        user_name=message.user_name,
-        platform_message_id=message.message_id,
-        inbox_id=message.inbox_id,
-        language=language,
-        images=read.images if read is not None else [],
-        attachments=read.attachments if read is not None else [],
-    )
+    def _incoming(
+        self, message: Message, text: str, language: str, read: Read | None = None
+    ) -> IncomingMessage:
+        """The turn for the agent: the words, what was read of an attachment, and whether the
+        sender's memory may be used (the store checks a group's opt-in)."""
+        return IncomingMessage(
+            chat=message.chat,
+            text=text,
+            user_name=message.user_name,
+            platform_message_id=message.message_id,
+            inbox_id=message.inbox_id,
+            language=language,
+            images=read.images if read is not None else [],
+            attachments=read.attachments if read is not None else [],
+            memory=self.memory.enabled and message.chat.user_id is not None,
+            context_since=self.context.since(message.chat),
+        )

@@ -90,6 +90,9 @@ class FencedResponder:
     async def reviewer_name(self) -> str | None:
         return await self.out.reviewer_name()
 
+    async def is_chat_admin(self) -> bool:
+        return await self.out.is_chat_admin()  # a read: nothing is said
+
     def cards_per_listing(self, pending: int) -> int:
         return self.out.cards_per_listing(pending)
 

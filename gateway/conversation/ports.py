@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from gateway.conversation.context import ContextStore
 from gateway.conversation.language import LanguageStore
+from gateway.conversation.memory import MemoryCommandStore
+from gateway.conversation.persona import PersonaStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
@@ -88,6 +91,11 @@ class Responder(Protocol):
         """How the user who pressed is shown on cards."""
         ...
 
+    async def is_chat_admin(self) -> bool:
+        """Whether the sender administers this group on the platform (Telegram asks
+        getChatMember); False where the platform does not say (LINE) or cannot tell now."""
+        ...
+
     def cards_per_listing(self, pending: int) -> int:
         """How many of `pending` proposal cards one /proposals shows."""
         ...
@@ -136,7 +144,16 @@ class ForgetStore(Protocol):
 
 
 class ConversationStore(
-    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+    CardSource,
+    CardLedger,
+    ContextStore,
+    LanguageStore,
+    MemoryCommandStore,
+    PersonaStore,
+    QuotaStore,
+    ForgetStore,
+    UsageSource,
+    Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
 

@@ -7,13 +7,21 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.core.llm import LLM, Completion
-from gateway.core.models import IncomingMessage, Reply, rating_buttons
+from gateway.core.memory import Memory, Remembered, clean
+from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
+from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
-from gateway.core.prompt import build_messages, load_skill_tool
+from gateway.core.prompt import (
+    REMEMBER_TOOL,
+    build_messages,
+    group_context,
+    load_skill_tool,
+    memory_section,
+)
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
 from gateway.core.vision import NO_VISION, VisionPolicy
@@ -48,6 +56,24 @@ class AgentConfig:
     """The holdout share of a skill whose comparison lags (at least `skill_holdout`)."""
 
 
+@dataclass
+class TurnContext:
+    """What one turn knows of its chat and user beyond the history, and what it kept."""
+
+    chat: ChatRef
+    memory: list[str] | None = None
+    """The user's memory entries; None where this turn has no memory (no `remember` tool)."""
+    remembered: list[Remembered] = field(default_factory=list)
+    context: str = ""
+    """The group's unaddressed lines since the bot last answered there, fenced."""
+    persona: str | None = None
+    """The chat's own persona, after the operator's."""
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return (persona_section(self.persona), memory_section(self.memory))
+
+
 class Agent:
     """Channel-neutral: finds the session, builds the prompt, calls the model, stores the answer."""
 
@@ -61,6 +87,7 @@ class Agent:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         vision: VisionPolicy | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -70,6 +97,8 @@ class Agent:
         self.rng = rng or random.Random()
         self.vision = vision
         """Told when the model refuses images, so that `auto` stops sending them."""
+        self.memory = memory
+        """Per-user memory (the `remember` tool); None when SKILLGATE_MEMORY is off."""
 
     async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back.
@@ -91,12 +120,18 @@ class Agent:
             exclude_kinds=("error",),
             platform_message_id=incoming.platform_message_id,
             attachments=incoming.attachments,
+            memory=incoming.memory and self.memory is not None,
+            in_group=chat.is_group,
+            context_since=incoming.context_since,
         )
         if turn.answer is not None:
             return _reply(turn.answer)
+        context = TurnContext(
+            chat, memory=turn.memory, context=group_context(turn.context), persona=turn.persona
+        )
         try:
             text, kind, trace = await self._think(
-                incoming.text, turn.history, partial, incoming.images
+                incoming.text, turn.history, partial, incoming.images, context
             )
         finally:
             if partial is not None:
@@ -111,7 +146,14 @@ class Agent:
             trace=trace,
             user_id=chat.user_id,
         )
-        return _reply(answer)
+        reply = _reply(answer)
+        if context.remembered:
+            # The words of a turn that wrote memory never become synthesis evidence.
+            asked = [m.id for m in turn.history if m.role == "user"][-1:]
+            await self.store.withhold_messages([*asked, answer.id])
+            reply.remembered = [r.entry.text for r in context.remembered if r.entry]
+            reply.memory_dropped = sum(r.dropped for r in context.remembered)
+        return reply
 
     async def _think(
         self,
@@ -119,22 +161,33 @@ class Agent:
         history: list[MessageRecord],
         partial: PartialText | None = None,
         images: list[str] | None = None,
+        context: TurnContext | None = None,
     ) -> tuple[str, Any, Trace]:
-        """Run the model, with load_skill tool rounds; never raises for model failures."""
+        """Run the model, with tool rounds (load_skill, remember); never raises for model
+        failures."""
         started = time.monotonic()
         budget = self.config.skill_index_tokens
         offered, section = self.skills.offer(query, budget)
         withheld = self._hold_out(offered)
         if withheld:
             offered, section = self.skills.offer(query, budget, exclude=withheld)
-        trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
+        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
+        trace = Trace(
+            skills_offered=offered,
+            skills_withheld=withheld,
+            model=self.llm.model,
+            persona_hash=persona_hash(self.config.persona, ctx.persona),
+        )
         history_tokens = self.config.history_tokens
         shown = list(images or [])
+        persona, sections, lines = self.config.persona, ctx.sections, ctx.context
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
-            messages = build_messages(self.config.persona, section, history, budget, shown)
+            messages = build_messages(
+                persona, section, history, budget, shown, sections=sections, context=lines
+            )
             try:
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await self._rounds(messages, offered, trace, started, partial, ctx)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -143,8 +196,10 @@ class Agent:
                 if not query.strip():
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
-                messages = build_messages(self.config.persona, section, history, budget)
-                return await self._rounds(messages, offered, trace, started, partial)
+                messages = build_messages(
+                    persona, section, history, budget, sections=sections, context=lines
+                )
+                return await self._rounds(messages, offered, trace, started, partial, ctx)
 
         try:
             try:
@@ -173,9 +228,13 @@ class Agent:
         trace: Trace,
         started: float,
         partial: PartialText | None,
+        ctx: TurnContext,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
-        tools = [load_skill_tool(offered)] if offered else None
+        offer = [load_skill_tool(offered)] if offered else []
+        if ctx.memory is not None and self.memory is not None:
+            offer.append(REMEMBER_TOOL)
+        tools = offer or None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
             completion = await self.llm.complete(
@@ -192,9 +251,8 @@ class Agent:
             messages.append(_assistant_tool_message(completion))
             for call in completion.tool_calls:
                 trace.tools_used.append(call.name)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": self._tool(call, trace)}
-                )
+                result = await self._tool(call, trace, ctx)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise AssertionError("unreachable: the last round has no tools")
 
     def _answer(
@@ -246,8 +304,10 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    def _tool(self, call: Any, trace: Trace) -> str:
+    async def _tool(self, call: Any, trace: Trace, ctx: TurnContext) -> str:
         """Run one tool call and return its result text for the model."""
+        if call.name == "remember":
+            return await self._remember(str(call.args().get("text", "")), ctx)
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"
         name = str(call.args().get("name", ""))
@@ -258,6 +318,20 @@ class Agent:
         if name not in trace.skills_loaded:
             trace.skills_loaded.append(name)
         return body
+
+    async def _remember(self, text: str, ctx: TurnContext) -> str:
+        """The `remember` tool: kept under the same rules as /remember, and shown to the user."""
+        user = ctx.chat.user_id
+        if ctx.memory is None or self.memory is None or user is None:
+            return "error: memory is not available in this chat"
+        if any(r.entry is not None and r.entry.text == clean(text) for r in ctx.remembered):
+            return "kept"  # a retried attempt of the same turn (history halved) asks again
+        done = await self.memory.remember(ctx.chat.channel, user, text)
+        if done.entry is None:
+            return f"error: not kept ({done.refused})"
+        ctx.remembered.append(done)
+        ctx.memory.append(done.entry.text)
+        return "kept; the person is shown the note"
 
 
 def _finish(trace: Trace, started: float, *, completed: bool = True) -> Trace:

@@ -26,7 +26,12 @@ class ConversationStore(Protocol):
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
         attachments: Sequence[AttachmentRecord] = (),
+        memory: bool = False,
+        in_group: bool = False,
+        context_since: float | None = None,
     ) -> OpenedTurn: ...
+
+    async def withhold_messages(self, message_ids: Sequence[int]) -> None: ...
 
     async def set_attachments_sent(
         self, message_id: int, kind: str, sent_as: str, note: str | None

@@ -60,12 +60,26 @@ class MessageRecord(BaseModel):
     attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
+class GroupLine(BaseModel):
+    """A group message not addressed to the bot, kept until the bot is next addressed there."""
+
+    user_id: str | None = None
+    user_name: str | None = None
+    text: str
+
+
 class OpenedTurn(BaseModel):
     """A turn's start: its session and history, or the answer an earlier attempt stored."""
 
     session_id: int
     history: list[MessageRecord] = Field(default_factory=list)
     answer: MessageRecord | None = None
+    memory: list[str] | None = None
+    """The user's memory entries, oldest first; None where this turn has no memory."""
+    context: list[GroupLine] = Field(default_factory=list)
+    """The group's unaddressed messages since the bot last answered there (now cleared)."""
+    persona: str | None = None
+    """The chat's own persona (/persona), if its admins set one."""
 
 
 class Trace(BaseModel):
@@ -85,6 +99,8 @@ class Trace(BaseModel):
     model: str | None = None
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
+    persona_hash: str | None = None
+    """The persona the answer was made under (the operator's and the chat's), hashed."""
 
 
 class FeedbackRecord(BaseModel):
@@ -214,6 +230,8 @@ class Forgotten(BaseModel):
     messages: int = 0
     feedback: int = 0
     updates: int = 0
+    memory: int = 0
+    """Memory entries (`/remember`)."""
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
 

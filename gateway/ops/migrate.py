@@ -48,6 +48,10 @@ TABLES = (
     "deleted_sessions",
     "chat_languages",
     "user_languages",
+    "user_memory",
+    "memory_opt_ins",
+    "group_lines",
+    "chat_personas",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

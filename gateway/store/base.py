@@ -13,10 +13,13 @@ from typing import Self
 from gateway.errors import StoreError
 from gateway.store.cards import CardQueries
 from gateway.store.console import ConsoleQueries
+from gateway.store.context import ContextQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
+from gateway.store.memory import MemoryQueries
+from gateway.store.personas import PersonaQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
@@ -40,6 +43,9 @@ class Store(
     UsageQueries,
     PrivacyQueries,
     LanguageQueries,
+    MemoryQueries,
+    ContextQueries,
+    PersonaQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

@@ -15,6 +15,9 @@ from gateway.core.records import (
     SessionRecord,
     Trace,
 )
+from gateway.store.context import take_group_lines
+from gateway.store.memory import turn_memory
+from gateway.store.personas import chat_persona
 from gateway.store.sql import (
     Conn,
     QueriesBase,
@@ -70,9 +73,14 @@ class ConversationQueries(QueriesBase):
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
         attachments: Sequence[AttachmentRecord] = (),
+        memory: bool = False,
+        in_group: bool = False,
+        context_since: float | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history.
+        carried), history, the chat's persona, with `memory` the user's entries where this chat
+        may use them, and with `context_since` the group's unaddressed lines since then (taken:
+        cleared).
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
@@ -112,7 +120,21 @@ class ConversationQueries(QueriesBase):
                     message.id,
                 )
         history = await _history(c, session_id, history_limit, exclude_kinds)
-        return OpenedTurn(session_id=session_id, history=history)
+        entries = (
+            await turn_memory(c, channel, chat_id, user_id, in_group=in_group) if memory else None
+        )
+        lines = (
+            await take_group_lines(c, channel, chat_id, context_since)
+            if context_since is not None
+            else []
+        )
+        return OpenedTurn(
+            session_id=session_id,
+            history=history,
+            memory=entries,
+            context=lines,
+            persona=await chat_persona(c, channel, chat_id),
+        )
 
     @query
     async def finish_chat_session(

@@ -573,6 +573,63 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+_MEMORY = [
+    """
+    create table user_memory (
+        id {id},
+        channel text not null,
+        user_id text not null,
+        text text not null,
+        created_at {time} not null
+    )
+    """,
+    "create index user_memory_owner on user_memory (channel, user_id, id)",
+    """
+    create table memory_opt_ins (
+        channel text not null,
+        chat_id text not null,
+        user_id text not null,
+        created_at {time} not null,
+        primary key (channel, chat_id, user_id)
+    )
+    """,
+    # A turn that wrote a memory entry is kept out of synthesis evidence.
+    "alter table messages add column withheld integer not null default 0",
+]
+
+
+_GROUP_CONTEXT = [
+    """
+    create table group_lines (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text,
+        user_name text,
+        text text not null,
+        tokens integer not null,
+        created_at {time} not null
+    )
+    """,
+    "create index group_lines_chat on group_lines (channel, chat_id, id)",
+]
+
+
+_PERSONAS = [
+    """
+    create table chat_personas (
+        channel text not null,
+        chat_id text not null,
+        text text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    "alter table traces add column persona_hash text",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -611,6 +668,9 @@ MIGRATIONS: list[Migration] = [
     ),
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
+    (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
+    (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
+    (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),
 ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.core.records import DeletedSession, DeleteReason, Forgotten
+from gateway.store.memory import delete_user_memory
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 
 BATCH = 500
@@ -128,6 +129,9 @@ class PrivacyQueries(QueriesBase):
             )
         ]
         await c.execute("delete from awaiting where expires_at < ?", before)
+        # Memory is kept by user, not session: an entry older than the cutoff goes by its age.
+        await c.execute("delete from user_memory where created_at < ?", before)
+        await c.execute("delete from group_lines where created_at < ?", before)
         files: list[str] = []
         sessions, messages = await _delete_sessions(c, ids, "retention", at, files)
         return sessions, messages, files
@@ -205,6 +209,14 @@ class PrivacyQueries(QueriesBase):
             user_id,
         )
         await c.execute("delete from reviewer_names where decider = ?", subject)
+        done.memory = await delete_user_memory(c, channel, user_id)
+        await c.execute(
+            "delete from group_lines where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
+            "delete from chat_personas where channel = ? and chat_id = ?", channel, user_id
+        )
+        await c.execute("update chat_personas set set_by = null where set_by = ?", subject)
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )
@@ -283,6 +295,12 @@ class PrivacyQueries(QueriesBase):
             user_id,
             user_id,
         )
+        memory = await c.fetch(
+            "select text, created_at from user_memory where channel = ? and user_id = ?"
+            " order by id",
+            channel,
+            user_id,
+        )
         for t in traces:
             decode_json_fields(t, "skills_loaded")
             t["tokens_known"] = bool(t["tokens_known"])
@@ -297,6 +315,7 @@ class PrivacyQueries(QueriesBase):
             "awaiting": awaiting,
             "daily_counts": counts,
             "language": {"as_the_platform_says": languages, "chosen": chosen},
+            "memory": memory,
         }
 
     @query

@@ -63,7 +63,7 @@ class SynthesisQueries(QueriesBase):
             "select m.id, m.session_id, m.role, m.text, m.kind, t.skills_loaded,"
             " t.tools_used, t.completed, t.error from messages m left join traces t"
             f" on t.message_id = m.id where m.session_id in ({marks(ids)})"
-            " and m.unsent_at is null order by m.session_id, m.id",
+            " and m.unsent_at is null and m.withheld = 0 order by m.session_id, m.id",
             *ids,
         ):
             sessions[r["session_id"]].turns.append(

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gateway.core.fence import TAG, fence
 from gateway.core.records import SessionEvidence, Turn
 from gateway.core.tokens import estimate_tokens
-from gateway.synthesis.fence import TAG, fence
 
 MAX_TURN_CHARS = 1200
 MAX_COMMENT_CHARS = 500

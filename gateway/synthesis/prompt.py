@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from gateway.core.fence import TAG, fence_rule
 from gateway.review.proposals import Proposal, Rejection
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.selection import render_index
 from gateway.synthesis.evidence import Batch
-from gateway.synthesis.fence import TAG, fence_rule
 
 SKILL_LIST_TOKENS = 1500
 MAX_TARGETS = 3

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from gateway.core.secrets import find_secret
 from gateway.errors import SkillError
 from gateway.review.proposals import Candidate, Claim, Proposal, Rejection
 from gateway.skills.library import (
@@ -23,7 +24,6 @@ from gateway.skills.library import (
 from gateway.skills.live import LiveSkill
 from gateway.synthesis.answer import ProposalDraft
 from gateway.synthesis.sameness import Known, SameClaim, SameClaimConfig
-from gateway.synthesis.secrets import find_secret
 from gateway.synthesis.similarity import body_hash, change_text
 
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)

@@ -33,6 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gateway.core.embeddings import Embedder
+from gateway.core.fence import new_tag
 from gateway.core.llm import LLM
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.review.proposals import Proposal
@@ -48,7 +49,6 @@ from gateway.skills.effect import (
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import SynthesisAnswer, parse_answer
 from gateway.synthesis.evidence import Batch, batches
-from gateway.synthesis.fence import new_tag
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import build_messages
 from gateway.synthesis.retire import propose_retirements

@@ -221,7 +221,16 @@ async def test_a_request_without_the_cookie_or_with_a_bad_csrf_token_is_refused(
     assert not (gw.skills_dir / "chat-brevity" / "SKILL.md").exists()
 
 
-PAGES = ("proposals", "skills", "feedback", "conversations", "runs", "usage", "users")
+PAGES = (
+    "proposals",
+    "skills",
+    "feedback",
+    "conversations",
+    "runs",
+    "usage",
+    "users",
+    "personas",
+)
 
 
 async def tabs_in_sight(page: Page, width: int) -> None:

@@ -114,7 +114,13 @@ class TelegramDriver:
         if group and addressed:
             entities = [{"type": "mention", "offset": 0, "length": len("@skillgate_test_bot")}]
         update = make_text_update(
-            next(_ids), text, chat_id=chat, user_id=uid, chat_type=kind, entities=entities
+            next(_ids),
+            text,
+            chat_id=chat,
+            user_id=uid,
+            chat_type=kind,
+            entities=entities,
+            first_name="Bob" if str(uid) == self.other else "Alice",
         )
         await self._post(update)
 
@@ -262,3 +268,15 @@ async def line_driver_rig(
 
 RIGS: dict[str, Rig] = {"telegram": telegram_rig, "line": line_driver_rig}
 DRIVERS = tuple(RIGS)
+
+
+def running(
+    name: str,
+    make_settings: MakeSettings,
+    llm: FakeOpenAI,
+    *,
+    only_other: bool = False,
+    **settings: Any,
+) -> AbstractAsyncContextManager[Driver]:
+    """The gateway with the named platform only, driven through its fake (see `Rig`)."""
+    return RIGS[name](make_settings, llm, only_other=only_other, **settings)

@@ -35,7 +35,7 @@ ALLOWED = {
     " with each platform's checks (its `setup` module); a platform from another package is"
     " set up by its own settings",
     "cli/init.py": "the flags of `skillgate init --non-interactive`, the same interview",
-    "synthesis/secrets.py": "a proposed skill is screened for every known kind of token,"
+    "core/secrets.py": "a proposed skill is screened for every known kind of token,"
     " whichever platforms are installed (detect-secrets' Telegram detector among them)",
 }
 """Files or folders (ending in /) that may name a platform, and why."""

@@ -251,6 +251,10 @@ class FakeTelegramAPI:
         self.token = token
         self.bot_username = bot_username
         self.bot_id = bot_id
+        self.reads_group_messages = False
+        self.chat_admins: dict[int, set[int]] = {}
+        """Who administers each group (getChatMember says "administrator"); others are members."""
+        """getMe's can_read_all_group_messages: False while privacy mode is on."""
         self.base_url = ""
         self.calls: list[Call] = []
         self.unknown_calls: list[Call] = []
@@ -281,6 +285,7 @@ class FakeTelegramAPI:
         self._runner: web.AppRunner | None = None
         self._handlers = {
             "getMe": self._get_me,
+            "getChatMember": self._get_chat_member,
             "sendMessage": self._send_message,
             "sendMessageDraft": self._send_message_draft,
             "sendChatAction": self._send_chat_action,
@@ -337,7 +342,7 @@ class FakeTelegramAPI:
             "first_name": "Test Bot",
             "username": self.bot_username,
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.reads_group_messages,
             "supports_inline_queries": False,
         }
 
@@ -556,6 +561,28 @@ class FakeTelegramAPI:
 
     def _get_me(self, call: Call) -> dict[str, Any]:
         return self.bot_user
+
+    def _get_chat_member(self, call: Call) -> dict[str, Any]:
+        chat_id = int(self._require(call.params, "chat_id"))
+        user_id = int(self._require(call.params, "user_id"))
+        user = _user_json(user_id, None, "Member")
+        if user_id not in self.chat_admins.get(chat_id, set()):
+            return {"status": "member", "user": user}
+        flags = (
+            "can_be_edited",
+            "is_anonymous",
+            "can_manage_chat",
+            "can_delete_messages",
+            "can_manage_video_chats",
+            "can_restrict_members",
+            "can_promote_members",
+            "can_change_info",
+            "can_invite_users",
+            "can_post_stories",
+            "can_edit_stories",
+            "can_delete_stories",
+        )
+        return {"status": "administrator", "user": user, **dict.fromkeys(flags, False)}
 
     def _send_message(self, call: Call) -> dict[str, Any]:
         text = self._check_text(call.params)

@@ -162,6 +162,9 @@ class LineResponder:
             return None
         return self._name or await self.client.display_name(self.chat.user_id)
 
+    async def is_chat_admin(self) -> bool:
+        return False  # LINE names no group admins to bots: Skillgate's own admins decide
+
     def cards_per_listing(self, pending: int) -> int:
         # One batch of five messages: with more waiting, the last one says so.
         return MAX_CARDS_SHOWN if pending <= MAX_CARDS_SHOWN else MAX_CARDS_SHOWN - 1

@@ -99,6 +99,9 @@ class LoopResponder:
     def cards_per_listing(self, pending: int) -> int:
         return pending
 
+    async def is_chat_admin(self) -> bool:
+        return False  # a loopback chat names no group admins: Skillgate's own admins decide
+
     async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
         ids: list[str | None] = [await self._say(card.title()) for card in cards]
         if more:
