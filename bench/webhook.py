@@ -6,9 +6,12 @@ POSTs; a fake model (zero latency unless --model-latency) and a fake Bot API run
 more processes, all on loopback. Latency is from the POST being sent to the answer's
 sendMessage arriving at the fake Bot API (matched by a key in the text the model echoes).
 Every round runs each contender in turn (bare, ptb, aiogram, skillgate, bare, ...), first at a
-fixed rate, then flat out; the tables give per-round medians with their range and the ratios. Run:
+fixed rate, then flat out; the tables give per-round medians with their range and the ratios.
+`postgres` and `replicas` are Skillgate on PostgreSQL, one process and two sharing one
+database (webhooks alternate between them), on a server of their own (`bench.pg`). Run:
 
     python -m bench.webhook [--rounds 3] [--rate 150] [--write]
+    python -m bench.webhook --only skillgate,postgres,replicas   # PostgreSQL beside SQLite
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bench import floor
+from bench import floor, pg
 from bench.loadgen import Answers, Batch, Poster, make_batch
 from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
 from bench.report import (
@@ -38,7 +41,7 @@ from bench.report import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-webhook-secret"
-CONTENDERS = ("bare", "ptb", "aiogram", "skillgate", "quotas")
+CONTENDERS = ("bare", "ptb", "aiogram", "skillgate", "quotas", *pg.CONTENDERS)
 DEFAULT_CONTENDERS = "bare,ptb,aiogram,skillgate"
 LABELS = {
     "bare": "bare aiohttp (limit)",
@@ -46,6 +49,7 @@ LABELS = {
     "aiogram": "aiogram 3 bot",
     "skillgate": "skillgate serve",
     "quotas": "skillgate serve, daily limits on",
+    **pg.LABELS,
 }
 QUOTAS = {
     # Every limit on and never reached: each answer is admitted and spent in the database.
@@ -98,10 +102,13 @@ class Results:
 class Rig:
     """The fakes and the contenders, as child processes."""
 
-    def __init__(self, tmp: Path, lean: bool, delay: float = 0.0) -> None:
+    def __init__(
+        self, tmp: Path, lean: bool, delay: float = 0.0, postgres: pg.Server | None = None
+    ) -> None:
         self.tmp = tmp
         self.children: dict[str, Child] = {}
-        self.urls: dict[str, str] = {}
+        self.urls: dict[str, list[str]] = {}
+        self.postgres = postgres
         api_args = ["telegram", "--lean"] if lean else ["telegram"]
         self.api = self._spawn("fake-bot-api", "bench.fakes", *api_args)
         self.llm = self._spawn("fake-model", "bench.fakes", "openai", "--delay", str(delay))
@@ -119,18 +126,27 @@ class Rig:
         common = ["--llm", self.llm_url, "--api", self.api_url, "--token", self.token]
         for name in names:
             port = free_port()
-            self.urls[name] = f"http://127.0.0.1:{port}/webhook/telegram"
-            if name in ("skillgate", "quotas"):
-                child = self._skillgate(name, port)
+            self.urls[name] = [f"http://127.0.0.1:{port}/webhook/telegram"]
+            if name in ("skillgate", "quotas", *pg.CONTENDERS):
+                database = None
+                if name in pg.CONTENDERS:
+                    assert self.postgres is not None
+                    database = await self.postgres.database(f"bench_{name}")
+                child = self._skillgate(name, port, database)
                 await wait_healthy(f"http://127.0.0.1:{port}/healthz", child)
+                if name == "replicas":  # the second, on the same database and data dir
+                    second = free_port()
+                    self.urls[name].append(f"http://127.0.0.1:{second}/webhook/telegram")
+                    child = self._skillgate(f"{name}#2", second, database)
+                    await wait_healthy(f"http://127.0.0.1:{second}/healthz", child)
             else:
                 module = f"bench.{name}_bot"
                 child = self._spawn(name, module, *common, "--secret", SECRET, "--port", str(port))
                 child.ready_line()
 
-    def _skillgate(self, name: str, port: int) -> Child:
+    def _skillgate(self, name: str, port: int, database: str | None = None) -> Child:
         settings = {
-            "SKILLGATE_DATA_DIR": str(self.tmp / f"{name}-data"),
+            "SKILLGATE_DATA_DIR": str(self.tmp / f"{name.split('#')[0]}-data"),
             "TELEGRAM_BOT_TOKEN": self.token,
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
             "TELEGRAM_API_BASE_URL": self.api_url,
@@ -141,13 +157,20 @@ class Rig:
         }
         if name == "quotas":
             settings |= QUOTAS
+        if database is not None:
+            settings["SKILLGATE_DATABASE_URL"] = database
         child = skillgate_serve(name, port, settings, self.tmp)
         self.children[name] = child
         return child
 
     def cpu(self) -> dict[str, float]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        times = {name: child.cpu() for name, child in self.children.items()}
+        times: dict[str, float] = {}
+        for name, child in self.children.items():  # "replicas#2" counts as "replicas"
+            group = name.split("#")[0]
+            times[group] = times.get(group, 0.0) + child.cpu()
+        if self.postgres is not None:
+            times[pg.SERVER] = self.postgres.cpu()
         times["load generator"] = usage.ru_utime + usage.ru_stime
         times["machine"] = machine_busy_seconds()
         return times
@@ -155,6 +178,8 @@ class Rig:
     def stop(self) -> None:
         for child in reversed(self.children.values()):
             child.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
 
 
 async def run_phase(
@@ -189,7 +214,8 @@ async def run_phase(
 
 async def run(args: argparse.Namespace, tmp: Path) -> Results:
     names = [n for n in CONTENDERS if n in args.only.split(",")]
-    rig = Rig(tmp, args.fake_api == "lean", args.model_latency)
+    postgres = pg.Server(args.postgres) if set(names) & set(pg.CONTENDERS) else None
+    rig = Rig(tmp, args.fake_api == "lean", args.model_latency, postgres)
     results = Results({n: [] for n in names}, {n: [] for n in names})
     phase_no, update_id = 0, 1
 
@@ -340,6 +366,14 @@ def render(results: Results, args: argparse.Namespace) -> str:
     ]
     if "skillgate" in names:
         lines += ["", targets(results, names)]
+    if "skillgate" in names and set(names) & set(pg.CONTENDERS):
+        lines += [
+            "",
+            "PostgreSQL beside SQLite, flat out (per-round medians, range in brackets); the "
+            "server's CPU is that of its own processes during the phase.",
+            "",
+            pg.render(results.flat),
+        ]
     if results.steps:
         lines += [
             "",
@@ -409,6 +443,10 @@ def main() -> None:
     parser.add_argument("--fake-api", choices=["recording", "lean"], default="recording")
     parser.add_argument(
         "--model-latency", type=float, default=0.0, help="seconds the fake model takes per answer"
+    )
+    parser.add_argument(
+        "--postgres",
+        help="a PostgreSQL server URL for the postgres contenders (default: start one)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
     parser.add_argument("--profile", type=Path, help="py-spy every contender into this folder")
