@@ -5,7 +5,7 @@ CPU time per call, so the gap between the bare limit and a bot built on the offi
 clients can be read step by step. On its own, a quick look at one step:
 
     python -m bench.floor model [--rounds 5] [--calls 300]   # the model call, bare and ours
-    python -m bench.floor store                               # the store's five calls
+    python -m bench.floor store [--postgres URL]              # the store's five calls
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from gateway.core.llm import OpenAIChat
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.records import Trace
 from gateway.store import SqliteStore
+from gateway.store.postgres import PostgresStore
 from tests.fakes.telegram_api import make_text_update
 
 Step = Callable[[int], Awaitable[Any]]
@@ -104,10 +105,11 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
     return rows
 
 
-async def store_turn(calls: int) -> float:
-    """CPU ms of the five store calls one answered update makes."""
+async def store_turn(calls: int, postgres: str | None = None) -> float:
+    """CPU ms of the five store calls one answered update makes (SQLite, or this database)."""
     with tempfile.TemporaryDirectory() as tmp:
-        async with SqliteStore(Path(tmp) / "db.sqlite") as store:
+        made = SqliteStore(Path(tmp) / "db.sqlite") if postgres is None else PostgresStore(postgres)
+        async with made as store:
 
             async def turn(i: int) -> None:
                 item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")
@@ -170,9 +172,11 @@ def main() -> None:
     parser.add_argument("step", choices=("model", "store"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--postgres", help="an empty PostgreSQL database's URL, for `store`")
     args = parser.parse_args()
     if args.step == "store":
-        print(f"store: {asyncio.run(store_turn(args.calls)):.3f} CPU ms per answer")
+        cpu = asyncio.run(store_turn(args.calls, args.postgres))
+        print(f"store: {cpu:.3f} CPU ms per answer")
         return
     out = asyncio.run(model_rounds(args.rounds, args.calls))
     ratios = [s / b for s, b in zip(out["streamed"], out["bare"], strict=True)]
