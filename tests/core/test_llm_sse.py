@@ -139,3 +139,12 @@ async def test_a_chunk_that_is_not_json_is_a_model_error_not_a_crash(
     fake_llm.raw_stream(b"data: " + EVENTS[1].encode() + b"\n\n", b"data: {half a chunk\n\n")
     with pytest.raises(ModelError, match="streamed a chunk that is not JSON"):
         await model.complete(HI)
+
+
+async def test_a_connection_cut_mid_answer_is_asked_again_and_answered(
+    model: OpenAIChat, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.raw_stream(b"data: " + EVENTS[1].encode() + b"\n\n", cut=True)
+    fake_llm.reply("A whole answer.")
+    assert (await model.complete(HI)).text == "A whole answer."
+    assert len(fake_llm.requests) == 2

@@ -59,6 +59,8 @@ class Scripted:
     stream_error: str | None = None
     # Streamed: exactly these bytes, each piece written (and flushed) on its own.
     sse: list[bytes] | None = None
+    # Streamed: after the pieces, the connection is cut instead of the body ending.
+    cut: bool = False
 
 
 MAX_CHUNKS = 2000
@@ -177,9 +179,10 @@ class FakeOpenAI:
         """Next answer: exactly this body (a dict is sent as JSON, a str as it is)."""
         self.script.append(Scripted(status=status, body=body))
 
-    def raw_stream(self, *pieces: bytes) -> None:
-        """Next answer: an event stream of exactly these bytes, each piece sent on its own."""
-        self.script.append(Scripted(sse=list(pieces)))
+    def raw_stream(self, *pieces: bytes, cut: bool = False) -> None:
+        """Next answer: an event stream of exactly these bytes, each piece sent on its own
+        (then, with `cut`, the connection dropped mid-body)."""
+        self.script.append(Scripted(sse=list(pieces), cut=cut))
 
     def reply_message(self, message: dict[str, Any], finish_reason: str = "stop") -> None:
         """Next answer: a 200 whose choice carries exactly this `message` object."""
@@ -280,7 +283,10 @@ class FakeOpenAI:
             for piece in step.sse:
                 await response.write(piece)
                 await asyncio.sleep(0.001)  # each piece in its own read, as a network splits it
-            await response.write_eof()
+            if step.cut and request.transport is not None:
+                request.transport.abort()
+            else:
+                await response.write_eof()
             return response
         if step.body is not None and not (isinstance(step.body, dict) and "message" in step.body):
             if isinstance(step.body, str):
