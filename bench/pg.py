@@ -22,7 +22,7 @@ from bench.procs import _TICK, free_port
 from bench.report import median, spread, table
 
 if TYPE_CHECKING:
-    from bench.webhook import Phase
+    from bench.webhook_report import Phase
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTENDERS = ("postgres", "replicas")
