@@ -1,13 +1,14 @@
 """Model access through any OpenAI-compatible chat-completions endpoint.
 
-The official `openai` client does the HTTP and the timeouts; the retries are
-ours, so that a timed-out chat turn is not silently re-run from scratch while
-the user waits, and so that an error inside an HTTP 200 is retried like a
-503. Responses are read by `llm_wire` as raw JSON, which tolerates the shapes
-real servers send. What a server refuses once (tools, a JSON mode, the
-`max_tokens` field, `stream_options`, streaming itself) is remembered for the
-process and not asked again. The client is imported on first use: it costs
-about a second at start-up.
+The chat call goes straight to the connection pool the official `openai` client
+uses (`llm_http`: every answer makes it, and the client's own objects cost several
+times the socket work); the client itself serves `/models`. The retries are ours,
+so that a timed-out chat turn is not silently re-run from scratch while the user
+waits, and so that an error inside an HTTP 200 is retried like a 503. Responses
+are read by `llm_wire` as raw JSON, which tolerates the shapes real servers send.
+What a server refuses once (tools, a JSON mode, the `max_tokens` field,
+`stream_options`, streaming itself) is remembered for the process and not asked
+again. The client is imported on first use: it costs about a second at start-up.
 
 Answers are streamed (`stream: true`): a model that is slow to start gets
 `first_token_timeout` seconds, and one that has started may go quiet for at
@@ -21,9 +22,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from gateway.core.llm_stream import StreamAssembler
+import jiter
+
+from gateway.core.llm_http import ModelHTTP, Refusal, Unreachable
+from gateway.core.llm_stream import StreamAssembler, sse_data
 from gateway.core.llm_wire import (
     Completion,
     ToolCall,
@@ -32,7 +36,6 @@ from gateway.core.llm_wire import (
     mask,
     parse_completion,
 )
-from gateway.core.openai_client import openai_client
 from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
@@ -41,9 +44,6 @@ from gateway.errors import (
     ModelUnavailable,
     ToolsUnsupported,
 )
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 __all__ = ["LLM", "Completion", "OpenAIChat", "PartialText", "ToolCall", "UnconfiguredLLM"]
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class OpenAIChat:
         self._max_retries = max_retries
         self._max_tokens = max_tokens
         self._backoff = backoff
-        self._client: AsyncOpenAI | None = None
+        self._http: ModelHTTP | None = None
         # What this server refused once, remembered for the process.
         self.tools_refused: str | None = None
         self.json_mode = JSON_MODES[0]
@@ -130,12 +130,12 @@ class OpenAIChat:
         self.streaming = True
         self.stream_usage = True
 
-    def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
+    def _get_http(self) -> ModelHTTP:
+        if self._http is None:
             # Our own deadlines (first token, idle) come first; this one bounds /models.
             timeout = max(self._timeout, self._idle) + 1.0
-            self._client = openai_client(self.base_url, self._api_key, timeout=timeout)
-        return self._client
+            self._http = ModelHTTP(self.base_url, self._api_key, timeout=timeout)
+        return self._http
 
     def _secrets(self) -> tuple[str, ...]:
         return (self._api_key,) if self._api_key else ()
@@ -214,8 +214,6 @@ class OpenAIChat:
         self, body: dict[str, Any], *, retry_timeouts: bool, partial: PartialText | None
     ) -> Completion:
         """POST with our retries: transient errors back off; a timeout only when asked."""
-        import openai
-
         attempt = 0
         while True:
             wait = self._backoff * 2**attempt
@@ -226,9 +224,9 @@ class OpenAIChat:
             except _Stalled as exc:
                 if not retry_timeouts or attempt >= self._max_retries:
                     raise ModelUnavailable(str(exc)) from exc
-            except openai.APITimeoutError as exc:
-                # The aiohttp backend reports a refused connection as a connect timeout.
-                refused = _refused(exc) is not None
+            except Unreachable as exc:
+                # The aiohttp transport reports a refused connection as a connect timeout.
+                refused = not exc.timed_out or _refused(exc) is not None
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
                     raise ModelUnavailable(
                         f"model did not answer within {self._timeout:g} s"
@@ -237,43 +235,28 @@ class OpenAIChat:
                     raise ModelUnavailable(
                         f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
                     ) from exc
-            except openai.APIConnectionError as exc:
-                if attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
-            except openai.APIStatusError as exc:
-                message = mask(error_message(exc.body) or exc.response.text, self._secrets())
-                if self._refuses_streaming(exc.status_code, message):
+            except Refusal as exc:
+                message = mask(error_message(exc.body) or exc.text, self._secrets())
+                if self._refuses_streaming(exc.status, message):
                     continue  # asked again at once, without what it refused
-                cls = classify(exc.status_code, message)
-                if exc.status_code == 404 and not self.base_url.rstrip("/").endswith("/v1"):
+                cls = classify(exc.status, message)
+                if exc.status == 404 and not self.base_url.rstrip("/").endswith("/v1"):
                     message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
-                    raise cls(f"model answered HTTP {exc.status_code}: {message}") from exc
-                wait = _retry_after(exc.response.headers) or wait
-            except openai.APIError as exc:
-                # An error the server streamed after its 200 (the SDK raises it for us).
-                message = mask(error_message({"error": exc.body}) or exc.message, self._secrets())
-                cls = classify(0, message)
-                if cls is not ModelUnavailable or attempt >= self._max_retries:
-                    raise cls(f"model streamed an error: {message}") from exc
+                    raise cls(f"model answered HTTP {exc.status}: {message}") from exc
+                wait = _retry_after(exc.headers) or wait
             except ModelUnavailable:
+                # Also an error the server streamed after its 200 (overloaded and the like).
                 if attempt >= self._max_retries:
                     raise
-            except openai.OpenAIError as exc:
-                raise ModelError(f"model call failed: {type(exc).__name__}") from exc
             attempt += 1
             await asyncio.sleep(min(wait, 8.0))
 
     async def _whole(self, body: dict[str, Any]) -> Completion:
         """One non-streamed call, for a server that refuses to stream."""
-        # The SDK's typed transform costs 0.5-9 ms of CPU per call for what is plain
-        # JSON already; the documented custom-request path skips it. Raw text back:
-        # the response model refuses shapes real servers send (see llm_wire).
         try:
-            async with asyncio.timeout(self._timeout):
-                raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
+            async with asyncio.timeout(self._timeout), self._get_http().post(body) as reply:
+                raw = await reply.read()
         except TimeoutError as exc:
             raise _Stalled(f"model did not answer within {self._timeout:g} s") from exc
         return self._read_whole(raw)
@@ -289,44 +272,34 @@ class OpenAIChat:
 
     async def _stream(self, body: dict[str, Any], partial: PartialText | None) -> Completion:
         """One streamed call: the first chunk within `_timeout`, each next within `_idle`."""
-        from openai import AsyncStream
-
         body = body | {"stream": True}
         if self.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if partial is not None:
             partial.reset()
-        assembler = StreamAssembler(partial)
+        assembler = StreamAssembler(partial, self._secrets())
         loop = asyncio.get_running_loop()
         idle, slack = self._idle, self._idle / 8
         try:
-            async with asyncio.timeout(self._timeout) as deadline:
-                stream = await self._get_client().post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=object,
-                    stream=True,
-                    stream_cls=AsyncStream[object],
-                )
-                try:
-                    if "event-stream" not in stream.response.headers.get("content-type", ""):
-                        # A server that ignores `stream` answers whole.
-                        return self._read_whole((await stream.response.aread()).decode())
-                    async for chunk in stream:
-                        # Moving the deadline costs a timer: it is moved a little further
-                        # than needed, and only once less than `idle` is left.
-                        due = loop.time() + idle
-                        if assembler.chunks == 0 or (deadline.when() or 0) < due:
-                            deadline.reschedule(due + slack)
-                        assembler.feed(chunk)
-                finally:
-                    await stream.close()
+            async with (
+                asyncio.timeout(self._timeout) as deadline,
+                self._get_http().post(body) as reply,
+            ):
+                if not reply.streams:  # a server that ignores `stream` answers whole
+                    return self._read_whole(await reply.read())
+                async for data in sse_data(reply.pieces()):
+                    # Moving the deadline costs a timer: it is moved a little further
+                    # than needed, and only once less than `idle` is left.
+                    due = loop.time() + idle
+                    if assembler.chunks == 0 or (deadline.when() or 0) < due:
+                        deadline.reschedule(due + slack)
+                    assembler.feed(jiter.from_json(data))
         except TimeoutError as exc:
             if assembler.chunks == 0:
                 raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"model streamed a chunk that is not JSON: {exc.msg}") from exc
+        except ValueError as exc:  # jiter's error; the assembler raises only ModelError
+            raise ModelError(f"model streamed a chunk that is not JSON: {exc}") from exc
         return assembler.completion(self.model)
 
     def _refuses_streaming(self, status: int, message: str) -> bool:
@@ -349,7 +322,7 @@ class OpenAIChat:
         import openai
 
         try:
-            raw = await self._get_client().get("/models", cast_to=str)
+            raw = await self._get_http().sdk().get("/models", cast_to=str)
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ModelError(
@@ -380,9 +353,9 @@ class OpenAIChat:
         return "reachable"
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
 
 class _Stalled(Exception):

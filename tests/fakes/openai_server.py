@@ -8,8 +8,10 @@ empty, `default` (a function of the request body) answers. A request with
 word of content per chunk (`chunk_interval` seconds apart), each tool call's
 name then its arguments in two halves, the finish reason, then the usage when
 `stream_options.include_usage` asks for it; `raw` bodies are sent whole (a
-server that ignores `stream`), and `refuse_stream_options` answers 400 to a
-request that carries them, as some servers do. `/v1/embeddings` answers with
+server that ignores `stream`), `raw_stream` sends exactly the bytes given, piece by
+piece (the event-stream framings servers use), and `refuse_stream_options` answers 400
+to a request that carries them, as some servers do. Each chat request's headers are
+kept in `headers`, the client's address and port in `peers`. `/v1/embeddings` answers with
 `fake_embedding`: a hashed bag of normalised words in which a few synonyms share a
 word, so paraphrases land close, as a real embedding model's do. `pause()` holds
 every answer until `resume()`, to keep a call in flight. With `upstream` set
@@ -55,6 +57,10 @@ class Scripted:
     quiet: float = 0.0
     # Streamed: after the content, an error object instead of the finish (as servers do).
     stream_error: str | None = None
+    # Streamed: exactly these bytes, each piece written (and flushed) on its own.
+    sse: list[bytes] | None = None
+    # Streamed: after the pieces, the connection is cut instead of the body ending.
+    cut: bool = False
 
 
 MAX_CHUNKS = 2000
@@ -108,6 +114,8 @@ class FakeOpenAI:
         # Extra fields of every /v1/models entry (context sizes, as servers report them).
         self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.peers: list[Any] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_status = 200
         self.script: deque[Scripted] = deque()
@@ -170,6 +178,11 @@ class FakeOpenAI:
     def raw(self, body: Any, status: int = 200) -> None:
         """Next answer: exactly this body (a dict is sent as JSON, a str as it is)."""
         self.script.append(Scripted(status=status, body=body))
+
+    def raw_stream(self, *pieces: bytes, cut: bool = False) -> None:
+        """Next answer: an event stream of exactly these bytes, each piece sent on its own
+        (then, with `cut`, the connection dropped mid-body)."""
+        self.script.append(Scripted(sse=list(pieces), cut=cut))
 
     def reply_message(self, message: dict[str, Any], finish_reason: str = "stop") -> None:
         """Next answer: a 200 whose choice carries exactly this `message` object."""
@@ -244,6 +257,10 @@ class FakeOpenAI:
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        self.headers.append(dict(request.headers))
+        self.peers.append(
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
         async with self._cond:
             self.requests.append(body)
             self._cond.notify_all()
@@ -260,6 +277,17 @@ class FakeOpenAI:
             step = Scripted(text=step)
         if step.delay:
             await asyncio.sleep(step.delay)
+        if step.sse is not None:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for piece in step.sse:
+                await response.write(piece)
+                await asyncio.sleep(0.001)  # each piece in its own read, as a network splits it
+            if step.cut and request.transport is not None:
+                request.transport.abort()
+            else:
+                await response.write_eof()
+            return response
         if step.body is not None and not (isinstance(step.body, dict) and "message" in step.body):
             if isinstance(step.body, str):
                 return web.Response(text=step.body, status=step.status)
