@@ -12,18 +12,18 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.conversation.language import LanguageStore
-from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
     Forgotten,
     MessageRecord,
-    QuotaCheck,
+    OpenedTurn,
     SessionRecord,
     SkillRecord,
-    Trace,
 )
 from gateway.core.stream import PartialText
+from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
 from gateway.review.ports import CardLedger
@@ -106,19 +106,9 @@ class Responder(Protocol):
 
 
 class QuotaStore(Protocol):
-    """The daily counts (`gateway.store.usage`), and what a turn already stored."""
-
-    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
-
-    async def quota_spend(
-        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
-    ) -> None: ...
+    """The daily counts (`gateway.store.usage`) beyond what a turn's own transactions raise."""
 
     async def quota_first(self, day: str, flag: str) -> bool: ...
-
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
 
 
 class ForgetStore(Protocol):
@@ -140,11 +130,20 @@ class ConversationStore(
 ):
     """The part of the store the conversation layer reads and writes."""
 
+    async def chat_state(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        turn: TurnStart | None = None,
+    ) -> ChatState: ...
+
+    async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
+
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
-
-    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
 
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
@@ -192,8 +191,17 @@ class ConversationStore(
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
+    def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
+        """How the store opens the turn of `incoming`."""
+        ...
+
     async def respond(
-        self, incoming: IncomingMessage, partial: PartialText | None = None
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        *,
+        turn: OpenedTurn | None = None,
+        spend: Spender | None = None,
     ) -> Reply: ...
 
 

@@ -91,6 +91,8 @@ class Reply(BaseModel):
     buttons: list[Button] = Field(default_factory=list)
     delivered_ids: list[str] = Field(default_factory=list)
     """Platform ids of messages that already carried this answer (set after a crash)."""
+    resumed: bool = False
+    """Stored by an earlier attempt at the same update: some of it may have gone out."""
 
 
 def rating_buttons(message_id: int) -> list[Button]:

@@ -63,9 +63,13 @@ class MessageRecord(BaseModel):
 class OpenedTurn(BaseModel):
     """A turn's start: its session and history, or the answer an earlier attempt stored."""
 
-    session_id: int
+    session_id: int = 0
     history: list[MessageRecord] = Field(default_factory=list)
     answer: MessageRecord | None = None
+    over: QuotaCheck | None = None
+    """The daily count that refused the turn; then nothing was written."""
+    resumed: bool = False
+    """The user's message was stored by an earlier attempt, which counted it already."""
 
 
 class Trace(BaseModel):

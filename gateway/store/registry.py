@@ -155,12 +155,12 @@ class RegistryQueries(QueriesBase):
         self, c: Conn, channel: str, chat_id: str, user_id: str, now: float | None = None
     ) -> Awaiting | None:
         """The user's open, unexpired question, left in place."""
-        at = time.time() if now is None else now
-        row = await c.fetchrow(
-            f"select * from awaiting where {_PK} and expires_at >= ?",
-            channel,
-            chat_id,
-            user_id,
-            at,
-        )
-        return None if row is None else Awaiting.model_validate(row)
+        return await peek(c, channel, chat_id, user_id, time.time() if now is None else now)
+
+
+async def peek(c: Conn, channel: str, chat_id: str, user_id: str, now: float) -> Awaiting | None:
+    """The user's open question in the chat, unless it expired before `now`."""
+    row = await c.fetchrow(
+        f"select * from awaiting where {_PK} and expires_at >= ?", channel, chat_id, user_id, now
+    )
+    return None if row is None else Awaiting.model_validate(row)
