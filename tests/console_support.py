@@ -101,7 +101,7 @@ async def seed_proposals(gw: Gateway, fake_llm: FakeOpenAI) -> dict[str, int]:
 
 
 class Decisions:
-    """A Reviewer listener that records every decision, as the chat cards would see it."""
+    """Follows a Reviewer (`follow`) and records every decision, as the chat cards see it."""
 
     def __init__(self) -> None:
         self.events: list[ReviewEvent] = []

@@ -220,10 +220,17 @@ class Decisions(CardReview, Protocol):
 
     async def get(self, proposal_id: int) -> Proposal: ...
 
-    async def approve(self, proposal_id: int, decider: str) -> Decision: ...
+    async def approve(
+        self, proposal_id: int, decider: str, *, name: str | None = None
+    ) -> Decision: ...
 
     async def reject(
-        self, proposal_id: int, decider: str, reason: str | None = None
+        self,
+        proposal_id: int,
+        decider: str,
+        reason: str | None = None,
+        *,
+        name: str | None = None,
     ) -> Decision: ...
 
     async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...

@@ -197,10 +197,8 @@ class ReviewChat:
         self, action: CardAction, proposal_id: int, user: str, out: Responder
     ) -> None:
         decider = f"{self.channel}:{user}"
-        name = await out.reviewer_name()
-        if name:
-            await self.store.set_reviewer_name(decider, name)
-        result = await self.decide(action, proposal_id, decider, out.texts)
+        name = await out.reviewer_name()  # kept with the decision, in its transaction
+        result = await self.decide(action, proposal_id, decider, out.texts, name=name or None)
         if result.rejected_now and result.decision is not None:
             p = result.decision.proposal
             prompt = await out.ask_reason(p, result.text)
@@ -239,14 +237,20 @@ class ReviewChat:
         return texts(message, who=who, at=when(p.decided_at, texts))
 
     async def decide(
-        self, action: CardAction, proposal_id: int, decider: str, texts: Texts = ENGLISH
+        self,
+        action: CardAction,
+        proposal_id: int,
+        decider: str,
+        texts: Texts = ENGLISH,
+        *,
+        name: str | None = None,
     ) -> Decided:
         """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
         try:
             if action == "approve":
-                decision = await self.review.approve(proposal_id, decider)
+                decision = await self.review.approve(proposal_id, decider, name=name)
             else:
-                decision = await self.review.reject(proposal_id, decider)
+                decision = await self.review.reject(proposal_id, decider, name=name)
         except ProposalNotFound:
             return Decided(texts(GONE))
         except (OSError, SkillError, StoreError) as exc:
