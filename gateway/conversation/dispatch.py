@@ -22,6 +22,7 @@ from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedb
 from gateway.conversation.language import Languages, pressed
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.ports import (
+    Answers,
     ConversationStore,
     Counts,
     Decisions,
@@ -303,7 +304,7 @@ class Conversation:
     async def answer(
         self,
         incoming: IncomingMessage,
-        out: Responder,
+        out: Answers,
         *,
         turn: OpenedTurn | None = None,
         admission: Admission | None = None,

@@ -1,8 +1,10 @@
 """What the conversation layer needs from the outside, as protocols.
 
 `Responder` is the one a platform implements: how to say things in the chat an
-event came from. The store, the agent, the review operations and the metrics
-implement the rest; app.py hands each to the layer.
+event came from, made of the few ports its callers use (`Replies`, `Answers`,
+`RatingReplies`, `ReviewReplies`, and the language's `Speaker`). The store, the
+agent, the review operations and the metrics implement the rest; app.py hands each
+to the layer.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gateway.conversation.language import LanguageStore
+from gateway.conversation.language import LanguageStore, Speaker
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import (
     Awaiting,
@@ -34,21 +36,12 @@ from gateway.synthesis.synthesizer import RunSummary
 from gateway.usage import UsageSource
 
 
-class Responder(Protocol):
-    """How a platform answers in the chat of the event being handled."""
+class Replies(Protocol):
+    """Saying something in the chat of the event being handled: what every caller needs."""
 
     chat: ChatRef
     texts: Texts
     """The fixed texts in the user's language; the conversation layer sets them first."""
-
-    @property
-    def language_tag(self) -> str | None:
-        """The user's language as the update itself gives it (Telegram), else None."""
-        ...
-
-    async def look_up_language(self) -> str | None:
-        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
-        ...
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -60,6 +53,10 @@ class Responder(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
+
+class Answers(Replies, Speaker, Protocol):
+    """The turn: show that an answer is being written, then deliver it."""
+
     def working(self) -> AbstractAsyncContextManager[PartialText | None]:
         """Show that an answer is being written ("typing…", the loading animation).
 
@@ -69,8 +66,16 @@ class Responder(Protocol):
         ...
 
     async def deliver(self, reply: Reply) -> list[str]:
-        """Send an answer with its buttons, continuing what an earlier attempt sent."""
+        """Send an answer with its buttons, continuing what an earlier attempt sent.
+
+        The platform records where each part went on the stored answer as it goes out
+        (the one writer of those ids), so a retry continues with the next part.
+        """
         ...
+
+
+class RatingReplies(Replies, Protocol):
+    """What feedback shows: the rating on the answer, the question what went wrong."""
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         """Show the rating on the rated answer, where the platform can."""
@@ -79,6 +84,10 @@ class Responder(Protocol):
     async def ask_comment(self, answer_id: int) -> str | None:
         """Ask what went wrong; the prompt's id when only a reply to it is the answer."""
         ...
+
+
+class ReviewReplies(Replies, Protocol):
+    """What review by chat admins shows: cards, diffs, the question why a rejection."""
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         """Say `decided` and ask why; the prompt's id when only a reply to it is the answer."""
@@ -103,6 +112,15 @@ class Responder(Protocol):
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
         """The full diff of a proposal."""
         ...
+
+
+class Responder(Answers, RatingReplies, ReviewReplies, Protocol):
+    """How a platform answers in the chat of the event being handled: every port above.
+
+    A platform implements it whole; each part of the conversation layer asks for the port
+    it uses (`Replies` for privacy, `RatingReplies` for feedback, `ReviewReplies` for review
+    by chat, `Answers` for the turn, `Speaker` for languages).
+    """
 
 
 class QuotaStore(Protocol):
