@@ -20,6 +20,7 @@ import aiohttp
 from gateway.core.llm import OpenAIChat
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.records import Trace
+from gateway.core.turn import TurnStart
 from gateway.store import SqliteStore
 from tests.fakes.telegram_api import make_text_update
 
@@ -98,25 +99,26 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
 
 
 async def store_turn(calls: int) -> float:
-    """CPU ms of the five store calls one answered update makes."""
+    """CPU ms of the five store calls one answered update makes (the chat's state with the
+    turn's start, then the answer: `docs/DESIGN.md`, round trips)."""
     with tempfile.TemporaryDirectory() as tmp:
         async with SqliteStore(Path(tmp) / "db.sqlite") as store:
 
             async def turn(i: int) -> None:
                 item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")
                 assert item is not None
-                opened = await store.open_turn(
-                    "telegram",
-                    f"c{i % 100}",
-                    "u",
-                    "hello",
+                now = time.time()
+                start = TurnStart("telegram", f"c{i % 100}", "u", "hello", item.id, now, 1800, 60)
+                state = await store.chat_state("telegram", f"c{i % 100}", "u", now, start)
+                assert state.turn is not None
+                answer = await store.add_answer(
+                    state.turn.session_id,
+                    "hi",
+                    kind="normal",
                     inbox_id=item.id,
-                    now=time.time(),
-                    idle_seconds=1800,
-                    history_limit=60,
-                )
-                answer = await store.add_message(
-                    opened.session_id, "assistant", "hi", inbox_id=item.id, trace=Trace()
+                    trace=Trace(),
+                    now=now,
+                    user_id="u",
                 )
                 await store.set_platform_ids(answer.id, ["1"])
                 await store.inbox_done(item.id)

@@ -40,9 +40,10 @@ from gateway.errors import ChannelError
 from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
+from gateway.review.events import ReviewEvent
 from gateway.review.proposals import Proposal
 from gateway.review.reconcile import reconcile
-from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.review.reviewer import Reviewer
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.runtime.metrics import METRICS, Metrics

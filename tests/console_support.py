@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from aiohttp.test_utils import TestClient
 
 from gateway.core.records import Trace
-from gateway.review.reviewer import ReviewEvent
+from gateway.review.events import ReviewEvent
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import Gateway, answer, proposal

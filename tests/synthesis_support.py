@@ -14,7 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.app import PARTS, Parts, build_app
 from gateway.config import Settings
 from gateway.core.records import Trace
-from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.review.events import ReviewEvent
+from gateway.review.reviewer import Reviewer
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
 

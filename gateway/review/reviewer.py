@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,6 +24,7 @@ from gateway.errors import (
     SkillError,
     SkillNotFound,
 )
+from gateway.review.events import Change, Effects, ReviewEvent, no_effects
 from gateway.review.ports import ReviewStore
 from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
 from gateway.review.staging import Staging, render_proposal
@@ -43,37 +44,6 @@ class Decision:
 
     outcome: Outcome
     proposal: Proposal
-
-
-@dataclass(frozen=True)
-class ReviewEvent:
-    """What one review operation did, raised once it is durable.
-
-    A proposal was staged (`staged`) or its status changed (`decided`), or a skill was
-    switched off or on by hand (`switched`, no proposal). `skill` is the registry row the
-    operation left when it changed the live library, and `text` the SKILL.md it wrote.
-    """
-
-    kind: Literal["staged", "decided", "switched"]
-    proposal: Proposal | None = None
-    skill: SkillRecord | None = None
-    text: str | None = None
-
-
-Effects = Callable[[ReviewEvent], Awaitable[None]]
-"""What follows a review operation (the skill index, the cards, the log), wired by app.py."""
-
-
-async def no_effects(event: ReviewEvent) -> None:
-    """Nothing follows (a reviewer used on its own)."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """What a promotion, retirement or restore left: the registry row and the text written."""
-
-    skill: SkillRecord | None
-    text: str | None = None
 
 
 class Reviewer:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.review.reviewer import ReviewEvent
+from gateway.review.events import ReviewEvent
 from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
