@@ -26,6 +26,7 @@ from bench.report import median, spread
 from gateway.core.llm import OpenAIChat
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.records import Trace
+from gateway.core.turn import TurnStart
 from gateway.store import SqliteStore
 from gateway.store.postgres import PostgresStore
 from tests.fakes.telegram_api import make_text_update
@@ -106,7 +107,8 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
 
 
 async def store_turn(calls: int, postgres: str | None = None) -> float:
-    """CPU ms of the five store calls one answered update makes (SQLite, or this database)."""
+    """CPU ms of the five store calls one answered update makes, on SQLite or this database
+    (the chat's state with the turn's start, then the answer: `docs/DESIGN.md`, round trips)."""
     with tempfile.TemporaryDirectory() as tmp:
         made = SqliteStore(Path(tmp) / "db.sqlite") if postgres is None else PostgresStore(postgres)
         async with made as store:
@@ -114,18 +116,18 @@ async def store_turn(calls: int, postgres: str | None = None) -> float:
             async def turn(i: int) -> None:
                 item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")
                 assert item is not None
-                opened = await store.open_turn(
-                    "telegram",
-                    f"c{i % 100}",
-                    "u",
-                    "hello",
+                now = time.time()
+                start = TurnStart("telegram", f"c{i % 100}", "u", "hello", item.id, now, 1800, 60)
+                state = await store.chat_state("telegram", f"c{i % 100}", "u", now, start)
+                assert state.turn is not None
+                answer = await store.add_answer(
+                    state.turn.session_id,
+                    "hi",
+                    kind="normal",
                     inbox_id=item.id,
-                    now=time.time(),
-                    idle_seconds=1800,
-                    history_limit=60,
-                )
-                answer = await store.add_message(
-                    opened.session_id, "assistant", "hi", inbox_id=item.id, trace=Trace()
+                    trace=Trace(),
+                    now=now,
+                    user_id="u",
                 )
                 await store.set_platform_ids(answer.id, ["1"])
                 await store.inbox_done(item.id)

@@ -42,8 +42,10 @@ from gateway.errors import ChannelError
 from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
+from gateway.review.events import ReviewEvent
+from gateway.review.proposals import Proposal
 from gateway.review.reconcile import reconcile
-from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.review.reviewer import Reviewer
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.runtime.metrics import METRICS, Metrics
@@ -131,6 +133,15 @@ class Parts:
             deliveries=self.store,
             claims=self.worker,
         )
+
+    async def review_effects(self, event: ReviewEvent) -> None:
+        """What follows every review operation: the skill index, the log, each admin's card."""
+        if event.skill is not None:
+            self.catalog.apply(event.skill, event.text)  # the next prompt has it
+        if event.proposal is not None:
+            log_review_event(event.proposal, event.kind)
+            if self.cards is not None:
+                self.cards.on_review_event(event.kind, event.proposal)
 
     async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
         """A fixed text to every chat admin, once the cards' transports have started."""
@@ -242,11 +253,9 @@ async def open_parts(
             library,
             store,
             require_approval=settings.require_approval,
-            on_change=catalog.refresh,
             clock=clock,
             users=by_name(),
         )
-        review.listeners.append(log_review_event)
         holder = replica_name()
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
@@ -299,6 +308,7 @@ async def open_parts(
         settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
     )
     parts.memory = memory
+    review.effects = parts.review_effects
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
     return parts
 
@@ -341,11 +351,10 @@ async def last_run_started(store: SynthesisQueries) -> float | None:
     return runs[0].started_at if runs else None
 
 
-async def log_review_event(event: ReviewEvent) -> None:
+def log_review_event(p: Proposal, kind: str) -> None:
     """Every staged proposal and every decision reaches the log."""
-    p = event.proposal
-    what = "staged for review" if event.kind == "staged" else p.status
-    by = f" by {p.decided_by}" if p.decided_by and event.kind == "decided" else ""
+    what = "staged for review" if kind == "staged" else p.status
+    by = f" by {p.decided_by}" if p.decided_by and kind == "decided" else ""
     log.info("proposal #%d (%s %s) %s%s", p.id, p.kind, p.slug, what, by)
 
 
@@ -385,7 +394,6 @@ async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[No
         yield
     finally:
         if cards is not None:
-            parts.review.listeners.remove(cards.on_review_event)
             await cards.stop(timeout)
             parts.cards = None
         for channel in reversed(started):

@@ -80,7 +80,16 @@ class DeliveryLog(Protocol):
     ) -> Batch: ...
 
     async def delivery_sent(
-        self, channel: str, ref: str, batch: int, ids: Sequence[str], now: float | None = None
+        self,
+        channel: str,
+        ref: str,
+        batch: int,
+        ids: Sequence[str],
+        now: float | None = None,
+        *,
+        retry_key: str = "",
+        answer: int | None = None,
+        answer_ids: Sequence[str] = (),
     ) -> None: ...
 
     async def get_meta(self, key: str) -> str | None: ...

@@ -31,6 +31,7 @@ from gateway.conversation.memory import (
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.persona import PERSONA_COMMAND, Personas
 from gateway.conversation.ports import (
+    Answers,
     ConversationStore,
     Counts,
     Decisions,
@@ -40,7 +41,7 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
-from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
+from gateway.conversation.quota import Alerts, Limits, Quotas
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     ADMIN_HELP,
@@ -50,6 +51,8 @@ from gateway.conversation.review import (
 )
 from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.records import Awaiting, OpenedTurn
+from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
 
@@ -139,9 +142,21 @@ class Conversation:
             # question too); the rest is kept as context only where that is turned on.
             await self.context.keep(message)
             return
-        out.texts = texts = await self.languages.texts(chat, out)
         text = words(message)
-        if text is not None and await self._awaited(message, text, out):
+        # One read for the chat's state; a message that can only be a turn opens it there too.
+        admission = self.quotas.admission(chat, admin=self.review.is_admin(chat.user_id))
+        incoming = (
+            None if not self._plain_turn(message, text) else self._incoming(message, text or "")
+        )
+        state = await self.store.chat_state(
+            chat.channel,
+            chat.chat_id,
+            chat.user_id,
+            self.questions.clock(),  # the open question's window follows the questions' clock
+            None if incoming is None else self.turns.start(incoming, admission),
+        )
+        out.texts = texts = await self.languages.texts(chat, out, state.language)
+        if text is not None and await self._awaited(message, text, out, state.awaiting):
             return
         if message.command == FORGET_COMMAND[0]:
             await self.privacy.ask(chat, out)  # everyone may ask, on the allowlist or not
@@ -159,7 +174,18 @@ class Conversation:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(texts(dialect.text_only))
             return
-        await self.answer(self._incoming(message, text, texts.language), out)
+        incoming = self._incoming(message, text, texts.language)
+        await self.answer(incoming, out, turn=state.turn, admission=admission)
+
+    def _plain_turn(self, message: Message, text: str | None) -> bool:
+        """Whatever the user's open question: the message is a turn for the agent, unless it
+        answers that question (the order of `on_message`)."""
+        return (
+            text is not None
+            and message.command is None
+            and self.profile.audience.allowed(message.chat.user_id)
+            and not (self.attachments is not None and readable(message.media, message.attachment))
+        )
 
     async def _with_attachment(self, message: Message, out: Responder) -> None:
         """Read the attachment into the turn, or say why not; an album is answered once."""
@@ -251,14 +277,15 @@ class Conversation:
         if text:
             await out.notice(text)
 
-    async def _awaited(self, message: Message, text: str, out: Responder) -> bool:
-        """Take the text as the answer to the user's open question, if it is one."""
+    async def _awaited(
+        self, message: Message, text: str, out: Responder, question: Awaiting | None
+    ) -> bool:
+        """Take the text as the answer to the user's open `question`, if it is one."""
         user = message.chat.user_id
         if user is None or message.command is not None:
             return False
         if message.chat.is_group and not message.addressed:
             return False  # in a group, only what is said to the bot answers its question
-        question = await self.questions.open(message.chat, user)
         if question is None:
             return False
         if question.prompt_message_id is not None and (
@@ -308,28 +335,38 @@ class Conversation:
 
     # ---- the turn -------------------------------------------------------------------------
 
-    async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
-        """Ask the agent (showing that it works), deliver once, remember and count it.
+    async def answer(
+        self,
+        incoming: IncomingMessage,
+        out: Answers,
+        *,
+        turn: OpenedTurn | None = None,
+        admission: Admission | None = None,
+    ) -> Reply:
+        """Ask the agent (showing that it works), deliver once, count it.
 
-        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
+        `turn` (with its `admission`) is the turn as opened with the chat's state; else it is
+        opened here. Over a daily quota, the user gets the quota's notice instead and the
+        model is not asked. The channel records where the answer went as it sends it.
         """
         started = time.monotonic()
-        admin = self.review.is_admin(incoming.chat.user_id)
-        admission = await self.quotas.admit(incoming, admin=admin, texts=out.texts)
-        if isinstance(admission, Refusal):
-            self.counts.over_limit(self.channel, admission.scope)
-            await out.notice(admission.notice)
-            return Reply(text=admission.notice, kind="notice")
+        if turn is None:
+            admin = self.review.is_admin(incoming.chat.user_id)
+            admission = self.quotas.admission(incoming.chat, admin=admin)
+            turn = await self.store.start_turn(self.turns.start(incoming, admission))
+        if turn.over is not None:
+            refusal = await self.quotas.refuse(turn.over, out.texts)
+            self.counts.over_limit(self.channel, refusal.scope)
+            await out.notice(refusal.notice)
+            return Reply(text=refusal.notice, kind="notice")
+        spend = self.quotas.spender(incoming.chat, turn, admission)
         async with out.working() as partial:
-            reply = await self.turns.respond(incoming, partial)
-        await self.quotas.spend(incoming, admission, reply)
+            reply = await self.turns.respond(incoming, partial, turn=turn, spend=spend)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
             log.info("answer %s was delivered before; not sending again", reply.message_id)
             return reply
-        if reply.message_id is not None:
-            await self.store.set_platform_ids(reply.message_id, ids)
         reply.delivered_ids = ids
         self._count(reply, time.monotonic() - started)
         for entry in reply.remembered:  # the model kept a note: the user sees what
@@ -345,7 +382,7 @@ class Conversation:
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
 
     def _incoming(
-        self, message: Message, text: str, language: str, read: Read | None = None
+        self, message: Message, text: str, language: str = "en", read: Read | None = None
     ) -> IncomingMessage:
         """The turn for the agent: the words, what was read of an attachment, and whether the
         sender's memory may be used (the store checks a group's opt-in)."""

@@ -1,8 +1,10 @@
 """What the conversation layer needs from the outside, as protocols.
 
 `Responder` is the one a platform implements: how to say things in the chat an
-event came from. The store, the agent, the review operations and the metrics
-implement the rest; app.py hands each to the layer.
+event came from, made of the few ports its callers use (`Replies`, `Answers`,
+`RatingReplies`, `ReviewReplies`, and the language's `Speaker`). The store, the
+agent, the review operations and the metrics implement the rest; app.py hands each
+to the layer.
 """
 
 from __future__ import annotations
@@ -12,21 +14,21 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.conversation.context import ContextStore
-from gateway.conversation.language import LanguageStore
+from gateway.conversation.language import LanguageStore, Speaker
 from gateway.conversation.memory import MemoryCommandStore
 from gateway.conversation.persona import PersonaStore
-from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
     Forgotten,
     MessageRecord,
-    QuotaCheck,
+    OpenedTurn,
     SessionRecord,
     SkillRecord,
-    Trace,
 )
 from gateway.core.stream import PartialText
+from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
 from gateway.review.ports import CardLedger
@@ -37,21 +39,12 @@ from gateway.synthesis.synthesizer import RunSummary
 from gateway.usage import UsageSource
 
 
-class Responder(Protocol):
-    """How a platform answers in the chat of the event being handled."""
+class Replies(Protocol):
+    """Saying something in the chat of the event being handled: what every caller needs."""
 
     chat: ChatRef
     texts: Texts
     """The fixed texts in the user's language; the conversation layer sets them first."""
-
-    @property
-    def language_tag(self) -> str | None:
-        """The user's language as the update itself gives it (Telegram), else None."""
-        ...
-
-    async def look_up_language(self) -> str | None:
-        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
-        ...
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -63,6 +56,10 @@ class Responder(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
+
+class Answers(Replies, Speaker, Protocol):
+    """The turn: show that an answer is being written, then deliver it."""
+
     def working(self) -> AbstractAsyncContextManager[PartialText | None]:
         """Show that an answer is being written ("typing…", the loading animation).
 
@@ -72,8 +69,16 @@ class Responder(Protocol):
         ...
 
     async def deliver(self, reply: Reply) -> list[str]:
-        """Send an answer with its buttons, continuing what an earlier attempt sent."""
+        """Send an answer with its buttons, continuing what an earlier attempt sent.
+
+        The platform records where each part went on the stored answer as it goes out
+        (the one writer of those ids), so a retry continues with the next part.
+        """
         ...
+
+
+class RatingReplies(Replies, Protocol):
+    """What feedback shows: the rating on the answer, the question what went wrong."""
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         """Show the rating on the rated answer, where the platform can."""
@@ -82,6 +87,10 @@ class Responder(Protocol):
     async def ask_comment(self, answer_id: int) -> str | None:
         """Ask what went wrong; the prompt's id when only a reply to it is the answer."""
         ...
+
+
+class ReviewReplies(Replies, Protocol):
+    """What review by chat admins shows: cards, diffs, the question why a rejection."""
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         """Say `decided` and ask why; the prompt's id when only a reply to it is the answer."""
@@ -113,20 +122,19 @@ class Responder(Protocol):
         ...
 
 
+class Responder(Answers, RatingReplies, ReviewReplies, Protocol):
+    """How a platform answers in the chat of the event being handled: every port above.
+
+    A platform implements it whole; each part of the conversation layer asks for the port
+    it uses (`Replies` for privacy, `RatingReplies` for feedback, `ReviewReplies` for review
+    by chat, `Answers` for the turn, `Speaker` for languages).
+    """
+
+
 class QuotaStore(Protocol):
-    """The daily counts (`gateway.store.usage`), and what a turn already stored."""
-
-    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
-
-    async def quota_spend(
-        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
-    ) -> None: ...
+    """The daily counts (`gateway.store.usage`) beyond what a turn's own transactions raise."""
 
     async def quota_first(self, day: str, flag: str) -> bool: ...
-
-    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
 
 
 class ForgetStore(Protocol):
@@ -157,11 +165,20 @@ class ConversationStore(
 ):
     """The part of the store the conversation layer reads and writes."""
 
+    async def chat_state(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        turn: TurnStart | None = None,
+    ) -> ChatState: ...
+
+    async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
+
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
-
-    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
 
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
@@ -209,8 +226,17 @@ class ConversationStore(
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
+    def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
+        """How the store opens the turn of `incoming`."""
+        ...
+
     async def respond(
-        self, incoming: IncomingMessage, partial: PartialText | None = None
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        *,
+        turn: OpenedTurn | None = None,
+        spend: Spender | None = None,
     ) -> Reply: ...
 
 
@@ -229,10 +255,17 @@ class Decisions(CardReview, Protocol):
 
     async def get(self, proposal_id: int) -> Proposal: ...
 
-    async def approve(self, proposal_id: int, decider: str) -> Decision: ...
+    async def approve(
+        self, proposal_id: int, decider: str, *, name: str | None = None
+    ) -> Decision: ...
 
     async def reject(
-        self, proposal_id: int, decider: str, reason: str | None = None
+        self,
+        proposal_id: int,
+        decider: str,
+        reason: str | None = None,
+        *,
+        name: str | None = None,
     ) -> Decision: ...
 
     async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...

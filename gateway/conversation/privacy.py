@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gateway.conversation.content import ALBUM_META
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ForgetStore, Responder
+from gateway.conversation.ports import ForgetStore, Replies
 from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
 from gateway.i18n import ENGLISH, N_, Texts
@@ -98,14 +98,14 @@ class Privacy:
         self.clock = clock
         self.media = media
 
-    async def ask(self, chat: ChatRef, out: Responder) -> None:
+    async def ask(self, chat: ChatRef, out: Replies) -> None:
         texts = out.texts
         if chat.is_group or chat.user_id is None:
             await out.notice(texts(FORGET_PRIVATE))
             return
         await out.notice(texts(FORGET_ASK), buttons=forget_buttons(texts))
 
-    async def on_press(self, press: Press, out: Responder) -> None:
+    async def on_press(self, press: Press, out: Replies) -> None:
         user, texts = press.chat.user_id, out.texts
         if press.data.endswith(":no") or user is None:
             await out.acknowledge(texts(FORGET_CANCELLED))

@@ -22,8 +22,9 @@ from gateway.core.prompt import (
     load_skill_tool,
     memory_section,
 )
-from gateway.core.records import MessageRecord, Trace
+from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.stream import PartialText
+from gateway.core.turn import Admission, Spender, TurnStart, Usage
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
 from gateway.i18n import N_, texts_for
@@ -100,32 +101,47 @@ class Agent:
         self.memory = memory
         """Per-user memory (the `remember` tool); None when SKILLGATE_MEMORY is off."""
 
-    async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
-        """Answer one message; an update answered before a crash gets its stored answer back.
-
-        `partial`, when given, receives the answer as the model writes it (each model call
-        starts it afresh) and is closed once the model is done; only the final text is stored.
-        """
+    def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
+        """How the store opens the turn of `incoming`: this agent's session and history rules."""
         chat = incoming.chat
-        # One store round trip: session, the user's message and history in one transaction.
-        turn = await self.store.open_turn(
+        return TurnStart(
             chat.channel,
             chat.chat_id,
             chat.user_id,
             incoming.text,
-            inbox_id=incoming.inbox_id,
-            now=self.clock(),
-            idle_seconds=self.config.session_idle_seconds,
-            history_limit=self.config.history_messages,
-            exclude_kinds=("error",),
-            platform_message_id=incoming.platform_message_id,
-            attachments=incoming.attachments,
+            incoming.inbox_id,
+            self.clock(),
+            self.config.session_idle_seconds,
+            self.config.history_messages,
+            ("error",),
+            incoming.platform_message_id,
+            incoming.attachments,
+            admission,
             memory=incoming.memory and self.memory is not None,
             in_group=chat.is_group,
             context_since=incoming.context_since,
         )
+
+    async def respond(
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        *,
+        turn: OpenedTurn | None = None,
+        spend: Spender | None = None,
+    ) -> Reply:
+        """Answer one message; an update answered before a crash gets its stored answer back.
+
+        `turn` is the turn as opened already (with the chat's state), else it is opened here.
+        `partial`, when given, receives the answer as the model writes it (each model call
+        starts it afresh) and is closed once the model is done; only the final text is stored,
+        in one transaction with what `spend` makes of its tokens and model.
+        """
+        chat = incoming.chat
+        if turn is None:
+            turn = await self.store.start_turn(self.start(incoming))
         if turn.answer is not None:
-            return _reply(turn.answer)
+            return _reply(turn.answer, resumed=True)
         context = TurnContext(
             chat, memory=turn.memory, context=group_context(turn.context), persona=turn.persona
         )
@@ -137,14 +153,16 @@ class Agent:
             if partial is not None:
                 partial.close()
         text = _in_language(text, kind, incoming.language)
-        answer = await self.store.add_message(
+        usage = Usage(kind, trace.prompt_tokens, trace.completion_tokens, trace.model)
+        answer = await self.store.add_answer(
             turn.session_id,
-            "assistant",
             text,
             kind=kind,
             inbox_id=incoming.inbox_id,
             trace=trace,
+            now=time.time(),
             user_id=chat.user_id,
+            spent=spend(usage) if spend is not None else None,
         )
         reply = _reply(answer)
         if context.remembered:
@@ -361,7 +379,7 @@ def _assistant_tool_message(completion: Completion) -> dict[str, Any]:
     return message
 
 
-def _reply(message: MessageRecord) -> Reply:
+def _reply(message: MessageRecord, *, resumed: bool = False) -> Reply:
     buttons = rating_buttons(message.id) if message.kind == "normal" else []
     return Reply(
         text=message.text,
@@ -369,6 +387,7 @@ def _reply(message: MessageRecord) -> Reply:
         message_id=message.id,
         buttons=buttons,
         delivered_ids=message.platform_message_ids,
+        resumed=resumed,
     )
 
 

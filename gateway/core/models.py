@@ -101,6 +101,8 @@ class Reply(BaseModel):
     """Memory entries the model kept this turn (`remember`), shown to the user after it."""
     memory_dropped: int = 0
     """Old entries that went to make room for them."""
+    resumed: bool = False
+    """Stored by an earlier attempt at the same update: some of it may have gone out."""
 
 
 def rating_buttons(message_id: int) -> list[Button]:

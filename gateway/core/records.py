@@ -71,7 +71,7 @@ class GroupLine(BaseModel):
 class OpenedTurn(BaseModel):
     """A turn's start: its session and history, or the answer an earlier attempt stored."""
 
-    session_id: int
+    session_id: int = 0
     history: list[MessageRecord] = Field(default_factory=list)
     answer: MessageRecord | None = None
     memory: list[str] | None = None
@@ -80,6 +80,10 @@ class OpenedTurn(BaseModel):
     """The group's unaddressed messages since the bot last answered there (now cleared)."""
     persona: str | None = None
     """The chat's own persona (/persona), if its admins set one."""
+    over: QuotaCheck | None = None
+    """The daily count that refused the turn; then nothing was written."""
+    resumed: bool = False
+    """The user's message was stored by an earlier attempt, which counted it already."""
 
 
 class Trace(BaseModel):

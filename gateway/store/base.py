@@ -27,10 +27,12 @@ from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
+from gateway.store.turns import TurnQueries
 from gateway.store.usage import UsageQueries
 
 
 class Store(
+    TurnQueries,
     ConversationQueries,
     RegistryQueries,
     DeliveryQueries,

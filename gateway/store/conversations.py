@@ -11,13 +11,9 @@ from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import (
     FeedbackRecord,
     MessageRecord,
-    OpenedTurn,
     SessionRecord,
     Trace,
 )
-from gateway.store.context import take_group_lines
-from gateway.store.memory import turn_memory
-from gateway.store.personas import chat_persona
 from gateway.store.sql import (
     Conn,
     QueriesBase,
@@ -54,87 +50,8 @@ class ConversationQueries(QueriesBase):
         idle_seconds: float,
     ) -> SessionRecord:
         """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
-        await _lock_chat(c, channel, chat_id)
-        return await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
-
-    @transaction
-    async def open_turn(
-        self,
-        c: Conn,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        text: str,
-        *,
-        inbox_id: int | None,
-        now: float,
-        idle_seconds: float,
-        history_limit: int,
-        exclude_kinds: Sequence[MessageKind] = (),
-        platform_message_id: str | None = None,
-        attachments: Sequence[AttachmentRecord] = (),
-        memory: bool = False,
-        in_group: bool = False,
-        context_since: float | None = None,
-    ) -> OpenedTurn:
-        """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history, the chat's persona, with `memory` the user's entries where this chat
-        may use them, and with `context_since` the group's unaddressed lines since then (taken:
-        cleared).
-
-        When the inbox update was answered before (a crash between answer and delivery),
-        that answer comes back instead and nothing is written.
-        """
-        await _lock_chat(c, channel, chat_id)
-        if inbox_id is not None:
-            done = await _message_for_inbox(c, inbox_id, "assistant")
-            if done is not None:
-                return OpenedTurn(session_id=done.session_id, answer=done)
-        stored = None if inbox_id is None else await _message_for_inbox(c, inbox_id, "user")
-        if stored is not None:
-            # Resumed after a crash: the turn stays in the session of its question,
-            # even if that session went idle meanwhile.
-            session_id = stored.session_id
-        else:
-            session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
-            session_id = session.id
-            message = await _add_message(
-                c,
-                session_id,
-                "user",
-                text,
-                "normal",
-                inbox_id,
-                None,
-                now,
-                platform_message_id=platform_message_id,
-                user_id=user_id,
-            )
-            for attachment in attachments:
-                values = {**attachment.model_dump(), "message_id": message.id}
-                await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
-            if attachments:
-                await c.execute(
-                    "update messages set attachment_count = ? where id = ?",
-                    len(attachments),
-                    message.id,
-                )
-        history = await _history(c, session_id, history_limit, exclude_kinds)
-        entries = (
-            await turn_memory(c, channel, chat_id, user_id, in_group=in_group) if memory else None
-        )
-        lines = (
-            await take_group_lines(c, channel, chat_id, context_since)
-            if context_since is not None
-            else []
-        )
-        return OpenedTurn(
-            session_id=session_id,
-            history=history,
-            memory=entries,
-            context=lines,
-            persona=await chat_persona(c, channel, chat_id),
-        )
+        await lock_chat(c, channel, chat_id)
+        return await session_for_turn(c, channel, chat_id, user_id, now, idle_seconds)
 
     @query
     async def finish_chat_session(
@@ -192,7 +109,7 @@ class ConversationQueries(QueriesBase):
         `user_id`: the sender of a question, or the user an answer is for.
         """
         at = time.time() if now is None else now
-        return await _add_message(
+        return await insert_message(
             c, session_id, role, text, kind, inbox_id, trace, at, user_id=user_id
         )
 
@@ -206,7 +123,7 @@ class ConversationQueries(QueriesBase):
         exclude_kinds: Sequence[MessageKind] = (),
     ) -> list[MessageRecord]:
         """The session's last `limit` messages, oldest first, without the excluded kinds."""
-        return await _history(c, session_id, limit, exclude_kinds)
+        return await read_history(c, session_id, limit, exclude_kinds)
 
     @transaction
     async def unsend_message(
@@ -281,16 +198,12 @@ class ConversationQueries(QueriesBase):
     @query
     async def message_for_inbox(self, c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
         """The message of `role` already stored for an inbox update, if any."""
-        return await _message_for_inbox(c, inbox_id, role)
+        return await inbox_message(c, inbox_id, role)
 
     @query
     async def set_platform_ids(self, c: Conn, message_id: int, ids: Sequence[str]) -> None:
         """Remember the platform's ids of the messages that carried this one."""
-        await c.execute(
-            "update messages set platform_message_ids = ? where id = ?",
-            json.dumps(list(ids)),
-            message_id,
-        )
+        await set_platform_ids(c, message_id, ids)
 
     @query
     async def get_trace(self, c: Conn, message_id: int) -> Trace | None:
@@ -365,12 +278,12 @@ class ConversationQueries(QueriesBase):
         return [FeedbackRecord.model_validate(r) for r in rows]
 
 
-async def _lock_chat(c: Conn, channel: str, chat_id: str) -> None:
+async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
     """Queue replicas opening the same chat's session, until the transaction ends."""
     await c.lock(f"chat\0{channel}\0{chat_id}")
 
 
-async def _current_session(
+async def session_for_turn(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
     # Called inside a transaction that holds the chat's lock; the row lock keeps a
@@ -403,7 +316,7 @@ async def _current_session(
     return SessionRecord.model_validate(row)
 
 
-async def _add_message(
+async def insert_message(
     c: Conn,
     session_id: int,
     role: Role,
@@ -441,7 +354,7 @@ async def _add_message(
     return message
 
 
-async def _history(
+async def read_history(
     c: Conn, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
 ) -> list[MessageRecord]:
     kinds = list(exclude_kinds)
@@ -487,10 +400,32 @@ async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[Messa
     return messages
 
 
-async def _message_for_inbox(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
+async def inbox_message(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
     row = await c.fetchrow(
         "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
         inbox_id,
         role,
     )
     return None if row is None else message_record(row)
+
+
+async def store_attachments(
+    c: Conn, message_id: int, attachments: Sequence[AttachmentRecord], now: float
+) -> None:
+    """Keep what a user's message carried, and how many, with the message."""
+    for attachment in attachments:
+        values = {**attachment.model_dump(), "message_id": message_id}
+        await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
+    if attachments:
+        await c.execute(
+            "update messages set attachment_count = ? where id = ?", len(attachments), message_id
+        )
+
+
+async def set_platform_ids(c: Conn, message_id: int, ids: Sequence[str]) -> None:
+    """The platform's ids of every message that carried this one so far."""
+    await c.execute(
+        "update messages set platform_message_ids = ? where id = ?",
+        json.dumps(list(ids)),
+        message_id,
+    )

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.review.reviewer import ReviewEvent
+from gateway.review.events import ReviewEvent
 from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
 from tests.synthesis_support import (
     answer,
     evidence_prompt,
+    follow,
     gateway,
     proposal,
     seed_offline,
@@ -187,7 +188,7 @@ async def test_the_schedule_runs_a_pass_on_its_interval(
             if event.kind == "staged":
                 staged.set()
 
-        gw.parts.review.listeners.append(on_event)
+        follow(gw.parts.review, on_event)
         await asyncio.wait_for(staged.wait(), 10)
         _, (made,) = await gw.call("GET", "/proposals")
         _, runs = await gw.call("GET", "/runs")
@@ -208,7 +209,7 @@ async def test_an_overdue_pass_runs_soon_after_a_restart(
         async def on_event(event: ReviewEvent) -> None:
             staged.set()
 
-        gw.parts.review.listeners.append(on_event)
+        follow(gw.parts.review, on_event)
         await asyncio.wait_for(staged.wait(), 10)
         _, runs = await gw.call("GET", "/runs")
         assert [r["trigger"] for r in runs][:2] == ["schedule", "schedule"]

@@ -94,7 +94,7 @@ class LoopChannel(Channel):
         chat = ChatRef(
             channel=self.name, chat_id=update["chat"], user_id=update.get("user"), is_group=group
         )
-        out = self.ports.fenced(LoopResponder(self.client, chat), item)
+        out = self.ports.fenced(LoopResponder(self.client, chat, self.ports.deliveries), item)
         conversation = self.ports.conversation
         if "press" in update:
             press = Press(chat=chat, data=str(update["press"]), inbox_id=item.id)

@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 
+from gateway.channels.base import DeliveryLog
 from gateway.core.models import Button, ChatRef, Reply
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
@@ -49,9 +50,10 @@ class LoopClient:
 class LoopResponder:
     """The conversation layer's `Responder` for one Loopchat update."""
 
-    def __init__(self, client: LoopClient, chat: ChatRef) -> None:
+    def __init__(self, client: LoopClient, chat: ChatRef, log: DeliveryLog) -> None:
         self.client = client
         self.chat = chat
+        self.log = log
         self.texts: Texts = ENGLISH
 
     @property
@@ -80,7 +82,10 @@ class LoopResponder:
     async def deliver(self, reply: Reply) -> list[str]:
         if reply.delivered_ids:
             return list(reply.delivered_ids)  # one message: sent whole or not at all
-        return [await self._say(reply.text, reply.buttons)]
+        ids = [await self._say(reply.text, reply.buttons)]
+        if reply.message_id is not None:
+            await self.log.set_platform_ids(reply.message_id, ids)  # the channel records them
+        return ids
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         return None  # no edits: the buttons stay as they are
