@@ -203,6 +203,8 @@ def media_limits(settings: Settings) -> MediaLimits:
         max_pdf_pages=settings.max_pdf_pages,
         document_tokens=settings.document_tokens,
         keep_dir=settings.media_dir,
+        decode_memory_bytes=settings.decode_memory_mb * MB,
+        decode_seconds=settings.decode_seconds,
     )
 
 

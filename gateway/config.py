@@ -227,6 +227,11 @@ class Settings(BaseSettings):
         2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
     )
     keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    decode_memory_mb: int = Field(
+        1024, ge=128, le=65_536, validation_alias="SKILLGATE_DECODE_MEMORY_MB"
+    )
+    """The address space of the child process that decodes one image or document."""
+    decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )

@@ -7,7 +7,8 @@ then /forget (anyone may delete their data, `privacy`); then the allowlist; then
 (admin commands go to the review chat); then a voice note, photo or document, read into the
 turn (or a notice, `attachments`; an album is answered once); then media without words (a
 notice, `content`); the rest is a turn for the agent, unless a daily limit refuses it first
-(`quota`). The turn is the one place where an answer is delivered and counted.
+(`quota`). The turn is the one place where an answer is delivered and counted. A message
+the inbox gave up on only gets a notice saying so.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ COMMANDS = (
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+GAVE_UP = N_(
+    "Sorry, something went wrong every time I tried to handle that message, so I have set it"
+    " aside. Please send it again in another form, or ask me something else."
+)
+"""Said once when the inbox gives up on a message (its attempts failed or stopped the process)."""
 
 
 def argument(text: str | None) -> str:
@@ -115,6 +121,9 @@ class Conversation:
         if chat.is_group and not message.addressed:
             return  # in a group, only what is said to the bot (an answer to its question too)
         out.texts = texts = await self.languages.texts(chat, out)
+        if message.given_up:
+            await out.notice(texts(GAVE_UP))
+            return
         text = words(message)
         if text is not None and await self._awaited(message, text, out):
             return
@@ -144,7 +153,10 @@ class Conversation:
             log.info("%s: album %s was answered already", self.profile.who, message.album)
             return
         async with out.working():  # a download and a transcription take a while
-            read = await self.attachments.read(message.media, message.attachment, message.text)
+            who = f"{message.chat.channel}:{message.chat.user_id or message.chat.chat_id}"
+            read = await self.attachments.read(
+                message.media, message.attachment, message.text, user=who
+            )
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
         else:

@@ -24,6 +24,9 @@ class InboxItem(BaseModel):
     last_error: str | None = None
     claim: int = 0
     """How many times replicas claimed it; work is fenced by the number it was claimed with."""
+    given_up: bool = False
+    """Not stored: the inbox gave up on it (its attempts failed, or killed the process), and
+    hands it on once more only for the user to be told."""
 
 
 class SessionRecord(BaseModel):

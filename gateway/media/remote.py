@@ -64,6 +64,10 @@ class MediaLimits:
     """The most bytes of one image as sent to the model (JPEG)."""
     unpacked_bytes: int = 200 * MB
     """The most bytes a DOCX (a zip) may unpack to."""
+    decode_memory_bytes: int = 1024 * MB
+    """The address space of the child process decoding one image or document."""
+    decode_seconds: float = 20.0
+    """The wall (and CPU) time that child may take."""
     keep_dir: Path | None = None
     """Where downloads are kept after their turn; None keeps nothing."""
 

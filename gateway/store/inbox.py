@@ -69,14 +69,26 @@ class InboxQueries(QueriesBase):
         )
 
     @query
+    async def inbox_started(self, c: Conn, item_id: int, *, claim: int | None = None) -> int:
+        """Count an attempt before its work starts, so that one killing the process counts too;
+        returns the attempts so far (0: `claim` no longer holds)."""
+        fenced = "" if claim is None else " and claim = ?"
+        attempts = await c.fetchval(
+            f"update inbox set attempts = attempts + 1 where id = ?{fenced} returning attempts",
+            item_id,
+            *(() if claim is None else (claim,)),
+        )
+        return 0 if attempts is None else int(attempts)
+
+    @query
     async def inbox_failed(
         self, c: Conn, item_id: int, error: str, *, claim: int | None = None
     ) -> int:
-        """Record a failed attempt; returns the attempts so far (0: `claim` no longer holds)."""
+        """Record why the attempt `inbox_started` counted failed; returns the attempts so far
+        (0: `claim` no longer holds)."""
         fenced = "" if claim is None else " and claim = ?"
         attempts = await c.fetchval(
-            f"update inbox set attempts = attempts + 1, last_error = ? where id = ?{fenced}"
-            " returning attempts",
+            f"update inbox set last_error = ? where id = ?{fenced} returning attempts",
             error[:2000],
             item_id,
             *(() if claim is None else (claim,)),
