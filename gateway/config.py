@@ -232,6 +232,12 @@ class Settings(BaseSettings):
     )
     """The address space of the child process that decodes one image or document."""
     decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
+    max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
+    """Downloads of users' files at once, across all chats."""
+    download_memory_mb: int = Field(
+        256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
+    )
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )

@@ -39,6 +39,7 @@ from gateway.errors import (
 from gateway.i18n import N_
 from gateway.media.documents import READ as DOCUMENT_TYPES
 from gateway.media.documents import Extracted
+from gateway.media.held import Held
 from gateway.media.images import PreparedImage
 from gateway.media.keep import keep
 from gateway.media.remote import READABLE, Kind, MediaLimits, Remote, megabytes
@@ -117,6 +118,7 @@ class Attachments:
         self.vision = vision
         self.transcriber = transcriber
         self._decoding = asyncio.Semaphore(DECODING)
+        self._held = Held(limits.held_bytes, limits.downloads)
         self._users: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
 
@@ -165,6 +167,16 @@ class Attachments:
             # Not worth downloading: the model would not see it.
             return self._unseen(media, remote, words)
         try:
+            # The bytes are held until the turn is done with them: room is made first.
+            async with self._held.bytes(self.limits.cap(kind), self.limits.seconds):
+                return await self._read(media, kind, remote, words, user)
+        except MediaError as exc:
+            log.info("a %s was not read: %s", media, exc)
+            notice, args = _notice(kind, exc)
+            return Read(notice=notice, notice_args=args)
+
+    async def _read(self, media: str, kind: Kind, remote: Remote, words: str, user: str) -> Read:
+        try:
             data = await self._download(kind, remote)
             mime = await self._off_loop(sniff, data)
             if kind == "document" and mime.startswith("image/"):
@@ -202,7 +214,7 @@ class Attachments:
         if remote.size is not None and remote.size > cap:
             raise MediaTooBig(f"declared {remote.size} bytes, over {cap}", cap)
         try:
-            async with asyncio.timeout(self.limits.seconds):
+            async with self._held.slot(self.limits.seconds), asyncio.timeout(self.limits.seconds):
                 data = await remote.fetch(cap)
         except TimeoutError:
             raise MediaUnavailable(f"no download within {self.limits.seconds:g} s") from None

@@ -68,6 +68,10 @@ class MediaLimits:
     """The address space of the child process decoding one image or document."""
     decode_seconds: float = 20.0
     """The wall (and CPU) time that child may take."""
+    downloads: int = 8
+    """Downloads at once, across all chats."""
+    held_bytes: int = 256 * MB
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
     keep_dir: Path | None = None
     """Where downloads are kept after their turn; None keeps nothing."""
 
