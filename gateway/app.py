@@ -171,6 +171,8 @@ def make_llm(settings: Settings) -> LLM:
             idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
+            stream_seconds=settings.llm_stream_max_seconds,
+            stream_bytes=int(settings.llm_stream_max_mb * MB),
         )
         for model, url, model_key in chain
     ]

@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
     # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
     llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
+    # Whatever `max_tokens` the server honours, a streamed answer is cut (with the cut note,
+    # the connection closed) past this long or this many bytes read.
+    llm_stream_max_seconds: float = Field(
+        300.0, gt=0, le=3600, validation_alias="LLM_STREAM_MAX_SECONDS"
+    )
+    llm_stream_max_mb: float = Field(8.0, gt=0, le=1024, validation_alias="LLM_STREAM_MAX_MB")
     # Tried in order when the primary fails or refuses: `model` or `model@base_url`.
     llm_fallback_models: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="LLM_FALLBACK_MODELS"

@@ -55,6 +55,10 @@ class Scripted:
     quiet: float = 0.0
     # Streamed: after the content, an error object instead of the finish (as servers do).
     stream_error: str | None = None
+    # Streamed: this piece again and again, every `flood_interval` seconds, whatever
+    # `max_tokens` says, until the client hangs up (`FakeOpenAI.flooded` counts the bytes).
+    flood: str | None = None
+    flood_interval: float = 0.0
 
 
 MAX_CHUNKS = 2000
@@ -119,6 +123,8 @@ class FakeOpenAI:
         self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
         self.chunk_interval = 0.0
+        self.flooded = 0
+        """Content characters streamed by `flood` answers."""
         self.refuse_stream_options = False
         self.first_chunks: list[tuple[float, str]] = []
         """When each streamed answer's first content chunk was written (monotonic), and the
@@ -191,6 +197,10 @@ class FakeOpenAI:
     def fail_mid_stream(self, text: str, message: str) -> None:
         """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
         self.script.append(Scripted(text=text, stream_error=message))
+
+    def flood(self, piece: str, interval: float = 0.0) -> None:
+        """Next answer, streamed without end: `piece` after `piece`, until the client hangs up."""
+        self.script.append(Scripted(text="", flood=piece, flood_interval=interval))
 
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
@@ -359,6 +369,15 @@ class FakeOpenAI:
             await response.write(f"data: {json.dumps(base | {'choices': [choice]})}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        if step.flood is not None:
+            try:
+                while self.flooded < 1 << 30:  # the fake's own bound
+                    await send({"content": step.flood})
+                    self.flooded += len(step.flood)
+                    await asyncio.sleep(step.flood_interval)
+            except (ConnectionError, RuntimeError):
+                pass  # the client hung up
+            return response
         rest = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
         if rest:  # reasoning, a legacy function_call: in one delta, as servers send them
             await send(rest)
