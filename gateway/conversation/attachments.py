@@ -98,6 +98,8 @@ class Read:
     notice: str | None = None
     """The notice's message id (English, `N_`-marked), translated where it is said."""
     notice_args: dict[str, object] = field(default_factory=dict)
+    then_answer: bool = False
+    """The notice is said first, then `text` (the caption) is answered all the same."""
 
 
 def readable(media: str | None, remote: Remote | None) -> bool:
@@ -207,7 +209,25 @@ class Attachments:
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
             notice, args = _notice(kind, exc)
+            if isinstance(exc, MediaUnavailable) and words:
+                # The caption still asks something: answered, the model told the file is
+                # missing, after the notice that says so.
+                return self._caption_only(media, kind, remote, words, notice)
             return Read(notice=notice, notice_args=args)
+
+    def _caption_only(
+        self, media: str, kind: Kind, remote: Remote, words: str, notice: str
+    ) -> Read:
+        record = AttachmentRecord(
+            kind=kind,
+            source=media,
+            mime="unknown (not downloaded)",
+            size=remote.size or 0,
+            name=_shown_name(remote.name) if kind == "document" else None,
+            sent_as="caption",
+            note="the file could not be downloaded",
+        )
+        return Read(text=words, attachments=[record], notice=notice, then_answer=True)
 
     async def _download(self, kind: Kind, remote: Remote) -> bytes:
         cap = self.limits.cap(kind)

@@ -159,7 +159,7 @@ class Conversation:
             )
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
-        else:
+        if read.notice is None or read.then_answer:
             await self.answer(_incoming(message, read.text, out.texts.language, read), out)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
