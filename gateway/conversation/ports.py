@@ -134,6 +134,8 @@ class ForgetStore(Protocol):
         handling: int | None = None,
     ) -> Forgotten: ...
 
+    async def checkpoint(self) -> None: ...
+
 
 class ConversationStore(
     CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol

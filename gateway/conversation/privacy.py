@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.conversation.content import ALBUM_META
+from gateway.conversation.content import ALBUM_META, MEDIA_META
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import ForgetStore, Responder
 from gateway.core.models import Button, ChatRef
@@ -68,8 +68,10 @@ async def forget(
     `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA); the user's files go too.
     """
     at = time.time() if now is None else now
-    keys = [ALBUM_META.format(channel=channel, chat=user_id)]
+    keys = [meta.format(channel=channel, chat=user_id) for meta in (ALBUM_META, MEDIA_META)]
     done = await store.forget_user(channel, user_id, at, meta_keys=keys, handling=handling)
+    # The deleted words are still in SQLite's write-ahead log until it is checkpointed.
+    await store.checkpoint()
     if media is not None and done.files:
         await asyncio.to_thread(discard, media, done.files)
     # Counts only: the user's id is what was just deleted.
