@@ -207,6 +207,7 @@ def media_limits(settings: Settings) -> MediaLimits:
         keep_dir=settings.media_dir,
         decode_memory_bytes=settings.decode_memory_mb * MB,
         decode_seconds=settings.decode_seconds,
+        voice_seconds=settings.max_voice_seconds,
         downloads=settings.max_downloads,
         held_bytes=settings.download_memory_mb * MB,
     )

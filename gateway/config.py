@@ -238,6 +238,11 @@ class Settings(BaseSettings):
     )
     """The address space of the child process that decodes one image or document."""
     decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
+    max_voice_seconds: float = Field(
+        600.0, gt=0, le=86_400, validation_alias="SKILLGATE_MAX_VOICE_SECONDS"
+    )
+    """The longest recording transcribed: as declared (before the download), then as its
+    bytes say."""
     max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
     """Downloads of users' files at once, across all chats."""
     download_memory_mb: int = Field(

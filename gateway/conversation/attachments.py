@@ -44,7 +44,7 @@ from gateway.media.images import PreparedImage
 from gateway.media.keep import keep
 from gateway.media.remote import READABLE, Kind, MediaLimits, Remote, megabytes
 from gateway.media.sniff import sniff
-from gateway.media.stt import EXTENSIONS, Transcriber
+from gateway.media.stt import EXTENSIONS, Transcriber, duration
 from gateway.media.worker import decode
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ BOMB = {
     "bytes": N_("Sorry, that file unpacks to more than {limit}, too much to open safely."),
     "work": N_("Sorry, that file takes too much memory or time to open safely."),
 }
+TOO_LONG = N_("Sorry, that recording is too long for me: I can listen to up to {limit}.")
 NO_STT = N_("Sorry, voice messages are not set up on this bot yet. Please type your question.")
 STT_FAILED = N_(
     "Sorry, I couldn't transcribe that voice message just now. Please try again or type it."
@@ -165,6 +166,8 @@ class Attachments:
         words = (caption or "").strip()
         if kind == "voice" and self.transcriber is None:
             return Read(notice=NO_STT)
+        if kind == "voice" and (remote.duration or 0) > self.limits.voice_seconds:
+            return self._too_long()  # as declared: not even downloaded
         if kind == "image" and not await self.vision.allowed():
             # Not worth downloading: the model would not see it.
             return self._unseen(media, remote, words)
@@ -215,6 +218,11 @@ class Attachments:
                 return self._caption_only(media, kind, remote, words, notice)
             return Read(notice=notice, notice_args=args)
 
+    def _too_long(self) -> Read:
+        limit = self.limits.voice_seconds
+        shown = f"{int(limit // 60)}:{int(limit % 60):02d}"
+        return Read(notice=TOO_LONG, notice_args={"limit": shown})
+
     def _caption_only(
         self, media: str, kind: Kind, remote: Remote, words: str, notice: str
     ) -> Read:
@@ -250,6 +258,12 @@ class Attachments:
             raise MediaUnsupported(
                 f"{record.mime} is not audio the gateway sends for transcription"
             )
+        # The platform's word is checked before the download; the bytes' own, here.
+        seconds = await self._off_loop(duration, data)
+        if seconds is not None and seconds > self.limits.voice_seconds:
+            return self._too_long()
+        if seconds is not None and record.duration is None:
+            record.duration = seconds
         transcript = await self.transcriber.transcribe(data, record.mime)
         if not transcript:
             return Read(notice=NO_SPEECH)

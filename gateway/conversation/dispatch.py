@@ -32,7 +32,7 @@ from gateway.conversation.ports import (
 )
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
-from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
+from gateway.conversation.quota import Admission, Alerts, Limits, Quotas, Refusal
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     ADMIN_HELP,
@@ -152,6 +152,12 @@ class Conversation:
         if await self._album_seen(message):
             log.info("%s: album %s was answered already", self.profile.who, message.album)
             return
+        # Admitted before anything is downloaded or transcribed: over a daily limit, a
+        # voice note costs the operator no speech-to-text.
+        asked = _incoming(message, message.text or "", out.texts.language)
+        admission = await self._admit(asked, out)
+        if isinstance(admission, Refusal):
+            return
         async with out.working():  # a download and a transcription take a while
             who = f"{message.chat.channel}:{message.chat.user_id or message.chat.chat_id}"
             read = await self.attachments.read(
@@ -160,7 +166,10 @@ class Conversation:
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
         if read.notice is None or read.then_answer:
-            await self.answer(_incoming(message, read.text, out.texts.language, read), out)
+            incoming = _incoming(message, read.text, out.texts.language, read)
+            await self.answer(incoming, out, admission=admission)
+        else:
+            await self.quotas.give_back(admission)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
 
@@ -288,18 +297,29 @@ class Conversation:
 
     # ---- the turn -------------------------------------------------------------------------
 
-    async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
-        """Ask the agent (showing that it works), deliver once, remember and count it.
-
-        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
-        """
-        started = time.monotonic()
+    async def _admit(self, incoming: IncomingMessage, out: Responder) -> Admission | Refusal:
+        """The answer counted under the daily limits, or the refusal (its notice said)."""
         admin = self.review.is_admin(incoming.chat.user_id)
         admission = await self.quotas.admit(incoming, admin=admin, texts=out.texts)
         if isinstance(admission, Refusal):
             self.counts.over_limit(self.channel, admission.scope)
             await out.notice(admission.notice)
-            return Reply(text=admission.notice, kind="notice")
+        return admission
+
+    async def answer(
+        self, incoming: IncomingMessage, out: Responder, *, admission: Admission | None = None
+    ) -> Reply:
+        """Ask the agent (showing that it works), deliver once, remember and count it.
+
+        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
+        `admission`: the turn was admitted already (before its attachment was read).
+        """
+        started = time.monotonic()
+        if admission is None:
+            admitted = await self._admit(incoming, out)
+            if isinstance(admitted, Refusal):
+                return Reply(text=admitted.notice, kind="notice")
+            admission = admitted
         async with out.working() as partial:
             reply = await self.turns.respond(incoming, partial)
         await self.quotas.spend(incoming, admission, reply)

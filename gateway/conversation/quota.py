@@ -156,6 +156,12 @@ class Quotas:
         await self._alert(day, over)
         return Refusal(over.scope, texts(NOTICES[over.scope], reset=until_reset(now, texts)))
 
+    async def give_back(self, admission: Admission) -> None:
+        """An admitted answer that was never made (its attachment got a notice instead)."""
+        if self.limits.active and admission.counted:
+            counts = [(scope, subject, -1) for scope, subject in admission.counted]
+            await self.store.quota_spend(admission.day, counts, tokens=0, cost=0.0)
+
     async def spend(self, incoming: IncomingMessage, admission: Admission, reply: Reply) -> None:
         """Add the stored answer's tokens and cost; a failed answer gives its count back."""
         if not self.limits.active or not admission.spends or reply.message_id is None:

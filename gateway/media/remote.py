@@ -68,6 +68,8 @@ class MediaLimits:
     """The address space of the child process decoding one image or document."""
     decode_seconds: float = 20.0
     """The wall (and CPU) time that child may take."""
+    voice_seconds: float = 600.0
+    """The longest recording sent for transcription (declared, then as its bytes say)."""
     downloads: int = 8
     """Downloads at once, across all chats."""
     held_bytes: int = 256 * MB
