@@ -103,7 +103,7 @@ class Conversation:
             profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
         )
         kept = attachments.limits.keep_dir if attachments is not None else None
-        self.privacy = Privacy(profile, store, clock, media=kept)
+        self.privacy = Privacy(profile, store, clock, media=kept, review=review)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
 
     @property

@@ -226,6 +226,14 @@ class Decisions(CardReview, Protocol):
         self, proposal_id: int, decider: str, reason: str | None = None
     ) -> Decision: ...
 
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
+
+
+class Withdrawals(Protocol):
+    """Withdrawing pending proposals made from deleted sessions (`Reviewer`)."""
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
+
 
 class Synthesis(Protocol):
     """Running a synthesis pass, and the measured effect of each skill."""

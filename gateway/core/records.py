@@ -219,6 +219,8 @@ class Forgotten(BaseModel):
     updates: int = 0
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
+    session_ids: list[int] = Field(default_factory=list, exclude=True)
+    """Sessions that held the user's words: pending proposals made from them are withdrawn."""
 
 
 class LanguageState(BaseModel):

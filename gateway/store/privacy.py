@@ -183,18 +183,17 @@ class PrivacyQueries(QueriesBase):
         ]
         updates = await _user_updates(c, channel, user_id)
         update_ids = [int(u["id"]) for u in updates]
-        theirs = [
-            int(r["id"])
-            for r in await c.fetch(
-                "select m.id from messages m join sessions s on s.id = m.session_id"
-                " where s.channel = ? and (m.user_id = ?"
-                + (f" or m.inbox_id in ({marks(update_ids)})" if update_ids else "")
-                + ")",
-                channel,
-                user_id,
-                *update_ids,
-            )
-        ]
+        found = await c.fetch(
+            "select m.id, m.session_id from messages m join sessions s on s.id = m.session_id"
+            " where s.channel = ? and (m.user_id = ?"
+            + (f" or m.inbox_id in ({marks(update_ids)})" if update_ids else "")
+            + ")",
+            channel,
+            user_id,
+            *update_ids,
+        )
+        theirs = [int(r["id"]) for r in found]
+        done.session_ids = sorted({*private, *(int(r["session_id"]) for r in found)})
         done.sessions, in_private = await _delete_sessions(c, private, "forget", at, done.files)
         done.messages = in_private + await _delete_messages(c, theirs, done.files)
         await c.execute(

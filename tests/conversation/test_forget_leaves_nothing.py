@@ -8,10 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway.config import Settings
+from gateway.review.reviewer import WITHDRAWN_REASON
 from gateway.runtime.retention import purge_old
 from tests.conversation.test_forget import (
     FORGOTTEN,
     SECRET_WORDS,
+    _rate_last,
     every_row,
     files_holding,
     forget_press,
@@ -22,8 +24,10 @@ from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.line_support import line_rig
+from tests.media.test_media_downloads import until
 from tests.media.test_media_line import sent
 from tests.media_support import pdf, png
+from tests.synthesis_support import answer, proposal
 from tests.telegram_harness import ADMIN, telegram_gateway
 
 FILE_NAME = "marmalade-zebra-plans.pdf"
@@ -87,3 +91,39 @@ async def test_the_export_holds_the_users_attachments(
             "image/png",
             90,
         )
+
+
+async def test_a_pending_proposal_made_from_a_forgotten_users_session_is_withdrawn(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    admin = 777001
+    settings = {"telegram_admin_ids": [admin], "session_idle_minutes": 0}
+    async with telegram_gateway(make_settings, fake_llm, **settings) as gw:
+        text = f"my {SECRET_WORDS} recipe"
+        await gw.deliver(make_text_update(1, text, chat_id=FORGOTTEN, user_id=FORGOTTEN))
+        await _rate_last(gw, 4, FORGOTTEN, FORGOTTEN, -1)  # what synthesis learns from
+        chat = fake_llm.default
+        fake_llm.default = lambda body: answer(
+            proposal("recipe-tips", content=f"When asked for recipes, mention {SECRET_WORDS}.")
+        )
+        made = await gw.client.post("/admin/api/synthesize", headers=ADMIN)
+        assert made.status == 200, await made.text()
+        assert (await made.json())["proposed"], await made.text()
+        fake_llm.default = chat
+        staged = gw.channel.settings.skills_dir / "recipe-tips" / "SKILL.md.proposed"
+        assert staged.exists()
+        await gw.deliver(make_text_update(2, "/forget", chat_id=FORGOTTEN, user_id=FORGOTTEN))
+        await gw.deliver(forget_press(gw.fake, 3, FORGOTTEN, 0))
+
+        resp = await gw.client.get("/admin/api/proposals", headers=ADMIN)
+        [withdrawn] = await resp.json()
+        assert (withdrawn["status"], withdrawn["reason"]) == ("stale", WITHDRAWN_REASON)
+        assert not staged.exists()
+
+        # The admin's card says so: edited in place, its buttons gone.
+        def edits() -> list[str]:
+            calls = gw.fake.calls_of("editMessageText")
+            return [c.params["text"] for c in calls if c.params["chat_id"] == admin]
+
+        await until(lambda: bool(edits()))  # cards are updated in the background
+        assert WITHDRAWN_REASON in edits()[-1]
