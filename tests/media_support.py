@@ -138,3 +138,15 @@ def shared_stream_pdf(pages: int, text_ops: int, *, first: str | None = None) ->
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def pdf_pypdf_cannot_decrypt() -> bytes:
+    """A PDF encrypted with a handler pypdf does not implement (it raises NotImplementedError)."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(100, 100)
+    writer.encrypt("", algorithm="RC4-40")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue().replace(b"/Filter /Standard", b"/Filter /Adobe.PubSec", 1)

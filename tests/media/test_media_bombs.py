@@ -19,7 +19,13 @@ from gateway.media.worker import decode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_media_update
 from tests.media.test_media_telegram import ANSWER, document, photo
-from tests.media_support import docx_of, png, prompt_text, shared_stream_pdf
+from tests.media_support import (
+    docx_of,
+    pdf_pypdf_cannot_decrypt,
+    png,
+    prompt_text,
+    shared_stream_pdf,
+)
 from tests.telegram_harness import telegram_gateway
 
 WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -113,3 +119,18 @@ async def test_decoding_past_its_memory_bound_is_refused_not_the_gateways_memory
         "image", png(), memory=128 * MB, seconds=20, max_pixels=40_000_000, side=64, max_bytes=MB
     )
     assert (small.width, small.height) == (64, 48)
+
+
+async def test_a_library_error_on_a_hostile_file_is_a_notice_not_five_retries(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # pypdf raises NotImplementedError for this encryption handler: it escaped the media
+    # layer, the update was retried five times, and the user got no answer.
+    odd = pdf_pypdf_cannot_decrypt()
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        await gw.deliver(make_media_update(1, document=document(gw, "p", odd, "a.pdf", PDF)))
+        assert gw.fake.sent_texts(1001) == [notices.UNSUPPORTED_FILE]
+        rows = await gw.parts.store.run(
+            lambda db: [dict(r) for r in db.query("select attempts, last_error from inbox")]
+        )
+        assert rows == [{"attempts": 1, "last_error": None}]
