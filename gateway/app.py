@@ -141,6 +141,7 @@ def quota_limits(settings: Settings) -> Limits:
         gateway_tokens=limit(settings.daily_token_budget),
         gateway_cost=settings.daily_cost_budget or None,
         prices=settings.prices(),
+        stt_per_minute=settings.stt_price_per_minute,
     )
 
 

@@ -243,6 +243,9 @@ class Settings(BaseSettings):
     )
     """The longest recording transcribed: as declared (before the download), then as its
     bytes say."""
+    stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
+    """What a minute of speech-to-text costs, counted with the answer under the daily cost
+    budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
     max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
     """Downloads of users' files at once, across all chats."""
     download_memory_mb: int = Field(

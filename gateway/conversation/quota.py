@@ -66,6 +66,8 @@ class Limits:
     gateway_tokens: int | None = None
     gateway_cost: float | None = None
     prices: Prices = field(default_factory=dict)
+    stt_per_minute: float = 0.0
+    """What a minute of transcribed speech costs (STT_PRICE_PER_MINUTE)."""
 
     @property
     def active(self) -> bool:
@@ -176,6 +178,9 @@ class Quotas:
                 )
                 or 0.0
             )
+        # Speech-to-text was paid for whatever became of the answer: its minutes count too.
+        speech = sum(a.duration or 0.0 for a in incoming.attachments if a.sent_as == "transcript")
+        cost += speech / 60 * self.limits.stt_per_minute
         back = -1 if reply.kind == "error" else 0
         chat = incoming.chat
         counts = [

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from gateway.config import Settings
 from gateway.conversation import attachments as notices
-from gateway.conversation.quota import USER_LIMIT
+from gateway.conversation.quota import GATEWAY_LIMIT, USER_LIMIT
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_media_update, make_text_update
 from tests.media.test_media_telegram import ANSWER, STT, voice
@@ -62,3 +62,21 @@ async def test_a_recording_longer_than_allowed_is_refused_by_what_it_declares_an
         fake_llm.transcripts.append("short and sweet")
         await gw.deliver(make_media_update(3, voice=voice(gw, "c", wav(1.0), seconds=1)))
         assert [t["data"] for t in fake_llm.transcriptions] == [wav(1.0)]
+
+
+async def test_transcribed_minutes_count_under_the_daily_cost_budget(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = {
+        "llm_prices": "*=0/0",  # the model costs nothing: only speech-to-text is paid for
+        "stt_price_per_minute": 60.0,
+        "daily_cost_budget": 0.5,
+        **STT,
+    }
+    async with telegram_gateway(make_settings, fake_llm, **settings) as gw:
+        fake_llm.transcripts.append("what time is it?")
+        await gw.deliver(make_media_update(1, voice=voice(gw, "v", ogg_opus(1.0), seconds=1)))
+        await gw.deliver(make_text_update(2, "and now?"))
+        first, second = gw.fake.sent_texts(1001)
+        assert first == ANSWER
+        assert second.startswith(GATEWAY_LIMIT.split("{")[0])  # one second cost 1.0
