@@ -343,6 +343,8 @@ class OpenAIChat:
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
         except json.JSONDecodeError as exc:
             raise ModelError(f"model streamed a chunk that is not JSON: {exc.msg}") from exc
+        except UnicodeDecodeError as exc:  # the SDK decodes each line as UTF-8
+            raise ModelError(f"model streamed bytes that are not UTF-8: {exc.reason}") from exc
         if cut is not None:
             return _cut(assembler.completion(self.model), cut)
         return assembler.completion(self.model)

@@ -55,3 +55,17 @@ async def test_a_server_ignoring_stream_cannot_send_an_endless_whole_answer(
         await gw.deliver(make_text_update(1, "hi"))
         (answer,) = gw.fake.sent_texts(1001)
         assert "x" * 1000 not in answer  # an apology, not the oversized answer
+
+
+async def test_a_stream_that_is_not_utf8_is_an_apology_not_five_retries(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.garble(b'data: {"choices": [{"delta": {"content": "\xff\xfe"}}]}\n\n')
+    async with telegram_gateway(make_settings, fake_llm, llm_max_retries=0) as gw:
+        await gw.deliver(make_text_update(1, "hi"))
+        (answer,) = gw.fake.sent_texts(1001)
+        assert answer != ANSWER  # the error placeholder
+        rows = await gw.parts.store.run(
+            lambda db: [dict(r) for r in db.query("select attempts, last_error from inbox")]
+        )
+        assert rows == [{"attempts": 1, "last_error": None}]

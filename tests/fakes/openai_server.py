@@ -59,6 +59,8 @@ class Scripted:
     # `max_tokens` says, until the client hangs up (`FakeOpenAI.flooded` counts the bytes).
     flood: str | None = None
     flood_interval: float = 0.0
+    # Streamed: these raw bytes after the first chunk, then the end (not UTF-8, say).
+    raw_chunk: bytes | None = None
 
 
 MAX_CHUNKS = 2000
@@ -201,6 +203,10 @@ class FakeOpenAI:
     def flood(self, piece: str, interval: float = 0.0) -> None:
         """Next answer, streamed without end: `piece` after `piece`, until the client hangs up."""
         self.script.append(Scripted(text="", flood=piece, flood_interval=interval))
+
+    def garble(self, raw: bytes) -> None:
+        """Next answer, streamed: a first chunk, then `raw` as it is (bytes that are not UTF-8)."""
+        self.script.append(Scripted(text="", raw_chunk=raw))
 
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
@@ -369,6 +375,11 @@ class FakeOpenAI:
             await response.write(f"data: {json.dumps(base | {'choices': [choice]})}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        if step.raw_chunk is not None:
+            await response.write(step.raw_chunk)
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
         if step.flood is not None:
             try:
                 while self.flooded < 1 << 30:  # the fake's own bound
