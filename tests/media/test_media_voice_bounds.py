@@ -11,11 +11,12 @@ from collections.abc import Callable
 from gateway.config import Settings
 from gateway.conversation import attachments as notices
 from gateway.conversation.quota import GATEWAY_LIMIT, USER_LIMIT
+from gateway.usage import usage_report, usage_text
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_media_update, make_text_update
 from tests.media.test_media_telegram import ANSWER, STT, voice
 from tests.media_support import ogg_opus, wav
-from tests.telegram_harness import telegram_gateway
+from tests.telegram_harness import ADMIN, telegram_gateway
 
 
 async def test_a_user_over_the_daily_limit_gets_no_voice_note_transcribed(
@@ -80,3 +81,15 @@ async def test_transcribed_minutes_count_under_the_daily_cost_budget(
         first, second = gw.fake.sent_texts(1001)
         assert first == ANSWER
         assert second.startswith(GATEWAY_LIMIT.split("{")[0])  # one second cost 1.0
+
+
+async def test_transcribed_seconds_are_in_the_usage_report(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm, **STT) as gw:
+        fake_llm.transcripts.append("what time is it?")
+        await gw.deliver(make_media_update(1, voice=voice(gw, "v", ogg_opus(1.0), seconds=90)))
+        resp = await gw.client.get("/admin/api/usage", headers=ADMIN)
+        assert (await resp.json())["speech_seconds"] == 90
+        text = usage_text(await usage_report(gw.parts.store, {}, 1))
+        assert "Speech-to-text: 1.5 min transcribed" in text
