@@ -163,6 +163,7 @@ def quota_limits(settings: Settings) -> Limits:
         gateway_tokens=limit(settings.daily_token_budget),
         gateway_cost=settings.daily_cost_budget or None,
         prices=settings.prices(),
+        stt_per_minute=settings.stt_price_per_minute,
     )
 
 
@@ -193,6 +194,8 @@ def make_llm(settings: Settings) -> LLM:
             idle_timeout=settings.llm_idle_timeout_seconds,
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
+            stream_seconds=settings.llm_stream_max_seconds,
+            stream_bytes=int(settings.llm_stream_max_mb * MB),
         )
         for model, url, model_key in chain
     ]
@@ -225,6 +228,11 @@ def media_limits(settings: Settings) -> MediaLimits:
         max_pdf_pages=settings.max_pdf_pages,
         document_tokens=settings.document_tokens,
         keep_dir=settings.media_dir,
+        decode_memory_bytes=settings.decode_memory_mb * MB,
+        decode_seconds=settings.decode_seconds,
+        voice_seconds=settings.max_voice_seconds,
+        downloads=settings.max_downloads,
+        held_bytes=settings.download_memory_mb * MB,
     )
 
 

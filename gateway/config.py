@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
     # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
     llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
+    # Whatever `max_tokens` the server honours, a streamed answer is cut (with the cut note,
+    # the connection closed) past this long or this many bytes read.
+    llm_stream_max_seconds: float = Field(
+        300.0, gt=0, le=3600, validation_alias="LLM_STREAM_MAX_SECONDS"
+    )
+    llm_stream_max_mb: float = Field(8.0, gt=0, le=1024, validation_alias="LLM_STREAM_MAX_MB")
     # Tried in order when the primary fails or refuses: `model` or `model@base_url`.
     llm_fallback_models: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
@@ -240,6 +246,25 @@ class Settings(BaseSettings):
         2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
     )
     keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    decode_memory_mb: int = Field(
+        1024, ge=128, le=65_536, validation_alias="SKILLGATE_DECODE_MEMORY_MB"
+    )
+    """The address space of the child process that decodes one image or document."""
+    decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
+    max_voice_seconds: float = Field(
+        600.0, gt=0, le=86_400, validation_alias="SKILLGATE_MAX_VOICE_SECONDS"
+    )
+    """The longest recording transcribed: as declared (before the download), then as its
+    bytes say."""
+    stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
+    """What a minute of speech-to-text costs, counted with the answer under the daily cost
+    budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
+    max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
+    """Downloads of users' files at once, across all chats."""
+    download_memory_mb: int = Field(
+        256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
+    )
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )

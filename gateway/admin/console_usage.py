@@ -15,7 +15,7 @@ from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.channels.registry import platforms
 from gateway.conversation.privacy import forget
-from gateway.runtime.keys import SETTINGS, STORE
+from gateway.runtime.keys import REVIEW, SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,13 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
             "Tick the box to confirm that everything about this user is to be deleted.",
         )
     media = request.config_dict[SETTINGS].media_dir
-    done = await forget(request.config_dict[STORE], *ref, now=time.time(), media=media)
+    done = await forget(
+        request.config_dict[STORE],
+        *ref,
+        now=time.time(),
+        media=media,
+        review=request.config_dict[REVIEW],
+    )
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
     return await page(
         request, "users.html", active="users", channels=channel_names(), done=done, who=ref

@@ -8,7 +8,8 @@ then /forget (anyone may delete their data, `privacy`); then the allowlist; then
 (admin commands go to the review chat); then a voice note, photo or document, read into the
 turn (or a notice, `attachments`; an album is answered once); then media without words (a
 notice, `content`); the rest is a turn for the agent, unless a daily limit refuses it first
-(`quota`). The turn is the one place where an answer is delivered and counted.
+(`quota`). The turn is the one place where an answer is delivered and counted. A message
+the inbox gave up on only gets a notice saying so.
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ from gateway.conversation.ports import (
     ConversationStore,
     Counts,
     Decisions,
+    Replies,
     Responder,
     Synthesis,
     Turns,
 )
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
-from gateway.conversation.quota import Alerts, Limits, Quotas
+from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     ADMIN_HELP,
@@ -71,6 +73,11 @@ COMMANDS = (
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+GAVE_UP = N_(
+    "Sorry, something went wrong every time I tried to handle that message, so I have set it"
+    " aside. Please send it again in another form, or ask me something else."
+)
+"""Said once when the inbox gives up on a message (its attempts failed or stopped the process)."""
 
 
 def argument(text: str | None) -> str:
@@ -116,7 +123,7 @@ class Conversation:
             profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
         )
         kept = attachments.limits.keep_dir if attachments is not None else None
-        self.privacy = Privacy(profile, store, clock, media=kept)
+        self.privacy = Privacy(profile, store, clock, media=kept, review=review)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
         self.memory = MemoryCommands(memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
@@ -141,6 +148,11 @@ class Conversation:
             # In a group, only what is said to the bot is answered (an answer to its
             # question too); the rest is kept as context only where that is turned on.
             await self.context.keep(message)
+            return
+        if message.given_up:
+            # Every attempt at this update failed (one may have ended the process): say so once.
+            out.texts = await self.languages.texts(chat, out)
+            await out.notice(out.texts(GAVE_UP))
             return
         text = words(message)
         # One read for the chat's state; a message that can only be a turn opens it there too.
@@ -194,12 +206,23 @@ class Conversation:
         if await self._album_seen(message):
             log.info("%s: album %s was answered already", self.profile.who, message.album)
             return
+        # Admitted before anything is downloaded or transcribed: over a daily limit, a
+        # voice note costs the operator no speech-to-text.
+        admission = await self._admit(message.chat, message.inbox_id, out)
+        if isinstance(admission, Refusal):
+            return
         async with out.working():  # a download and a transcription take a while
-            read = await self.attachments.read(message.media, message.attachment, message.text)
+            who = f"{message.chat.channel}:{message.chat.user_id or message.chat.chat_id}"
+            read = await self.attachments.read(
+                message.media, message.attachment, message.text, user=who
+            )
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
+        if read.notice is None or read.then_answer:
+            incoming = self._incoming(message, read.text, out.texts.language, read)
+            await self.answer(incoming, out, admission=admission, admitted=True)
         else:
-            await self.answer(self._incoming(message, read.text, out.texts.language, read), out)
+            await self.quotas.give_back(admission)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
 
@@ -335,6 +358,17 @@ class Conversation:
 
     # ---- the turn -------------------------------------------------------------------------
 
+    async def _admit(
+        self, chat: ChatRef, inbox_id: int | None, out: Replies
+    ) -> Admission | Refusal | None:
+        """The answer counted under the daily limits now, or the refusal (its notice said)."""
+        admin = self.review.is_admin(chat.user_id)
+        admitted = await self.quotas.admit_now(chat, inbox_id, admin=admin, texts=out.texts)
+        if isinstance(admitted, Refusal):
+            self.counts.over_limit(self.channel, admitted.scope)
+            await out.notice(admitted.notice)
+        return admitted
+
     async def answer(
         self,
         incoming: IncomingMessage,
@@ -342,24 +376,28 @@ class Conversation:
         *,
         turn: OpenedTurn | None = None,
         admission: Admission | None = None,
+        admitted: bool = False,
     ) -> Reply:
         """Ask the agent (showing that it works), deliver once, count it.
 
         `turn` (with its `admission`) is the turn as opened with the chat's state; else it is
-        opened here. Over a daily quota, the user gets the quota's notice instead and the
-        model is not asked. The channel records where the answer went as it sends it.
+        opened here, admitted with it unless `admitted` (counted under `admission` before its
+        attachment was read). Over a daily quota, the user gets the quota's notice instead and
+        the model is not asked. The channel records where the answer went as it sends it.
         """
         started = time.monotonic()
         if turn is None:
-            admin = self.review.is_admin(incoming.chat.user_id)
-            admission = self.quotas.admission(incoming.chat, admin=admin)
-            turn = await self.store.start_turn(self.turns.start(incoming, admission))
+            if not admitted:
+                admin = self.review.is_admin(incoming.chat.user_id)
+                admission = self.quotas.admission(incoming.chat, admin=admin)
+            start = self.turns.start(incoming, None if admitted else admission)
+            turn = await self.store.start_turn(start)
         if turn.over is not None:
             refusal = await self.quotas.refuse(turn.over, out.texts)
             self.counts.over_limit(self.channel, refusal.scope)
             await out.notice(refusal.notice)
             return Reply(text=refusal.notice, kind="notice")
-        spend = self.quotas.spender(incoming.chat, turn, admission)
+        spend = self.quotas.spender(incoming, turn, admission)
         async with out.working() as partial:
             reply = await self.turns.respond(incoming, partial, turn=turn, spend=spend)
         before = list(reply.delivered_ids)

@@ -17,13 +17,14 @@ from gateway.conversation.context import ContextStore
 from gateway.conversation.language import LanguageStore, Speaker
 from gateway.conversation.memory import MemoryCommandStore
 from gateway.conversation.persona import PersonaStore
-from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
     Forgotten,
     MessageRecord,
     OpenedTurn,
+    QuotaCheck,
     SessionRecord,
     SkillRecord,
 )
@@ -132,9 +133,18 @@ class Responder(Answers, RatingReplies, ReviewReplies, Protocol):
 
 
 class QuotaStore(Protocol):
-    """The daily counts (`gateway.store.usage`) beyond what a turn's own transactions raise."""
+    """The daily counts (`gateway.store.usage`) beyond what a turn's own transactions raise:
+    an answer admitted ahead of its turn (an attachment), and what it gives back."""
 
     async def quota_first(self, day: str, flag: str) -> bool: ...
+
+    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
+
+    async def quota_spend(
+        self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
+    ) -> None: ...
+
+    async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
 
 
 class ForgetStore(Protocol):
@@ -149,6 +159,8 @@ class ForgetStore(Protocol):
         meta_keys: Sequence[str] = (),
         handling: int | None = None,
     ) -> Forgotten: ...
+
+    async def checkpoint(self) -> None: ...
 
 
 class ConversationStore(
@@ -273,6 +285,14 @@ class Decisions(CardReview, Protocol):
     async def reopen(
         self, proposal_id: int, decider: str, reason: str | None = None
     ) -> Decision: ...
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
+
+
+class Withdrawals(Protocol):
+    """Withdrawing pending proposals made from deleted sessions (`Reviewer`)."""
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
 
 
 class Synthesis(Protocol):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway.conversation.ports import QuotaStore
-from gateway.core.models import ChatRef
+from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.records import OpenedTurn, QuotaCheck
 from gateway.core.turn import Admission, QuotaSpend, Spender, Usage
 from gateway.i18n import ENGLISH, N_, Texts
@@ -69,6 +69,8 @@ class Limits:
     gateway_tokens: int | None = None
     gateway_cost: float | None = None
     prices: Prices = field(default_factory=dict)
+    stt_per_minute: float = 0.0
+    """What a minute of transcribed speech costs (STT_PRICE_PER_MINUTE)."""
 
     @property
     def active(self) -> bool:
@@ -133,13 +135,37 @@ class Quotas:
             return None
         return Admission(utc_day(self.clock()), tuple(self.limits.checks(chat)))
 
+    async def admit_now(
+        self, chat: ChatRef, inbox_id: int | None, *, admin: bool, texts: Texts = ENGLISH
+    ) -> Admission | Refusal | None:
+        """Count an answer ahead of its turn (a voice note or file is admitted before it is
+        downloaded or transcribed), or the refusal to give instead; None: no limit applies.
+        An update resumed after a crash was counted when its message was first stored."""
+        admission = self.admission(chat, admin=admin)
+        if admission is None:
+            return None
+        if inbox_id is not None and await self.store.message_for_inbox(inbox_id, "user"):
+            return Admission(admission.day)
+        over = await self.store.quota_admit(admission.day, admission.checks)
+        return admission if over is None else await self.refuse(over, texts)
+
+    async def give_back(self, admission: Admission | None) -> None:
+        """An answer admitted ahead of its turn that was never made (a notice answered)."""
+        if admission is not None and admission.checks:
+            counts = [(c.scope, c.subject, -1) for c in admission.checks]
+            await self.store.quota_spend(admission.day, counts, tokens=0, cost=0.0)
+
     def spender(
-        self, chat: ChatRef, turn: OpenedTurn, admission: Admission | None
+        self, incoming: IncomingMessage, turn: OpenedTurn, admission: Admission | None
     ) -> Spender | None:
-        """What the answer of `turn` adds to the counts: its tokens and cost (an admin's too);
-        a failed answer gives back the count its turn raised."""
+        """What the answer of `turn` adds to the counts: its tokens and cost (an admin's too),
+        speech-to-text's minutes included; a failed answer gives back the count it raised."""
         if not self.limits.active:
             return None
+        chat = incoming.chat
+        # Speech-to-text was paid for whatever became of the answer: its minutes count too.
+        speech = sum(a.duration or 0.0 for a in incoming.attachments if a.sent_as == "transcript")
+        speech_cost = speech / 60 * self.limits.stt_per_minute
         day = admission.day if admission is not None else utc_day(self.clock())
         raised = set()
         if admission is not None and not turn.resumed:
@@ -155,7 +181,7 @@ class Quotas:
                 )
             )
             prompt, completion = usage.prompt_tokens, usage.completion_tokens
-            cost = cost_of(prices, usage.model, prompt, completion) or 0.0
+            cost = (cost_of(prices, usage.model, prompt, completion) or 0.0) + speech_cost
             return QuotaSpend(day, counts, prompt + completion, cost)
 
         return spend

@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from contextlib import aclosing
 from typing import Any, Protocol
 
 import jiter
 
-from gateway.core.llm_http import ModelHTTP, Refusal, Unreachable
+from gateway.core.llm_http import ModelHTTP, Refusal, Reply, Unreachable
 from gateway.core.llm_stream import StreamAssembler, sse_data
 from gateway.core.llm_wire import (
     Completion,
@@ -111,6 +112,8 @@ class OpenAIChat:
         max_retries: int = 2,
         max_tokens: int | None = None,
         backoff: float = 0.5,
+        stream_seconds: float = 300.0,
+        stream_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         self.base_url = base_url
         self.model: str | None = model
@@ -121,6 +124,10 @@ class OpenAIChat:
         """Seconds a streaming answer may go without a chunk."""
         self._max_retries = max_retries
         self._max_tokens = max_tokens
+        self._stream_seconds = stream_seconds
+        self._stream_bytes = stream_bytes
+        """A streamed answer is cut past this long or this many bytes read, whatever
+        `max_tokens` the server honours."""
         self._backoff = backoff
         self._http: ModelHTTP | None = None
         # What this server refused once, remembered for the process.
@@ -271,7 +278,8 @@ class OpenAIChat:
         return parse_completion(data, self.model)
 
     async def _stream(self, body: dict[str, Any], partial: PartialText | None) -> Completion:
-        """One streamed call: the first chunk within `_timeout`, each next within `_idle`."""
+        """One streamed call: the first chunk within `_timeout`, each next within `_idle`; the
+        whole answer cut (`_cut`) past `_stream_seconds` or `_stream_bytes` read."""
         body = body | {"stream": True}
         if self.stream_usage:
             body["stream_options"] = {"include_usage": True}
@@ -280,27 +288,48 @@ class OpenAIChat:
         assembler = StreamAssembler(partial, self._secrets())
         loop = asyncio.get_running_loop()
         idle, slack = self._idle, self._idle / 8
+        ends = loop.time() + self._stream_seconds
+        cut: str | None = None
         try:
             async with (
                 asyncio.timeout(self._timeout) as deadline,
                 self._get_http().post(body) as reply,
             ):
                 if not reply.streams:  # a server that ignores `stream` answers whole
-                    return self._read_whole(await reply.read())
-                async for data in sse_data(reply.pieces()):
-                    # Moving the deadline costs a timer: it is moved a little further
-                    # than needed, and only once less than `idle` is left.
-                    due = loop.time() + idle
-                    if assembler.chunks == 0 or (deadline.when() or 0) < due:
-                        deadline.reschedule(due + slack)
-                    assembler.feed(jiter.from_json(data))
+                    return self._read_whole(await self._bounded_body(reply))
+                async with aclosing(sse_data(reply.pieces())) as events:
+                    async for data in events:
+                        # Moving the deadline costs a timer: it is moved a little further
+                        # than needed, and only once less than `idle` is left.
+                        due = loop.time() + idle
+                        if assembler.chunks == 0 or (deadline.when() or 0) < due:
+                            deadline.reschedule(min(due + slack, ends))
+                        assembler.feed(jiter.from_json(data))
+                        # Bytes as read off the connection, whatever the chunks hold; leaving
+                        # the block unread closes the connection.
+                        if reply.received > self._stream_bytes:
+                            cut = f"more than {self._stream_bytes:,} bytes"
+                            break
         except TimeoutError as exc:
+            if assembler.chunks and loop.time() >= ends:
+                return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
             if assembler.chunks == 0:
                 raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
-        except ValueError as exc:  # jiter's error; the assembler raises only ModelError
+        except ValueError as exc:  # jiter's error (bytes that are not UTF-8 too)
             raise ModelError(f"model streamed a chunk that is not JSON: {exc}") from exc
+        if cut is not None:
+            return _cut(assembler.completion(self.model), cut)
         return assembler.completion(self.model)
+
+    async def _bounded_body(self, reply: Reply) -> str:
+        """A whole answer to a streamed request, read up to `_stream_bytes`."""
+        body = bytearray()
+        async for piece in reply.pieces():
+            body += piece
+            if len(body) > self._stream_bytes:
+                raise ModelError(f"model answered more than {self._stream_bytes:,} bytes")
+        return body.decode("utf-8", errors="replace")
 
     def _refuses_streaming(self, status: int, message: str) -> bool:
         """Drop `stream_options`, then streaming, when a server says it cannot take them."""
@@ -401,3 +430,11 @@ def _retry_after(headers: Any) -> float | None:
         except ValueError:
             continue
     return None
+
+
+def _cut(completion: Completion, past: str) -> Completion:
+    """A streamed answer stopped at a bound: shown as cut, with the bound in its trace."""
+    note = f"answer cut: the stream went on past {past} (LLM_STREAM_MAX_SECONDS, _MB)"
+    return completion.model_copy(
+        update={"finish_reason": "length", "notes": [*completion.notes, note]}
+    )

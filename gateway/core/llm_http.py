@@ -55,6 +55,8 @@ class Reply:
     def __init__(self, response: httpx.Response) -> None:
         self._response = response
         self.streams = "event-stream" in response.headers.get("content-type", "")
+        self.received = 0
+        """Bytes of the body read so far, as they came off the connection."""
 
     async def pieces(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive: the one place an answer is read from the socket."""
@@ -68,6 +70,7 @@ class Reply:
         stream = raw if plain and isinstance(raw, httpx.AsyncByteStream) else response.aiter_bytes()
         try:
             async for piece in stream:
+                self.received += len(piece)
                 yield piece
         except Exception as exc:  # the transport lets some of aiohttp's own errors through
             raise _translated(exc) from exc

@@ -12,7 +12,7 @@ streamed answer is normalised exactly like a whole one (missing ids, `<think>` b
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from gateway.core.llm_wire import (
@@ -30,7 +30,7 @@ from gateway.errors import ModelError
 DONE = b"[DONE]"
 
 
-async def sse_data(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def sse_data(pieces: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
     """Each server-sent event's data, as the pieces of the body arrive, up to `[DONE]`.
 
     Lines end with LF, CRLF or CR; an event's `data:` lines are joined with LF and it ends

@@ -24,6 +24,12 @@ class InboxItem(BaseModel):
     last_error: str | None = None
     claim: int = 0
     """How many times replicas claimed it; work is fenced by the number it was claimed with."""
+    given_up: bool = False
+    """Not stored: the inbox gave up on it (its attempts failed, or killed the process), and
+    hands it on once more only for the user to be told."""
+    started: bool = False
+    """Not stored: its first attempt was counted as it was stored (it goes straight to the
+    worker), so the worker counts none before that attempt."""
 
 
 class SessionRecord(BaseModel):
@@ -238,6 +244,8 @@ class Forgotten(BaseModel):
     """Memory entries (`/remember`)."""
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
+    session_ids: list[int] = Field(default_factory=list, exclude=True)
+    """Sessions that held the user's words: pending proposals made from them are withdrawn."""
 
 
 class LanguageState(BaseModel):

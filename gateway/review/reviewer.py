@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 
 Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided"]
 STALE_REASON = "the live skill changed after this proposal was made"
+WITHDRAWN_REASON = (
+    "withdrawn: a user whose conversation it was made from asked for their data to be deleted"
+)
+WITHDRAWER = "privacy"
+"""Who a withdrawal is recorded as decided by."""
 RETIRED = "retired"
 
 
@@ -260,6 +265,29 @@ class Reviewer:
             return Decision("decided", await self.get(p.id))
         self._discard(p)
         return await self._decided("rejected", rejected)
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]:
+        """Withdraw the pending proposals made from these (deleted) sessions: marked stale with
+        the reason, their staged files removed, their cards updated. Decided ones and live
+        skills keep their text: that is their provenance (docs/SECURITY.md)."""
+        gone = set(session_ids)
+        withdrawn = []
+        for p in await self.store.pending_proposals():
+            if not gone.intersection(p.based_on):
+                continue
+            if not await self.store.transition(
+                p.id,
+                from_status="pending",
+                to_status="stale",
+                by=WITHDRAWER,
+                at=self.clock(),
+                reason=WITHDRAWN_REASON,
+            ):
+                continue  # decided meanwhile
+            self._discard(p)
+            await self._decided("stale", await self.get(p.id))
+            withdrawn.append(p.id)
+        return withdrawn
 
     def _discard(self, p: Proposal) -> None:
         if p.kind != "retire":  # a retirement owns no staged file

@@ -65,6 +65,10 @@ class Store(
         """Finish queued work and disconnect."""
         raise NotImplementedError
 
+    async def checkpoint(self) -> None:
+        """Leave no deleted row in a log beside the database (SQLite's WAL); the server's
+        own log (PostgreSQL) is outside the data dir and recycled by the server."""
+
     async def __aenter__(self) -> Self:
         return await self.open()
 

@@ -50,6 +50,18 @@ class UsageQueries(QueriesBase):
         return [AnswerUsage.model_validate(r) for r in rows]
 
     @query
+    async def speech_seconds(self, c: Conn, since: float, until: float) -> float:
+        """Seconds of speech transcribed for messages sent in [since, until)."""
+        value = await c.fetchval(
+            "select coalesce(sum(a.duration), 0) from attachments a"
+            " join messages m on m.id = a.message_id"
+            " where a.sent_as = 'transcript' and m.created_at >= ? and m.created_at < ?",
+            since,
+            until,
+        )
+        return float(value or 0)
+
+    @query
     async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:
         """The tokens of every synthesis run started in [since, until)."""
         rows = await c.fetch(

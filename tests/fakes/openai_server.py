@@ -61,6 +61,12 @@ class Scripted:
     sse: list[bytes] | None = None
     # Streamed: after the pieces, the connection is cut instead of the body ending.
     cut: bool = False
+    # Streamed: this piece again and again, every `flood_interval` seconds, whatever
+    # `max_tokens` says, until the client hangs up (`FakeOpenAI.flooded` counts the bytes).
+    flood: str | None = None
+    flood_interval: float = 0.0
+    # Streamed: these raw bytes after the first chunk, then the end (not UTF-8, say).
+    raw_chunk: bytes | None = None
 
 
 MAX_CHUNKS = 2000
@@ -127,6 +133,8 @@ class FakeOpenAI:
         self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
         self.chunk_interval = 0.0
+        self.flooded = 0
+        """Content characters streamed by `flood` answers."""
         self.refuse_stream_options = False
         self.first_chunks: list[tuple[float, str]] = []
         """When each streamed answer's first content chunk was written (monotonic), and the
@@ -204,6 +212,14 @@ class FakeOpenAI:
     def fail_mid_stream(self, text: str, message: str) -> None:
         """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
         self.script.append(Scripted(text=text, stream_error=message))
+
+    def flood(self, piece: str, interval: float = 0.0) -> None:
+        """Next answer, streamed without end: `piece` after `piece`, until the client hangs up."""
+        self.script.append(Scripted(text="", flood=piece, flood_interval=interval))
+
+    def garble(self, raw: bytes) -> None:
+        """Next answer, streamed: a first chunk, then `raw` as it is (bytes that are not UTF-8)."""
+        self.script.append(Scripted(text="", raw_chunk=raw))
 
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
@@ -387,6 +403,20 @@ class FakeOpenAI:
             await response.write(f"data: {json.dumps(base | {'choices': [choice]})}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        if step.raw_chunk is not None:
+            await response.write(step.raw_chunk)
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
+        if step.flood is not None:
+            try:
+                while self.flooded < 1 << 30:  # the fake's own bound
+                    await send({"content": step.flood})
+                    self.flooded += len(step.flood)
+                    await asyncio.sleep(step.flood_interval)
+            except (ConnectionError, RuntimeError):
+                pass  # the client hung up
+            return response
         rest = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
         if rest:  # reasoning, a legacy function_call: in one delta, as servers send them
             await send(rest)

@@ -275,6 +275,12 @@ class FakeTelegramAPI:
         # Files users sent: file_id -> (file_path, content); file_path -> downloads served.
         self.files: dict[str, tuple[str, bytes]] = {}
         self.downloads: list[str] = []
+        self.endless: dict[str, int] = {}
+        """file_path -> bytes streamed: a host that never ends the file (`add_file(endless=)`)."""
+        self.downloads_open = asyncio.Event()
+        self.downloads_open.set()
+        """Cleared: downloads wait (requests are counted) until it is set again."""
+        self.downloading = self.most_downloading = 0
         self._last_message_id: dict[int | str, int] = defaultdict(int)
         # Scripted failures per method, in order; None lets one call through.
         self._failures: dict[str, deque[ApiError | None]] = defaultdict(deque)
@@ -392,10 +398,15 @@ class FakeTelegramAPI:
         else:
             self._delays.pop(method, None)
 
-    def add_file(self, file_id: str, content: bytes, *, file_path: str | None = None) -> None:
-        """A file a user sent, as getFile and the file download serve it."""
+    def add_file(
+        self, file_id: str, content: bytes, *, file_path: str | None = None, endless: bool = False
+    ) -> None:
+        """A file a user sent, as getFile and the file download serve it; `endless`: getFile
+        says `content`'s size, but the download streams without end."""
         path = file_path or f"documents/file_{len(self.files)}"
         self.files[file_id] = (path, content)
+        if endless:
+            self.endless[path] = 0
 
     def push_update(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates."""
@@ -438,10 +449,30 @@ class FakeTelegramAPI:
             return web.Response(status=401)
         path = request.match_info["path"]
         self.downloads.append(path)
-        for known, content in self.files.values():
-            if known == path:
-                return web.Response(body=content, content_type="application/octet-stream")
-        return web.Response(status=404)
+        self.downloading += 1
+        self.most_downloading = max(self.most_downloading, self.downloading)
+        try:
+            await self.downloads_open.wait()
+            if path in self.endless:
+                return await self._stream_for_ever(request, path)
+            for known, content in self.files.values():
+                if known == path:
+                    return web.Response(body=content, content_type="application/octet-stream")
+            return web.Response(status=404)
+        finally:
+            self.downloading -= 1
+
+    async def _stream_for_ever(self, request: web.Request, path: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)
+        chunk = b"\0" * 65536
+        try:
+            while self.endless[path] < 1 << 30:  # a bound for the fake itself: 1 GB
+                await response.write(chunk)
+                self.endless[path] += len(chunk)
+        except (ConnectionError, RuntimeError):
+            pass  # the reader hung up
+        return response
 
     async def _handle(self, request: web.Request) -> web.Response:
         """Record, optionally delay or fail, and answer one Bot API request."""

@@ -303,6 +303,8 @@ class LineSession:
         self, event: LineEvent, chat: ChatRef, item: InboxItem, out: Responder
     ) -> None:
         conversation = self.conversation
+        if item.given_up and event.type != "message":
+            return  # only a message's sender is told the inbox gave up on it
         if event.type in ("message", "messageEdited"):
             raw = event.part("message")
             message = decode_message(raw, chat, item, self.client.content)
@@ -365,6 +367,7 @@ def decode_message(
             message_id=message_id,
             addressed=False,  # LINE has no way to mention the bot on media
             inbox_id=item.id,
+            given_up=item.given_up,
         )
     mentioned = False
     if chat.is_group:
@@ -380,4 +383,5 @@ def decode_message(
         command=command[1:] if command else None,
         addressed=mentioned or command is not None,
         inbox_id=item.id,
+        given_up=item.given_up,
     )

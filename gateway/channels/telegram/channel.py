@@ -274,6 +274,8 @@ class TelegramSession:
             return
         try:
             if update.callback_query is not None:
+                if item.given_up:
+                    return  # a press has nobody to tell: it is set aside
                 await self._on_press(update.callback_query, item)
             elif update.message is not None:
                 await self._on_message(update.message, raw_message(raw) or {}, item)
@@ -371,6 +373,7 @@ class TelegramSession:
             addressed=is_for_us,
             replying_to=str(replied.message_id) if replied is not None else None,
             inbox_id=item.id,
+            given_up=item.given_up,
         )
         out = self._responder(item, ref, user=user, message=message)
         await self.conversation.on_message(decoded, out)
