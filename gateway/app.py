@@ -35,6 +35,7 @@ from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.tools import ToolCallRecord
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
 from gateway.media.remote import MB, MediaLimits
@@ -61,6 +62,9 @@ from gateway.skills.library import SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import SynthesisConfig, Synthesizer
+from gateway.tools.build import build_tools
+from gateway.tools.toolbox import Tools
+from gateway.usage import utc_day
 from gateway.web.serving import OWN_BODY, bounded_body
 
 log = logging.getLogger(__name__)
@@ -89,6 +93,8 @@ class Parts:
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
     attachments: Attachments | None = None
     """Reads voice notes, photos and documents for every channel's conversation."""
+    tools: Tools | None = None
+    """MCP servers and web tools from the tools file (None: none configured)."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
     languages: Languages = field(init=False)
@@ -113,6 +119,7 @@ class Parts:
             limits=quota_limits(self.settings),
             alerts=self.tell_admins,
             prices=self.settings.prices(),
+            confirm_seconds=self.settings.tool_confirm_seconds,
         )
         return Ports(
             intake=self.inbox,
@@ -253,7 +260,8 @@ async def open_parts(
         )
         model = llm or make_llm(settings)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
-        agent = Agent(store, model, catalog, config, clock=clock, vision=vision)
+        tools = build_tools(settings)
+        agent = Agent(store, model, catalog, config, clock=clock, vision=vision, tools=tools)
         synthesizer = Synthesizer(
             store,
             model,
@@ -282,7 +290,16 @@ async def open_parts(
         settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
     )
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
+    if tools is not None:
+        parts.tools = tools
+        tools.listeners.append(partial(count_tool_call, parts))
     return parts
+
+
+async def count_tool_call(parts: Parts, name: str, record: ToolCallRecord) -> None:
+    """A tool call in the day's usage (durable) and in /metrics."""
+    parts.metrics.tool_called(name, record.status)
+    await parts.store.count_tool_call(utc_day(parts.clock()), name, record.status)
 
 
 def make_embedder(settings: Settings) -> Embedder | None:
@@ -334,6 +351,8 @@ async def log_review_event(event: ReviewEvent) -> None:
 async def close_parts(parts: Parts) -> None:
     """Close what `open_parts` opened."""
     await parts.agent.llm.close()
+    if parts.tools is not None:
+        await parts.tools.stop()
     if parts.attachments is not None and parts.attachments.transcriber is not None:
         await parts.attachments.transcriber.close()
     if parts.synthesizer.embedder is not None:
@@ -435,6 +454,8 @@ def build_app(
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         try:
+            if parts.tools is not None:
+                await parts.tools.start()  # each server within its connect timeout, at once
             for channel in chans:
                 parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
                 started.append(channel)

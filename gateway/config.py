@@ -227,6 +227,20 @@ class Settings(BaseSettings):
         2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
     )
     keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    # Tools: MCP servers and web tools listed in a file; each call bounded in time and size.
+    tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
+    tool_connect_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, validation_alias="SKILLGATE_TOOL_CONNECT_TIMEOUT_SECONDS"
+    )
+    tool_call_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS"
+    )
+    tool_result_chars: int = Field(
+        16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
+    )
+    tool_confirm_seconds: float = Field(
+        120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
+    )
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )
@@ -256,6 +270,7 @@ class Settings(BaseSettings):
         "stt_model",
         "stt_api_key",
         "persona_file",
+        "tools_file",
         "database_url",
         mode="before",
     )

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from gateway.conversation.attachments import Attachments, Read, readable
+from gateway.conversation.confirm import Confirmations, is_confirm_data
 from gateway.conversation.content import album_key, words
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
 from gateway.conversation.language import Languages, pressed
@@ -40,6 +41,7 @@ from gateway.conversation.review import (
     command_args,
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.tools import ToolAccess
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
 
@@ -81,6 +83,7 @@ class Conversation:
         limits: Limits | None = None,
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        confirm_seconds: float = 120.0,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -99,6 +102,8 @@ class Conversation:
         kept = attachments.limits.keep_dir if attachments is not None else None
         self.privacy = Privacy(profile, store, clock, media=kept)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
+        self.confirmations = Confirmations(profile, store, seconds=confirm_seconds, clock=clock)
+        """The ✅/✖ cards of tools that need the asker's consent."""
 
     @property
     def channel(self) -> str:
@@ -185,6 +190,8 @@ class Conversation:
         language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif is_confirm_data(press.data):
+            await self.confirmations.on_press(press, out)
         elif language is not None:
             await self._language_press(press, language, out)
         elif is_forget_press(press.data):
@@ -288,8 +295,13 @@ class Conversation:
             self.counts.over_limit(self.channel, admission.scope)
             await out.notice(admission.notice)
             return Reply(text=admission.notice, kind="notice")
+        access = ToolAccess(
+            admin=admin,
+            group=incoming.chat.is_group,
+            confirm=self.confirmations.asker(incoming.chat, out),
+        )
         async with out.working() as partial:
-            reply = await self.turns.respond(incoming, partial)
+            reply = await self.turns.respond(incoming, partial, access)
         await self.quotas.spend(incoming, admission, reply)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Literal, Protocol
 
 from gateway.conversation.language import LanguageStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
@@ -24,6 +24,7 @@ from gateway.core.records import (
     Trace,
 )
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess
 from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
 from gateway.review.ports import CardLedger
@@ -135,8 +136,44 @@ class ForgetStore(Protocol):
     ) -> Forgotten: ...
 
 
+class ConfirmStore(Protocol):
+    """The stored questions (`gateway.store.tools`)."""
+
+    async def open_confirmation(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str,
+        tool: str,
+        arguments: str,
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> int: ...
+
+    async def press_confirmation(
+        self,
+        confirmation_id: int,
+        channel: str,
+        user_id: str | None,
+        decision: Literal["approved", "declined"],
+        now: float | None = None,
+    ) -> str: ...
+
+    async def confirmation_decision(self, confirmation_id: int) -> str | None: ...
+
+    async def expire_confirmation(self, confirmation_id: int, now: float | None = None) -> str: ...
+
+
 class ConversationStore(
-    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+    CardSource,
+    CardLedger,
+    LanguageStore,
+    QuotaStore,
+    ForgetStore,
+    UsageSource,
+    ConfirmStore,
+    Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
 
@@ -193,7 +230,10 @@ class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
     async def respond(
-        self, incoming: IncomingMessage, partial: PartialText | None = None
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        access: ToolAccess | None = None,
     ) -> Reply: ...
 
 

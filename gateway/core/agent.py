@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.core.llm import LLM, Completion
+from gateway.core.llm import LLM, Completion, ToolCall
 from gateway.core.models import IncomingMessage, Reply, rating_buttons
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess, Toolbox
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
 from gateway.i18n import N_, texts_for
@@ -61,6 +62,7 @@ class Agent:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         vision: VisionPolicy | None = None,
+        tools: Toolbox | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -70,12 +72,20 @@ class Agent:
         self.rng = rng or random.Random()
         self.vision = vision
         """Told when the model refuses images, so that `auto` stops sending them."""
+        self.tools = tools
+        """MCP servers and built-in tools beside load_skill (None: none configured)."""
 
-    async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
+    async def respond(
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        access: ToolAccess | None = None,
+    ) -> Reply:
         """Answer one message; an update answered before a crash gets its stored answer back.
 
         `partial`, when given, receives the answer as the model writes it (each model call
         starts it afresh) and is closed once the model is done; only the final text is stored.
+        `access` says who asks (admin, group) and how to ask them to confirm a tool call.
         """
         chat = incoming.chat
         # One store round trip: session, the user's message and history in one transaction.
@@ -95,8 +105,9 @@ class Agent:
         if turn.answer is not None:
             return _reply(turn.answer)
         try:
+            access = access or ToolAccess(group=chat.is_group)
             text, kind, trace = await self._think(
-                incoming.text, turn.history, partial, incoming.images
+                incoming.text, turn.history, partial, incoming.images, access
             )
         finally:
             if partial is not None:
@@ -119,8 +130,9 @@ class Agent:
         history: list[MessageRecord],
         partial: PartialText | None = None,
         images: list[str] | None = None,
+        access: ToolAccess | None = None,
     ) -> tuple[str, Any, Trace]:
-        """Run the model, with load_skill tool rounds; never raises for model failures."""
+        """Run the model, with tool rounds; never raises for model or tool failures."""
         started = time.monotonic()
         budget = self.config.skill_index_tokens
         offered, section = self.skills.offer(query, budget)
@@ -130,11 +142,12 @@ class Agent:
         trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
         history_tokens = self.config.history_tokens
         shown = list(images or [])
+        access = access or ToolAccess()
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
             messages = build_messages(self.config.persona, section, history, budget, shown)
             try:
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await self._rounds(messages, offered, trace, started, partial, access)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -144,7 +157,7 @@ class Agent:
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
                 messages = build_messages(self.config.persona, section, history, budget)
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await self._rounds(messages, offered, trace, started, partial, access)
 
         try:
             try:
@@ -173,9 +186,15 @@ class Agent:
         trace: Trace,
         started: float,
         partial: PartialText | None,
+        access: ToolAccess,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
-        tools = [load_skill_tool(offered)] if offered else None
+        # Offered afresh each turn: a server that died or changed its list is seen at once.
+        specs = self.tools.offer(access) if self.tools is not None else []
+        names = {spec.name for spec in specs}
+        functions = [load_skill_tool(offered)] if offered else []
+        functions += [spec.as_function() for spec in specs]
+        tools = functions or None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
             completion = await self.llm.complete(
@@ -192,9 +211,8 @@ class Agent:
             messages.append(_assistant_tool_message(completion))
             for call in completion.tool_calls:
                 trace.tools_used.append(call.name)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": self._tool(call, trace)}
-                )
+                content = await self._tool(call, trace, names, access)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         raise AssertionError("unreachable: the last round has no tools")
 
     def _answer(
@@ -246,8 +264,14 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    def _tool(self, call: Any, trace: Trace) -> str:
+    async def _tool(
+        self, call: ToolCall, trace: Trace, offered: set[str], access: ToolAccess
+    ) -> str:
         """Run one tool call and return its result text for the model."""
+        if call.name in offered and self.tools is not None:
+            outcome = await self.tools.call(call.name, call.args(), access)
+            trace.tool_calls.append(outcome.record)
+            return outcome.text
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"
         name = str(call.args().get("name", ""))

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gateway.core.models import AttachmentRecord, MessageKind, Role
+from gateway.core.tools import ToolCallRecord
 
 
 class InboxItem(BaseModel):
@@ -75,6 +76,8 @@ class Trace(BaseModel):
     skills_loaded: list[str] = Field(default_factory=list)
     skills_withheld: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
     completed: bool = True
     error: str | None = None
     latency_ms: int = 0
@@ -247,6 +250,8 @@ class Turn(BaseModel):
     kind: str = "normal"
     skills_loaded: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
     completed: bool = True
     error: str | None = None
     ratings: list[Rating] = Field(default_factory=list)

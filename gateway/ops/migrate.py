@@ -48,6 +48,8 @@ TABLES = (
     "deleted_sessions",
     "chat_languages",
     "user_languages",
+    "tool_confirmations",
+    "tool_usage",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

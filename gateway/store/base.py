@@ -24,6 +24,7 @@ from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
+from gateway.store.tools import ToolQueries
 from gateway.store.usage import UsageQueries
 
 
@@ -40,6 +41,7 @@ class Store(
     UsageQueries,
     PrivacyQueries,
     LanguageQueries,
+    ToolQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

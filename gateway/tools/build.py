@@ -1,0 +1,36 @@
+"""The toolbox the settings and the tools file describe; None (and no SDK import) without any."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from gateway.config import Settings
+from gateway.tools.config import ToolsFile, load_tools_file, tools_file_path
+from gateway.tools.policy import server_rule
+from gateway.tools.toolbox import Mounted, ToolLimits, Tools
+
+
+def tool_limits(settings: Settings) -> ToolLimits:
+    return ToolLimits(
+        connect_seconds=settings.tool_connect_timeout_seconds,
+        call_seconds=settings.tool_call_timeout_seconds,
+        result_chars=settings.tool_result_chars,
+    )
+
+
+def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | None:
+    """The configured tools, not yet started; None when the file lists none."""
+    config = file or load_tools_file(tools_file_path(settings.data_dir, settings.tools_file))
+    if config.empty:
+        return None
+    limits = tool_limits(settings)
+    secrets = tuple(settings.secrets())
+    mounted: list[Mounted] = []
+    if config.servers:
+        # The SDK costs about 2 s to import: only a gateway with servers pays it.
+        from gateway.tools.mcp_client import McpServer
+
+        for name, server in config.servers.items():
+            backend = McpServer(name, server, secrets=secrets, timeout=limits.connect_seconds)
+            mounted.append(Mounted(backend, partial(server_rule, server)))
+    return Tools(mounted, limits=limits, secrets=secrets)
