@@ -191,7 +191,6 @@ class Agent:
         """Tool rounds, then one last call without tools if the model still wants one."""
         # Offered afresh each turn: a server that died or changed its list is seen at once.
         specs = self.tools.offer(access) if self.tools is not None else []
-        names = {spec.name for spec in specs}
         functions = [load_skill_tool(offered)] if offered else []
         functions += [spec.as_function() for spec in specs]
         tools = functions or None
@@ -211,7 +210,7 @@ class Agent:
             messages.append(_assistant_tool_message(completion))
             for call in completion.tool_calls:
                 trace.tools_used.append(call.name)
-                content = await self._tool(call, trace, names, access)
+                content = await self._tool(call, trace, access)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         raise AssertionError("unreachable: the last round has no tools")
 
@@ -264,11 +263,10 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    async def _tool(
-        self, call: ToolCall, trace: Trace, offered: set[str], access: ToolAccess
-    ) -> str:
+    async def _tool(self, call: ToolCall, trace: Trace, access: ToolAccess) -> str:
         """Run one tool call and return its result text for the model."""
-        if call.name in offered and self.tools is not None:
+        if call.name != "load_skill" and self.tools is not None:
+            # Even a tool this turn did not offer goes to the toolbox: its policy refuses it.
             outcome = await self.tools.call(call.name, call.args(), access)
             trace.tool_calls.append(outcome.record)
             return outcome.text
