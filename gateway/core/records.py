@@ -250,8 +250,9 @@ class Turn(BaseModel):
     kind: str = "normal"
     skills_loaded: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-    """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
+    tool_statuses: list[str] = Field(default_factory=list)
+    """Each call of a configured tool as "<server>__<tool> <status>": never its arguments or
+    result, so nothing a tool returned reaches synthesis."""
     completed: bool = True
     error: str | None = None
     ratings: list[Rating] = Field(default_factory=list)
