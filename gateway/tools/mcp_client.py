@@ -41,6 +41,7 @@ class McpServer:
         self.name = name
         self.config = config
         self.secrets = secrets
+        self.transport = config.transport
         self.timeout = timeout
         """Seconds to connect and list the tools (and to list them again)."""
         self.tools: list[RemoteTool] = []

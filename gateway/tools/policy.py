@@ -36,6 +36,8 @@ class Backend(Protocol):
     """Where tools run: an MCP server, or the built-in web tools."""
 
     name: str
+    transport: str
+    """"stdio", "http", or "built-in"."""
     tools: list[RemoteTool]
     error: str | None
 

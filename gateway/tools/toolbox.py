@@ -53,6 +53,18 @@ class Entry:
     rule: Rule
 
 
+@dataclass(frozen=True)
+class ServerStatus:
+    """One backend as operators see it: running or why not, its tools and their policies."""
+
+    name: str
+    transport: str
+    alive: bool
+    error: str | None
+    tools: list[tuple[str, str, bool, bool]]
+    """(name as offered, policy, groups allowed, read-only) of each tool it lists."""
+
+
 @dataclass
 class Tools:
     """The configured tools, their servers started and stopped with the gateway."""
@@ -81,6 +93,24 @@ class Tools:
                 name = f"{backend.name}{SEPARATOR}{tool.name}" if mounted.prefixed else tool.name
                 found.append(Entry(name, mounted, tool, mounted.rule(tool)))
         return found
+
+    def status(self) -> list[ServerStatus]:
+        """Every backend, running or not (`skillgate tools list`, doctor, the console)."""
+        listed = self.entries()
+        return [
+            ServerStatus(
+                name=m.backend.name,
+                transport=m.backend.transport,
+                alive=m.backend.alive,
+                error=m.backend.error,
+                tools=[
+                    (e.name, e.rule.policy, e.rule.groups, e.tool.read_only)
+                    for e in listed
+                    if e.mounted is m
+                ],
+            )
+            for m in self.mounted
+        ]
 
     def offer(self, access: ToolAccess) -> list[ToolSpec]:
         return [

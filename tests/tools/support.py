@@ -30,7 +30,7 @@ def git_server(repository: Path, **extra: Any) -> dict[str, Any]:
 def tools_file(folder: Path, **content: Any) -> Path:
     """A tools.yaml with `content` (servers=..., web=...) in `folder`."""
     path = folder / "tools.yaml"
-    path.write_text(yaml.safe_dump(content), encoding="utf-8")
+    path.write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
     return path
 
 
