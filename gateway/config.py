@@ -241,6 +241,14 @@ class Settings(BaseSettings):
     tool_confirm_seconds: float = Field(
         120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
     )
+    searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
+    brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    web_fetch_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        le=100 * 1024 * 1024,
+        validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
+    )
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )
@@ -271,6 +279,8 @@ class Settings(BaseSettings):
         "stt_api_key",
         "persona_file",
         "tools_file",
+        "searxng_url",
+        "brave_api_key",
         "database_url",
         mode="before",
     )
@@ -442,6 +452,7 @@ class Settings(BaseSettings):
             self.line_channel_access_token,
             self.llm_api_key,
             self.stt_api_key,
+            self.brave_api_key,
         )
         values = [f.get_secret_value() for f in fields if f is not None]
         if self.llm_fallback_api_keys is not None:

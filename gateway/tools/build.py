@@ -6,8 +6,9 @@ from functools import partial
 
 from gateway.config import Settings
 from gateway.tools.config import ToolsFile, load_tools_file, tools_file_path
-from gateway.tools.policy import server_rule
+from gateway.tools.policy import RemoteTool, Rule, server_rule, web_rule
 from gateway.tools.toolbox import Mounted, ToolLimits, Tools
+from gateway.tools.web import WebTools
 
 
 def tool_limits(settings: Settings) -> ToolLimits:
@@ -33,4 +34,21 @@ def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | No
         for name, server in config.servers.items():
             backend = McpServer(name, server, secrets=secrets, timeout=limits.connect_seconds)
             mounted.append(Mounted(backend, partial(server_rule, server)))
+    web = config.web
+    if web.search is not None or web.fetch is not None:
+        brave = settings.brave_api_key.get_secret_value() if settings.brave_api_key else None
+        searching = web.search is not None and (settings.searxng_url or brave)
+        web_tools = WebTools(
+            search_url=settings.searxng_url if searching else None,
+            brave_key=brave if searching and not settings.searxng_url else None,
+            fetch=web.fetch is not None,
+            max_bytes=settings.web_fetch_max_bytes,
+        )
+        rules = {"web_search": web.search, "web_fetch": web.fetch}
+
+        def rule(tool: RemoteTool) -> Rule:
+            own = rules.get(tool.name)
+            return web_rule(own) if own is not None else Rule("off", False)
+
+        mounted.append(Mounted(web_tools, rule, prefixed=False))
     return Tools(mounted, limits=limits, secrets=secrets)

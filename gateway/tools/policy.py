@@ -22,6 +22,10 @@ class CallFailed(Exception):
     """The server answered the call with a protocol error."""
 
 
+class CallRefused(CallFailed):
+    """The tool itself refused the call (a web_fetch of a private address)."""
+
+
 @dataclass(frozen=True)
 class RemoteTool:
     """A tool as a server lists it."""

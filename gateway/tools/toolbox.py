@@ -17,7 +17,15 @@ from typing import Any
 
 from gateway.core.llm_wire import mask
 from gateway.core.tools import ToolAccess, ToolCallRecord, ToolOutcome, ToolSpec, ToolStatus
-from gateway.tools.policy import Backend, CallFailed, RemoteTool, Rule, ServerUnavailable, refusal
+from gateway.tools.policy import (
+    Backend,
+    CallFailed,
+    CallRefused,
+    RemoteTool,
+    Rule,
+    ServerUnavailable,
+    refusal,
+)
 from gateway.tools.results import cap, fenced_result, masked_arguments
 
 log = logging.getLogger(__name__)
@@ -165,6 +173,8 @@ class Tools:
             return _ended(record, "timeout", why, started)
         except ServerUnavailable as exc:
             return _ended(record, "unavailable", f"the server is unavailable: {exc}", started)
+        except CallRefused as exc:
+            return _ended(record, "refused", str(exc), started)
         except CallFailed as exc:
             return _ended(record, "error", str(exc), started)
         except Exception as exc:
