@@ -44,7 +44,7 @@ from gateway.review.delivery import ReviewCards, start_cards
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer, ReviewEvent
 from gateway.runtime.inbox import Inbox, InboxWorker
-from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
 from gateway.runtime.metrics import METRICS, Metrics
 from gateway.runtime.replicas import (
     RegistryWatcher,
@@ -448,6 +448,7 @@ def build_app(
         parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
+        app[TOOLS] = parts.tools
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         retention: RetentionSchedule | None = None

@@ -42,6 +42,7 @@ async def test_a_call_is_counted_shown_in_the_transcript_and_kept_from_synthesis
         await sign_in(gw.client, "admin-secret-token")
         page = await gw.client.get("/admin/conversations/1")
         transcript = await page.text()
+        tools_page = await (await gw.client.get("/admin/tools")).text()
         run = await gw.client.post("/admin/api/synthesize", headers=ADMIN)
         assert run.status == 200
     assert 'skillgate_tool_calls_total{status="ok",tool="toy__weather"} 1.0' in metrics
@@ -50,8 +51,21 @@ async def test_a_call_is_counted_shown_in_the_transcript_and_kept_from_synthesis
     ]
     assert page.status == 200
     assert "toy__weather ok" in transcript and "characters" in transcript
+    assert "running" in tools_page and "toy__echo" in tools_page
+    assert '<td>ok</td><td class="right">1</td>' in tools_page.replace("\n", "")
     # The model read the result; synthesis sees only that the tool was called, and how it went.
     assert POISON in fake_llm.requests[1]["messages"][-1]["content"]
     synthesis = json.dumps(fake_llm.requests[2]["messages"])
     assert "toy__weather ok" in synthesis
     assert "PASSWORDS" not in synthesis
+
+
+async def test_the_tools_page_says_when_no_tools_are_configured(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        await sign_in(gw.client, "admin-secret-token")
+        page = await gw.client.get("/admin/tools")
+        text = await page.text()
+    assert page.status == 200
+    assert "No tools are configured" in text
