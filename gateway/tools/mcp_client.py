@@ -90,6 +90,9 @@ class McpServer:
         try:
             result = await session.call_tool(tool, arguments)
         except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._down(f"the connection closed: {mask(exc.error.message, self.secrets)}")
+                raise ServerUnavailable(self.error or "not running") from exc
             raise CallFailed(mask(exc.error.message, self.secrets)) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             self._down(f"the connection closed: {type(exc).__name__}")

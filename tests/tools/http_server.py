@@ -2,7 +2,8 @@
 
 Its tools: `echo` (read-only), `weather` (a result with orders in it), `big` (a
 200,000-character result), `hang` (never answers until the test releases it), `note`
-(writes: not read-only), `whoami` (the headers it got). Every call is recorded in `calls`.
+(writes: not read-only), `whoami` (the headers it got), `grow` (adds
+`fresh` and says the list changed). Every call is recorded in `calls`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ class ToyServer:
             self.calls.append(("note", {"text": text}))
             self.notes.append(text)
             return "noted"
+
+        @server.tool(annotations=READ_ONLY)
+        async def grow(ctx: Context) -> str:
+            """Add a tool, and say the list changed."""
+
+            def fresh() -> str:
+                """A tool added while running."""
+                return "fresh"
+
+            server.add_tool(fresh, annotations=READ_ONLY)
+            await ctx.session.send_tool_list_changed()
+            return "grown"
 
         @server.tool(annotations=READ_ONLY)
         def whoami(ctx: Context) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -157,3 +158,20 @@ async def test_headers_come_from_the_environment_and_never_from_the_file(
         _, trace = await ask(parts, "who am I?")
     assert "Bearer toy-token-123" in fake_llm.requests[1]["messages"][-1]["content"]
     assert trace.tool_calls[0].status == "ok"
+
+
+async def test_tools_are_listed_again_when_the_server_says_they_changed(
+    gateway: Callable[..., Any], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.tool_call("toy__grow")
+    fake_llm.reply("grown")
+    fake_llm.reply("hello")
+    async with gateway() as parts:
+        assert parts.tools is not None
+        await ask(parts, "grow")
+        async with asyncio.timeout(5):  # listed again by the server's own task
+            while "toy__fresh" not in [e.name for e in parts.tools.entries()]:
+                await asyncio.sleep(0.01)
+        await ask(parts, "hi")
+    assert "toy__fresh" not in tool_names(fake_llm.requests[0])
+    assert "toy__fresh" in tool_names(fake_llm.requests[2])

@@ -15,10 +15,11 @@ import pytest
 from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
+from gateway.core.tools import ToolAccess
 from gateway.errors import ConfigError
 from gateway.tools.config import load_tools_file
 from tests.fakes.openai_server import FakeOpenAI
-from tests.tools.support import TIME_SERVER, tools_file
+from tests.tools.support import TIME_SERVER, tool_names, tools_file
 
 ENV_SERVER = textwrap.dedent(
     """
@@ -33,6 +34,11 @@ ENV_SERVER = textwrap.dedent(
         "Every environment variable this process sees."
         return json.dumps(dict(os.environ))
 
+    @server.tool()
+    def die() -> str:
+        "Exit at once, as a crashing server does."
+        os._exit(3)
+
     print("envy starting with key=sk-live-abcdef123456", file=sys.stderr, flush=True)
     server.run("stdio")
     """
@@ -44,6 +50,10 @@ SECRETS = {
     "SKILLGATE_ADMIN_TOKEN": "admin-token-value",
     "TELEGRAM_WEBHOOK_SECRET": "webhook-secret-value",
 }
+
+
+async def always(tool: str, arguments: str) -> bool:
+    return True
 
 
 def test_a_server_may_not_be_given_the_gateways_own_settings(tmp_path: Path) -> None:
@@ -126,14 +136,21 @@ async def test_a_stdio_server_sees_no_secret_and_its_stderr_is_logged_masked(
     )
     fake_llm.tool_call("envy__environment")
     fake_llm.reply("done")
+    fake_llm.tool_call("envy__die")
+    fake_llm.reply("the tool broke")
+    fake_llm.reply("no tools now")
     caplog.set_level(logging.INFO, logger="gateway.tools")
     parts = await open_parts(settings)
     try:
         assert parts.tools is not None
         await parts.tools.start()
-        await parts.agent.respond(
-            IncomingMessage(chat=ChatRef(channel="console", chat_id="c"), text="env?")
-        )
+        chat = ChatRef(channel="console", chat_id="c", user_id="u")
+        await parts.agent.respond(IncomingMessage(chat=chat, text="env?"))
+        # It dies during a call: the user still gets an answer, and its tools are left out.
+        allow = ToolAccess(confirm=always)
+        died = await parts.agent.respond(IncomingMessage(chat=chat, text="die"), access=allow)
+        assert died.text == "the tool broke"
+        await parts.agent.respond(IncomingMessage(chat=chat, text="hi"), access=allow)
     finally:
         await close_parts(parts)
     result = fake_llm.requests[1]["messages"][-1]["content"]
@@ -145,3 +162,7 @@ async def test_a_stdio_server_sees_no_secret_and_its_stderr_is_logged_masked(
         assert value not in result
     said = [r.getMessage() for r in caplog.records if "envy starting" in r.getMessage()]
     assert said == ["tool server envy says: envy starting with key=***"]
+    assert "envy__die" in tool_names(fake_llm.requests[2])
+    assert not [n for n in tool_names(fake_llm.requests[4]) if n.startswith("envy__")]
+    down = [r for r in caplog.records if "tool server envy is unavailable" in r.getMessage()]
+    assert len(down) == 1  # said once
