@@ -45,7 +45,7 @@ def script_note(fake_llm: FakeOpenAI) -> None:
 
 async def card_buttons(gw: Gateway) -> tuple[int, str, str]:
     """The card's message id and its ✅ and ✖ data, once it was sent."""
-    [card] = await gw.fake.wait_for("sendMessage")
+    [card] = await gw.fake.wait_for("sendMessage", timeout=30)
     assert "toy__note" in card.params["text"] and "buy milk" in card.params["text"]
     [row] = card.params["reply_markup"]["inline_keyboard"]
     assert [b["text"] for b in row] == ["✅", "✖"]
@@ -58,7 +58,7 @@ async def press(gw: Gateway, update_id: int, data: str, message_id: int, user: i
     update = make_callback_update(update_id, data, message_id=message_id, user_id=user)
     resp = await gw.post(update)
     assert resp.status == 200
-    calls = await gw.fake.wait_for("answerCallbackQuery", before + 1)
+    calls = await gw.fake.wait_for("answerCallbackQuery", before + 1, timeout=30)
     return str(calls[before].params.get("text", ""))
 
 
@@ -141,7 +141,7 @@ async def test_a_line_user_confirms_a_call_with_the_card_buttons(
     async with line_rig(make_settings, fake_llm, tools_file=path) as rig:
         resp = await rig.post(text_event("note: buy milk", reply_token=rig.token()))
         assert resp.status == 200
-        [card] = await rig.fake.wait_for(REPLY)
+        [card] = await rig.fake.wait_for(REPLY, timeout=30)
         [message] = card.body["messages"]
         assert "toy__note" in message["text"]
         actions = [item["action"] for item in message["quickReply"]["items"]]
