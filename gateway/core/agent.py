@@ -16,7 +16,7 @@ from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
-from gateway.core.tools import ToolAccess, Toolbox
+from gateway.core.tools import ToolAccess, Toolbox, ToolSpec
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
 from gateway.i18n import N_, texts_for
@@ -134,20 +134,28 @@ class Agent:
     ) -> tuple[str, Any, Trace]:
         """Run the model, with tool rounds; never raises for model or tool failures."""
         started = time.monotonic()
+        access = access or ToolAccess()
+        specs = self.tools.offer(access) if self.tools is not None else []
         budget = self.config.skill_index_tokens
         offered, section = self.skills.offer(query, budget)
-        withheld = self._hold_out(offered)
-        if withheld:
-            offered, section = self.skills.offer(query, budget, exclude=withheld)
+        unavailable = self._without_tools(offered, {spec.name for spec in specs})
+        withheld = self._hold_out([n for n in offered if n not in unavailable])
+        if withheld or unavailable:
+            exclude = [*withheld, *unavailable]
+            offered, section = self.skills.offer(query, budget, exclude=exclude)
         trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
+        trace.skills_unavailable = list(unavailable)
+        trace.notes.extend(
+            f"skill {name} left out: {', '.join(why)} not available here"
+            for name, why in unavailable.items()
+        )
         history_tokens = self.config.history_tokens
         shown = list(images or [])
-        access = access or ToolAccess()
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
             messages = build_messages(self.config.persona, section, history, budget, shown)
             try:
-                return await self._rounds(messages, offered, trace, started, partial, access)
+                return await self._rounds(messages, offered, specs, trace, started, partial, access)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -157,7 +165,7 @@ class Agent:
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
                 messages = build_messages(self.config.persona, section, history, budget)
-                return await self._rounds(messages, offered, trace, started, partial, access)
+                return await self._rounds(messages, offered, specs, trace, started, partial, access)
 
         try:
             try:
@@ -183,14 +191,13 @@ class Agent:
         self,
         messages: list[dict[str, Any]],
         offered: list[str],
+        specs: list[ToolSpec],
         trace: Trace,
         started: float,
         partial: PartialText | None,
         access: ToolAccess,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
-        # Offered afresh each turn: a server that died or changed its list is seen at once.
-        specs = self.tools.offer(access) if self.tools is not None else []
         functions = [load_skill_tool(offered)] if offered else []
         functions += [spec.as_function() for spec in specs]
         tools = functions or None
@@ -245,6 +252,15 @@ class Agent:
             if attachment.kind == "image":  # the retry names it as not shown
                 attachment.sent_as, attachment.note = "caption", note
         await self.store.set_attachments_sent(newest.id, "image", "caption", note)
+
+    def _without_tools(self, offered: list[str], available: set[str]) -> dict[str, list[str]]:
+        """Offered skills naming a tool this turn does not have, with the tools missing."""
+        missing = {}
+        for name in offered:
+            lacking = [t for t in self.skills.tools_of(name) if t not in available]
+            if lacking:
+                missing[name] = lacking
+        return missing
 
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with its holdout chance.

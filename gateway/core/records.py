@@ -75,6 +75,9 @@ class Trace(BaseModel):
     skills_offered: list[str] = Field(default_factory=list)
     skills_loaded: list[str] = Field(default_factory=list)
     skills_withheld: list[str] = Field(default_factory=list)
+    skills_unavailable: list[str] = Field(default_factory=list)
+    """Skills left out of the index because a tool they name is not available this turn
+    (the reason is in `notes`); unlike `skills_withheld`, not a holdout."""
     tools_used: list[str] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
@@ -129,6 +132,8 @@ class SkillFileRecord:
     checked_at: float
     description: str
     proposal_id: int | None = None
+    allowed_tools: str = ""
+    """The tools the skill names, space-separated."""
 
 
 class SkillSwitch(BaseModel):

@@ -29,6 +29,7 @@ TRACE_LISTS = (
     "skills_offered",
     "skills_loaded",
     "skills_withheld",
+    "skills_unavailable",
     "tools_used",
     "tool_calls",
     "notes",

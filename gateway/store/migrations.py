@@ -578,6 +578,7 @@ _LANGUAGES: list[Step] = [
 # and the day's calls per tool and status for usage and /metrics.
 _TOOLS: list[Step] = [
     "alter table traces add column tool_calls text not null default '[]'",
+    "alter table traces add column skills_unavailable text not null default '[]'",
     """
     create table tool_confirmations (
         id {id},
@@ -601,6 +602,13 @@ _TOOLS: list[Step] = [
         primary key (day, tool, status)
     )
     """,
+]
+
+
+# The tools each skill file names (`allowed-tools`); what start-up read before is read again.
+_SKILL_TOOLS: list[Step] = [
+    "alter table skill_files add column allowed_tools text not null default ''",
+    "delete from skill_files",
 ]
 
 
@@ -643,6 +651,7 @@ MIGRATIONS: list[Migration] = [
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
     (23, "tools: calls in traces, confirmations asked of users, calls per day", _TOOLS),
+    (24, "the tools each skill file names", _SKILL_TOOLS),
 ]
 
 
