@@ -114,7 +114,7 @@ class McpServer:
                         await self._list(session)
         except Exception as exc:
             if not self._stopping:
-                self._down(describe(exc))
+                self._down(mask(describe(exc), self.secrets))
         finally:
             self._session = None
             self._ready.set()

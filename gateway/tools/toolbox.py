@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ from gateway.tools.results import cap, fenced_result, masked_arguments
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What chat-completions servers accept as a function name: other tools are left out."""
+DESCRIPTION_CHARS = 1024
 Listener = Callable[[str, ToolCallRecord], Awaitable[None]]
 
 
@@ -82,6 +86,7 @@ class Tools:
     secrets: tuple[str, ...] = ()
     listeners: list[Listener] = field(default_factory=list)
     """Told of every call once it ended (usage counts, /metrics)."""
+    _skipped: set[tuple[str, str]] = field(default_factory=set)
 
     async def start(self) -> None:
         """Start every server at once; one that fails is left out, with its reason."""
@@ -91,16 +96,21 @@ class Tools:
         await asyncio.gather(*(m.backend.stop() for m in self.mounted), return_exceptions=True)
 
     def entries(self) -> list[Entry]:
-        """Every tool of every live backend, with its rule."""
-        found: list[Entry] = []
+        """Every tool of every live backend, with its rule (names a model accepts, once each)."""
+        found: dict[str, Entry] = {}
         for mounted in self.mounted:
             backend = mounted.backend
             if not backend.alive:
                 continue
             for tool in backend.tools:
                 name = f"{backend.name}{SEPARATOR}{tool.name}" if mounted.prefixed else tool.name
-                found.append(Entry(name, mounted, tool, mounted.rule(tool)))
-        return found
+                if not FUNCTION_NAME.match(name) or name in found:
+                    if (backend.name, tool.name) not in self._skipped:
+                        self._skipped.add((backend.name, tool.name))
+                        log.warning("tool %r of %s left out: not a usable name", name, backend.name)
+                    continue
+                found[name] = Entry(name, mounted, tool, mounted.rule(tool))
+        return list(found.values())
 
     def status(self) -> list[ServerStatus]:
         """Every backend, running or not (`skillgate tools list`, doctor, the console)."""
@@ -122,7 +132,7 @@ class Tools:
 
     def offer(self, access: ToolAccess) -> list[ToolSpec]:
         return [
-            ToolSpec(e.name, e.tool.description, e.tool.schema)
+            ToolSpec(e.name, e.tool.description[:DESCRIPTION_CHARS], e.tool.schema)
             for e in self.entries()
             if refusal(e.rule, access) is None
         ]

@@ -18,6 +18,8 @@ from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
 from gateway.errors import ConfigError
 from gateway.tools.config import load_tools_file
+from gateway.tools.policy import RemoteTool, Rule
+from gateway.tools.toolbox import Mounted, Tools
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import TIME_SERVER, tool_names, tools_file
 
@@ -166,3 +168,29 @@ async def test_a_stdio_server_sees_no_secret_and_its_stderr_is_logged_masked(
     assert not [n for n in tool_names(fake_llm.requests[4]) if n.startswith("envy__")]
     down = [r for r in caplog.records if "tool server envy is unavailable" in r.getMessage()]
     assert len(down) == 1  # said once
+
+
+class OddServer:
+    """A server listing a tool whose name no model accepts, and the same name twice."""
+
+    def __init__(self) -> None:
+        self.name, self.transport, self.error, self.alive = "odd", "stdio", None, True
+        self.tools = [
+            RemoteTool("fine", "ok " * 1000, {}, True),
+            RemoteTool("has space", "x", {}, True),
+            RemoteTool("fine", "again", {}, True),
+        ]
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def call(self, tool: str, arguments: dict[str, object]) -> tuple[str, bool]:
+        return "", False
+
+
+def test_tools_with_unusable_or_repeated_names_are_left_out_and_descriptions_bounded() -> None:
+    tools = Tools([Mounted(OddServer(), lambda tool: Rule("auto", False))])
+    [spec] = tools.offer(ToolAccess())
+    assert spec.name == "odd__fine"
+    assert len(spec.description) == 1024
