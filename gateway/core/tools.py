@@ -77,6 +77,21 @@ class ToolAccess:
     """None where nobody can be asked (a terminal, a test): `confirm` tools do not run."""
 
 
+@dataclass(frozen=True)
+class ToolInfo:
+    """A live tool as synthesis and review are told of it: never how it is called."""
+
+    name: str
+    policy: str
+    read_only: bool
+
+
+class ToolDirectory(Protocol):
+    """The live tools and their policies (for synthesis's prompt)."""
+
+    def directory(self) -> list[ToolInfo]: ...
+
+
 class Toolbox(Protocol):
     """The configured tools (MCP servers and built-in ones)."""
 

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.core.llm_wire import mask
-from gateway.core.tools import ToolAccess, ToolCallRecord, ToolOutcome, ToolSpec, ToolStatus
+from gateway.core.tools import (
+    ToolAccess,
+    ToolCallRecord,
+    ToolInfo,
+    ToolOutcome,
+    ToolSpec,
+    ToolStatus,
+)
 from gateway.tools.policy import (
     Backend,
     CallFailed,
@@ -129,6 +136,10 @@ class Tools:
             )
             for m in self.mounted
         ]
+
+    def directory(self) -> list[ToolInfo]:
+        """Every live tool with its policy, for synthesis (names only, never arguments)."""
+        return [ToolInfo(e.name, e.rule.policy, e.tool.read_only) for e in self.entries()]
 
     def offer(self, access: ToolAccess) -> list[ToolSpec]:
         return [

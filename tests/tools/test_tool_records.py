@@ -57,6 +57,8 @@ async def test_a_call_is_counted_shown_in_the_transcript_and_kept_from_synthesis
     assert POISON in fake_llm.requests[1]["messages"][-1]["content"]
     synthesis = json.dumps(fake_llm.requests[2]["messages"])
     assert "toy__weather ok" in synthesis
+    assert "- toy__weather: auto, read-only" in synthesis  # the tools, with their policies
+    assert "- toy__note: confirm, changes things" in synthesis
     assert "PASSWORDS" not in synthesis
 
 
