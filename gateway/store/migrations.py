@@ -609,6 +609,8 @@ _TOOLS: list[Step] = [
 _SKILL_TOOLS: list[Step] = [
     "alter table skill_files add column allowed_tools text not null default ''",
     "delete from skill_files",
+    # ...and the tools a proposed skill names, staged into its frontmatter.
+    "alter table proposals add column allowed_tools text not null default '[]'",
 ]
 
 
@@ -651,7 +653,7 @@ MIGRATIONS: list[Migration] = [
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
     (23, "tools: calls in traces, confirmations asked of users, calls per day", _TOOLS),
-    (24, "the tools each skill file names", _SKILL_TOOLS),
+    (24, "the tools each skill file and each proposal names", _SKILL_TOOLS),
 ]
 
 

@@ -21,7 +21,7 @@ _INSERT_REJECTION = insert_sql("rejections", _REJECTION_COLUMNS)
 
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
-    return Proposal.model_validate(decode_json_fields(row, "based_on"))
+    return Proposal.model_validate(decode_json_fields(row, "based_on", "allowed_tools"))
 
 
 def _rejection_args(rejection: Rejection) -> list[Any]:
@@ -37,6 +37,7 @@ class ProposalQueries(QueriesBase):
         """Store a new pending proposal."""
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
+        row["allowed_tools"] = json.dumps(row["allowed_tools"])
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),

@@ -27,7 +27,8 @@ _CONTRACT = (
     '{"proposals": [{"kind": "create" | "update", "target": <name of the skill an update '
     'changes, or null>, "name": <skill name>, "description": <when to use the skill>, '
     '"content": <markdown body, no frontmatter>, "based_on": [<session ids>], '
-    '"rationale": <one or two sentences for the reviewer>}]}'
+    '"rationale": <one or two sentences for the reviewer>, "allowed_tools": [<names of the '
+    "listed tools the skill tells the assistant to call; [] for none>]}]}"
 )
 
 

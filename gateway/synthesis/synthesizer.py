@@ -408,6 +408,7 @@ class Synthesizer:
             now=self.clock(),
             same=self.same,
             live_skills=self._live_claims(),
+            tools=frozenset(t.name for t in self.tools.directory()) if self.tools else frozenset(),
         )
         acted: set[int] = set()
         for draft in drafts:

@@ -71,3 +71,40 @@ async def test_the_tools_page_says_when_no_tools_are_configured(
         text = await page.text()
     assert page.status == 200
     assert "No tools are configured" in text
+
+
+async def test_a_proposal_names_live_tools_only_and_they_are_staged_in_its_frontmatter(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, toy: ToyServer
+) -> None:
+    path = tools_file(tmp_path, servers={"toy": {"url": toy.url, "trusted": True}})
+    fake_llm.tool_call("toy__weather")
+    fake_llm.reply("It is sunny.")
+
+    def proposal(name: str, tools: list[str]) -> dict[str, object]:
+        return {
+            "kind": "create",
+            "target": None,
+            "name": name,
+            "description": f"Answer weather questions ({name})",
+            "content": f"Call the weather tool first. ({name})",
+            "based_on": [1],
+            "rationale": "users ask about the weather",
+            "allowed_tools": tools,
+        }
+
+    drafts = [proposal("weather-first", ["toy__weather"]), proposal("made-up", ["toy__nope"])]
+    fake_llm.reply(json.dumps({"proposals": drafts}))
+    async with telegram_gateway(
+        make_settings, fake_llm, tools_file=path, session_idle_minutes=0
+    ) as gw:
+        await gw.deliver(make_text_update(1, "weather?"))
+        await gw.deliver(make_callback_update(2, "rate:2:-1"))
+        run = await (await gw.client.post("/admin/api/synthesize", headers=ADMIN)).json()
+        staged = gw.parts.settings.skills_dir / "weather-first" / "SKILL.md.proposed"
+        text = staged.read_text(encoding="utf-8")
+        dropped = await gw.parts.store.run_dropped(run["run_id"])
+    assert [p["name"] for p in run["proposed"]] == ["weather-first"]
+    assert "allowed-tools: toy__weather" in text
+    [refused] = dropped
+    assert refused.name == "made-up"
+    assert refused.reason == "refused: it names a tool that does not exist (toy__nope)"
