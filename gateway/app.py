@@ -293,7 +293,7 @@ async def open_parts(
     if tools is not None:
         parts.tools = tools
         tools.listeners.append(partial(count_tool_call, parts))
-        synthesizer.tools = tools
+        synthesizer.tools = review.tools = tools
     return parts
 
 
