@@ -191,10 +191,8 @@ class Card:
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
         facts.append((t(EVIDENCE), self.evidence.summary(t)))
         if self.tools:
-            facts.append(
-                (t(TOOLS), t(LIST_SEPARATOR).join(_tool_line(n, i) for n, i in self.tools))
-            )
-            warnings = [w for n, i in self.tools for w in _tool_warnings(n, i, t)]
+            facts.append((t(TOOLS), t(LIST_SEPARATOR).join(tool_line(n, i) for n, i in self.tools)))
+            warnings = [w for n, i in self.tools for w in tool_warnings(n, i, t)]
             if warnings:
                 facts.append((t(TOOL_WARNING), t(LIST_SEPARATOR).join(warnings)))
         return facts
@@ -233,11 +231,11 @@ class Card:
         return "\n".join(lines)
 
 
-def _tool_line(name: str, info: ToolInfo | None) -> str:
+def tool_line(name: str, info: ToolInfo | None) -> str:
     return f"{name} ({info.policy})" if info is not None else f"{name} (—)"
 
 
-def _tool_warnings(name: str, info: ToolInfo | None, t: Texts) -> list[str]:
+def tool_warnings(name: str, info: ToolInfo | None, t: Texts = ENGLISH) -> list[str]:
     """What an admin should weigh about one tool a skill names."""
     if info is None:
         return [t(TOOL_MISSING, tool=name)]

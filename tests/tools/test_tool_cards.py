@@ -16,6 +16,7 @@ from gateway.core.tools import ToolInfo
 from gateway.review.buttons import CardSigner
 from gateway.review.cards import Card, Evidence, change_diff
 from gateway.review.proposals import Proposal
+from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import html_to_plain, make_callback_update, make_text_update
 from tests.telegram_harness import ADMIN, telegram_gateway
@@ -128,5 +129,8 @@ async def test_an_admins_telegram_card_shows_the_live_policies_of_a_proposals_to
         assert (await gw.client.post("/admin/api/synthesize", headers=ADMIN)).status == 200
         await gw.idle()
         [card] = [html_to_plain(t) for t in gw.fake.sent_texts(ADMIN_ID) if "note-taker" in t]
+        await sign_in(gw.client, "admin-secret-token")
+        console = await (await gw.client.get("/admin/proposals/1")).text()
     assert "Tools: toy__note (confirm), toy__echo (auto)" in card
+    assert "toy__note (confirm)" in console and "⚠️ toy__note changes things" in console
     assert "toy__note asks the user first, toy__note changes things" in card
