@@ -37,6 +37,7 @@ from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.memory import Memory
 from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.tools import ToolCallRecord
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
 from gateway.media.remote import MB, MediaLimits
@@ -47,7 +48,7 @@ from gateway.review.proposals import Proposal
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer
 from gateway.runtime.inbox import Inbox, InboxWorker
-from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
 from gateway.runtime.metrics import METRICS, Metrics
 from gateway.runtime.replicas import (
     RegistryWatcher,
@@ -65,6 +66,9 @@ from gateway.skills.library import SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import SynthesisConfig, Synthesizer
+from gateway.tools.build import build_tools
+from gateway.tools.toolbox import Tools
+from gateway.usage import utc_day
 from gateway.web.serving import OWN_BODY, bounded_body
 
 log = logging.getLogger(__name__)
@@ -95,6 +99,8 @@ class Parts:
     """Reads voice notes, photos and documents for every channel's conversation."""
     memory: Memory | None = None
     """Per-user memory (None when SKILLGATE_MEMORY is off)."""
+    tools: Tools | None = None
+    """MCP servers and web tools from the tools file (None: none configured)."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
     languages: Languages = field(init=False)
@@ -126,6 +132,7 @@ class Parts:
                 seconds=self.settings.group_context_minutes * 60,
             ),
             known_secrets=self.settings.secrets(),
+            confirm_seconds=self.settings.tool_confirm_seconds,
         )
         return Ports(
             intake=self.inbox,
@@ -287,7 +294,10 @@ async def open_parts(
             if settings.memory == "on"
             else None
         )
-        agent = Agent(store, model, catalog, config, clock=clock, vision=vision, memory=memory)
+        tools = build_tools(settings)
+        agent = Agent(
+            store, model, catalog, config, clock=clock, vision=vision, memory=memory, tools=tools
+        )
         synthesizer = Synthesizer(
             store,
             model,
@@ -318,7 +328,17 @@ async def open_parts(
     parts.memory = memory
     review.effects = parts.review_effects
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
+    if tools is not None:
+        parts.tools = tools
+        tools.listeners.append(partial(count_tool_call, parts))
+        synthesizer.tools = review.tools = tools
     return parts
+
+
+async def count_tool_call(parts: Parts, name: str, record: ToolCallRecord) -> None:
+    """A tool call in the day's usage (durable) and in /metrics."""
+    parts.metrics.tool_called(name, record.status)
+    await parts.store.count_tool_call(utc_day(parts.clock()), name, record.status)
 
 
 def make_embedder(settings: Settings) -> Embedder | None:
@@ -369,6 +389,8 @@ def log_review_event(p: Proposal, kind: str) -> None:
 async def close_parts(parts: Parts) -> None:
     """Close what `open_parts` opened."""
     await parts.agent.llm.close()
+    if parts.tools is not None:
+        await parts.tools.stop()
     if parts.attachments is not None and parts.attachments.transcriber is not None:
         await parts.attachments.transcriber.close()
     if parts.synthesizer.embedder is not None:
@@ -463,12 +485,15 @@ def build_app(
         parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
+        app[TOOLS] = parts.tools
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         retention: RetentionSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         try:
+            if parts.tools is not None:
+                await parts.tools.start()  # each server within its connect timeout, at once
             for channel in chans:
                 parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
                 started.append(channel)

@@ -265,6 +265,28 @@ class Settings(BaseSettings):
         256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
     )
     """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
+    # Tools: MCP servers and web tools listed in a file; each call bounded in time and size.
+    tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
+    tool_connect_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, validation_alias="SKILLGATE_TOOL_CONNECT_TIMEOUT_SECONDS"
+    )
+    tool_call_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS"
+    )
+    tool_result_chars: int = Field(
+        16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
+    )
+    tool_confirm_seconds: float = Field(
+        120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
+    )
+    searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
+    brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    web_fetch_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        le=100 * 1024 * 1024,
+        validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
+    )
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )
@@ -294,6 +316,9 @@ class Settings(BaseSettings):
         "stt_model",
         "stt_api_key",
         "persona_file",
+        "tools_file",
+        "searxng_url",
+        "brave_api_key",
         "database_url",
         mode="before",
     )
@@ -465,6 +490,7 @@ class Settings(BaseSettings):
             self.line_channel_access_token,
             self.llm_api_key,
             self.stt_api_key,
+            self.brave_api_key,
         )
         values = [f.get_secret_value() for f in fields if f is not None]
         if self.llm_fallback_api_keys is not None:

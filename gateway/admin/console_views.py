@@ -17,6 +17,7 @@ from gateway.errors import (
     SkillNotFound,
     StoreError,
 )
+from gateway.review.cards import tool_line, tool_warnings
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
@@ -85,6 +86,12 @@ async def proposals(request: web.Request) -> web.Response:
     )
 
 
+def proposal_tools(review: Reviewer, p: Proposal) -> list[tuple[str, list[str]]]:
+    """Each tool the proposed skill names with its live policy, and what to weigh about it."""
+    live = review.tool_directory()
+    return [(tool_line(n, live.get(n)), tool_warnings(n, live.get(n))) for n in p.allowed_tools]
+
+
 async def proposal(request: web.Request) -> web.Response:
     """One proposal: rationale, provenance, the side-by-side diff and the decision forms."""
     review, store = request.config_dict[REVIEW], request.config_dict[STORE]
@@ -103,6 +110,7 @@ async def proposal(request: web.Request) -> web.Response:
         can_roll_back=await can_roll_back(review, store, p),
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,
+        tools=proposal_tools(review, p),
     )
 
 

@@ -180,6 +180,15 @@ def cmd_skills(args: argparse.Namespace) -> int:
     return asyncio.run(cli_review.list_skills(settings))
 
 
+def cmd_tools(args: argparse.Namespace) -> int:
+    """List the tool servers (started now), their tools, each tool's policy and any error."""
+    from gateway.cli.tools import list_tools
+
+    settings = _settings(args)
+    start_logging(settings, "ERROR")
+    return asyncio.run(list_tools(settings))
+
+
 def _proposal_id(value: str) -> int:
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise argparse.ArgumentTypeError("a proposal id is a positive integer")
@@ -445,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_proposals(command("proposals", cmd_proposals))
     _add_skills(command("skills", cmd_skills))
+    tools = command("tools", cmd_tools).add_subparsers(dest="action", metavar="ACTION")
+    tools.required = True
+    tools.add_parser("list", help="servers, tools, policies and last errors")
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")

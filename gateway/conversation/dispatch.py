@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from gateway.conversation.attachments import Attachments, Read, readable
+from gateway.conversation.confirm import Confirmations, is_confirm_data
 from gateway.conversation.content import album_key, words
 from gateway.conversation.context import ContextLimits, GroupContext
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
@@ -54,6 +55,7 @@ from gateway.conversation.review import (
 from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
+from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
@@ -107,6 +109,7 @@ class Conversation:
         memory: Memory | None = None,
         context: ContextLimits | None = None,
         known_secrets: Sequence[str] = (),
+        confirm_seconds: float = 120.0,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -131,6 +134,8 @@ class Conversation:
         """A group's unaddressed lines, kept for its next question (when turned on)."""
         self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
         """/persona: the chat's own persona, set by its admins."""
+        self.confirmations = Confirmations(profile, store, seconds=confirm_seconds, clock=clock)
+        """The ✅/✖ cards of tools that need the asker's consent."""
 
     @property
     def channel(self) -> str:
@@ -259,6 +264,8 @@ class Conversation:
         language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif is_confirm_data(press.data):
+            await self.confirmations.on_press(press, out)
         elif language is not None:
             await self._language_press(press, language, out)
         elif is_forget_press(press.data):
@@ -398,8 +405,13 @@ class Conversation:
             await out.notice(refusal.notice)
             return Reply(text=refusal.notice, kind="notice")
         spend = self.quotas.spender(incoming, turn, admission)
+        access = ToolAccess(
+            admin=self.review.is_admin(incoming.chat.user_id),
+            group=incoming.chat.is_group,
+            confirm=self.confirmations.asker(incoming.chat, out),
+        )
         async with out.working() as partial:
-            reply = await self.turns.respond(incoming, partial, turn=turn, spend=spend)
+            reply = await self.turns.respond(incoming, partial, access, turn=turn, spend=spend)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Literal, Protocol
 
 from gateway.conversation.context import ContextStore
 from gateway.conversation.language import LanguageStore, Speaker
@@ -29,6 +29,7 @@ from gateway.core.records import (
     SkillRecord,
 )
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
@@ -163,6 +164,35 @@ class ForgetStore(Protocol):
     async def checkpoint(self) -> None: ...
 
 
+class ConfirmStore(Protocol):
+    """The stored questions (`gateway.store.tools`)."""
+
+    async def open_confirmation(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str,
+        tool: str,
+        arguments: str,
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> int: ...
+
+    async def press_confirmation(
+        self,
+        confirmation_id: int,
+        channel: str,
+        user_id: str | None,
+        decision: Literal["approved", "declined"],
+        now: float | None = None,
+    ) -> str: ...
+
+    async def confirmation_decision(self, confirmation_id: int) -> str | None: ...
+
+    async def expire_confirmation(self, confirmation_id: int, now: float | None = None) -> str: ...
+
+
 class ConversationStore(
     CardSource,
     CardLedger,
@@ -173,6 +203,7 @@ class ConversationStore(
     QuotaStore,
     ForgetStore,
     UsageSource,
+    ConfirmStore,
     Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
@@ -246,6 +277,7 @@ class Turns(Protocol):
         self,
         incoming: IncomingMessage,
         partial: PartialText | None = None,
+        access: ToolAccess | None = None,
         *,
         turn: OpenedTurn | None = None,
         spend: Spender | None = None,

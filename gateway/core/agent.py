@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.core.llm import LLM, Completion
+from gateway.core.llm import LLM, Completion, ToolCall
 from gateway.core.memory import Memory, Remembered, clean
 from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
 from gateway.core.persona import persona_hash, persona_section
@@ -24,6 +24,7 @@ from gateway.core.prompt import (
 )
 from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess, Toolbox, ToolSpec
 from gateway.core.turn import Admission, Spender, TurnStart, Usage
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
@@ -69,6 +70,8 @@ class TurnContext:
     """The group's unaddressed lines since the bot last answered there, fenced."""
     persona: str | None = None
     """The chat's own persona, after the operator's."""
+    access: ToolAccess = field(default_factory=ToolAccess)
+    """Who asks (an admin, in a group) and how to ask them to confirm a tool call."""
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -89,6 +92,7 @@ class Agent:
         rng: random.Random | None = None,
         vision: VisionPolicy | None = None,
         memory: Memory | None = None,
+        tools: Toolbox | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -100,6 +104,8 @@ class Agent:
         """Told when the model refuses images, so that `auto` stops sending them."""
         self.memory = memory
         """Per-user memory (the `remember` tool); None when SKILLGATE_MEMORY is off."""
+        self.tools = tools
+        """MCP servers and built-in tools beside load_skill (None: none configured)."""
 
     def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
         """How the store opens the turn of `incoming`: this agent's session and history rules."""
@@ -126,6 +132,7 @@ class Agent:
         self,
         incoming: IncomingMessage,
         partial: PartialText | None = None,
+        access: ToolAccess | None = None,
         *,
         turn: OpenedTurn | None = None,
         spend: Spender | None = None,
@@ -135,7 +142,8 @@ class Agent:
         `turn` is the turn as opened already (with the chat's state), else it is opened here.
         `partial`, when given, receives the answer as the model writes it (each model call
         starts it afresh) and is closed once the model is done; only the final text is stored,
-        in one transaction with what `spend` makes of its tokens and model.
+        in one transaction with what `spend` makes of its tokens and model. `access` says who
+        asks (admin, group) and how to ask them to confirm a tool call.
         """
         chat = incoming.chat
         if turn is None:
@@ -143,7 +151,11 @@ class Agent:
         if turn.answer is not None:
             return _reply(turn.answer, resumed=True)
         context = TurnContext(
-            chat, memory=turn.memory, context=group_context(turn.context), persona=turn.persona
+            chat,
+            memory=turn.memory,
+            context=group_context(turn.context),
+            persona=turn.persona,
+            access=access or ToolAccess(group=chat.is_group),
         )
         try:
             text, kind, trace = await self._think(
@@ -181,20 +193,28 @@ class Agent:
         images: list[str] | None = None,
         context: TurnContext | None = None,
     ) -> tuple[str, Any, Trace]:
-        """Run the model, with tool rounds (load_skill, remember); never raises for model
-        failures."""
+        """Run the model, with tool rounds (load_skill, remember, the toolbox's); never raises
+        for model or tool failures."""
         started = time.monotonic()
+        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
+        specs = self.tools.offer(ctx.access) if self.tools is not None else []
         budget = self.config.skill_index_tokens
         offered, section = self.skills.offer(query, budget)
-        withheld = self._hold_out(offered)
-        if withheld:
-            offered, section = self.skills.offer(query, budget, exclude=withheld)
-        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
+        unavailable = self._without_tools(offered, {spec.name for spec in specs})
+        withheld = self._hold_out([n for n in offered if n not in unavailable])
+        if withheld or unavailable:
+            exclude = [*withheld, *unavailable]
+            offered, section = self.skills.offer(query, budget, exclude=exclude)
         trace = Trace(
             skills_offered=offered,
             skills_withheld=withheld,
             model=self.llm.model,
             persona_hash=persona_hash(self.config.persona, ctx.persona),
+        )
+        trace.skills_unavailable = list(unavailable)
+        trace.notes.extend(
+            f"skill {name} left out: {', '.join(why)} not available here"
+            for name, why in unavailable.items()
         )
         history_tokens = self.config.history_tokens
         shown = list(images or [])
@@ -205,7 +225,7 @@ class Agent:
                 persona, section, history, budget, shown, sections=sections, context=lines
             )
             try:
-                return await self._rounds(messages, offered, trace, started, partial, ctx)
+                return await self._rounds(messages, offered, specs, trace, started, partial, ctx)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -217,7 +237,7 @@ class Agent:
                 messages = build_messages(
                     persona, section, history, budget, sections=sections, context=lines
                 )
-                return await self._rounds(messages, offered, trace, started, partial, ctx)
+                return await self._rounds(messages, offered, specs, trace, started, partial, ctx)
 
         try:
             try:
@@ -243,16 +263,18 @@ class Agent:
         self,
         messages: list[dict[str, Any]],
         offered: list[str],
+        specs: list[ToolSpec],
         trace: Trace,
         started: float,
         partial: PartialText | None,
         ctx: TurnContext,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
-        offer = [load_skill_tool(offered)] if offered else []
+        functions = [load_skill_tool(offered)] if offered else []
         if ctx.memory is not None and self.memory is not None:
-            offer.append(REMEMBER_TOOL)
-        tools = offer or None
+            functions.append(REMEMBER_TOOL)
+        functions += [spec.as_function() for spec in specs]
+        tools = functions or None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
             completion = await self.llm.complete(
@@ -305,6 +327,15 @@ class Agent:
                 attachment.sent_as, attachment.note = "caption", note
         await self.store.set_attachments_sent(newest.id, "image", "caption", note)
 
+    def _without_tools(self, offered: list[str], available: set[str]) -> dict[str, list[str]]:
+        """Offered skills naming a tool this turn does not have, with the tools missing."""
+        missing = {}
+        for name in offered:
+            lacking = [t for t in self.skills.tools_of(name) if t not in available]
+            if lacking:
+                missing[name] = lacking
+        return missing
+
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with its holdout chance.
 
@@ -322,10 +353,15 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    async def _tool(self, call: Any, trace: Trace, ctx: TurnContext) -> str:
+    async def _tool(self, call: ToolCall, trace: Trace, ctx: TurnContext) -> str:
         """Run one tool call and return its result text for the model."""
         if call.name == "remember":
             return await self._remember(str(call.args().get("text", "")), ctx)
+        if call.name != "load_skill" and self.tools is not None:
+            # Even a tool this turn did not offer goes to the toolbox: its policy refuses it.
+            outcome = await self.tools.call(call.name, call.args(), ctx.access)
+            trace.tool_calls.append(outcome.record)
+            return outcome.text
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"
         name = str(call.args().get("name", ""))

@@ -73,3 +73,7 @@ class SkillProvider(Protocol):
     def load(self, name: str) -> str | None:
         """The body of an enabled skill, or None."""
         ...
+
+    def tools_of(self, name: str) -> tuple[str, ...]:
+        """The tools an enabled skill names (`allowed-tools`); () for most."""
+        ...

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gateway.core.models import AttachmentRecord, MessageKind, Role
+from gateway.core.tools import ToolCallRecord
 
 
 class InboxItem(BaseModel):
@@ -98,7 +99,12 @@ class Trace(BaseModel):
     skills_offered: list[str] = Field(default_factory=list)
     skills_loaded: list[str] = Field(default_factory=list)
     skills_withheld: list[str] = Field(default_factory=list)
+    skills_unavailable: list[str] = Field(default_factory=list)
+    """Skills left out of the index because a tool they name is not available this turn
+    (the reason is in `notes`); unlike `skills_withheld`, not a holdout."""
     tools_used: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
     completed: bool = True
     error: str | None = None
     latency_ms: int = 0
@@ -152,6 +158,8 @@ class SkillFileRecord:
     checked_at: float
     description: str
     proposal_id: int | None = None
+    allowed_tools: str = ""
+    """The tools the skill names, space-separated."""
 
 
 class SkillSwitch(BaseModel):
@@ -277,6 +285,9 @@ class Turn(BaseModel):
     kind: str = "normal"
     skills_loaded: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
+    tool_statuses: list[str] = Field(default_factory=list)
+    """Each call of a configured tool as "<server>__<tool> <status>": never its arguments or
+    result, so nothing a tool returned reaches synthesis."""
     completed: bool = True
     error: str | None = None
     ratings: list[Rating] = Field(default_factory=list)

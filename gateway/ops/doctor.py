@@ -13,12 +13,13 @@ from pathlib import Path
 from gateway.channels.registry import configured_platforms, platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
-from gateway.errors import SkillgateError
+from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
+from gateway.tools.build import build_tools
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
@@ -232,7 +233,34 @@ async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))
+    checks.extend(await check_tools(settings))
     return checks
+
+
+async def check_tools(settings: Settings) -> list[Check]:
+    """Each tool server starts and lists its tools in time (none: no check)."""
+    try:
+        tools = build_tools(settings)
+    except ConfigError as exc:
+        return [Check("tools", "fail", str(exc), "correct the tools file")]
+    if tools is None:
+        return []
+    await tools.start()
+    try:
+        statuses = tools.status()
+    finally:
+        await tools.stop()
+    return [
+        Check(f"tool server {s.name}", "ok", f"{s.transport}, {len(s.tools)} tools listed")
+        if s.alive
+        else Check(
+            f"tool server {s.name}",
+            "fail",
+            f"{s.transport}: {s.error}",
+            "check its command or URL in the tools file; `skillgate tools list` shows the rest",
+        )
+        for s in statuses
+    ]
 
 
 async def run_doctor(

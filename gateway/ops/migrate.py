@@ -52,6 +52,8 @@ TABLES = (
     "memory_opt_ins",
     "group_lines",
     "chat_personas",
+    "tool_confirmations",
+    "tool_usage",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.core.records import SkillRecord
+from gateway.core.tools import ToolDirectory, ToolInfo
 from gateway.errors import (
     ProposalNotFound,
     ReopenRefused,
@@ -74,6 +75,12 @@ class Reviewer:
         self.clock = clock
         self.users: UserLabels = users or {}
         """How each platform names the admins who decide, for cards and listings."""
+        self.tools: ToolDirectory | None = None
+        """The live tools, for the policies a card shows (None: no tools)."""
+
+    def tool_directory(self) -> dict[str, ToolInfo]:
+        """The live tools by name, with their policies."""
+        return {t.name: t for t in self.tools.directory()} if self.tools is not None else {}
 
     async def get(self, proposal_id: int) -> Proposal:
         proposal = await self.store.get_proposal(proposal_id)

@@ -46,6 +46,7 @@ class SkillCatalog:
         self._records: dict[str, SkillRecord] = {}
         self._described: dict[str, Described] = {}
         """What the index was last built from, so that one change needs no rescan."""
+        self._tools: dict[str, tuple[str, ...]] = {}
         self._settled: dict[str, str] = {}
         self._lagging: frozenset[str] = frozenset()
 
@@ -150,6 +151,7 @@ class SkillCatalog:
         pairs = []
         enabled = set()
         hashes = {}
+        tools = {}
         for slug in sorted(records):
             rec = records[slug]
             if not rec.enabled:
@@ -160,9 +162,12 @@ class SkillCatalog:
             pairs.append((slug, described[slug].description))
             enabled.add(slug)
             hashes[slug] = rec.content_hash
+            if described[slug].tools:
+                tools[slug] = described[slug].tools
         self.index.replace(pairs)
         self._enabled = enabled
         self._hashes = hashes
+        self._tools = tools
 
     def offer(
         self, query: str, budget_tokens: int, exclude: Collection[str] = ()
@@ -185,6 +190,10 @@ class SkillCatalog:
     def short_of_comparison(self) -> frozenset[str]:
         """Skills under evaluation whose comparison lags: the holdout withholds them more often."""
         return self.evaluating & self._lagging
+
+    def tools_of(self, name: str) -> tuple[str, ...]:
+        """The tools an enabled skill names (`allowed-tools`)."""
+        return self._tools.get(name, ())
 
     def load(self, name: str) -> str | None:
         if name not in self._enabled:

@@ -27,6 +27,7 @@ from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
+from gateway.store.tools import ToolQueries
 from gateway.store.turns import TurnQueries
 from gateway.store.usage import UsageQueries
 
@@ -48,6 +49,7 @@ class Store(
     MemoryQueries,
     ContextQueries,
     PersonaQueries,
+    ToolQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

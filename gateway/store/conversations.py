@@ -24,7 +24,15 @@ from gateway.store.sql import (
     transaction,
 )
 
-TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used", "notes")
+TRACE_LISTS = (
+    "skills_offered",
+    "skills_loaded",
+    "skills_withheld",
+    "skills_unavailable",
+    "tools_used",
+    "tool_calls",
+    "notes",
+)
 _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 _ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")

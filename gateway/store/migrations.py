@@ -630,6 +630,47 @@ _PERSONAS = [
 ]
 
 
+# Tools: each call of a configured tool in the answer's trace (JSON list, never results),
+# the confirmations asked of users (a press decides once, on whichever replica gets it),
+# and the day's calls per tool and status for usage and /metrics.
+_TOOLS: list[Step] = [
+    "alter table traces add column tool_calls text not null default '[]'",
+    "alter table traces add column skills_unavailable text not null default '[]'",
+    """
+    create table tool_confirmations (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text not null,
+        tool text not null,
+        arguments text not null,
+        created_at {time} not null,
+        expires_at {time} not null,
+        decision text,
+        decided_at {time}
+    )
+    """,
+    """
+    create table tool_usage (
+        day text not null,
+        tool text not null,
+        status text not null,
+        calls {bigint} not null,
+        primary key (day, tool, status)
+    )
+    """,
+]
+
+
+# The tools each skill file names (`allowed-tools`); what start-up read before is read again.
+_SKILL_TOOLS: list[Step] = [
+    "alter table skill_files add column allowed_tools text not null default ''",
+    "delete from skill_files",
+    # ...and the tools a proposed skill names, staged into its frontmatter.
+    "alter table proposals add column allowed_tools text not null default '[]'",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -668,6 +709,8 @@ MIGRATIONS: list[Migration] = [
     ),
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
+    (23, "tools: calls in traces, confirmations asked of users, calls per day", _TOOLS),
+    (24, "the tools each skill file and each proposal names", _SKILL_TOOLS),
     (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
     (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
     (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),

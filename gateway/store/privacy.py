@@ -241,6 +241,13 @@ class PrivacyQueries(QueriesBase):
             "delete from chat_personas where channel = ? and chat_id = ?", channel, user_id
         )
         await c.execute("update chat_personas set set_by = null where set_by = ?", subject)
+        # A tool confirmation names the user and the arguments they were asked about.
+        await c.execute(
+            "delete from tool_confirmations where channel = ? and (user_id = ? or chat_id = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )

@@ -26,7 +26,7 @@ _INSERT_VERSION = insert_sql(
 
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
-    return Proposal.model_validate(decode_json_fields(row, "based_on"))
+    return Proposal.model_validate(decode_json_fields(row, "based_on", "allowed_tools"))
 
 
 def _rejection_args(rejection: Rejection) -> list[Any]:
@@ -42,6 +42,7 @@ class ProposalQueries(QueriesBase):
         """Store a new pending proposal."""
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
+        row["allowed_tools"] = json.dumps(row["allowed_tools"])
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),

@@ -37,6 +37,8 @@ def render_turn(turn: Turn) -> str:
         trace.append("skills loaded: " + ", ".join(turn.skills_loaded))
     if turn.tools_used:
         trace.append("tools used: " + ", ".join(turn.tools_used))
+    if turn.tool_statuses:
+        trace.append("tool calls: " + ", ".join(turn.tool_statuses))
     if turn.failed:
         trace.append("FAILED" + (f": {_clip(turn.error, 200)}" if turn.error else ""))
     if trace:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from gateway.core.embeddings import Embedder
 from gateway.core.fence import new_tag
 from gateway.core.llm import LLM
+from gateway.core.tools import ToolDirectory
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer
@@ -191,6 +192,8 @@ class Synthesizer:
         self.config = config
         self.clock = clock
         self.embedder = embedder
+        self.tools: ToolDirectory | None = None
+        """The live tools and their policies, listed in the prompt (None: no tools)."""
         self.same = SameClaim(
             SameClaimConfig(
                 threshold=config.similarity_threshold,
@@ -371,6 +374,7 @@ class Synthesizer:
             rejections,
             max_proposals=cfg.max_proposals - _drafted(summary),
             max_bytes=cfg.max_skill_bytes,
+            tools=self.tools.directory() if self.tools is not None else (),
         )
         completion = await self.llm.complete(
             messages,
@@ -404,6 +408,7 @@ class Synthesizer:
             now=self.clock(),
             same=self.same,
             live_skills=self._live_claims(),
+            tools=frozenset(t.name for t in self.tools.directory()) if self.tools else frozenset(),
         )
         acted: set[int] = set()
         for draft in drafts:

@@ -228,6 +228,7 @@ PAGES = (
     "conversations",
     "runs",
     "usage",
+    "tools",
     "users",
     "personas",
 )
