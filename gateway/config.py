@@ -131,6 +131,13 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
     )
     llm_fallback_api_keys: SecretStr | None = Field(None, validation_alias="LLM_FALLBACK_API_KEYS")
+    # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
+    # serve and chat start llama.cpp's server for it and point the client there.
+    llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
+    # The model's context in tokens, when its server does not say (synthesis sizes to it).
+    llm_context_tokens: int | None = Field(
+        None, ge=512, le=10_000_000, validation_alias="LLM_CONTEXT_TOKENS"
+    )
 
     # Synthesis and review.
     max_proposals_per_run: int = Field(
@@ -250,6 +257,8 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_api_key",
         "llm_model",
+        "llm_local_model",
+        "llm_context_tokens",
         "llm_embedding_model",
         "llm_fallback_api_keys",
         "stt_base_url",
@@ -340,6 +349,15 @@ class Settings(BaseSettings):
     def _prices(cls, value: str) -> str:
         parse_prices(value)
         return value
+
+    @model_validator(mode="after")
+    def _one_model_server(self) -> Settings:
+        if self.llm_local_model is not None and self.llm_base_url is not None:
+            raise ValueError(
+                "LLM_LOCAL_MODEL starts a model server of its own: unset LLM_BASE_URL, or"
+                " LLM_LOCAL_MODEL to use the server at LLM_BASE_URL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> Settings:

@@ -13,7 +13,7 @@ from pathlib import Path
 from gateway.channels.registry import PLATFORMS, configured_platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
-from gateway.errors import SkillgateError
+from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
@@ -145,6 +145,8 @@ async def check_skills_volume(settings: Settings) -> Check:
 
 async def check_model(settings: Settings) -> list[Check]:
     """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    if settings.llm_local_model is not None:
+        return await check_local_model(settings)
     if not settings.model_configured:
         return [
             Check(
@@ -157,11 +159,31 @@ async def check_model(settings: Settings) -> list[Check]:
         ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=15, max_retries=0)
+    # A slow model is not a dead one: the probes wait as long as an answer would.
+    timeout = settings.llm_timeout_seconds
+    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=timeout, max_retries=0)
     try:
         return await probe(llm)
     finally:
         await llm.close()
+
+
+async def check_local_model(settings: Settings) -> list[Check]:
+    """LLM_LOCAL_MODEL: start llama.cpp's server as serve would, and probe it."""
+    from gateway.runtime.local_model import TRYING, local_model
+
+    try:
+        with local_model(settings) as started:
+            checks = await check_model(started.model_copy(update={"llm_local_model": None}))
+    except ConfigError as exc:
+        return [Check("model", "fail", str(exc), "install what it names, or `skillgate init`")]
+    note = Check(
+        "local model",
+        "warn",
+        f"{settings.llm_local_model}: {TRYING}",
+        "for users, a real model: `skillgate init` (or LLM_BASE_URL and LLM_MODEL)",
+    )
+    return [note, *checks]
 
 
 async def check_speech(settings: Settings) -> Check:
