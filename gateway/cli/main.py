@@ -82,10 +82,13 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     log_format = args.log_format or settings.log_format
     setup_logging(settings.log_level, settings.secrets(), log_format)
     from gateway.cli.banner import next_steps
+    from gateway.ops.spelling import unknown_settings
     from gateway.runtime.local_model import local_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
+    for unknown in unknown_settings(args.env_file or Path(".env")):
+        log.warning("%s", unknown)
     with local_model(settings) as settings:
         log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
         for line in next_steps(settings, args.host, port):

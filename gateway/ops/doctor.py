@@ -17,6 +17,7 @@ from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
 
@@ -237,8 +238,10 @@ def check_channels(settings: Settings) -> list[Check]:
     return checks
 
 
-async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
-    checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
+async def collect(
+    settings: Settings, unit: Path = DEFAULT_UNIT, env_file: Path | None = None
+) -> list[Check]:
+    checks = [Check("settings", "ok", "loaded"), check_spelling(env_file), check_data_dir(settings)]
     if (service := check_service_data_dir(unit, settings.data_dir)) is not None:
         checks.append(service)
     checks.append(check_persona(settings))
@@ -271,7 +274,7 @@ async def run_doctor(
     With `fix`, what is safe to fix is fixed first (each said as a `FIXED` line, its
     failures as `FAIL`), then everything is checked again and that is what counts.
     """
-    checks = await collect(settings, unit)
+    checks = await collect(settings, unit, env_file)
     fixed: list[Check] = []
     if fix:
         failed = {c.name for c in checks if c.status != "ok"}
@@ -281,7 +284,7 @@ async def run_doctor(
             settings = reload()  # a generated secret is in the env file now
         fixed += await fix_webhooks(settings, failed | _needs_webhook(fixed))
         if fixed:
-            checks = await collect(settings, unit)
+            checks = await collect(settings, unit, env_file)
         elif not as_json:
             print("nothing doctor can fix by itself")
     if as_json:
