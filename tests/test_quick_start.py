@@ -90,7 +90,7 @@ async def test_the_quick_start_answers_with_the_model_on_board(
     )  # fmt: skip
     assert "OK   model chat: yes" in said and "wrote .env" in said, said[-3000:]
     env_text = (checkout / ".env").read_text()
-    assert "LLM_LOCAL_MODEL=smollm2" in env_text and "LLM_BASE_URL" not in env_text
+    assert "\nLLM_LOCAL_MODEL=smollm2\n" in env_text and "\nLLM_BASE_URL=" not in env_text
 
     port = free_port()
     serve = await asyncio.create_subprocess_exec(

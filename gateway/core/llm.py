@@ -230,18 +230,15 @@ class OpenAIChat:
                 # The aiohttp backend reports a refused connection as a connect timeout.
                 refused = _refused(exc) is not None
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
-                    raise ModelUnavailable(
-                        f"model did not answer within {self._timeout:g} s"
-                    ) from exc
+                    raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
                     raise ModelUnavailable(
                         f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
                     ) from exc
             except openai.APIConnectionError as exc:
                 if attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
+                    cause = _connection_cause(exc, self._timeout)
+                    raise ModelUnavailable(f"model unreachable: {cause} ({self.base_url})") from exc
             except openai.APIStatusError as exc:
                 message = mask(error_message(exc.body) or exc.response.text, self._secrets())
                 if self._refuses_streaming(exc.status_code, message):
@@ -275,7 +272,7 @@ class OpenAIChat:
             async with asyncio.timeout(self._timeout):
                 raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
         except TimeoutError as exc:
-            raise _Stalled(f"model did not answer within {self._timeout:g} s") from exc
+            raise _Stalled(f"model timed out after {self._timeout:g} s") from exc
         return self._read_whole(raw)
 
     def _read_whole(self, raw: str) -> Completion:
@@ -323,7 +320,8 @@ class OpenAIChat:
                     await stream.close()
         except TimeoutError as exc:
             if assembler.chunks == 0:
-                raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
+                said = f"model timed out after {self._timeout:g} s (it sent nothing)"
+                raise _Stalled(said) from exc
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
         except json.JSONDecodeError as exc:
             raise ModelError(f"model streamed a chunk that is not JSON: {exc.msg}") from exc
@@ -358,9 +356,9 @@ class OpenAIChat:
         except openai.APITimeoutError as exc:
             if _refused(exc) is not None:
                 raise ModelUnavailable(_connection_cause(exc)) from exc
-            raise ModelUnavailable(f"no answer within {self._timeout:g} s") from exc
+            raise ModelUnavailable(f"timed out after {self._timeout:g} s") from exc
         except openai.APIConnectionError as exc:
-            raise ModelUnavailable(_connection_cause(exc)) from exc
+            raise ModelUnavailable(_connection_cause(exc, self._timeout)) from exc
         except openai.APIStatusError as exc:
             message = mask(error_message(exc.body) or exc.response.text, self._secrets())
             hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
@@ -403,12 +401,17 @@ def _refused(exc: BaseException) -> OSError | None:
     return None
 
 
-def _connection_cause(exc: BaseException) -> str:
+def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
     """'connection refused' and friends, rather than the SDK's generic class name."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ConnectionRefusedError):
             return "connection refused"
+        if timeout is not None and (
+            isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__
+        ):
+            # A slow server is not a dead one: say which it was, and how long we waited.
+            return f"timed out after {timeout:g} s"
         text = str(seen).lower()
         if "refused" in text:
             return "connection refused"

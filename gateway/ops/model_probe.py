@@ -109,7 +109,8 @@ async def _chat(llm: OpenAIChat) -> Check:
     try:
         done = await llm.complete(messages, max_tokens=16)
     except ModelError as exc:
-        return Check("model chat", "fail", f"refused: {exc}", _unreachable_fix(str(exc)))
+        said = str(exc) if "timed out" in str(exc) else f"refused: {exc}"
+        return Check("model chat", "fail", said, _unreachable_fix(str(exc)))
     if not (done.text or "").strip():
         return Check(
             "model chat",
@@ -182,8 +183,11 @@ def _unreachable_fix(detail: str) -> str:
             "start the model server, or fix the host and port in LLM_BASE_URL"
             " (`skillgate init` tries them)"
         )
-    if "within" in detail or "no answer" in detail:
-        return "the server is slow or stuck: check it, or raise LLM_TIMEOUT_SECONDS"
+    if "timed out" in detail or "went quiet" in detail:
+        return (
+            "the server is slow or stuck: doctor waits LLM_TIMEOUT_SECONDS, as answers do;"
+            " raise it for a slow model, or check the server"
+        )
     return (
         "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY"
         " (`skillgate init` tries them)"
