@@ -45,6 +45,7 @@ from gateway.review.reviewer import Reviewer, ReviewEvent
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.runtime.metrics import METRICS, Metrics
+from gateway.runtime.model_check import check_model_once
 from gateway.runtime.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
@@ -146,6 +147,7 @@ def quota_limits(settings: Settings) -> Limits:
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
+MODEL_LOOK: web.AppKey[asyncio.Task[bool]] = web.AppKey("model look")
 
 
 def make_llm(settings: Settings) -> LLM:
@@ -387,11 +389,22 @@ async def healthz(request: web.Request) -> web.Response:
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
-        "model": {"configured": settings.model_configured, "name": settings.llm_model},
+        "model": {
+            "configured": settings.model_configured,
+            "name": settings.llm_model,
+            "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
+        },
         "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+def _answered(look: asyncio.Task[bool] | None) -> bool | None:
+    """Whether the model answered serve's look at start; None until it is known."""
+    if look is None or not look.done() or look.cancelled():
+        return None
+    return look.result()
 
 
 async def framing_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -434,6 +447,7 @@ def build_app(
         retention: RetentionSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
+        looking: asyncio.Task[bool] | None = None
         try:
             for channel in chans:
                 parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
@@ -469,10 +483,15 @@ def build_app(
             )
             if settle_after_start:
                 settling = asyncio.create_task(settle(settings.model_configured), name="settle")
+                # A serve, not a test app: one look at the model, in the background.
+                looking = asyncio.create_task(check_model_once(settings), name="model check")
+                app[MODEL_LOOK] = looking
             yield
         finally:
             if settling is not None:
                 settling.cancel()
+            if looking is not None:
+                looking.cancel()
             if schedule is not None:
                 await schedule.stop()
             if retention is not None:
