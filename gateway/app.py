@@ -313,6 +313,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         embedding_threshold=settings.embedding_threshold,
         ask_margin=settings.same_claim_ask_margin,
         evidence_window_seconds=settings.evidence_window_days * 86400,
+        context_tokens=settings.llm_context_tokens,
         effect=EffectThresholds(
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
         ),

@@ -72,8 +72,12 @@ async def healthy(port: int, within: float = 120) -> bool:
 
 def local_servers(checkout: Path) -> list[str]:
     """The local model servers started from this checkout's .venv that still run."""
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
-    found = ps.stdout.splitlines()
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            found.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue  # it ended while we looked
     return [line for line in found if "runtime.local_model" in line and str(checkout) in line]
 
 

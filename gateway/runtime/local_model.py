@@ -99,7 +99,8 @@ def local_model(settings: Settings, timeout: float = START_SECONDS) -> Iterator[
         raise ConfigError(f"LLM_LOCAL_MODEL needs llama.cpp's server: {INSTALL}")
     path, name, port = model_file(choice), model_name(choice), _free_port()
     threads = str(min(4, os.cpu_count() or 1))
-    args = [str(port), str(path), name, str(context_of(settings)), threads]
+    context = context_of(settings)
+    args = [str(port), str(path), name, str(context), threads]
     base = f"http://127.0.0.1:{port}"
     # Its log goes to a file, not a pipe: a pipe nobody reads would stall it when full.
     with tempfile.TemporaryFile() as said:
@@ -111,7 +112,9 @@ def local_model(settings: Settings, timeout: float = START_SECONDS) -> Iterator[
         )
         try:
             _wait_healthy(proc, base, path, said, timeout)
-            yield settings.model_copy(update={"llm_base_url": f"{base}/v1", "llm_model": name})
+            started = {"llm_base_url": f"{base}/v1", "llm_model": name}
+            # Synthesis sizes its calls to the context the server was started with.
+            yield settings.model_copy(update={**started, "llm_context_tokens": context})
         finally:
             _stop(proc)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.config import Settings
-from gateway.synthesis.synthesizer import BATCH_ATTEMPTS, answer_tokens
+from gateway.synthesis.budget import answer_tokens
+from gateway.synthesis.synthesizer import BATCH_ATTEMPTS
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, synth_settings
 
@@ -96,4 +97,25 @@ async def test_a_synthesis_answer_cut_at_the_token_limit_says_so(
         await gw.seed()
         fake_llm.cut('{"proposals": [{"kind": "create", "name": "chat-bre')
         run = await gw.synthesize()
-        assert run["status"] == "failed" and "cut at the token limit" in run["error"]
+        assert run["status"] == "failed" and "cut at the answer limit of" in run["error"]
+        assert "LLM_CONTEXT_TOKENS" in run["error"]  # what to set so that it fits
+
+
+async def test_a_small_context_gets_batches_and_an_answer_that_fit_it(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, llm_context_tokens=4096)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        sent = fake_llm.requests[-1]
+        assert answer_tokens(3, settings.max_skill_bytes) > 4096  # unfitted, it would not fit
+        assert 256 <= sent["max_tokens"] <= 4096 // 2
+        await gw.seed()
+        fake_llm.cut('{"proposals": [{"kind": "create", "name": "chat-bre')
+        run = await gw.synthesize()
+    # Cut short of its max_tokens: the server's context was full, and the run says so.
+    assert run["status"] == "failed"
+    assert "cut at the model's context of 4096 tokens (LLM_CONTEXT_TOKENS" in run["error"]
+    assert "SKILLGATE_SYNTHESIS_BATCH_TOKENS" in run["error"]
