@@ -17,7 +17,13 @@ from gateway.core.prompt import build_messages, load_skill_tool
 from gateway.core.records import MessageRecord, Trace
 from gateway.core.stream import PartialText
 from gateway.core.vision import NO_VISION, VisionPolicy
-from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
+from gateway.errors import (
+    ContextOverflow,
+    ModelError,
+    ModelMisconfigured,
+    ModelNotConfigured,
+    VisionUnsupported,
+)
 from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
@@ -159,8 +165,12 @@ class Agent:
             trace.error = str(exc)
             return TOO_LONG, "error", _finish(trace, started, completed=False)
         except ModelNotConfigured as exc:
-            trace.error = str(exc)
+            trace.error, trace.operator_error = str(exc), True
             return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
+        except ModelMisconfigured as exc:
+            log.warning("model failed for its configuration: %s", exc)
+            trace.error, trace.operator_error = str(exc), True
+            return APOLOGY, "error", _finish(trace, started, completed=False)
         except ModelError as exc:
             log.warning("model failed: %s", exc)
             trace.error = str(exc)

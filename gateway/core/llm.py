@@ -37,6 +37,7 @@ from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
+    ModelMisconfigured,
     ModelNotConfigured,
     ModelUnavailable,
     ToolsUnsupported,
@@ -232,18 +233,18 @@ class OpenAIChat:
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
                     raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
+                    raise _unreachable(_connection_cause(exc), self.base_url) from exc
             except openai.APIConnectionError as exc:
                 if attempt >= self._max_retries:
                     cause = _connection_cause(exc, self._timeout)
-                    raise ModelUnavailable(f"model unreachable: {cause} ({self.base_url})") from exc
+                    raise _unreachable(cause, self.base_url) from exc
             except openai.APIStatusError as exc:
                 message = mask(error_message(exc.body) or exc.response.text, self._secrets())
                 if self._refuses_streaming(exc.status_code, message):
                     continue  # asked again at once, without what it refused
                 cls = classify(exc.status_code, message)
+                if cls is ModelError and exc.status_code in (401, 403, 404):
+                    cls = ModelMisconfigured  # the key, the URL or the model name
                 if exc.status_code == 404 and not self.base_url.rstrip("/").endswith("/v1"):
                     message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
@@ -381,6 +382,13 @@ class OpenAIChat:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _unreachable(cause: str, base_url: str) -> ModelError:
+    """Nothing listening, or no such host: the address is wrong, not busy (the operator's)."""
+    wrong = cause in ("connection refused", "host name not found")
+    cls = ModelMisconfigured if wrong else ModelUnavailable
+    return cls(f"model unreachable: {cause} ({base_url})")
 
 
 class _Stalled(Exception):

@@ -85,6 +85,8 @@ class Trace(BaseModel):
     model: str | None = None
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
+    operator_error: bool = False
+    """It failed for the gateway's configuration (key, URL, model, no model): not evidence."""
 
 
 class FeedbackRecord(BaseModel):

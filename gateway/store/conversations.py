@@ -415,6 +415,7 @@ async def _add_message(
             values[key] = json.dumps(values[key])
         values["completed"] = int(values["completed"])
         values["tokens_known"] = int(values["tokens_known"])
+        values["operator_error"] = int(values["operator_error"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
 

@@ -573,6 +573,12 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+# Answers that failed for the gateway's configuration, kept out of learning evidence.
+_OPERATOR_ERRORS: list[Step] = [
+    "alter table traces add column operator_error integer not null default 0",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -611,6 +617,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
+    (34, "traces: answers that failed for the configuration, not evidence", _OPERATOR_ERRORS),
 ]
 
 
