@@ -87,12 +87,19 @@ async def test_the_quick_start_answers_with_the_model_on_board(
     checkout = clean_checkout(tmp_path / "skillgate")
     api = ["--telegram-token", telegram_api.token, "--polling"]
     monkeypatch.setenv("TELEGRAM_API_BASE_URL", telegram_api.base_url)  # the fake Bot API
+    # A home of its own whose ~/.local/bin is on PATH, as on a Debian or Ubuntu login.
+    home_bin = tmp_path / "home" / ".local" / "bin"
+    home_bin.mkdir(parents=True)
+    monkeypatch.setenv("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", f"{home_bin}:{os.environ['PATH']}")
     said = await run(
         checkout,
         "./scripts/init", "--non-interactive", "--local-model", "smollm2", *api,
         timeout=INSTALL_SECONDS,
     )  # fmt: skip
     assert "OK   model chat: yes" in said and "wrote .env" in said, said[-3000:]
+    assert (home_bin / "skillgate").resolve() == (checkout / ".venv/bin/skillgate").resolve()
     env_text = (checkout / ".env").read_text()
     assert "\nLLM_LOCAL_MODEL=smollm2\n" in env_text and "\nLLM_BASE_URL=" not in env_text
 
@@ -117,6 +124,7 @@ async def test_the_quick_start_answers_with_the_model_on_board(
     assert answer.strip() and answer != APOLOGY
     assert not local_servers(checkout), "the model's server outlived serve"
 
-    chat = await run(checkout, ".venv/bin/skillgate", "chat", stdin="Hello!\n/quit\n")
+    # As README types it: the bare command, found on PATH.
+    chat = await run(checkout, "skillgate", "chat", stdin="Hello!\n/quit\n")
     reply = chat.split("bot> ", 1)[1].split("you> ", 1)[0]
     assert reply.strip() and APOLOGY not in chat, chat

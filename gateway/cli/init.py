@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -283,7 +284,11 @@ def _summary(answers: Answers) -> str:
 
 def _next_steps(answers: Answers, env_file: Path | None) -> list[str]:
     checkout = env_file is None and Path("scripts/serve").is_file()
-    command = ".venv/bin/skillgate" if checkout and Path(".venv/bin/skillgate").exists() else ""
+    local = Path(".venv/bin/skillgate")
+    found = shutil.which("skillgate")
+    # Bare `skillgate` only where the shell finds this one (scripts/install links it).
+    on_path = found is not None and Path(found).resolve() == local.resolve()
+    command = str(local) if checkout and local.exists() and not on_path else ""
     skillgate = command or "skillgate"
     if env_file is not None:
         skillgate += f" --env-file {env_file}"
