@@ -42,6 +42,7 @@ from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.runtime.metrics import METRICS, Metrics
@@ -177,6 +178,15 @@ def make_llm(settings: Settings) -> LLM:
         for model, url, model_key in chain
     ]
     return models[0] if len(models) == 1 else FallbackLLM(models)
+
+
+def alert_thresholds(settings: Settings) -> Thresholds:
+    return Thresholds(
+        model_minutes=settings.alert_model_minutes,
+        webhook_hours=settings.alert_webhook_hours,
+        disk_mb=settings.alert_disk_mb,
+        synthesis_failures=settings.alert_synthesis_failures,
+    )
 
 
 def make_transcriber(settings: Settings) -> Transcriber | None:
@@ -426,10 +436,12 @@ def build_app(
     channels: list[Channel] | None = None,
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
+    alerts: bool = False,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
+    `alerts` (the server) watches for outages and tells the admins; see `runtime.alerts`.
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -449,6 +461,7 @@ def build_app(
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         looking: asyncio.Task[bool] | None = None
+        alerting: AlertWatcher | None = None
         try:
             for channel in chans:
                 parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
@@ -461,6 +474,12 @@ def build_app(
             parts.cards = start_cards(
                 parts.review, parts.store, transports, languages=parts.languages
             )
+            if alerts:
+                limits = alert_thresholds(settings)
+                look = looker(settings, parts.store, limits.synthesis_failures)
+                tell = parts.cards.tell_admins if parts.cards is not None else log_only
+                alerting = AlertWatcher(parts.store, look, tell, limits)
+                alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,
@@ -491,6 +510,8 @@ def build_app(
         finally:
             if settling is not None:
                 settling.cancel()
+            if alerting is not None:
+                await alerting.stop()
             if looking is not None:
                 looking.cancel()
             if schedule is not None:

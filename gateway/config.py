@@ -179,6 +179,18 @@ class Settings(BaseSettings):
     )
     retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
 
+    # Alerts to the admins' private chats and the log, once per incident; 0 turns one off.
+    alert_model_minutes: float = Field(
+        10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
+    )
+    alert_webhook_hours: float = Field(
+        24.0, ge=0, le=8_760, validation_alias="SKILLGATE_ALERT_WEBHOOK_HOURS"
+    )
+    alert_disk_mb: int = Field(500, ge=0, le=10_000_000, validation_alias="SKILLGATE_ALERT_DISK_MB")
+    alert_synthesis_failures: int = Field(
+        3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
+    )
+
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
     shutdown_timeout_seconds: float = Field(

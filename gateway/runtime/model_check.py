@@ -11,10 +11,10 @@ from gateway.errors import ModelError
 log = logging.getLogger("gateway.model")
 
 
-async def check_model_once(settings: Settings) -> bool:
-    """True when the model answers /models and serves LLM_MODEL; else a WARNING with the fix."""
+async def model_error(settings: Settings) -> str | None:
+    """Why the model does not answer /models with LLM_MODEL, or None when it does."""
     if settings.llm_base_url is None or settings.llm_model is None:
-        return False
+        return "no model configured"
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     llm = OpenAIChat(
         settings.llm_base_url,
@@ -26,15 +26,24 @@ async def check_model_once(settings: Settings) -> bool:
     try:
         await llm.ping()
     except ModelError as exc:
+        return str(exc)
+    finally:
+        await llm.close()
+    return None
+
+
+async def check_model_once(settings: Settings) -> bool:
+    """True when the model answers /models and serves LLM_MODEL; else a WARNING with the fix."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return False
+    error = await model_error(settings)
+    if error is not None:
         log.warning(
             "model %s at %s does not answer: %s; answers apologise until it does."
             " Fix LLM_BASE_URL, LLM_MODEL or LLM_API_KEY, or start the server;"
             " `skillgate doctor` checks it",
             settings.llm_model,
             settings.llm_base_url,
-            exc,
+            error,
         )
-        return False
-    finally:
-        await llm.close()
-    return True
+    return error is None
