@@ -129,7 +129,10 @@ def user_ref(channel: object, user: object) -> tuple[str, str] | None:
 
 async def users(request: web.Request) -> web.Response:
     """Export one user's data, or delete it."""
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=None)
+    known = await request.config_dict[STORE].known_users()
+    return await page(
+        request, "users.html", active="users", channels=CHANNELS, done=None, known=known
+    )
 
 
 async def export(request: web.Request) -> web.StreamResponse:
@@ -162,7 +165,10 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
     media = request.config_dict[SETTINGS].media_dir
     done = await forget(request.config_dict[STORE], *ref, now=time.time(), media=media)
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
+    known = await request.config_dict[STORE].known_users()
+    return await page(
+        request, "users.html", active="users", channels=CHANNELS, done=done, who=ref, known=known
+    )
 
 
 def add_routes(app: web.Application) -> None:

@@ -108,6 +108,17 @@ class ConsoleQueries(QueriesBase):
         return int(n or 0)
 
     @query
+    async def known_users(self, c: Conn, limit: int = 200) -> list[tuple[str, str]]:
+        """(channel, user id) of the users who talked to the bot, most recently active first."""
+        rows = await c.fetch(
+            "select channel, user_id, max(last_activity_at) as seen from sessions"
+            " where user_id is not null group by channel, user_id"
+            " order by seen desc, channel, user_id limit ?",
+            c.dialect.limit(limit),
+        )
+        return [(str(r["channel"]), str(r["user_id"])) for r in rows]
+
+    @query
     async def session_summaries(
         self, c: Conn, *, limit: int = 50, offset: int = 0, channel: str | None = None
     ) -> list[SessionSummary]:
