@@ -97,6 +97,7 @@ class Agent:
             exclude_kinds=("error",),
             platform_message_id=incoming.platform_message_id,
             attachments=incoming.attachments,
+            user_name=incoming.user_name,
         )
         if turn.answer is not None:
             return _reply(turn.answer)

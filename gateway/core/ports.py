@@ -26,6 +26,7 @@ class ConversationStore(Protocol):
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
         attachments: Sequence[AttachmentRecord] = (),
+        user_name: str | None = None,
     ) -> OpenedTurn: ...
 
     async def set_attachments_sent(

@@ -48,6 +48,7 @@ TABLES = (
     "deleted_sessions",
     "chat_languages",
     "user_languages",
+    "user_names",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

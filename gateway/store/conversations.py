@@ -25,6 +25,7 @@ from gateway.store.sql import (
     transaction,
 )
 
+MAX_NAME = 64
 TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used", "notes")
 _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
@@ -70,6 +71,7 @@ class ConversationQueries(QueriesBase):
         exclude_kinds: Sequence[MessageKind] = (),
         platform_message_id: str | None = None,
         attachments: Sequence[AttachmentRecord] = (),
+        user_name: str | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
         carried), history.
@@ -78,6 +80,8 @@ class ConversationQueries(QueriesBase):
         that answer comes back instead and nothing is written.
         """
         await _lock_chat(c, channel, chat_id)
+        if user_name and user_id is not None:
+            await _remember_name(c, channel, user_id, user_name, now)
         if inbox_id is not None:
             done = await _message_for_inbox(c, inbox_id, "assistant")
             if done is not None:
@@ -418,6 +422,19 @@ async def _add_message(
         values["operator_error"] = int(values["operator_error"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
+
+
+async def _remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:
+    """The user's display name as the platform sent it this time (bounded)."""
+    await c.execute(
+        "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)"
+        " on conflict (channel, user_id) do update set name = excluded.name,"
+        " updated_at = excluded.updated_at",
+        channel,
+        user_id,
+        name.strip()[:MAX_NAME],
+        at,
+    )
 
 
 async def _history(

@@ -579,6 +579,20 @@ _OPERATOR_ERRORS: list[Step] = [
 ]
 
 
+# Users' display names as their platform last sent them (deleted by /forget).
+_USER_NAMES: list[Step] = [
+    """
+    create table user_names (
+        channel text not null,
+        user_id text not null,
+        name text not null,
+        updated_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -618,6 +632,7 @@ MIGRATIONS: list[Migration] = [
     (16, "skill files as last read: size, modification time, hash, description", _SKILL_FILES),
     (17, "languages: a chat's chosen one, each user's as the platform says it", _LANGUAGES),
     (34, "traces: answers that failed for the configuration, not evidence", _OPERATOR_ERRORS),
+    (35, "users' display names, as their platform last sent them", _USER_NAMES),
 ]
 
 
