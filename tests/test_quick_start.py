@@ -103,6 +103,8 @@ async def test_the_quick_start_answers_with_the_model_on_board(
     env_text = (checkout / ".env").read_text()
     assert "\nLLM_LOCAL_MODEL=smollm2\n" in env_text and "\nLLM_BASE_URL=" not in env_text
 
+    # Short answers: a tiny model on a busy CPU writes a few tokens a second.
+    monkeypatch.setenv("LLM_MAX_TOKENS", "48")
     port = free_port()
     serve = await asyncio.create_subprocess_exec(
         "./scripts/serve", "--port", str(port),
