@@ -1,4 +1,4 @@
-"""Settings from the environment and `.env` (pydantic-settings); see README for each one."""
+"""Settings from the environment and `.env` (pydantic-settings); docs/SETTINGS.md for each one."""
 
 from __future__ import annotations
 
