@@ -46,7 +46,7 @@ from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
 from gateway.runtime.metrics import METRICS, Metrics
-from gateway.runtime.model_check import check_model_once
+from gateway.runtime.model_check import look_at_start
 from gateway.runtime.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
@@ -436,12 +436,13 @@ def build_app(
     channels: list[Channel] | None = None,
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
-    alerts: bool = False,
+    watch: bool = False,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
-    `alerts` (the server) watches for outages and tells the admins; see `runtime.alerts`.
+    `watch` (the server) looks at the model at start and watches for outages, telling the
+    admins (`runtime.model_check`, `runtime.alerts`).
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -474,7 +475,7 @@ def build_app(
             parts.cards = start_cards(
                 parts.review, parts.store, transports, languages=parts.languages
             )
-            if alerts:
+            if watch:
                 limits = alert_thresholds(settings)
                 look = looker(settings, parts.store, limits.synthesis_failures)
                 tell = parts.cards.tell_admins if parts.cards is not None else log_only
@@ -503,8 +504,10 @@ def build_app(
             )
             if settle_after_start:
                 settling = asyncio.create_task(settle(settings.model_configured), name="settle")
-                # A serve, not a test app: one look at the model, in the background.
-                looking = asyncio.create_task(check_model_once(settings), name="model check")
+            if watch:  # one look at the model, in the background: serve starts anyway
+                looking = asyncio.create_task(
+                    look_at_start(settings, parts.synthesizer), name="model check"
+                )
                 app[MODEL_LOOK] = looking
             yield
         finally:

@@ -94,7 +94,7 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
         for line in next_steps(settings, args.host, port):
             log.info("%s", line)
         serving.run(
-            build_app(settings, settle_after_start=True, alerts=True),
+            build_app(settings, settle_after_start=True, watch=True),
             sock,
             limits=serving.Limits(),
             shutdown_timeout=settings.shutdown_timeout_seconds,

@@ -369,6 +369,13 @@ class OpenAIChat:
         items = data.get("data") if isinstance(data, dict) else None
         return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
 
+    async def context(self) -> int | None:
+        """The model's context as its /models entry reports it (None: not reported)."""
+        entry: dict[str, Any] = next(
+            (m for m in await self.models() if m.get("id") == self.model), {}
+        )
+        return context_size(entry)
+
     async def ping(self) -> str:
         """Check the endpoint answers and serves the model; a short description for `doctor`."""
         names = [str(m.get("id")) for m in await self.models()]
@@ -389,6 +396,21 @@ def _unreachable(cause: str, base_url: str) -> ModelError:
     wrong = cause in ("connection refused", "host name not found")
     cls = ModelMisconfigured if wrong else ModelUnavailable
     return cls(f"model unreachable: {cause} ({base_url})")
+
+
+_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
+
+
+def context_size(entry: dict[str, Any]) -> int | None:
+    """The context a /models entry reports, in the shapes servers use (llama.cpp: meta.n_ctx)."""
+    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
+        if not isinstance(source, dict):
+            continue
+        for key in (*_CONTEXT_KEYS, "n_ctx"):
+            value = source.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
 
 
 class _Stalled(Exception):

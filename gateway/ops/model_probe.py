@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.core.llm import OpenAIChat
+from gateway.core.llm import OpenAIChat, context_size
 from gateway.errors import ModelError, ModelUnavailable
 from gateway.operator import Check
 
@@ -45,7 +45,6 @@ CONTEXT_FIX = (
     "give the model a larger context: Ollama OLLAMA_CONTEXT_LENGTH=8192 (or num_ctx), "
     "llama.cpp -c 8192, vLLM --max-model-len 8192"
 )
-_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
 
 
 async def probe(llm: OpenAIChat) -> list[Check]:
@@ -85,23 +84,12 @@ async def probe(llm: OpenAIChat) -> list[Check]:
 
 
 def _context(where: str, entry: dict[str, Any] | None) -> Check:
-    size = _context_size(entry or {})
+    size = context_size(entry or {})
     if size is None:
         return Check("model", "ok", f"{where}: reachable; context size not reported")
     if size < SMALL_CONTEXT:
         return Check("model", "warn", f"{where}: context of only {size} tokens", CONTEXT_FIX)
     return Check("model", "ok", f"{where}: reachable; context {size} tokens")
-
-
-def _context_size(entry: dict[str, Any]) -> int | None:
-    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
-        if not isinstance(source, dict):
-            continue
-        for key in (*_CONTEXT_KEYS, "n_ctx"):
-            value = source.get(key)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
 
 
 async def _chat(llm: OpenAIChat) -> Check:
