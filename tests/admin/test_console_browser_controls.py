@@ -1,5 +1,6 @@
-"""The console's controls in a real browser: the user picker, styled inputs, Usage on a phone,
-👎 excerpts that end on a line, the reject wording beside Reopen, the jump to the decision.
+"""The console in a real browser: names beside ids, the user picker, styled inputs, Usage
+on a phone, 👎 excerpts that end on a line, the reject wording beside Reopen, the jump to
+the decision.
 """
 
 from __future__ import annotations
@@ -106,4 +107,22 @@ async def test_reject_says_it_lasts_until_reopened_and_the_decision_is_a_jump_aw
     await expect(page.locator("#reopen")).to_be_visible()  # as the confirmation said
     await page.goto(url(gw, f"/admin/proposals/{ids['update']}"))
     await expect(page.locator("#jump-to-decision")).to_have_text("The decision ↓")
+    await page.set_viewport_size(DESKTOP)
+
+
+async def test_people_are_named_beside_their_ids_at_desk_and_on_a_phone(
+    page: Page, gw: Gateway
+) -> None:
+    await gw.parts.store.open_turn(
+        "telegram", "9009", "9009", "hello", inbox_id=None, now=day_at(0),
+        idle_seconds=60, history_limit=10, user_name="Beatrice",
+    )  # fmt: skip
+    await sign_in(page, gw, "/admin/conversations")
+    row = page.locator("#sessions tr", has_text="9009")
+    await expect(row.locator(".user-name")).to_have_text("Beatrice")
+    await page.set_viewport_size(PHONE)
+    item = page.locator("#session-list li", has_text="Beatrice")
+    await expect(item).to_be_visible()
+    await item.click()
+    await expect(page.locator("dd", has_text="9009").locator(".user-name")).to_have_text("Beatrice")
     await page.set_viewport_size(DESKTOP)
