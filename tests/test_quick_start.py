@@ -19,15 +19,23 @@ import aiohttp
 import pytest
 
 from gateway.core.agent import APOLOGY
+from gateway.runtime.local_model import INSTALL, bundled_path, server_installed
 from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
-from tests.serve_process import free_port
+from tests.serve_process import free_port, skillgate
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [
     pytest.mark.real_model,
     pytest.mark.skipif(shutil.which("git") is None, reason="copies the checkout with git"),
 ]
-INSTALL_SECONDS = 900  # pip fetches every dependency into an empty .venv
+INSTALL_SECONDS = 900
+
+
+def local_model_installed() -> bool:
+    return server_installed() and bundled_path() is not None
+
+
+# pip fetches every dependency into an empty .venv
 
 
 def clean_checkout(to: Path) -> Path:
@@ -130,3 +138,16 @@ async def test_the_quick_start_answers_with_the_model_on_board(
     chat = await run(checkout, "skillgate", "chat", stdin="Hello!\n/quit\n")
     reply = chat.split("bot> ", 1)[1].split("you> ", 1)[0]
     assert reply.strip() and APOLOGY not in chat, chat
+
+
+@pytest.mark.skipif(
+    not local_model_installed(), reason=f"the local model is not installed: {INSTALL}"
+)
+async def test_doctor_starts_the_local_model_probes_it_and_says_it_is_for_trying(
+    tmp_path: Path,
+) -> None:
+    env = {"LLM_LOCAL_MODEL": "smollm2", "SKILLGATE_DATA_DIR": str(tmp_path / "data")}
+    _, out, err = await skillgate("doctor", env=env, timeout=300)
+    assert "WARN local model: smollm2: a tiny model on this machine" in out, out + err
+    assert "not for users" in out and "OK   model chat: yes" in out, out
+    assert "context 4096 tokens" in out
