@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,9 @@ log = logging.getLogger("gateway.alerts")
 STATE_KEY = "alerts.incidents"
 ALERTS_JOB_ID = "alerts"
 EVERY_SECONDS = 60.0
+# With replicas on one database, one of them watches at a time: an alert is told once.
+LOCK_NAME = "alerts"
+LEASE_SECONDS = 3 * EVERY_SECONDS
 
 MODEL_DOWN = N_(
     "⚠️ The model has not answered for {minutes} minutes: {error}. Users get an apology"
@@ -61,6 +65,10 @@ class AlertStore(Protocol):
     async def get_meta(self, key: str) -> str | None: ...
 
     async def set_meta(self, key: str, value: str) -> None: ...
+
+    async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
+
+    async def release_lock(self, name: str, holder: str) -> None: ...
 
 
 class SignalStore(Protocol):
@@ -152,6 +160,7 @@ class AlertWatcher:
     ) -> None:
         self.store, self.look, self.tell = store, look, tell
         self.thresholds, self.clock = thresholds, clock
+        self.holder = uuid.uuid4().hex
         self._scheduler: Any = None
 
     def start(self, interval: float = EVERY_SECONDS) -> None:
@@ -160,9 +169,14 @@ class AlertWatcher:
     async def stop(self) -> None:
         await shut_down(self._scheduler)
         self._scheduler = None
+        await self.store.release_lock(LOCK_NAME, self.holder)  # the next start takes over
 
     async def tick(self) -> None:
         try:
+            if not await self.store.acquire_lock(
+                LOCK_NAME, self.holder, self.clock(), LEASE_SECONDS
+            ):
+                return  # another replica watches
             await self.check(await self.look())
         except Exception:
             log.exception("the alert check failed; the next one tries again")

@@ -70,11 +70,23 @@ async def test_a_dead_model_is_told_once_after_n_minutes_survives_a_restart_and_
         assert told.said[0][1]["minutes"] == 11
         assert "connection refused" in str(told.said[0][1]["error"])
 
+        # Another replica on the same database leaves the watching to the first.
+        looked: list[Signals] = []
+
+        async def look_too() -> Signals:
+            looked.append(Signals())
+            return looked[-1]
+
+        await AlertWatcher(store, look_too, told, limits, clock=clock).tick()
+        assert looked == []
+
         # A restart: the incident is in the store, so it is not told again.
+        await watcher.stop()
         again = AlertWatcher(store, looker(dead, store, 0), told, limits, clock=clock)
         clock.now += 60
         await again.tick()
         assert told.messages == [MODEL_DOWN]
+        await again.stop()
 
         fake = {"llm_base_url": fake_llm.base_url, "llm_model": "fake-model"}
         alive = dead.model_copy(update=fake)
