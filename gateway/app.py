@@ -47,9 +47,11 @@ from gateway.review.events import ReviewEvent
 from gateway.review.proposals import Proposal
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer
+from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
 from gateway.runtime.inbox import Inbox, InboxWorker
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
 from gateway.runtime.metrics import METRICS, Metrics
+from gateway.runtime.model_check import look_at_start
 from gateway.runtime.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
@@ -176,6 +178,7 @@ def quota_limits(settings: Settings) -> Limits:
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
+MODEL_LOOK: web.AppKey[asyncio.Task[bool]] = web.AppKey("model look")
 
 
 def make_llm(settings: Settings) -> LLM:
@@ -207,6 +210,15 @@ def make_llm(settings: Settings) -> LLM:
         for model, url, model_key in chain
     ]
     return models[0] if len(models) == 1 else FallbackLLM(models)
+
+
+def alert_thresholds(settings: Settings) -> Thresholds:
+    return Thresholds(
+        model_minutes=settings.alert_model_minutes,
+        webhook_hours=settings.alert_webhook_hours,
+        disk_mb=settings.alert_disk_mb,
+        synthesis_failures=settings.alert_synthesis_failures,
+    )
 
 
 def make_transcriber(settings: Settings) -> Transcriber | None:
@@ -367,6 +379,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         embedding_threshold=settings.embedding_threshold,
         ask_margin=settings.same_claim_ask_margin,
         evidence_window_seconds=settings.evidence_window_days * 86400,
+        context_tokens=settings.llm_context_tokens,
         effect=EffectThresholds(
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
         ),
@@ -443,11 +456,22 @@ async def healthz(request: web.Request) -> web.Response:
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
-        "model": {"configured": settings.model_configured, "name": settings.llm_model},
+        "model": {
+            "configured": settings.model_configured,
+            "name": settings.llm_model,
+            "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
+        },
         "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+def _answered(look: asyncio.Task[bool] | None) -> bool | None:
+    """Whether the model answered serve's look at start; None until it is known."""
+    if look is None or not look.done() or look.cancelled():
+        return None
+    return look.result()
 
 
 async def framing_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -468,10 +492,13 @@ def build_app(
     channels: list[Channel] | None = None,
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
+    watch: bool = False,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
+    `watch` (the server) looks at the model at start and watches for outages, telling the
+    admins (`runtime.model_check`, `runtime.alerts`).
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -491,6 +518,8 @@ def build_app(
         retention: RetentionSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
+        looking: asyncio.Task[bool] | None = None
+        alerting: AlertWatcher | None = None
         try:
             if parts.tools is not None:
                 await parts.tools.start()  # each server within its connect timeout, at once
@@ -505,6 +534,12 @@ def build_app(
             parts.cards = start_cards(
                 parts.review, parts.store, transports, languages=parts.languages
             )
+            if watch:
+                limits = alert_thresholds(settings)
+                look = looker(settings, parts.store, limits.synthesis_failures)
+                tell = parts.cards.tell_admins if parts.cards is not None else log_only
+                alerting = AlertWatcher(parts.store, look, tell, limits)
+                alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,
@@ -528,10 +563,19 @@ def build_app(
             )
             if settle_after_start:
                 settling = asyncio.create_task(settle(settings.model_configured), name="settle")
+            if watch:  # one look at the model, in the background: serve starts anyway
+                looking = asyncio.create_task(
+                    look_at_start(settings, parts.synthesizer), name="model check"
+                )
+                app[MODEL_LOOK] = looking
             yield
         finally:
             if settling is not None:
                 settling.cancel()
+            if alerting is not None:
+                await alerting.stop()
+            if looking is not None:
+                looking.cancel()
             if schedule is not None:
                 await schedule.stop()
             if retention is not None:

@@ -1,4 +1,4 @@
-"""Settings from the environment and `.env` (pydantic-settings); see README for each one."""
+"""Settings from the environment and `.env` (pydantic-settings); docs/SETTINGS.md for each one."""
 
 from __future__ import annotations
 
@@ -137,6 +137,13 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
     )
     llm_fallback_api_keys: SecretStr | None = Field(None, validation_alias="LLM_FALLBACK_API_KEYS")
+    # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
+    # serve and chat start llama.cpp's server for it and point the client there.
+    llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
+    # The model's context in tokens, when its server does not say (synthesis sizes to it).
+    llm_context_tokens: int | None = Field(
+        None, ge=512, le=10_000_000, validation_alias="LLM_CONTEXT_TOKENS"
+    )
 
     # Synthesis and review.
     max_proposals_per_run: int = Field(
@@ -177,6 +184,18 @@ class Settings(BaseSettings):
         5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
     )
     retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+
+    # Alerts to the admins' private chats and the log, once per incident; 0 turns one off.
+    alert_model_minutes: float = Field(
+        10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
+    )
+    alert_webhook_hours: float = Field(
+        24.0, ge=0, le=8_760, validation_alias="SKILLGATE_ALERT_WEBHOOK_HOURS"
+    )
+    alert_disk_mb: int = Field(500, ge=0, le=10_000_000, validation_alias="SKILLGATE_ALERT_DISK_MB")
+    alert_synthesis_failures: int = Field(
+        3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
+    )
 
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
@@ -310,6 +329,8 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_api_key",
         "llm_model",
+        "llm_local_model",
+        "llm_context_tokens",
         "llm_embedding_model",
         "llm_fallback_api_keys",
         "stt_base_url",
@@ -403,6 +424,15 @@ class Settings(BaseSettings):
     def _prices(cls, value: str) -> str:
         parse_prices(value)
         return value
+
+    @model_validator(mode="after")
+    def _one_model_server(self) -> Settings:
+        if self.llm_local_model is not None and self.llm_base_url is not None:
+            raise ValueError(
+                "LLM_LOCAL_MODEL starts a model server of its own: unset LLM_BASE_URL, or"
+                " LLM_LOCAL_MODEL to use the server at LLM_BASE_URL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> Settings:

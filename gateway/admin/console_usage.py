@@ -139,7 +139,10 @@ def channel_names() -> list[str]:
 
 async def users(request: web.Request) -> web.Response:
     """Export one user's data, or delete it."""
-    return await page(request, "users.html", active="users", channels=channel_names(), done=None)
+    known = await request.config_dict[STORE].known_users()
+    return await page(
+        request, "users.html", active="users", channels=channel_names(), done=None, known=known
+    )
 
 
 async def memory(request: web.Request) -> web.Response:
@@ -156,6 +159,7 @@ async def memory(request: web.Request) -> web.Response:
         done=None,
         who=ref,
         memory=entries,
+        known=await request.config_dict[STORE].known_users(),
     )
 
 
@@ -195,8 +199,15 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
         review=request.config_dict[REVIEW],
     )
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
+    known = await request.config_dict[STORE].known_users()
     return await page(
-        request, "users.html", active="users", channels=channel_names(), done=done, who=ref
+        request,
+        "users.html",
+        active="users",
+        channels=channel_names(),
+        done=done,
+        who=ref,
+        known=known,
     )
 
 

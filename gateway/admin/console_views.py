@@ -144,7 +144,7 @@ async def approve(request: web.Request) -> web.StreamResponse:
 async def reject(request: web.Request) -> web.StreamResponse:
     """Reject with an optional reason, once confirmed; the tombstone keeps it out of later passes.
 
-    A rejection is permanent, so the first POST only asks: the confirmation page
+    A rejection stands until reopened, so the first POST only asks: the confirmation page
     carries the reason on to a second POST with `confirmed=yes`.
     """
     review = request.config_dict[REVIEW]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gateway.channels.registry import configured_platforms
 from gateway.config import Settings
+from gateway.runtime.local_model import TRYING
 
 INIT = "`skillgate init`"
 
@@ -11,7 +12,11 @@ INIT = "`skillgate init`"
 def next_steps(settings: Settings, host: str, port: int) -> list[str]:
     """One line each: the model, the bots, the console; the missing ones say how to add them."""
     lines = []
-    if settings.model_configured:
+    if settings.llm_local_model is not None:
+        lines.append(
+            f"model: {settings.llm_model} on this machine ({TRYING}); {INIT} sets up a real one"
+        )
+    elif settings.model_configured:
         lines.append(f"model: {settings.llm_model} at {settings.llm_base_url}")
     else:
         lines.append(f"no model configured: every answer says so; run {INIT} to set one up")

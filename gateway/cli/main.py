@@ -96,18 +96,23 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
         settings = polling(settings, on=True)
     start_logging(settings, settings.log_level, args.log_format or settings.log_format)
     from gateway.cli.banner import next_steps
+    from gateway.ops.spelling import unknown_settings
+    from gateway.runtime.local_model import local_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
-    log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
-    for line in next_steps(settings, args.host, port):
-        log.info("%s", line)
-    serving.run(
-        build_app(settings, settle_after_start=True),
-        sock,
-        limits=serving.Limits(),
-        shutdown_timeout=settings.shutdown_timeout_seconds,
-    )
+    for unknown in unknown_settings(args.env_file or Path(".env")):
+        log.warning("%s", unknown)
+    with local_model(settings) as settings:
+        log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
+        for line in next_steps(settings, args.host, port):
+            log.info("%s", line)
+        serving.run(
+            build_app(settings, settle_after_start=True, watch=True),
+            sock,
+            limits=serving.Limits(),
+            shutdown_timeout=settings.shutdown_timeout_seconds,
+        )
     return 0
 
 
@@ -121,19 +126,23 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_chat(args: argparse.Namespace) -> int:
     """Talk to the agent in the terminal, through the same core and store."""
     from gateway.cli.chat import run_chat
+    from gateway.runtime.local_model import local_model
 
     settings = _settings(args)
     start_logging(settings)
-    return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
+    with local_model(settings) as settings:
+        return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     """Run one synthesis pass now and list the proposals it made and suppressed."""
     from gateway.cli.synthesize import run_synthesize
+    from gateway.runtime.local_model import local_model
 
     settings = _settings(args)
     start_logging(settings)
-    return asyncio.run(run_synthesize(settings))
+    with local_model(settings) as settings:
+        return asyncio.run(run_synthesize(settings))
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:

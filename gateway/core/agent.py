@@ -27,7 +27,13 @@ from gateway.core.stream import PartialText
 from gateway.core.tools import ToolAccess, Toolbox, ToolSpec
 from gateway.core.turn import Admission, Spender, TurnStart, Usage
 from gateway.core.vision import NO_VISION, VisionPolicy
-from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
+from gateway.errors import (
+    ContextOverflow,
+    ModelError,
+    ModelMisconfigured,
+    ModelNotConfigured,
+    VisionUnsupported,
+)
 from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
@@ -126,6 +132,7 @@ class Agent:
             memory=incoming.memory and self.memory is not None,
             in_group=chat.is_group,
             context_since=incoming.context_since,
+            user_name=incoming.user_name,
         )
 
     async def respond(
@@ -252,8 +259,12 @@ class Agent:
             trace.error = str(exc)
             return TOO_LONG, "error", _finish(trace, started, completed=False)
         except ModelNotConfigured as exc:
-            trace.error = str(exc)
+            trace.error, trace.operator_error = str(exc), True
             return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
+        except ModelMisconfigured as exc:
+            log.warning("model failed for its configuration: %s", exc)
+            trace.error, trace.operator_error = str(exc), True
+            return APOLOGY, "error", _finish(trace, started, completed=False)
         except ModelError as exc:
             log.warning("model failed: %s", exc)
             trace.error = str(exc)

@@ -41,6 +41,7 @@ from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
+    ModelMisconfigured,
     ModelNotConfigured,
     ModelUnavailable,
     ToolsUnsupported,
@@ -235,18 +236,16 @@ class OpenAIChat:
                 # The aiohttp transport reports a refused connection as a connect timeout.
                 refused = not exc.timed_out or _refused(exc) is not None
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
-                    raise ModelUnavailable(
-                        f"model did not answer within {self._timeout:g} s"
-                    ) from exc
+                    raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
+                    raise _unreachable(_connection_cause(exc), self.base_url) from exc
             except Refusal as exc:
                 message = mask(error_message(exc.body) or exc.text, self._secrets())
                 if self._refuses_streaming(exc.status, message):
                     continue  # asked again at once, without what it refused
                 cls = classify(exc.status, message)
+                if cls is ModelError and exc.status in (401, 403, 404):
+                    cls = ModelMisconfigured  # the key, the URL or the model name
                 if exc.status == 404 and not self.base_url.rstrip("/").endswith("/v1"):
                     message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
@@ -265,7 +264,7 @@ class OpenAIChat:
             async with asyncio.timeout(self._timeout), self._get_http().post(body) as reply:
                 raw = await reply.read()
         except TimeoutError as exc:
-            raise _Stalled(f"model did not answer within {self._timeout:g} s") from exc
+            raise _Stalled(f"model timed out after {self._timeout:g} s") from exc
         return self._read_whole(raw)
 
     def _read_whole(self, raw: str) -> Completion:
@@ -314,7 +313,8 @@ class OpenAIChat:
             if assembler.chunks and loop.time() >= ends:
                 return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
             if assembler.chunks == 0:
-                raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
+                said = f"model timed out after {self._timeout:g} s (it sent nothing)"
+                raise _Stalled(said) from exc
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
         except ValueError as exc:  # jiter's error (bytes that are not UTF-8 too)
             raise ModelError(f"model streamed a chunk that is not JSON: {exc}") from exc
@@ -360,9 +360,9 @@ class OpenAIChat:
         except openai.APITimeoutError as exc:
             if _refused(exc) is not None:
                 raise ModelUnavailable(_connection_cause(exc)) from exc
-            raise ModelUnavailable(f"no answer within {self._timeout:g} s") from exc
+            raise ModelUnavailable(f"timed out after {self._timeout:g} s") from exc
         except openai.APIConnectionError as exc:
-            raise ModelUnavailable(_connection_cause(exc)) from exc
+            raise ModelUnavailable(_connection_cause(exc, self._timeout)) from exc
         except openai.APIStatusError as exc:
             message = mask(error_message(exc.body) or exc.response.text, self._secrets())
             hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
@@ -371,6 +371,13 @@ class OpenAIChat:
             raise ModelError(f"endpoint call failed: {type(exc).__name__}") from exc
         items = data.get("data") if isinstance(data, dict) else None
         return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+
+    async def context(self) -> int | None:
+        """The model's context as its /models entry reports it (None: not reported)."""
+        entry: dict[str, Any] = next(
+            (m for m in await self.models() if m.get("id") == self.model), {}
+        )
+        return context_size(entry)
 
     async def ping(self) -> str:
         """Check the endpoint answers and serves the model; a short description for `doctor`."""
@@ -385,6 +392,28 @@ class OpenAIChat:
         if self._http is not None:
             await self._http.close()
             self._http = None
+
+
+def _unreachable(cause: str, base_url: str) -> ModelError:
+    """Nothing listening, or no such host: the address is wrong, not busy (the operator's)."""
+    wrong = cause in ("connection refused", "host name not found")
+    cls = ModelMisconfigured if wrong else ModelUnavailable
+    return cls(f"model unreachable: {cause} ({base_url})")
+
+
+_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
+
+
+def context_size(entry: dict[str, Any]) -> int | None:
+    """The context a /models entry reports, in the shapes servers use (llama.cpp: meta.n_ctx)."""
+    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
+        if not isinstance(source, dict):
+            continue
+        for key in (*_CONTEXT_KEYS, "n_ctx"):
+            value = source.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
 
 
 class _Stalled(Exception):
@@ -405,12 +434,17 @@ def _refused(exc: BaseException) -> OSError | None:
     return None
 
 
-def _connection_cause(exc: BaseException) -> str:
+def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
     """'connection refused' and friends, rather than the SDK's generic class name."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ConnectionRefusedError):
             return "connection refused"
+        if timeout is not None and (
+            isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__
+        ):
+            # A slow server is not a dead one: say which it was, and how long we waited.
+            return f"timed out after {timeout:g} s"
         text = str(seen).lower()
         if "refused" in text:
             return "connection refused"

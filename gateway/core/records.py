@@ -117,6 +117,8 @@ class Trace(BaseModel):
     notes: list[str] = Field(default_factory=list)
     persona_hash: str | None = None
     """The persona the answer was made under (the operator's and the chat's), hashed."""
+    operator_error: bool = False
+    """It failed for the gateway's configuration (key, URL, model, no model): not evidence."""
 
 
 class FeedbackRecord(BaseModel):

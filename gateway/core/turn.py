@@ -47,6 +47,8 @@ class TurnStart:
     in_group: bool = False
     context_since: float | None = None
     """Take (and clear) the group's unaddressed lines kept since then."""
+    user_name: str | None = None
+    """The sender's display name as the platform sent it (remembered for the console)."""
 
 
 class ChatState(BaseModel):

@@ -17,6 +17,7 @@ from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
 from gateway.tools.build import build_tools
@@ -146,6 +147,8 @@ async def check_skills_volume(settings: Settings) -> Check:
 
 async def check_model(settings: Settings) -> list[Check]:
     """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    if settings.llm_local_model is not None:
+        return await check_local_model(settings)
     if not settings.model_configured:
         return [
             Check(
@@ -158,11 +161,31 @@ async def check_model(settings: Settings) -> list[Check]:
         ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=15, max_retries=0)
+    # A slow model is not a dead one: the probes wait as long as an answer would.
+    timeout = settings.llm_timeout_seconds
+    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=timeout, max_retries=0)
     try:
         return await probe(llm)
     finally:
         await llm.close()
+
+
+async def check_local_model(settings: Settings) -> list[Check]:
+    """LLM_LOCAL_MODEL: start llama.cpp's server as serve would, and probe it."""
+    from gateway.runtime.local_model import TRYING, local_model
+
+    try:
+        with local_model(settings) as started:
+            checks = await check_model(started.model_copy(update={"llm_local_model": None}))
+    except ConfigError as exc:
+        return [Check("model", "fail", str(exc), "install what it names, or `skillgate init`")]
+    note = Check(
+        "local model",
+        "warn",
+        f"{settings.llm_local_model}: {TRYING}",
+        "for users, a real model: `skillgate init` (or LLM_BASE_URL and LLM_MODEL)",
+    )
+    return [note, *checks]
 
 
 async def check_speech(settings: Settings) -> Check:
@@ -216,8 +239,10 @@ def check_channels(settings: Settings) -> list[Check]:
     return checks
 
 
-async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
-    checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
+async def collect(
+    settings: Settings, unit: Path = DEFAULT_UNIT, env_file: Path | None = None
+) -> list[Check]:
+    checks = [Check("settings", "ok", "loaded"), check_spelling(env_file), check_data_dir(settings)]
     if (service := check_service_data_dir(unit, settings.data_dir)) is not None:
         checks.append(service)
     checks.append(check_persona(settings))
@@ -277,7 +302,7 @@ async def run_doctor(
     With `fix`, what is safe to fix is fixed first (each said as a `FIXED` line, its
     failures as `FAIL`), then everything is checked again and that is what counts.
     """
-    checks = await collect(settings, unit)
+    checks = await collect(settings, unit, env_file)
     fixed: list[Check] = []
     if fix:
         failed = {c.name for c in checks if c.status != "ok"}
@@ -287,7 +312,7 @@ async def run_doctor(
             settings = reload()  # a generated secret is in the env file now
         fixed += await fix_webhooks(settings, failed | _needs_webhook(fixed))
         if fixed:
-            checks = await collect(settings, unit)
+            checks = await collect(settings, unit, env_file)
         elif not as_json:
             print("nothing doctor can fix by itself")
     if as_json:

@@ -54,6 +54,7 @@ TABLES = (
     "chat_personas",
     "tool_confirmations",
     "tool_usage",
+    "user_names",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

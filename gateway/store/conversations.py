@@ -24,6 +24,7 @@ from gateway.store.sql import (
     transaction,
 )
 
+MAX_NAME = 64
 TRACE_LISTS = (
     "skills_offered",
     "skills_loaded",
@@ -358,8 +359,22 @@ async def insert_message(
             values[key] = json.dumps(values[key])
         values["completed"] = int(values["completed"])
         values["tokens_known"] = int(values["tokens_known"])
+        values["operator_error"] = int(values["operator_error"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
+
+
+async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:
+    """The user's display name as the platform sent it this time (bounded)."""
+    await c.execute(
+        "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)"
+        " on conflict (channel, user_id) do update set name = excluded.name,"
+        " updated_at = excluded.updated_at",
+        channel,
+        user_id,
+        name.strip()[:MAX_NAME],
+        at,
+    )
 
 
 async def read_history(

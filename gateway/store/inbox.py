@@ -105,6 +105,12 @@ class InboxQueries(QueriesBase):
         )
 
     @query
+    async def inbox_last_received(self, c: Conn, channel: str) -> float | None:
+        """When the latest stored update of `channel` arrived (None: none is stored)."""
+        value = await c.fetchval("select max(received_at) from inbox where channel = ?", channel)
+        return None if value is None else float(value)
+
+    @query
     async def inbox_pending_count(self, c: Conn) -> int:
         """How many stored updates wait to be processed."""
         return int(await c.fetchval("select count(*) from inbox where processed_at is null"))

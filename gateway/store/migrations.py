@@ -662,6 +662,26 @@ _TOOLS: list[Step] = [
 ]
 
 
+# Answers that failed for the gateway's configuration, kept out of learning evidence.
+_OPERATOR_ERRORS: list[Step] = [
+    "alter table traces add column operator_error integer not null default 0",
+]
+
+
+# Users' display names as their platform last sent them (deleted by /forget).
+_USER_NAMES: list[Step] = [
+    """
+    create table user_names (
+        channel text not null,
+        user_id text not null,
+        name text not null,
+        updated_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 # The tools each skill file names (`allowed-tools`); what start-up read before is read again.
 _SKILL_TOOLS: list[Step] = [
     "alter table skill_files add column allowed_tools text not null default ''",
@@ -714,6 +734,8 @@ MIGRATIONS: list[Migration] = [
     (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
     (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
     (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),
+    (34, "traces: answers that failed for the configuration, not evidence", _OPERATOR_ERRORS),
+    (35, "users' display names, as their platform last sent them", _USER_NAMES),
 ]
 
 

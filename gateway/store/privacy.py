@@ -225,6 +225,9 @@ class PrivacyQueries(QueriesBase):
             "delete from user_languages where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
+            "delete from user_names where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
             "delete from chat_languages where channel = ? and chat_id = ?", channel, user_id
         )
         await c.execute(
@@ -319,6 +322,11 @@ class PrivacyQueries(QueriesBase):
             channel,
             user_id,
         )
+        names = await c.fetch(
+            "select name, updated_at from user_names where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
         chosen = await c.fetch(
             "select chat_id, language, set_at from chat_languages where channel = ?"
             " and (chat_id = ? or set_by = ?)",
@@ -349,6 +357,7 @@ class PrivacyQueries(QueriesBase):
         return {
             "channel": channel,
             "user_id": user_id,
+            "display_names": names,
             "sessions": sessions,
             "messages": messages,
             "traces": traces,

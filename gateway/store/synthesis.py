@@ -63,7 +63,9 @@ class SynthesisQueries(QueriesBase):
             "select m.id, m.session_id, m.role, m.text, m.kind, t.skills_loaded,"
             " t.tools_used, t.tool_calls, t.completed, t.error from messages m left join traces t"
             f" on t.message_id = m.id where m.session_id in ({marks(ids)})"
-            " and m.unsent_at is null and m.withheld = 0 order by m.session_id, m.id",
+            # Answers that failed for the configuration teach nothing a skill could fix.
+            " and m.unsent_at is null and m.withheld = 0 and coalesce(t.operator_error, 0) = 0"
+            " order by m.session_id, m.id",
             *ids,
         ):
             sessions[r["session_id"]].turns.append(

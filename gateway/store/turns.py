@@ -19,6 +19,7 @@ from gateway.store.conversations import (
     insert_message,
     lock_chat,
     read_history,
+    remember_name,
     session_for_turn,
     store_attachments,
 )
@@ -71,6 +72,7 @@ class TurnQueries(QueriesBase):
         memory: bool = False,
         in_group: bool = False,
         context_since: float | None = None,
+        user_name: str | None = None,
     ) -> OpenedTurn:
         """Start a turn in one transaction: session, the user's message (once, with what it
         carried), history, the chat's persona, with `memory` the user's entries where this chat
@@ -95,6 +97,7 @@ class TurnQueries(QueriesBase):
             memory=memory,
             in_group=in_group,
             context_since=context_since,
+            user_name=user_name,
         )
         return await _open_turn(c, start)
 
@@ -129,6 +132,8 @@ class TurnQueries(QueriesBase):
 async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
     """The turn's start; with an admission, nothing is written when a daily limit refuses it."""
     await lock_chat(c, start.channel, start.chat_id)
+    if start.user_name and start.user_id is not None:
+        await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
     inbox_id = start.inbox_id
     if inbox_id is not None:
         done = await inbox_message(c, inbox_id, "assistant")

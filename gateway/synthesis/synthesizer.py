@@ -49,6 +49,7 @@ from gateway.skills.effect import (
 )
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import SynthesisAnswer, parse_answer
+from gateway.synthesis.budget import Budget, fit
 from gateway.synthesis.evidence import Batch, batches
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import build_messages
@@ -117,6 +118,12 @@ class SynthesisConfig:
     ask_margin: float = 0.25
     evidence_window_seconds: float = 14 * 86400.0
     """How long a shown session not yet acted on stays eligible; 0: every session is read once."""
+    context_tokens: int | None = None
+    """The model's context, when known: batches and answers are sized to fit it."""
+
+    @property
+    def budget(self) -> Budget:
+        return fit(self.context_tokens, self.batch_tokens, self.max_proposals, self.max_skill_bytes)
 
 
 class ProposalBrief(BaseModel):
@@ -141,14 +148,15 @@ class DroppedBrief(BaseModel):
 
 
 class BatchReport(BaseModel):
-    """Progress after one batch."""
+    """Progress: a batch about to be asked (`finished` false), or one done."""
 
     index: int
     sessions: int
     skipped: int
-    proposed: int
-    suppressed: int
-    refused: int
+    proposed: int = 0
+    suppressed: int = 0
+    refused: int = 0
+    finished: bool = True
 
 
 class RunSummary(BaseModel):
@@ -242,7 +250,7 @@ class Synthesizer:
             async for batch in batches(
                 self.store,
                 max_sessions=cfg.batch_sessions,
-                max_tokens=cfg.batch_tokens,
+                max_tokens=cfg.budget.batch_tokens,
                 tag=new_tag(),  # unguessable by chat text written before this pass
                 since=now - window if window > 0 else None,
             ):
@@ -252,6 +260,14 @@ class Synthesizer:
                 consumed = batch.consumed_ids
                 if batch.sessions:
                     summary.batches += 1
+                    if progress is not None:  # a slow model: say what it is working on
+                        started = BatchReport(
+                            index=summary.batches,
+                            sessions=len(batch.sessions),
+                            skipped=len(batch.skipped),
+                            finished=False,
+                        )
+                        progress(started)
                     try:
                         acted = await self._batch(batch, run, summary)
                     except SynthesisError as exc:
@@ -380,7 +396,7 @@ class Synthesizer:
             messages,
             json_mode=True,
             json_schema=ANSWER_SCHEMA,
-            max_tokens=answer_tokens(cfg.max_proposals, cfg.max_skill_bytes),
+            max_tokens=cfg.budget.answer_tokens,
             retry_timeouts=True,  # nobody waits on a pass; a slow model deserves a second try
         )
         run.prompt_tokens += completion.prompt_tokens
@@ -389,10 +405,8 @@ class Synthesizer:
             drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
         except SynthesisError as exc:
             if completion.finish_reason == "length":
-                raise SynthesisError(
-                    f"the model's answer was cut at the token limit"
-                    f" ({completion.completion_tokens} tokens): {exc}"
-                ) from exc
+                limit = cfg.budget.cut(completion.prompt_tokens, completion.completion_tokens)
+                raise SynthesisError(f"the model's answer was {limit}: {exc}") from exc
             raise
         origins = {r.slug: r.source for r in await self.store.skill_records()}
         library = self.catalog.library
@@ -446,12 +460,6 @@ class Synthesizer:
                 continue
             out.append(live_claim(skill.name, skill.description, skill.body))
         return out
-
-
-def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
-    """Room for the most proposals a pass may make: each a skill of the largest size, and JSON."""
-    # About 3.5 bytes a token for English prose; 300 tokens of fields and JSON per proposal.
-    return max_proposals * (max_skill_bytes * 2 // 7 + 300) + 200
 
 
 def _drafted(summary: RunSummary) -> int:

@@ -302,7 +302,7 @@ async def test_reject_asks_first_and_cancel_leaves_the_proposal_pending(
     ids = await seed_proposals(gw, llm)
     await sign_in(page, gw, f"/admin/proposals/{ids['create']}")
     await page.click("#reject")
-    await expect(page.locator("#confirm-reject")).to_contain_text("A rejection is permanent")
+    await expect(page.locator("#confirm-reject")).to_contain_text("A rejection is remembered")
     await page.click("#cancel-reject")
     await expect(page).to_have_url(url(gw, f"/admin/proposals/{ids['create']}"))
     await expect(page.locator("#approve")).to_be_visible()

@@ -122,7 +122,7 @@ async def test_rejecting_in_the_console_keeps_the_reason_for_good(
             f"/admin/proposals/{ids['update']}/reject", data={"csrf": csrf, "reason": reason}
         )
         question = await asked.text()
-        assert asked.status == 200 and "A rejection is permanent" in question
+        assert asked.status == 200 and "A rejection is remembered" in question
         assert 'name="confirmed" value="yes"' in question
         assert "Too terse &lt;for&gt; support questions</textarea>" in question
         assert decisions.events == []  # nothing is rejected before the confirmation

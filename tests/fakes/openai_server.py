@@ -55,6 +55,8 @@ class Scripted:
     # Streamed: after this many content chunks, go quiet for `quiet` seconds.
     quiet_after: int | None = None
     quiet: float = 0.0
+    # Streamed: after this many content chunks, wait for `release()` (a slow model, on cue).
+    hold_after: int | None = None
     # Streamed: after the content, an error object instead of the finish (as servers do).
     stream_error: str | None = None
     # Streamed: exactly these bytes, each piece written (and flushed) on its own.
@@ -143,6 +145,7 @@ class FakeOpenAI:
         self._cond = asyncio.Condition()
         self._open = asyncio.Event()
         self._open.set()
+        self._released = asyncio.Event()
         self.base_url = ""
 
     async def start(self) -> FakeOpenAI:
@@ -208,6 +211,14 @@ class FakeOpenAI:
     def go_quiet(self, text: str, after: int, seconds: float) -> None:
         """Next answer, streamed: `after` words of `text`, then nothing for `seconds`."""
         self.script.append(Scripted(text=text, quiet_after=after, quiet=seconds))
+
+    def hold_mid_stream(self, text: str, after: int) -> None:
+        """Next answer, streamed: `after` words of `text`, the rest only after `release()`."""
+        self._released.clear()
+        self.script.append(Scripted(text=text, hold_after=after))
+
+    def release(self) -> None:
+        self._released.set()
 
     def fail_mid_stream(self, text: str, message: str) -> None:
         """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
@@ -432,6 +443,8 @@ class FakeOpenAI:
                 await asyncio.sleep(self.chunk_interval)
             if step.quiet_after is not None and n == step.quiet_after:
                 await asyncio.sleep(step.quiet)
+            if step.hold_after is not None and n == step.hold_after:
+                await self._released.wait()
             await send({"content": word})
             if n == 0:
                 last = (body.get("messages") or [{}])[-1].get("content")

@@ -233,6 +233,11 @@ async def test_the_synthesize_command_reports_progress_proposals_and_failure(
     }
     code, out, err = await skillgate("synthesize", env=env)
     assert code == 0, err
+    lines = err.splitlines()
+    # A line as each batch starts, and one as it ends, in that order.
+    starts = [i for i, ln in enumerate(lines) if "asking fake-model about 1 session(s)" in ln]
+    ends = [i for i, ln in enumerate(lines) if " session(s) -> " in ln]
+    assert len(starts) == len(ends) == 2 and starts[0] < ends[0] < starts[1] < ends[1], err
     assert "batch 1: 1 session(s) -> 1 proposed" in err
     assert "batch 2: 1 session(s) -> 0 proposed, 1 suppressed" in err
     assert "proposed #1 chat-brevity (new skill, waiting for review)" in out
