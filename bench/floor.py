@@ -2,11 +2,15 @@
 
 Run one call after another in this process against the benchmark's fakes and take the
 CPU time per call, so the gap between the bare limit and a bot built on the official
-clients can be read step by step.
+clients can be read step by step. On its own, a quick look at one step:
+
+    python -m bench.floor model [--rounds 5] [--calls 300]   # the model call, bare and ours
+    python -m bench.floor store [--postgres URL]              # the store's five calls
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import tempfile
@@ -17,13 +21,21 @@ from typing import Any
 
 import aiohttp
 
+from bench.procs import Child
+from bench.report import median, spread
 from gateway.core.llm import OpenAIChat
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.records import Trace
+from gateway.core.turn import TurnStart
 from gateway.store import SqliteStore
+from gateway.store.postgres import PostgresStore
 from tests.fakes.telegram_api import make_text_update
 
 Step = Callable[[int], Awaitable[Any]]
+MESSAGES = [
+    {"role": "system", "content": DEFAULT_PERSONA},
+    {"role": "user", "content": "q0-1 how do I renew my passport?"},
+]
 
 
 async def cpu_per_call(step: Step, calls: int) -> float:
@@ -43,10 +55,7 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
 
     from gateway.channels.telegram.send import bot_request
 
-    messages = [
-        {"role": "system", "content": DEFAULT_PERSONA},
-        {"role": "user", "content": "q0-1 how do I renew my passport?"},
-    ]
+    messages = MESSAGES
     update = make_text_update(1, "q0-1 how do I renew my passport?", chat_id=42, user_id=42)
     raw = json.dumps(update)
     rows: list[list[str]] = []
@@ -97,26 +106,28 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
     return rows
 
 
-async def store_turn(calls: int) -> float:
-    """CPU ms of the five store calls one answered update makes."""
+async def store_turn(calls: int, postgres: str | None = None) -> float:
+    """CPU ms of the five store calls one answered update makes, on SQLite or this database
+    (the chat's state with the turn's start, then the answer: `docs/DESIGN.md`, round trips)."""
     with tempfile.TemporaryDirectory() as tmp:
-        async with SqliteStore(Path(tmp) / "db.sqlite") as store:
+        made = SqliteStore(Path(tmp) / "db.sqlite") if postgres is None else PostgresStore(postgres)
+        async with made as store:
 
             async def turn(i: int) -> None:
                 item = await store.inbox_add("telegram", str(i), f"c{i % 100}", "{}")
                 assert item is not None
-                opened = await store.open_turn(
-                    "telegram",
-                    f"c{i % 100}",
-                    "u",
-                    "hello",
+                now = time.time()
+                start = TurnStart("telegram", f"c{i % 100}", "u", "hello", item.id, now, 1800, 60)
+                state = await store.chat_state("telegram", f"c{i % 100}", "u", now, start)
+                assert state.turn is not None
+                answer = await store.add_answer(
+                    state.turn.session_id,
+                    "hi",
+                    kind="normal",
                     inbox_id=item.id,
-                    now=time.time(),
-                    idle_seconds=1800,
-                    history_limit=60,
-                )
-                answer = await store.add_message(
-                    opened.session_id, "assistant", "hi", inbox_id=item.id, trace=Trace()
+                    trace=Trace(),
+                    now=now,
+                    user_id="u",
                 )
                 await store.set_platform_ids(answer.id, ["1"])
                 await store.inbox_done(item.id)
@@ -124,5 +135,57 @@ async def store_turn(calls: int) -> float:
             return await cpu_per_call(turn, calls)
 
 
+async def model_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
+    """CPU ms per model call, bare and ours, alternating, against the fake model's process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Child.python("fake-model", "bench.fakes", "openai", log_dir=Path(tmp))
+        url = fake.ready_line()["base_url"]
+        llm = OpenAIChat(url, "fake-model")
+        whole = OpenAIChat(url, "fake-model")
+        whole.streaming = False
+        body = {"model": "fake-model", "messages": MESSAGES}
+        out: dict[str, list[float]] = {"bare": [], "streamed": [], "whole": []}
+        try:
+            async with aiohttp.ClientSession() as session:
+
+                async def bare(_i: int) -> None:
+                    async with session.post(f"{url}/chat/completions", json=body) as resp:
+                        await resp.json()
+
+                async def streamed(_i: int) -> None:
+                    await llm.complete(MESSAGES)
+
+                async def unstreamed(_i: int) -> None:
+                    await whole.complete(MESSAGES)
+
+                for _ in range(rounds):
+                    out["bare"].append(await cpu_per_call(bare, calls))
+                    out["streamed"].append(await cpu_per_call(streamed, calls))
+                    out["whole"].append(await cpu_per_call(unstreamed, calls))
+        finally:
+            await llm.close()
+            await whole.close()
+            fake.stop()
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", choices=("model", "store"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--postgres", help="an empty PostgreSQL database's URL, for `store`")
+    args = parser.parse_args()
+    if args.step == "store":
+        cpu = asyncio.run(store_turn(args.calls, args.postgres))
+        print(f"store: {cpu:.3f} CPU ms per answer")
+        return
+    out = asyncio.run(model_rounds(args.rounds, args.calls))
+    ratios = [s / b for s, b in zip(out["streamed"], out["bare"], strict=True)]
+    for name, values in out.items():
+        print(f"model call, {name:>8}: {spread(values, '{:.3f}')} CPU ms")
+    print(f"streamed / bare, per round: {median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+
+
 if __name__ == "__main__":  # a quick look without the whole benchmark
-    print(asyncio.run(store_turn(300)))
+    main()

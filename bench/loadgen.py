@@ -56,10 +56,13 @@ class Sent:
 
 
 class Poster:
-    """Posts webhooks to one contender over a bounded pool of connections."""
+    """Posts webhooks to one contender over a bounded pool of connections.
 
-    def __init__(self, url: str, secret: str, connections: int) -> None:
-        self.url = url
+    A contender of several replicas has several URLs: the updates alternate between them.
+    """
+
+    def __init__(self, urls: list[str], secret: str, connections: int) -> None:
+        self.urls = urls
         self.headers = {
             "Content-Type": "application/json",
             "X-Telegram-Bot-Api-Secret-Token": secret,
@@ -78,9 +81,10 @@ class Poster:
 
     async def _post(self, key: str, body: bytes, sent: Sent) -> None:
         assert self._session is not None
+        url = self.urls[len(sent.at) % len(self.urls)]
         sent.at[key] = time.monotonic()
         try:
-            async with self._session.post(self.url, data=body, headers=self.headers) as resp:
+            async with self._session.post(url, data=body, headers=self.headers) as resp:
                 await resp.read()
                 sent.statuses[resp.status] += 1
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -6,9 +6,12 @@ POSTs; a fake model (zero latency unless --model-latency) and a fake Bot API run
 more processes, all on loopback. Latency is from the POST being sent to the answer's
 sendMessage arriving at the fake Bot API (matched by a key in the text the model echoes).
 Every round runs each contender in turn (bare, ptb, aiogram, skillgate, bare, ...), first at a
-fixed rate, then flat out; the tables give per-round medians with their range and the ratios. Run:
+fixed rate, then flat out; the tables give per-round medians with their range and the ratios.
+`postgres` and `replicas` are Skillgate on PostgreSQL, one process and two sharing one
+database (webhooks alternate between them), on a server of their own (`bench.pg`). Run:
 
     python -m bench.webhook [--rounds 3] [--rate 150] [--write]
+    python -m bench.webhook --only skillgate,postgres,replicas   # PostgreSQL beside SQLite
 """
 
 from __future__ import annotations
@@ -18,35 +21,20 @@ import resource
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 
-from bench import floor
+from bench import floor, pg
 from bench.loadgen import Answers, Batch, Poster, make_batch
 from bench.procs import Child, free_port, machine_busy_seconds, skillgate_serve, wait_healthy
-from bench.report import (
-    machine,
-    median,
-    percentile,
-    publish,
-    run_in_scratch,
-    spread,
-    table,
-)
+from bench.report import percentile, publish, run_in_scratch
+from bench.webhook_report import Phase, Results, render
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-webhook-secret"
-CONTENDERS = ("bare", "ptb", "aiogram", "skillgate", "quotas")
+CONTENDERS = ("bare", "ptb", "aiogram", "skillgate", "quotas", *pg.CONTENDERS)
 DEFAULT_CONTENDERS = "bare,ptb,aiogram,skillgate"
-LABELS = {
-    "bare": "bare aiohttp (limit)",
-    "ptb": "plain PTB bot",
-    "aiogram": "aiogram 3 bot",
-    "skillgate": "skillgate serve",
-    "quotas": "skillgate serve, daily limits on",
-}
 QUOTAS = {
     # Every limit on and never reached: each answer is admitted and spent in the database.
     "SKILLGATE_USER_DAILY_ANSWERS": "1000000",
@@ -56,52 +44,16 @@ QUOTAS = {
 """`--only ...,quotas`: the cost of daily limits, side by side with the gateway without them."""
 
 
-@dataclass
-class Phase:
-    """One contender, one phase of one round."""
-
-    sent: int
-    answered: int
-    latencies_ms: list[float]
-    seconds: float
-    cpu: dict[str, float]
-    failed_posts: int
-
-    @property
-    def throughput(self) -> float:
-        return self.answered / self.seconds if self.seconds > 0 else 0.0
-
-    def cpu_per_answer(self, name: str) -> float:
-        """The process's CPU milliseconds per answer during the phase."""
-        return self.cpu[name] / self.answered * 1000 if self.answered else float("nan")
-
-    def share(self, name: str) -> float:
-        """The process's share of one core during the phase, in %."""
-        return self.cpu[name] / self.seconds * 100 if self.seconds > 0 else float("nan")
-
-    @property
-    def others(self) -> float:
-        """Cores kept busy by processes outside the benchmark during the phase."""
-        ours = sum(v for k, v in self.cpu.items() if k != "machine")
-        return max(0.0, self.cpu["machine"] - ours) / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass
-class Results:
-    """Every phase of every round, per contender."""
-
-    fixed: dict[str, list[Phase]] = field(default_factory=dict)
-    flat: dict[str, list[Phase]] = field(default_factory=dict)
-    steps: list[list[str]] = field(default_factory=list)
-
-
 class Rig:
     """The fakes and the contenders, as child processes."""
 
-    def __init__(self, tmp: Path, lean: bool, delay: float = 0.0) -> None:
+    def __init__(
+        self, tmp: Path, lean: bool, delay: float = 0.0, postgres: pg.Server | None = None
+    ) -> None:
         self.tmp = tmp
         self.children: dict[str, Child] = {}
-        self.urls: dict[str, str] = {}
+        self.urls: dict[str, list[str]] = {}
+        self.postgres = postgres
         api_args = ["telegram", "--lean"] if lean else ["telegram"]
         self.api = self._spawn("fake-bot-api", "bench.fakes", *api_args)
         self.llm = self._spawn("fake-model", "bench.fakes", "openai", "--delay", str(delay))
@@ -119,18 +71,27 @@ class Rig:
         common = ["--llm", self.llm_url, "--api", self.api_url, "--token", self.token]
         for name in names:
             port = free_port()
-            self.urls[name] = f"http://127.0.0.1:{port}/webhook/telegram"
-            if name in ("skillgate", "quotas"):
-                child = self._skillgate(name, port)
+            self.urls[name] = [f"http://127.0.0.1:{port}/webhook/telegram"]
+            if name in ("skillgate", "quotas", *pg.CONTENDERS):
+                database = None
+                if name in pg.CONTENDERS:
+                    assert self.postgres is not None
+                    database = await self.postgres.database(f"bench_{name}")
+                child = self._skillgate(name, port, database)
                 await wait_healthy(f"http://127.0.0.1:{port}/healthz", child)
+                if name == "replicas":  # the second, on the same database and data dir
+                    second = free_port()
+                    self.urls[name].append(f"http://127.0.0.1:{second}/webhook/telegram")
+                    child = self._skillgate(f"{name}#2", second, database)
+                    await wait_healthy(f"http://127.0.0.1:{second}/healthz", child)
             else:
                 module = f"bench.{name}_bot"
                 child = self._spawn(name, module, *common, "--secret", SECRET, "--port", str(port))
                 child.ready_line()
 
-    def _skillgate(self, name: str, port: int) -> Child:
+    def _skillgate(self, name: str, port: int, database: str | None = None) -> Child:
         settings = {
-            "SKILLGATE_DATA_DIR": str(self.tmp / f"{name}-data"),
+            "SKILLGATE_DATA_DIR": str(self.tmp / f"{name.split('#')[0]}-data"),
             "TELEGRAM_BOT_TOKEN": self.token,
             "TELEGRAM_WEBHOOK_SECRET": SECRET,
             "TELEGRAM_API_BASE_URL": self.api_url,
@@ -141,13 +102,20 @@ class Rig:
         }
         if name == "quotas":
             settings |= QUOTAS
+        if database is not None:
+            settings["SKILLGATE_DATABASE_URL"] = database
         child = skillgate_serve(name, port, settings, self.tmp)
         self.children[name] = child
         return child
 
     def cpu(self) -> dict[str, float]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        times = {name: child.cpu() for name, child in self.children.items()}
+        times: dict[str, float] = {}
+        for name, child in self.children.items():  # "replicas#2" counts as "replicas"
+            group = name.split("#")[0]
+            times[group] = times.get(group, 0.0) + child.cpu()
+        if self.postgres is not None:
+            times[pg.SERVER] = self.postgres.cpu()
         times["load generator"] = usage.ru_utime + usage.ru_stime
         times["machine"] = machine_busy_seconds()
         return times
@@ -155,6 +123,8 @@ class Rig:
     def stop(self) -> None:
         for child in reversed(self.children.values()):
             child.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
 
 
 async def run_phase(
@@ -189,7 +159,8 @@ async def run_phase(
 
 async def run(args: argparse.Namespace, tmp: Path) -> Results:
     names = [n for n in CONTENDERS if n in args.only.split(",")]
-    rig = Rig(tmp, args.fake_api == "lean", args.model_latency)
+    postgres = pg.Server(args.postgres) if set(names) & set(pg.CONTENDERS) else None
+    rig = Rig(tmp, args.fake_api == "lean", args.model_latency, postgres)
     results = Results({n: [] for n in names}, {n: [] for n in names})
     phase_no, update_id = 0, 1
 
@@ -243,154 +214,6 @@ def profile(child: Child, out: Path) -> Child:
     return Child(f"py-spy-{child.name}", argv, out)
 
 
-def paired(results: dict[str, list[Phase]], a: str, b: str, metric: str) -> list[float]:
-    """Per-round values of `a` against `b`: a ratio of throughputs or a difference of p99s."""
-    out = []
-    for pa, pb in zip(results.get(a, []), results.get(b, []), strict=False):
-        if metric == "throughput":
-            out.append(pa.throughput / pb.throughput if pb.throughput else float("nan"))
-        else:
-            out.append(percentile(pa.latencies_ms, 99) - percentile(pb.latencies_ms, 99))
-    return out
-
-
-def render(results: Results, args: argparse.Namespace) -> str:
-    """The tables, the ratios and the verdicts, as Markdown."""
-    names = list(results.fixed)
-    fixed_rows, flat_rows = [], []
-    for n in names:
-        fx, fl = results.fixed[n], results.flat[n]
-        fixed_rows.append(
-            [
-                LABELS[n],
-                f"{sum(p.answered for p in fx)}/{sum(p.sent for p in fx)}",
-                spread([percentile(p.latencies_ms, 50) for p in fx]),
-                spread([percentile(p.latencies_ms, 99) for p in fx]),
-                spread(paired(results.fixed, n, "bare", "p99")) if "bare" in names else "n/a",
-                spread([p.cpu_per_answer(n) for p in fx], "{:.2f}"),
-                spread([p.share(n) for p in fx], "{:.0f}"),
-                spread([p.others for p in fx], "{:.2f}"),
-            ]
-        )
-        flat_rows.append(
-            [
-                LABELS[n],
-                f"{sum(p.answered for p in fl)}/{sum(p.sent for p in fl)}",
-                spread([p.throughput for p in fl], "{:.0f}"),
-                spread(paired(results.flat, n, "bare", "throughput"), "{:.2f}")
-                if "bare" in names
-                else "n/a",
-                spread(paired(results.flat, n, "ptb", "throughput"), "{:.2f}")
-                if "ptb" in names
-                else "n/a",
-                spread(paired(results.flat, n, "aiogram", "throughput"), "{:.2f}")
-                if "aiogram" in names
-                else "n/a",
-                spread([p.cpu_per_answer(n) for p in fl], "{:.2f}"),
-                spread([p.share("fake-bot-api") for p in fl], "{:.0f}"),
-                spread([p.share("fake-model") for p in fl], "{:.0f}"),
-                spread([p.others for p in fl], "{:.2f}"),
-            ]
-        )
-    lines = [
-        f"Machine: {machine()}.",
-        "",
-        f"Fixed rate: {args.rate:.0f} updates/s for {args.seconds:.0f} s per round, "
-        f"{args.rounds} rounds, {args.chats} chats round-robin, fake Bot API "
-        f"`{args.fake_api}`, model latency {args.model_latency:g} s. "
-        "Latency is from the webhook POST to the answer's sendMessage "
-        "arriving at the fake Bot API; median of the per-round values (range in brackets). "
-        "CPU is the contender's own CPU time; other load is what processes outside the "
-        "benchmark (other users of the machine) kept busy, in cores, from /proc/stat.",
-        "",
-        table(
-            [
-                "contender",
-                "answered",
-                "p50 ms",
-                "p99 ms",
-                "p99 over bare, ms",
-                "CPU ms/answer",
-                "CPU % of a core",
-                "other load, cores",
-            ],
-            fixed_rows,
-        ),
-        "",
-        f"Flat out: {args.burst} updates per round over {args.conns} webhook connections. "
-        "Throughput is answers per second from the first POST to the last answer; the "
-        "fakes' CPU is their share of one core during the phase (near 100 % would make "
-        "them the bottleneck).",
-        "",
-        table(
-            [
-                "contender",
-                "answered",
-                "answers/s",
-                "vs bare",
-                "vs PTB",
-                "vs aiogram",
-                "CPU ms/answer",
-                "fake Bot API CPU %",
-                "fake model CPU %",
-                "other load, cores",
-            ],
-            flat_rows,
-        ),
-    ]
-    if "skillgate" in names:
-        lines += ["", targets(results, names)]
-    if results.steps:
-        lines += [
-            "",
-            "Each step on its own, one call after another from one process against the same "
-            "fakes: CPU milliseconds per call the way the bare handler does it (raw aiohttp) "
-            "and the way the gateway does it (openai client, python-telegram-bot, the store).",
-            "",
-            table(["step", "bare, CPU ms", "gateway, CPU ms"], results.steps),
-        ]
-    return "\n".join(lines)
-
-
-def targets(results: Results, names: list[str]) -> str:
-    """Skillgate against the targets, from the per-round paired values."""
-    rows = []
-
-    def ratio_row(label: str, other: str, goal: float) -> None:
-        ratios = paired(results.flat, "skillgate", other, "throughput")
-        ratio = median(ratios)
-        rows.append([label, f">= {goal}x", f"{ratio:.2f}x ({span(ratios)})", ratio >= goal])
-
-    if "aiogram" in names:
-        ratio_row("throughput vs aiogram", "aiogram", 1.1)
-    if "bare" in names:
-        ratio_row("throughput vs bare limit", "bare", 0.25)
-        overs = paired(results.fixed, "skillgate", "bare", "p99")
-        worst = max(overs)
-        rows.append(
-            [
-                "p99 over bare at fixed rate, every round",
-                "<= 25 ms",
-                f"{worst:.1f} ms worst ({span(overs, '{:.1f}')})",
-                worst <= 25,
-            ]
-        )
-    cpu = median([p.cpu_per_answer("skillgate") for p in results.flat["skillgate"]])
-    rows.append(["CPU per answer flat out", "<= 2.5 ms", f"{cpu:.2f} ms", cpu <= 2.5])
-    if "ptb" in names:
-        ratio = median(paired(results.flat, "skillgate", "ptb", "throughput"))
-        rows.append(["throughput vs plain PTB", ">= 1x", f"{ratio:.2f}x", ratio >= 1.0])
-    return table(
-        ["target", "goal", "skillgate", "verdict"],
-        [[*r[:3], "met" if r[3] else "MISSED"] for r in rows],
-    )
-
-
-def span(values: list[float], fmt: str = "{:.2f}") -> str:
-    """The range of per-round values, "min-max"."""
-    return f"{fmt.format(min(values))}-{fmt.format(max(values))}" if values else "n/a"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -409,6 +232,10 @@ def main() -> None:
     parser.add_argument("--fake-api", choices=["recording", "lean"], default="recording")
     parser.add_argument(
         "--model-latency", type=float, default=0.0, help="seconds the fake model takes per answer"
+    )
+    parser.add_argument(
+        "--postgres",
+        help="a PostgreSQL server URL for the postgres contenders (default: start one)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
     parser.add_argument("--profile", type=Path, help="py-spy every contender into this folder")

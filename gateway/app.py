@@ -24,9 +24,10 @@ from gateway.admin.console import SECURITY_HEADERS
 from gateway.admin.console_app import add_console
 from gateway.admin.metrics import metrics_endpoint
 from gateway.channels.base import INTAKE, Channel, Ports
-from gateway.channels.registry import configured_channels
+from gateway.channels.registry import by_name, configured_channels, polling
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
+from gateway.conversation.context import ContextLimits
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.quota import Limits
@@ -35,17 +36,23 @@ from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.json_modes import JsonModeMemory
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
+from gateway.core.memory import Memory
 from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.tools import ToolCallRecord
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
 from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
+from gateway.review.events import ReviewEvent
+from gateway.review.proposals import Proposal
 from gateway.review.reconcile import reconcile
-from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.review.reviewer import Reviewer
+from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
 from gateway.runtime.inbox import Inbox, InboxWorker
-from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
 from gateway.runtime.metrics import METRICS, Metrics
+from gateway.runtime.model_check import look_at_start
 from gateway.runtime.replicas import (
     RegistryWatcher,
     SharedInboxWorker,
@@ -62,6 +69,9 @@ from gateway.skills.library import SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import SynthesisConfig, Synthesizer
+from gateway.tools.build import build_tools
+from gateway.tools.toolbox import Tools
+from gateway.usage import utc_day
 from gateway.web.serving import OWN_BODY, bounded_body
 
 log = logging.getLogger(__name__)
@@ -90,6 +100,10 @@ class Parts:
     """Proposal cards for chat admins, once the channels have started (None without admins)."""
     attachments: Attachments | None = None
     """Reads voice notes, photos and documents for every channel's conversation."""
+    memory: Memory | None = None
+    """Per-user memory (None when SKILLGATE_MEMORY is off)."""
+    tools: Tools | None = None
+    """MCP servers and web tools from the tools file (None: none configured)."""
     inbox: Inbox = field(init=False)
     """The inbox door the webhooks store updates through."""
     languages: Languages = field(init=False)
@@ -114,6 +128,14 @@ class Parts:
             limits=quota_limits(self.settings),
             alerts=self.tell_admins,
             prices=self.settings.prices(),
+            memory=self.memory,
+            context=ContextLimits(
+                messages=self.settings.group_context_messages,
+                tokens=self.settings.group_context_tokens,
+                seconds=self.settings.group_context_minutes * 60,
+            ),
+            known_secrets=self.settings.secrets(),
+            confirm_seconds=self.settings.tool_confirm_seconds,
         )
         return Ports(
             intake=self.inbox,
@@ -121,6 +143,15 @@ class Parts:
             deliveries=self.store,
             claims=self.worker,
         )
+
+    async def review_effects(self, event: ReviewEvent) -> None:
+        """What follows every review operation: the skill index, the log, each admin's card."""
+        if event.skill is not None:
+            self.catalog.apply(event.skill, event.text)  # the next prompt has it
+        if event.proposal is not None:
+            log_review_event(event.proposal, event.kind)
+            if self.cards is not None:
+                self.cards.on_review_event(event.kind, event.proposal)
 
     async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
         """A fixed text to every chat admin, once the cards' transports have started."""
@@ -142,11 +173,13 @@ def quota_limits(settings: Settings) -> Limits:
         gateway_tokens=limit(settings.daily_token_budget),
         gateway_cost=settings.daily_cost_budget or None,
         prices=settings.prices(),
+        stt_per_minute=settings.stt_price_per_minute,
     )
 
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
+MODEL_LOOK: web.AppKey[asyncio.Task[bool]] = web.AppKey("model look")
 
 
 def make_llm(settings: Settings, json_memory: JsonModeMemory | None = None) -> LLM:
@@ -173,6 +206,8 @@ def make_llm(settings: Settings, json_memory: JsonModeMemory | None = None) -> L
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
             json_memory=json_memory,
+            stream_seconds=settings.llm_stream_max_seconds,
+            stream_bytes=int(settings.llm_stream_max_mb * MB),
         )
         for model, url, model_key in chain
     ]
@@ -193,6 +228,15 @@ def make_judge(settings: Settings, json_memory: JsonModeMemory | None = None) ->
         idle_timeout=settings.llm_idle_timeout_seconds,
         max_retries=settings.llm_max_retries,
         json_memory=json_memory,
+    )
+
+
+def alert_thresholds(settings: Settings) -> Thresholds:
+    return Thresholds(
+        model_minutes=settings.alert_model_minutes,
+        webhook_hours=settings.alert_webhook_hours,
+        disk_mb=settings.alert_disk_mb,
+        synthesis_failures=settings.alert_synthesis_failures,
     )
 
 
@@ -222,6 +266,11 @@ def media_limits(settings: Settings) -> MediaLimits:
         max_pdf_pages=settings.max_pdf_pages,
         document_tokens=settings.document_tokens,
         keep_dir=settings.media_dir,
+        decode_memory_bytes=settings.decode_memory_mb * MB,
+        decode_seconds=settings.decode_seconds,
+        voice_seconds=settings.max_voice_seconds,
+        downloads=settings.max_downloads,
+        held_bytes=settings.download_memory_mb * MB,
     )
 
 
@@ -250,10 +299,9 @@ async def open_parts(
             library,
             store,
             require_approval=settings.require_approval,
-            on_change=catalog.refresh,
             clock=clock,
+            users=by_name(),
         )
-        review.listeners.append(log_review_event)
         holder = replica_name()
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
@@ -272,7 +320,15 @@ async def open_parts(
         )
         model = llm or make_llm(settings, store)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
-        agent = Agent(store, model, catalog, config, clock=clock, vision=vision)
+        memory = (
+            Memory(store, known=settings.secrets(), clock=clock)
+            if settings.memory == "on"
+            else None
+        )
+        tools = build_tools(settings)
+        agent = Agent(
+            store, model, catalog, config, clock=clock, vision=vision, memory=memory, tools=tools
+        )
         synthesizer = Synthesizer(
             store,
             model,
@@ -301,8 +357,20 @@ async def open_parts(
     parts = Parts(
         settings, store, agent, catalog, worker, review, synthesizer, metrics or Metrics(), clock
     )
+    parts.memory = memory
+    review.effects = parts.review_effects
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
+    if tools is not None:
+        parts.tools = tools
+        tools.listeners.append(partial(count_tool_call, parts))
+        synthesizer.tools = review.tools = tools
     return parts
+
+
+async def count_tool_call(parts: Parts, name: str, record: ToolCallRecord) -> None:
+    """A tool call in the day's usage (durable) and in /metrics."""
+    parts.metrics.tool_called(name, record.status)
+    await parts.store.count_tool_call(utc_day(parts.clock()), name, record.status)
 
 
 def make_embedder(settings: Settings) -> Embedder | None:
@@ -330,6 +398,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         secrets=tuple(settings.secrets()),
         comparands=settings.same_claim_comparands,
         evidence_window_seconds=settings.evidence_window_days * 86400,
+        context_tokens=settings.llm_context_tokens,
         effect=EffectThresholds(
             min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
         ),
@@ -342,17 +411,18 @@ async def last_run_started(store: SynthesisQueries) -> float | None:
     return runs[0].started_at if runs else None
 
 
-async def log_review_event(event: ReviewEvent) -> None:
+def log_review_event(p: Proposal, kind: str) -> None:
     """Every staged proposal and every decision reaches the log."""
-    p = event.proposal
-    what = "staged for review" if event.kind == "staged" else p.status
-    by = f" by {p.decided_by}" if p.decided_by and event.kind == "decided" else ""
+    what = "staged for review" if kind == "staged" else p.status
+    by = f" by {p.decided_by}" if p.decided_by and kind == "decided" else ""
     log.info("proposal #%d (%s %s) %s%s", p.id, p.kind, p.slug, what, by)
 
 
 async def close_parts(parts: Parts) -> None:
     """Close what `open_parts` opened."""
     await parts.agent.llm.close()
+    if parts.tools is not None:
+        await parts.tools.stop()
     if parts.attachments is not None and parts.attachments.transcriber is not None:
         await parts.attachments.transcriber.close()
     if parts.synthesizer.embedder is not None:
@@ -366,7 +436,7 @@ async def close_parts(parts: Parts) -> None:
 async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[None]:
     """Chat cards for a terminal command: the channels' clients only (no webhook, no polling)."""
     # A decision or a synthesis made in the terminal reaches the cards before the command ends.
-    settings = parts.settings.model_copy(update={"telegram_polling": False})
+    settings = polling(parts.settings, on=False)
     started: list[Channel] = []
     for channel in configured_channels(settings):  # imports the SDKs in use
         if not channel.profile.audience.admins:
@@ -388,7 +458,6 @@ async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[No
         yield
     finally:
         if cards is not None:
-            parts.review.listeners.remove(cards.on_review_event)
             await cards.stop(timeout)
             parts.cards = None
         for channel in reversed(started):
@@ -408,11 +477,22 @@ async def healthz(request: web.Request) -> web.Response:
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
-        "model": {"configured": settings.model_configured, "name": settings.llm_model},
+        "model": {
+            "configured": settings.model_configured,
+            "name": settings.llm_model,
+            "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
+        },
         "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+def _answered(look: asyncio.Task[bool] | None) -> bool | None:
+    """Whether the model answered serve's look at start; None until it is known."""
+    if look is None or not look.done() or look.cancelled():
+        return None
+    return look.result()
 
 
 async def framing_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -433,10 +513,13 @@ def build_app(
     channels: list[Channel] | None = None,
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
+    watch: bool = False,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
+    `watch` (the server) looks at the model at start and watches for outages, telling the
+    admins (`runtime.model_check`, `runtime.alerts`).
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -450,12 +533,17 @@ def build_app(
         parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
+        app[TOOLS] = parts.tools
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         retention: RetentionSchedule | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
+        looking: asyncio.Task[bool] | None = None
+        alerting: AlertWatcher | None = None
         try:
+            if parts.tools is not None:
+                await parts.tools.start()  # each server within its connect timeout, at once
             for channel in chans:
                 parts.worker.handlers[channel.name] = await channel.start(parts.ports(channel))
                 started.append(channel)
@@ -467,6 +555,12 @@ def build_app(
             parts.cards = start_cards(
                 parts.review, parts.store, transports, languages=parts.languages
             )
+            if watch:
+                limits = alert_thresholds(settings)
+                look = looker(settings, parts.store, limits.synthesis_failures)
+                tell = parts.cards.tell_admins if parts.cards is not None else log_only
+                alerting = AlertWatcher(parts.store, look, tell, limits)
+                alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,
@@ -490,10 +584,19 @@ def build_app(
             )
             if settle_after_start:
                 settling = asyncio.create_task(settle(settings.model_configured), name="settle")
+            if watch:  # one look at the model, in the background: serve starts anyway
+                looking = asyncio.create_task(
+                    look_at_start(settings, parts.synthesizer), name="model check"
+                )
+                app[MODEL_LOOK] = looking
             yield
         finally:
             if settling is not None:
                 settling.cancel()
+            if alerting is not None:
+                await alerting.stop()
+            if looking is not None:
+                looking.cancel()
             if schedule is not None:
                 await schedule.stop()
             if retention is not None:

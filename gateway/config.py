@@ -1,4 +1,4 @@
-"""Settings from the environment and `.env` (pydantic-settings); see README for each one."""
+"""Settings from the environment and `.env` (pydantic-settings); docs/SETTINGS.md for each one."""
 
 from __future__ import annotations
 
@@ -126,11 +126,24 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
     # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
     llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
+    # Whatever `max_tokens` the server honours, a streamed answer is cut (with the cut note,
+    # the connection closed) past this long or this many bytes read.
+    llm_stream_max_seconds: float = Field(
+        300.0, gt=0, le=3600, validation_alias="LLM_STREAM_MAX_SECONDS"
+    )
+    llm_stream_max_mb: float = Field(8.0, gt=0, le=1024, validation_alias="LLM_STREAM_MAX_MB")
     # Tried in order when the primary fails or refuses: `model` or `model@base_url`.
     llm_fallback_models: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
     )
     llm_fallback_api_keys: SecretStr | None = Field(None, validation_alias="LLM_FALLBACK_API_KEYS")
+    # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
+    # serve and chat start llama.cpp's server for it and point the client there.
+    llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
+    # The model's context in tokens, when its server does not say (synthesis sizes to it).
+    llm_context_tokens: int | None = Field(
+        None, ge=512, le=10_000_000, validation_alias="LLM_CONTEXT_TOKENS"
+    )
 
     # Synthesis and review.
     max_proposals_per_run: int = Field(
@@ -172,6 +185,18 @@ class Settings(BaseSettings):
     )
     retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
 
+    # Alerts to the admins' private chats and the log, once per incident; 0 turns one off.
+    alert_model_minutes: float = Field(
+        10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
+    )
+    alert_webhook_hours: float = Field(
+        24.0, ge=0, le=8_760, validation_alias="SKILLGATE_ALERT_WEBHOOK_HOURS"
+    )
+    alert_disk_mb: int = Field(500, ge=0, le=10_000_000, validation_alias="SKILLGATE_ALERT_DISK_MB")
+    alert_synthesis_failures: int = Field(
+        3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
+    )
+
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
     shutdown_timeout_seconds: float = Field(
@@ -201,6 +226,19 @@ class Settings(BaseSettings):
     daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
     retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
     """Conversations last active longer ago than this are deleted; 0 keeps them."""
+    # Per-user memory, group context and per-chat personas.
+    memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
+    """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
+    group_context_messages: int = Field(
+        0, ge=0, le=200, validation_alias="SKILLGATE_GROUP_CONTEXT_MESSAGES"
+    )
+    """A group's last unaddressed messages that go with its next question; 0: none kept."""
+    group_context_tokens: int = Field(
+        1500, ge=50, le=100_000, validation_alias="SKILLGATE_GROUP_CONTEXT_TOKENS"
+    )
+    group_context_minutes: float = Field(
+        120.0, gt=0, le=10_080, validation_alias="SKILLGATE_GROUP_CONTEXT_MINUTES"
+    )
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
@@ -227,6 +265,47 @@ class Settings(BaseSettings):
         2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
     )
     keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    decode_memory_mb: int = Field(
+        1024, ge=128, le=65_536, validation_alias="SKILLGATE_DECODE_MEMORY_MB"
+    )
+    """The address space of the child process that decodes one image or document."""
+    decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
+    max_voice_seconds: float = Field(
+        600.0, gt=0, le=86_400, validation_alias="SKILLGATE_MAX_VOICE_SECONDS"
+    )
+    """The longest recording transcribed: as declared (before the download), then as its
+    bytes say."""
+    stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
+    """What a minute of speech-to-text costs, counted with the answer under the daily cost
+    budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
+    max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
+    """Downloads of users' files at once, across all chats."""
+    download_memory_mb: int = Field(
+        256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
+    )
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
+    # Tools: MCP servers and web tools listed in a file; each call bounded in time and size.
+    tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
+    tool_connect_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, validation_alias="SKILLGATE_TOOL_CONNECT_TIMEOUT_SECONDS"
+    )
+    tool_call_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS"
+    )
+    tool_result_chars: int = Field(
+        16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
+    )
+    tool_confirm_seconds: float = Field(
+        120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
+    )
+    searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
+    brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    web_fetch_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        le=100 * 1024 * 1024,
+        validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
+    )
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )
@@ -250,12 +329,17 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_api_key",
         "llm_model",
+        "llm_local_model",
+        "llm_context_tokens",
         "llm_embedding_model",
         "llm_fallback_api_keys",
         "stt_base_url",
         "stt_model",
         "stt_api_key",
         "persona_file",
+        "tools_file",
+        "searxng_url",
+        "brave_api_key",
         "database_url",
         mode="before",
     )
@@ -340,6 +424,15 @@ class Settings(BaseSettings):
     def _prices(cls, value: str) -> str:
         parse_prices(value)
         return value
+
+    @model_validator(mode="after")
+    def _one_model_server(self) -> Settings:
+        if self.llm_local_model is not None and self.llm_base_url is not None:
+            raise ValueError(
+                "LLM_LOCAL_MODEL starts a model server of its own: unset LLM_BASE_URL, or"
+                " LLM_LOCAL_MODEL to use the server at LLM_BASE_URL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> Settings:
@@ -427,6 +520,7 @@ class Settings(BaseSettings):
             self.line_channel_access_token,
             self.llm_api_key,
             self.stt_api_key,
+            self.brave_api_key,
         )
         values = [f.get_secret_value() for f in fields if f is not None]
         if self.llm_fallback_api_keys is not None:

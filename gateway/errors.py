@@ -15,6 +15,7 @@
      ├── SynthesisError         a synthesis pass could not use the model's answer
      ├── ModelError             the LLM call failed
      │    ├── ModelNotConfigured
+     │    ├── ModelMisconfigured  refused our key, unknown URL or model, nothing listening
      │    ├── ModelUnavailable  transient failures outlasted the retries (or a timeout)
      │    ├── ContextOverflow   the prompt does not fit the model's context window
      │    ├── ToolsUnsupported  the server or model refuses tool definitions
@@ -95,6 +96,11 @@ class ModelError(SkillgateError):
 
 class ModelNotConfigured(ModelError):
     """No model endpoint is configured."""
+
+
+class ModelMisconfigured(ModelError):
+    """The operator's to fix: a refused key (401/403), an unknown URL or model (404), or no
+    server at the address. No skill can mend it, so it is never learning evidence."""
 
 
 class ModelUnavailable(ModelError):

@@ -13,30 +13,35 @@ from typing import IO, Any
 
 REDACTED = "[redacted]"
 
-# A Telegram bot token ("<bot id>:<35 characters>") anywhere, e.g. inside a Bot API URL,
-# is masked even when it is not the configured one.
-_BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
-# Loggers that log every request; httpx's lines carry Telegram URLs with the token in them.
-NOISY = ("httpx", "httpcore", "openai", "telegram.ext", "apscheduler", "aiohttp.access")
+# Loggers that log every request; httpx's lines carry platform URLs with tokens in them.
+# The platforms' own SDK loggers are added by the caller (their specs name them).
+NOISY = ("httpx", "httpcore", "openai", "apscheduler", "aiohttp.access")
 
 
-def mask(secrets: Iterable[str], text: str) -> str:
-    """`text` with every one of `secrets` (and anything shaped like a bot token) masked."""
-    return RedactSecrets(secrets).redact(text)
+def mask(secrets: Iterable[str], text: str, shapes: Iterable[str] = ()) -> str:
+    """`text` with every one of `secrets`, and anything matching one of `shapes`, masked."""
+    return RedactSecrets(secrets, shapes).redact(text)
 
 
 class RedactSecrets(logging.Filter):
-    """Replace every configured secret (and anything shaped like a bot token) in a record."""
+    """Replace every configured secret, and anything shaped like a credential, in a record.
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    The shapes (regular expressions, such as a bot token's) catch a credential that is
+    not the configured one, e.g. inside a URL a client logs.
+    """
+
+    def __init__(self, secrets: Iterable[str], shapes: Iterable[str] = ()) -> None:
         super().__init__()
         # Longest first, so a secret containing another is masked whole.
         self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.shapes = [re.compile(shape) for shape in dict.fromkeys(shapes)]
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
-        return _BOT_TOKEN.sub(REDACTED, text)
+        for shape in self.shapes:
+            text = shape.sub(REDACTED, text)
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -101,16 +106,19 @@ class JsonFormatter(logging.Formatter):
 
 
 def make_handler(
-    secrets: Iterable[str] = (), log_format: str = "text", stream: IO[str] | None = None
+    secrets: Iterable[str] = (),
+    log_format: str = "text",
+    stream: IO[str] | None = None,
+    shapes: Iterable[str] = (),
 ) -> logging.Handler:
-    """A stream handler in the chosen format, masking secrets."""
+    """A stream handler in the chosen format, masking secrets and credential shapes."""
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(Throttle())
-    handler.addFilter(RedactSecrets(secrets))
+    handler.addFilter(RedactSecrets(secrets, shapes))
     return handler
 
 
@@ -119,11 +127,15 @@ def setup_logging(
     secrets: Iterable[str] = (),
     log_format: str = "text",
     stream: IO[str] | None = None,
+    *,
+    shapes: Iterable[str] = (),
+    quiet: Iterable[str] = (),
 ) -> None:
-    """Log to stderr (text or JSON) with secrets masked; quiet the chatty HTTP libraries."""
+    """Log to stderr (text or JSON) with secrets and `shapes` masked; quiet the chatty
+    HTTP libraries and the `quiet` loggers."""
     root = logging.getLogger()
-    root.handlers[:] = [make_handler(secrets, log_format, stream)]
+    root.handlers[:] = [make_handler(secrets, log_format, stream, shapes)]
     root.setLevel(level)
     # Request-per-line loggers stay at WARNING even in DEBUG; what they do print is masked.
-    for noisy in NOISY:
+    for noisy in (*NOISY, *quiet):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -49,5 +49,7 @@ def public_endpoint(settings: Settings, path: str) -> str:
             "SKILLGATE_PUBLIC_URL is not set: set it to the https:// address of your server"
         )
     if not base.startswith("https://"):
-        raise ConfigError("SKILLGATE_PUBLIC_URL must start with https:// (Telegram and LINE)")
+        raise ConfigError(
+            "SKILLGATE_PUBLIC_URL must start with https:// (the platforms post to https only)"
+        )
     return base + path

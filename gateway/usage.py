@@ -136,6 +136,8 @@ class UsageReport:
     channels: dict[str, Totals] = field(default_factory=dict)
     models: dict[str, Totals] = field(default_factory=dict)
     priced: bool = False
+    speech_seconds: float = 0.0
+    """Speech transcribed (speech-to-text is paid for by the second or minute)."""
 
     @property
     def synthesis_share(self) -> float | None:
@@ -168,6 +170,7 @@ class UsageReport:
             "answers": self.total.as_json(),
             "synthesis": self.synthesis.as_json(),
             "synthesis_share": self.synthesis_share,
+            "speech_seconds": round(self.speech_seconds, 1),
             "cost": round(self.total.cost + self.synthesis.cost, 6),
             "days": [
                 {"day": d, "answers": a.as_json(), "synthesis": s.as_json()}
@@ -212,6 +215,8 @@ class UsageSource(Protocol):
 
     async def run_usage(self, since: float, until: float) -> list[RunUsage]: ...
 
+    async def speech_seconds(self, since: float, until: float) -> float: ...
+
 
 async def usage_report(
     store: UsageSource, prices: Prices, days: int, now: float | None = None
@@ -221,13 +226,15 @@ async def usage_report(
     end = datetime.fromtimestamp(at, UTC).date()
     start = end - timedelta(days=max(days, 1) - 1)
     since, until = day_start(start), day_start(end + timedelta(days=1))
-    return build_report(
+    report = build_report(
         await store.answer_usage(since, until),
         await store.run_usage(since, until),
         prices,
         start,
         end,
     )
+    report.speech_seconds = await store.speech_seconds(since, until)
+    return report
 
 
 def money(value: float) -> str:
@@ -247,6 +254,7 @@ COST = N_(", cost {cost}")
 SHARE = N_("Synthesis share of tokens: {share}")
 TOTAL_COST = N_("Total cost: {cost}")
 NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
+SPEECH = N_("Speech-to-text: {minutes} min transcribed")
 SECTIONS = (N_("Channels:"), N_("Models:"), N_("Top users:"), N_("Top chats:"))
 ROW = Np_("  {key}: {n} answer, {tokens} tokens", "  {key}: {n} answers, {tokens} tokens")
 
@@ -273,6 +281,8 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
     lines = [texts.plural(PERIOD, days, start=report.start, end=report.end)]
     lines.append(_line(texts(ANSWERS), report.total, report.priced, texts))
     lines.append(_line(texts(RUNS), report.synthesis, report.priced, texts))
+    if report.speech_seconds:
+        lines.append(texts(SPEECH, minutes=f"{report.speech_seconds / 60:,.1f}"))
     share = report.synthesis_share
     if share is not None:
         lines.append(texts(SHARE, share=f"{share:.0%}"))

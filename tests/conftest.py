@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.channels.registry import platforms
 from gateway.config import Settings
 from gateway.store import SqliteStore, Store
 from tests.fakes.line_api import FakeLineAPI
@@ -23,12 +25,9 @@ os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
-_OUR_VARS = (
-    "SKILLGATE_",
-    "TELEGRAM_",
-    "LINE_",
-    "LLM_",
-)
+# The gateway's own variables, and each platform's (read once: the registry scans the
+# installed packages' entry points).
+_OUR_VARS = ("SKILLGATE_", "LLM_", *(p.settings_prefix for p in platforms()))
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +37,17 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith(_OUR_VARS):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A command run in-process (`main([...])`) sets up logging for the whole process: each
+    test gets the root logger back as it found it, so the next one's log capture works."""
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from aiohttp.test_utils import TestClient
 
 from gateway.core.records import Trace
-from gateway.review.reviewer import ReviewEvent
+from gateway.review.events import ReviewEvent
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import Gateway, answer, proposal
@@ -101,7 +101,7 @@ async def seed_proposals(gw: Gateway, fake_llm: FakeOpenAI) -> dict[str, int]:
 
 
 class Decisions:
-    """A Reviewer listener that records every decision, as the chat cards would see it."""
+    """Follows a Reviewer (`follow`) and records every decision, as the chat cards see it."""
 
     def __init__(self) -> None:
         self.events: list[ReviewEvent] = []

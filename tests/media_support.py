@@ -6,6 +6,7 @@ import io
 import math
 import struct
 import wave
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -88,3 +89,64 @@ def prompt_text(body: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(p["text"] for p in content if p.get("type") == "text")
+
+
+def docx_of(body_xml: bytes) -> bytes:
+    """A Word document whose body is `body_xml` (a python-docx file with its XML replaced)."""
+    source = zipfile.ZipFile(io.BytesIO(docx("x")))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                head, _, _ = data.partition(b"<w:body>")
+                data = head + b"<w:body>" + body_xml + b"</w:body></w:document>"
+            target.writestr(info.filename, data)
+    return out.getvalue()
+
+
+def shared_stream_pdf(pages: int, text_ops: int, *, first: str | None = None) -> bytes:
+    """A PDF whose `pages` pages all show one FlateDecode stream of `text_ops` words, as a
+    hostile file shares one heavy stream (pypdf); with `first`, a page of that text before."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+    )
+    resources = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+
+    def stream(ops: bytes) -> Any:
+        content = DecodedStreamObject()
+        content.set_data(b"BT /F1 12 Tf 72 720 Td " + ops + b" ET")
+        return writer._add_object(content.flate_encode())
+
+    shared = stream(b"(word ) Tj " * text_ops)
+    contents = [stream(f"({first}) Tj".encode())] if first is not None else []
+    contents += [shared] * pages
+    for ref in contents:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Contents")] = ref
+        page[NameObject("/Resources")] = resources
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def pdf_pypdf_cannot_decrypt() -> bytes:
+    """A PDF encrypted with a handler pypdf does not implement (it raises NotImplementedError)."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(100, 100)
+    writer.encrypt("", algorithm="RC4-40")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue().replace(b"/Filter /Standard", b"/Filter /Adobe.PubSec", 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.app import PARTS, Parts, build_app
 from gateway.config import Settings
 from gateway.core.records import Trace
+from gateway.review.events import ReviewEvent
+from gateway.review.reviewer import Reviewer
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -156,3 +158,14 @@ async def gateway(settings: Settings) -> AsyncIterator[Gateway]:
         yield Gateway(client)
     finally:
         await client.close()
+
+
+def follow(review: Reviewer, listener: Callable[[ReviewEvent], Awaitable[None]]) -> None:
+    """Have `listener` see every review event too, after the effects the app wired."""
+    effects = review.effects
+
+    async def both(event: ReviewEvent) -> None:
+        await effects(event)
+        await listener(event)
+
+    review.effects = both

@@ -10,7 +10,15 @@ import pytest
 
 from bench.report import table, write_section
 
-COMMANDS = ("webhook", "skill_index", "memory", "synthesis", "streaming", "startup")
+COMMANDS = (
+    "webhook",
+    "skill_index",
+    "memory",
+    "synthesis",
+    "streaming",
+    "startup",
+    "startup_profile",
+)
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -12,9 +12,11 @@ import pytest
 from aiohttp import web
 
 from gateway.app import PARTS, Parts, build_app
+from gateway.channels.registry import sdk_loggers
+from gateway.cli.main import start_logging
 from gateway.config import Settings
 from gateway.core.models import ChatRef, Reply
-from gateway.logs import NOISY, REDACTED, setup_logging
+from gateway.logs import NOISY, REDACTED
 from tests.fakes.channel import FakeChannel
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
@@ -31,12 +33,16 @@ LLM_KEY = "sk-live-key-5a7b9c"
 def captured() -> Iterator[Callable[[Settings, str], io.StringIO]]:
     """Install the gateway's own logging into a buffer; restore pytest's afterwards."""
     root = logging.getLogger()
-    saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in NOISY})
+    chatty = (*NOISY, *sdk_loggers())
+    saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in chatty})
 
     def install(settings: Settings, log_format: str) -> io.StringIO:
         stream = io.StringIO()
-        setup_logging("DEBUG", settings.secrets(), log_format, stream)
-        for name in NOISY:  # let the request loggers talk: masking, not silence, is tested
+        start_logging(settings, "DEBUG", log_format, stream)
+        for name in (
+            *NOISY,
+            *sdk_loggers(),
+        ):  # let the request loggers talk: masking, not silence, is tested
             logging.getLogger(name).setLevel(logging.DEBUG)
         return stream
 

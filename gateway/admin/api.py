@@ -11,11 +11,11 @@ from aiohttp import web
 
 from gateway.admin import proposals_api
 from gateway.admin.auth import API_ADMIN, Handler, bearer_admin, unauthorized
-from gateway.admin.console_usage import user_ref
+from gateway.admin.console_usage import channel_names, user_ref
 from gateway.admin.params import int_param
 from gateway.conversation.privacy import forget
 from gateway.errors import SkillError
-from gateway.runtime.keys import CATALOG, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, REVIEW, SETTINGS, STORE, SYNTHESIZER
 from gateway.usage import usage_report
 
 log = logging.getLogger(__name__)
@@ -128,11 +128,16 @@ async def usage(request: web.Request) -> web.Response:
     return web.json_response(report.as_json())
 
 
+def _either(names: list[str]) -> str:
+    """ "telegram or line", "telegram, line or discord"."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1] if names else "")))
+
+
 def _user(request: web.Request) -> tuple[str, str]:
     ref = user_ref(request.match_info["channel"], request.match_info["user"])
     if ref is None:
         raise web.HTTPBadRequest(
-            text=json.dumps({"error": "channel is telegram or line, and a user id"}),
+            text=json.dumps({"error": f"channel is {' or '.join(channel_names())}, and a user id"}),
             content_type="application/json",
         )
     return ref
@@ -147,7 +152,10 @@ async def forget_user(request: web.Request) -> web.Response:
     """Delete everything stored about one user; what was deleted, counted."""
     ref = _user(request)
     done = await forget(
-        request.config_dict[STORE], *ref, media=request.config_dict[SETTINGS].media_dir
+        request.config_dict[STORE],
+        *ref,
+        media=request.config_dict[SETTINGS].media_dir,
+        review=request.config_dict[REVIEW],
     )
     log.info("admin API: %s deleted a %s user's data", request[API_ADMIN] or "admin", ref[0])
     return web.json_response(done.model_dump())

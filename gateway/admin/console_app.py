@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.admin import console_pages, console_usage, console_views
+from gateway.admin import (
+    console_pages,
+    console_personas,
+    console_tools,
+    console_usage,
+    console_views,
+)
 from gateway.admin.console import (
     CONSOLE,
     HERE,
@@ -30,6 +36,8 @@ def console_app() -> web.Application:
     console_views.add_routes(app)
     console_pages.add_routes(app)
     console_usage.add_routes(app)
+    console_personas.add_routes(app)
+    console_tools.add_routes(app)
     return app
 
 

@@ -25,6 +25,8 @@ from aiohttp import web
 COOKIE = "skillgate_console"
 COOKIE_PATH = "/admin"
 SESSION_SECONDS = 12 * 3600
+CLOCK_SLACK = 60
+"""Seconds a cookie's expiry may lie past a full session (clocks of replicas differ a little)."""
 CSRF_FIELD = "csrf"
 _VERSION = "v1"
 SIGN_IN_SECONDS = 0.25
@@ -58,7 +60,12 @@ def issue_session(
 def session_admin(
     keys: Mapping[str, bytes], value: str | None, now: float | None = None
 ) -> str | None:
-    """Who an untampered, unexpired cookie belongs to ("" the single token), else None."""
+    """Who an untampered, unexpired cookie belongs to ("" the single token), else None.
+
+    An expiry further off than a session lasts is refused too: only a cookie minted outside
+    the console (with the key, by hand) could carry one, and sign-out would have to remember
+    its nonce for as long.
+    """
     if not value or len(value) > 200:
         return None
     payload, _, signature = value.rpartition(".")
@@ -72,7 +79,8 @@ def session_admin(
         signature.encode("utf-8", "surrogatepass"), _sign(key, payload).encode()
     ):
         return None
-    return admin if int(expires) > (time.time() if now is None else now) else None
+    at = time.time() if now is None else now
+    return admin if at < int(expires) <= at + SESSION_SECONDS + CLOCK_SLACK else None
 
 
 def session_nonce(value: str) -> tuple[str, int]:

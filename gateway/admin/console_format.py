@@ -77,6 +77,21 @@ def excerpt(text: str | None, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def head_and_rest(text: str | None, lines: int = 6, chars: int = 480) -> tuple[str, str]:
+    """The first lines of `text` that fit, ending on a line boundary, and the rest."""
+    rows = (text or "").strip().splitlines()
+    taken, size = 0, 0
+    for row in rows[:lines]:
+        if taken and size + len(row) > chars:
+            break
+        taken, size = taken + 1, size + len(row) + 1
+    if taken == 1 and len(rows[0]) > chars:  # one long line: cut it between words
+        cut = rows[0].rfind(" ", 0, chars)
+        cut = cut if cut > chars // 2 else chars
+        return rows[0][:cut].rstrip() + " …", "\n".join([rows[0][cut:].lstrip(), *rows[1:]])
+    return "\n".join(rows[:taken]), "\n".join(rows[taken:]).strip()
+
+
 ICONS = {"voice": "🎤", "image": "🖼️", "document": "📄"}
 SENT_AS = {
     "transcript": "the model got the transcript",
@@ -105,5 +120,6 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "pct": pct,
     "duration": duration,
     "excerpt": excerpt,
+    "head_and_rest": head_and_rest,
     "markdown": markdown,
 }

@@ -11,6 +11,7 @@ from gateway.admin.console import page, refuse
 from gateway.admin.console_chart import ROLLING_DAYS, rate_chart
 from gateway.admin.console_views import PER_PAGE, page_number
 from gateway.admin.params import positive
+from gateway.channels.registry import platforms
 from gateway.runtime.keys import SCHEDULE, STORE, SYNTHESIZER
 from gateway.synthesis.synthesizer import LOCK_NAME
 
@@ -75,6 +76,7 @@ async def conversations(request: web.Request) -> web.Response:
         sessions=rows[:PER_PAGE],
         total=await store.count_sessions(channel),
         channel=channel,
+        platforms=[(p.name, p.label) for p in platforms()],
         page_no=number,
         more=len(rows) > PER_PAGE,
     )

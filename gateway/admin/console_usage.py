@@ -13,15 +13,15 @@ from aiohttp import web
 
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
+from gateway.channels.registry import platforms
 from gateway.conversation.privacy import forget
-from gateway.runtime.keys import SETTINGS, STORE
+from gateway.runtime.keys import REVIEW, SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
 
 log = logging.getLogger(__name__)
 
 USAGE_WINDOWS = {"7": 7, "30": 30, "90": 90}
 DEFAULT_USAGE_WINDOW = "30"
-CHANNELS = ("telegram", "line")
 MAX_USER_ID = 128
 
 
@@ -118,8 +118,13 @@ async def usage(request: web.Request) -> web.Response:
 
 
 def user_ref(channel: object, user: object) -> tuple[str, str] | None:
-    """A (channel, user id) from a form or query, or None when it is not one."""
-    if not isinstance(channel, str) or channel not in CHANNELS or not isinstance(user, str):
+    """A (channel, user id) from a form or query, or None when it is not one.
+
+    Every known platform counts, configured or not: a platform turned off still has users.
+    """
+    if not isinstance(channel, str) or not isinstance(user, str):
+        return None
+    if channel not in channel_names():
         return None
     user = user.strip()
     if not user or len(user) > MAX_USER_ID or not user.isprintable():
@@ -127,9 +132,35 @@ def user_ref(channel: object, user: object) -> tuple[str, str] | None:
     return channel, user
 
 
+def channel_names() -> list[str]:
+    """The platforms whose users the console and the API export and forget."""
+    return [p.name for p in platforms()]
+
+
 async def users(request: web.Request) -> web.Response:
     """Export one user's data, or delete it."""
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=None)
+    known = await request.config_dict[STORE].known_users()
+    return await page(
+        request, "users.html", active="users", channels=channel_names(), done=None, known=known
+    )
+
+
+async def memory(request: web.Request) -> web.Response:
+    """What one user asked the bot to remember (/remember, the model's `remember` tool)."""
+    ref = user_ref(request.query.get("channel"), request.query.get("user"))
+    if ref is None:
+        return await refuse(request, 400, "Not a user", "Choose a channel and give a user id.")
+    entries = await request.config_dict[STORE].memory_entries(*ref)
+    return await page(
+        request,
+        "users.html",
+        active="users",
+        channels=channel_names(),
+        done=None,
+        who=ref,
+        memory=entries,
+        known=await request.config_dict[STORE].known_users(),
+    )
 
 
 async def export(request: web.Request) -> web.StreamResponse:
@@ -160,13 +191,29 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
             "Tick the box to confirm that everything about this user is to be deleted.",
         )
     media = request.config_dict[SETTINGS].media_dir
-    done = await forget(request.config_dict[STORE], *ref, now=time.time(), media=media)
+    done = await forget(
+        request.config_dict[STORE],
+        *ref,
+        now=time.time(),
+        media=media,
+        review=request.config_dict[REVIEW],
+    )
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
-    return await page(request, "users.html", active="users", channels=CHANNELS, done=done, who=ref)
+    known = await request.config_dict[STORE].known_users()
+    return await page(
+        request,
+        "users.html",
+        active="users",
+        channels=channel_names(),
+        done=done,
+        who=ref,
+        known=known,
+    )
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/usage", usage)
     app.router.add_get("/users", users)
     app.router.add_get("/users/export", export)
+    app.router.add_get("/users/memory", memory)
     app.router.add_post("/users/forget", forget_user)

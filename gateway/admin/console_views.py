@@ -17,6 +17,7 @@ from gateway.errors import (
     SkillNotFound,
     StoreError,
 )
+from gateway.review.cards import tool_line, tool_warnings
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
@@ -85,6 +86,12 @@ async def proposals(request: web.Request) -> web.Response:
     )
 
 
+def proposal_tools(review: Reviewer, p: Proposal) -> list[tuple[str, list[str]]]:
+    """Each tool the proposed skill names with its live policy, and what to weigh about it."""
+    live = review.tool_directory()
+    return [(tool_line(n, live.get(n)), tool_warnings(n, live.get(n))) for n in p.allowed_tools]
+
+
 async def proposal(request: web.Request) -> web.Response:
     """One proposal: rationale, provenance, the side-by-side diff and the decision forms."""
     review, store = request.config_dict[REVIEW], request.config_dict[STORE]
@@ -104,6 +111,7 @@ async def proposal(request: web.Request) -> web.Response:
         repeats=await store.repeats_of(p.id),
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,
+        tools=proposal_tools(review, p),
     )
 
 
@@ -137,7 +145,7 @@ async def approve(request: web.Request) -> web.StreamResponse:
 async def reject(request: web.Request) -> web.StreamResponse:
     """Reject with an optional reason, once confirmed; the tombstone keeps it out of later passes.
 
-    A rejection is permanent, so the first POST only asks: the confirmation page
+    A rejection stands until reopened, so the first POST only asks: the confirmation page
     carries the reason on to a second POST with `confirmed=yes`.
     """
     review = request.config_dict[REVIEW]

@@ -1,5 +1,9 @@
 """The protocol every channel adapter implements, and the ports it is given when it starts.
 
+What a platform says about itself is its `PlatformSpec` (`gateway.channels.spec`: apart
+from this module, which imports aiohttp and the conversation layer, so that the CLI can
+read every spec cheaply), exported once by its package's `spec` module.
+
 A channel verifies and stores its platform's webhooks through `Intake.accept` (so
 an update is on disk before the platform hears 200). Its handler (returned by
 `start`) decodes stored updates into the conversation layer's models and renders
@@ -76,7 +80,16 @@ class DeliveryLog(Protocol):
     ) -> Batch: ...
 
     async def delivery_sent(
-        self, channel: str, ref: str, batch: int, ids: Sequence[str], now: float | None = None
+        self,
+        channel: str,
+        ref: str,
+        batch: int,
+        ids: Sequence[str],
+        now: float | None = None,
+        *,
+        retry_key: str = "",
+        answer: int | None = None,
+        answer_ids: Sequence[str] = (),
     ) -> None: ...
 
     async def get_meta(self, key: str) -> str | None: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gateway.channels.registry import configured_platforms
 from gateway.config import Settings
+from gateway.runtime.local_model import TRYING
 
 INIT = "`skillgate init`"
 
@@ -11,25 +12,18 @@ INIT = "`skillgate init`"
 def next_steps(settings: Settings, host: str, port: int) -> list[str]:
     """One line each: the model, the bots, the console; the missing ones say how to add them."""
     lines = []
-    if settings.model_configured:
+    if settings.llm_local_model is not None:
+        lines.append(
+            f"model: {settings.llm_model} on this machine ({TRYING}); {INIT} sets up a real one"
+        )
+    elif settings.model_configured:
         lines.append(f"model: {settings.llm_model} at {settings.llm_base_url}")
     else:
         lines.append(f"no model configured: every answer says so; run {INIT} to set one up")
-    platforms = {p.name for p in configured_platforms(settings)}
+    platforms = configured_platforms(settings)
     if not platforms:
         lines.append(f"no bot configured: only `skillgate chat` talks to it; {INIT} adds one")
-    if "telegram" in platforms:
-        if settings.telegram_polling:
-            lines.append("telegram: polling; write to your bot")
-        else:
-            where = settings.public_url or "SKILLGATE_PUBLIC_URL (not set)"
-            lines.append(
-                f"telegram: webhook at {where}/webhook/telegram; `skillgate set-webhook`"
-                " registers it (once), or poll instead: `skillgate serve --polling`"
-            )
-    if "line" in platforms:
-        where = settings.public_url or "SKILLGATE_PUBLIC_URL (not set)"
-        lines.append(f"line: webhook at {where}/webhook/line; `skillgate set-webhook` sets it")
+    lines.extend(platform.banner(settings) for platform in platforms)
     if settings.admins():
         local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         base = settings.public_url or f"http://{local}:{port}"

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 
 from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.feedback import NOTHING_TO_RATE, rateable
-from gateway.core.models import ChatRef, IncomingMessage
+from gateway.core.agent import Agent
+from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.stream import PartialText
+from gateway.runtime.local_model import TRYING
 
 HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"
 
 
-def line_reader() -> Callable[[str], Awaitable[str | None]]:
+def input_reader() -> Callable[[str], Awaitable[str | None]]:
     """Lines typed at a terminal (prompt_toolkit: editing, history, Ctrl-C at once) or piped in.
 
     Neither reads in a thread, so nothing is left waiting for Enter when Ctrl-C ends the chat.
@@ -38,14 +42,59 @@ def line_reader() -> Callable[[str], Awaitable[str | None]]:
     return piped
 
 
+class _Printer:
+    """The answer on the terminal as the model writes it; the final text where it differs."""
+
+    def __init__(self) -> None:
+        self.shown = ""
+
+    def show(self, text: str) -> None:
+        if not text or text == self.shown:
+            return
+        if not self.shown:
+            sys.stdout.write("bot> ")
+        elif not text.startswith(self.shown):
+            sys.stdout.write("\n(the model started again)\nbot> ")  # a retry or a tool round
+            self.shown = ""
+        sys.stdout.write(text[len(self.shown) :])
+        sys.stdout.flush()
+        self.shown = text
+
+    def end(self, final: str) -> None:
+        if self.shown and final.startswith(self.shown):
+            print(final[len(self.shown) :])
+        else:
+            print(("\n" if self.shown else "") + f"bot> {final}")
+
+
+async def _answer(agent: Agent, incoming: IncomingMessage) -> Reply:
+    """Ask the agent, streaming its answer to the terminal as it comes."""
+    partial, printer = PartialText(), _Printer()
+
+    async def follow() -> None:
+        while not partial.closed:
+            await partial.changed()
+            printer.show(partial.visible())
+
+    following = asyncio.create_task(follow())
+    try:
+        reply = await agent.respond(incoming, partial)
+    finally:
+        following.cancel()
+    printer.end(reply.text)
+    return reply
+
+
 async def run_chat(settings: Settings, *, user: str) -> int:
     """Read lines, answer them, until /quit or end of input."""
     parts = await open_parts(settings)
     chat = ChatRef(channel="console", chat_id=user, user_id=user)
     model = settings.llm_model or "no model configured"
+    if settings.llm_local_model is not None:
+        model += f" on this machine: {TRYING}"
     print(f"skillgate chat ({model}). {HELP}", file=sys.stderr)
     last_answer: int | None = None
-    read = line_reader()
+    read = input_reader()
     try:
         while (line := await read("you> ")) is not None:
             text = line.strip()
@@ -68,9 +117,8 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                     await parts.store.set_feedback_comment(last_answer, user, comment)
                 print("(thanks, rating stored)")
                 continue
-            reply = await parts.agent.respond(IncomingMessage(chat=chat, text=text))
+            reply = await _answer(parts.agent, IncomingMessage(chat=chat, text=text))
             last_answer = reply.message_id if reply.kind == "normal" else None
-            print(f"bot> {reply.text}")
     finally:
         await close_parts(parts)
     return 0

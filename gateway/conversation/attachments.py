@@ -10,15 +10,19 @@
   with a note; other files get a notice.
 - Every download is bounded in bytes (per kind, the platform's declared size checked first)
   and in time; types are sniffed from the bytes; images past a pixel limit, PDFs past a page
-  limit and DOCX files that unpack too far are refused; all decoding runs off the event loop.
+  limit and DOCX files that unpack too far are refused; images and documents are decoded in
+  a child process bounded in memory and time (`media.worker`), one at a time per user and a
+  few at once overall, so that one user's file holds up another's for a bounded time only.
 - Each refusal has its notice; nothing is answered that the user did not send.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -34,12 +38,14 @@ from gateway.errors import (
 )
 from gateway.i18n import N_
 from gateway.media.documents import READ as DOCUMENT_TYPES
-from gateway.media.documents import extract
-from gateway.media.images import prepare_image
+from gateway.media.documents import Extracted
+from gateway.media.held import Held
+from gateway.media.images import PreparedImage
 from gateway.media.keep import keep
 from gateway.media.remote import READABLE, Kind, MediaLimits, Remote, megabytes
 from gateway.media.sniff import sniff
-from gateway.media.stt import EXTENSIONS, Transcriber
+from gateway.media.stt import EXTENSIONS, Transcriber, duration
+from gateway.media.worker import decode
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +63,9 @@ BOMB = {
     "pixels": N_("Sorry, that image is too large to open safely: it has more than {limit} pixels."),
     "pages": N_("Sorry, that PDF has more than {limit} pages, too many for me to read."),
     "bytes": N_("Sorry, that file unpacks to more than {limit}, too much to open safely."),
+    "work": N_("Sorry, that file takes too much memory or time to open safely."),
 }
+TOO_LONG = N_("Sorry, that recording is too long for me: I can listen to up to {limit}.")
 NO_STT = N_("Sorry, voice messages are not set up on this bot yet. Please type your question.")
 STT_FAILED = N_(
     "Sorry, I couldn't transcribe that voice message just now. Please try again or type it."
@@ -91,6 +99,8 @@ class Read:
     notice: str | None = None
     """The notice's message id (English, `N_`-marked), translated where it is said."""
     notice_args: dict[str, object] = field(default_factory=dict)
+    then_answer: bool = False
+    """The notice is said first, then `text` (the caption) is answered all the same."""
 
 
 def readable(media: str | None, remote: Remote | None) -> bool:
@@ -111,21 +121,66 @@ class Attachments:
         self.vision = vision
         self.transcriber = transcriber
         self._decoding = asyncio.Semaphore(DECODING)
+        self._held = Held(limits.held_bytes, limits.downloads)
+        self._users: dict[str, asyncio.Lock] = {}
+        self._waiting: Counter[str] = Counter()
 
     async def _off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Decoding in a worker thread, a few at a time: a large image takes memory."""
+        """Light work (sniffing, keeping a file) in a thread, a few at a time."""
         async with self._decoding:
             return await asyncio.to_thread(fn, *args, **kwargs)
 
-    async def read(self, media: str, remote: Remote, caption: str | None) -> Read:
-        """The turn's parts for one attachment, or a notice; never raises for the user's file."""
+    @contextlib.asynccontextmanager
+    async def _turn(self, user: str) -> AsyncIterator[None]:
+        """One decoding at a time per user: a user's second file waits for their first."""
+        lock = self._users.setdefault(user, asyncio.Lock())
+        self._waiting[user] += 1
+        try:
+            async with lock, self._decoding:
+                yield
+        finally:
+            self._waiting[user] -= 1
+            if not self._waiting[user]:
+                del self._waiting[user], self._users[user]
+
+    async def _decode(self, user: str, job: str, data: bytes, **options: Any) -> Any:
+        """Decoding in a bounded child process (`media.worker`)."""
+        limits = self.limits
+        async with self._turn(user):
+            return await decode(
+                job,
+                data,
+                memory=limits.decode_memory_bytes,
+                seconds=limits.decode_seconds,
+                **options,
+            )
+
+    async def read(
+        self, media: str, remote: Remote, caption: str | None, *, user: str = ""
+    ) -> Read:
+        """The turn's parts for one attachment, or a notice; never raises for the user's file.
+
+        `user` (any stable key for the sender) shares the decoding fairly between users.
+        """
         kind = READABLE[media]
         words = (caption or "").strip()
         if kind == "voice" and self.transcriber is None:
             return Read(notice=NO_STT)
+        if kind == "voice" and (remote.duration or 0) > self.limits.voice_seconds:
+            return self._too_long()  # as declared: not even downloaded
         if kind == "image" and not await self.vision.allowed():
             # Not worth downloading: the model would not see it.
             return self._unseen(media, remote, words)
+        try:
+            # The bytes are held until the turn is done with them: room is made first.
+            async with self._held.bytes(self.limits.cap(kind), self.limits.seconds):
+                return await self._read(media, kind, remote, words, user)
+        except MediaError as exc:
+            log.info("a %s was not read: %s", media, exc)
+            notice, args = _notice(kind, exc)
+            return Read(notice=notice, notice_args=args)
+
+    async def _read(self, media: str, kind: Kind, remote: Remote, words: str, user: str) -> Read:
         try:
             data = await self._download(kind, remote)
             mime = await self._off_loop(sniff, data)
@@ -148,23 +203,46 @@ class Attachments:
             if kind == "voice":
                 read = await self._voice(data, record, words)
             elif kind == "image":
-                read = await self._image(data, record, words)
+                read = await self._image(user, data, record, words)
             else:
-                read = await self._document(data, record, words)
+                read = await self._document(user, data, record, words)
             if read.notice is None and self.limits.keep_dir is not None:
                 record.kept = await self._off_loop(keep, self.limits.keep_dir, data, mime)
             return read
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
             notice, args = _notice(kind, exc)
+            if isinstance(exc, MediaUnavailable) and words:
+                # The caption still asks something: answered, the model told the file is
+                # missing, after the notice that says so.
+                return self._caption_only(media, kind, remote, words, notice)
             return Read(notice=notice, notice_args=args)
+
+    def _too_long(self) -> Read:
+        limit = self.limits.voice_seconds
+        shown = f"{int(limit // 60)}:{int(limit % 60):02d}"
+        return Read(notice=TOO_LONG, notice_args={"limit": shown})
+
+    def _caption_only(
+        self, media: str, kind: Kind, remote: Remote, words: str, notice: str
+    ) -> Read:
+        record = AttachmentRecord(
+            kind=kind,
+            source=media,
+            mime="unknown (not downloaded)",
+            size=remote.size or 0,
+            name=_shown_name(remote.name) if kind == "document" else None,
+            sent_as="caption",
+            note="the file could not be downloaded",
+        )
+        return Read(text=words, attachments=[record], notice=notice, then_answer=True)
 
     async def _download(self, kind: Kind, remote: Remote) -> bytes:
         cap = self.limits.cap(kind)
         if remote.size is not None and remote.size > cap:
             raise MediaTooBig(f"declared {remote.size} bytes, over {cap}", cap)
         try:
-            async with asyncio.timeout(self.limits.seconds):
+            async with self._held.slot(self.limits.seconds), asyncio.timeout(self.limits.seconds):
                 data = await remote.fetch(cap)
         except TimeoutError:
             raise MediaUnavailable(f"no download within {self.limits.seconds:g} s") from None
@@ -180,6 +258,12 @@ class Attachments:
             raise MediaUnsupported(
                 f"{record.mime} is not audio the gateway sends for transcription"
             )
+        # The platform's word is checked before the download; the bytes' own, here.
+        seconds = await self._off_loop(duration, data)
+        if seconds is not None and seconds > self.limits.voice_seconds:
+            return self._too_long()
+        if seconds is not None and record.duration is None:
+            record.duration = seconds
         transcript = await self.transcriber.transcribe(data, record.mime)
         if not transcript:
             return Read(notice=NO_SPEECH)
@@ -188,14 +272,15 @@ class Attachments:
         text = f"{words}\n\n{transcript}" if words else transcript
         return Read(text=text, attachments=[record])
 
-    async def _image(self, data: bytes, record: AttachmentRecord, words: str) -> Read:
+    async def _image(self, user: str, data: bytes, record: AttachmentRecord, words: str) -> Read:
         if self.limits.image_bytes < record.size:
             raise MediaTooBig(
                 f"{record.size} bytes, over {self.limits.image_bytes}", self.limits.image_bytes
             )
         limits = self.limits
-        prepared = await self._off_loop(
-            prepare_image,
+        prepared: PreparedImage = await self._decode(
+            user,
+            "image",
             data,
             max_pixels=limits.max_pixels,
             side=limits.image_side,
@@ -207,14 +292,15 @@ class Attachments:
             record.note = f"resized to {prepared.sent_width}x{prepared.sent_height}"
         return Read(text=words, images=[prepared.data_url], attachments=[record])
 
-    async def _document(self, data: bytes, record: AttachmentRecord, words: str) -> Read:
+    async def _document(self, user: str, data: bytes, record: AttachmentRecord, words: str) -> Read:
         if record.mime not in DOCUMENT_TYPES:
             raise MediaUnsupported(f"{record.mime} is not a document type the gateway reads")
         limits = self.limits
-        found = await self._off_loop(
-            extract,
+        found: Extracted = await self._decode(
+            user,
+            "document",
             data,
-            record.mime,
+            mime=record.mime,
             max_pages=limits.max_pdf_pages,
             budget_tokens=limits.document_tokens,
             unpacked=limits.unpacked_bytes,

@@ -21,6 +21,9 @@ AS_TEXT = {"location": "Shared a place", "sticker": "Sent a sticker"}
 ALBUM_META = "album:{channel}:{chat}"
 """The last album of a chat that was answered or got the notice (items of one album arrive in
 a row)."""
+MEDIA_META = "{channel}:media:{chat}"
+"""A channel's notes on a chat's recent files (LINE: their names, so that a quote of one can
+be read); they go with the chat's user on /forget and with retention."""
 
 
 def words(message: Message) -> str | None:

@@ -2,29 +2,42 @@
 
 In order: an edit is not answered again; an answer to a question the bot asked (a
 rejection's reason, a comment after 👎), from the user it asked, in that chat, and in a
-group only when said to the bot; then, in a group, only what is addressed to the bot;
+group only when said to the bot; then, in a group, only what is addressed to the bot (the
+rest is kept for the next question where group context is on, `context`);
 then /forget (anyone may delete their data, `privacy`); then the allowlist; then commands
 (admin commands go to the review chat); then a voice note, photo or document, read into the
 turn (or a notice, `attachments`; an album is answered once); then media without words (a
 notice, `content`); the rest is a turn for the agent, unless a daily limit refuses it first
-(`quota`). The turn is the one place where an answer is delivered and counted.
+(`quota`). The turn is the one place where an answer is delivered and counted. A message
+the inbox gave up on only gets a notice saying so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gateway.conversation.attachments import Attachments, Read, readable
+from gateway.conversation.confirm import Confirmations, is_confirm_data
 from gateway.conversation.content import album_key, words
+from gateway.conversation.context import ContextLimits, GroupContext
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
 from gateway.conversation.language import Languages, pressed
+from gateway.conversation.memory import (
+    MEMORY_COMMAND,
+    REMEMBER_COMMAND,
+    MemoryCommands,
+    remembered_text,
+)
 from gateway.conversation.models import Greeting, Message, Press, Profile
+from gateway.conversation.persona import PERSONA_COMMAND, Personas
 from gateway.conversation.ports import (
+    Answers,
     ConversationStore,
     Counts,
     Decisions,
+    Replies,
     Responder,
     Synthesis,
     Turns,
@@ -39,7 +52,11 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
+from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
+from gateway.core.records import Awaiting, OpenedTurn
+from gateway.core.tools import ToolAccess
+from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
 
@@ -50,11 +67,19 @@ COMMANDS = (
     ("help", N_("How to talk to me and rate my answers")),
     ("new", N_("Start a new conversation")),
     ("language", N_("Choose the language I write in")),
+    REMEMBER_COMMAND,
+    MEMORY_COMMAND,
+    PERSONA_COMMAND,
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+GAVE_UP = N_(
+    "Sorry, something went wrong every time I tried to handle that message, so I have set it"
+    " aside. Please send it again in another form, or ask me something else."
+)
+"""Said once when the inbox gives up on a message (its attempts failed or stopped the process)."""
 
 
 def argument(text: str | None) -> str:
@@ -81,6 +106,10 @@ class Conversation:
         limits: Limits | None = None,
         alerts: Alerts | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        memory: Memory | None = None,
+        context: ContextLimits | None = None,
+        known_secrets: Sequence[str] = (),
+        confirm_seconds: float = 120.0,
     ) -> None:
         self.profile = profile
         self.attachments = attachments
@@ -97,8 +126,16 @@ class Conversation:
             profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
         )
         kept = attachments.limits.keep_dir if attachments is not None else None
-        self.privacy = Privacy(profile, store, clock, media=kept)
+        self.privacy = Privacy(profile, store, clock, media=kept, review=review)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
+        self.memory = MemoryCommands(memory, store, clock)
+        """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
+        self.context = GroupContext(context or ContextLimits(), store, clock)
+        """A group's unaddressed lines, kept for its next question (when turned on)."""
+        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
+        """/persona: the chat's own persona, set by its admins."""
+        self.confirmations = Confirmations(profile, store, seconds=confirm_seconds, clock=clock)
+        """The ✅/✖ cards of tools that need the asker's consent."""
 
     @property
     def channel(self) -> str:
@@ -113,10 +150,30 @@ class Conversation:
             log.info("%s: an edited message is not answered again", self.profile.who)
             return
         if chat.is_group and not message.addressed:
-            return  # in a group, only what is said to the bot (an answer to its question too)
-        out.texts = texts = await self.languages.texts(chat, out)
+            # In a group, only what is said to the bot is answered (an answer to its
+            # question too); the rest is kept as context only where that is turned on.
+            await self.context.keep(message)
+            return
+        if message.given_up:
+            # Every attempt at this update failed (one may have ended the process): say so once.
+            out.texts = await self.languages.texts(chat, out)
+            await out.notice(out.texts(GAVE_UP))
+            return
         text = words(message)
-        if text is not None and await self._awaited(message, text, out):
+        # One read for the chat's state; a message that can only be a turn opens it there too.
+        admission = self.quotas.admission(chat, admin=self.review.is_admin(chat.user_id))
+        incoming = (
+            None if not self._plain_turn(message, text) else self._incoming(message, text or "")
+        )
+        state = await self.store.chat_state(
+            chat.channel,
+            chat.chat_id,
+            chat.user_id,
+            self.questions.clock(),  # the open question's window follows the questions' clock
+            None if incoming is None else self.turns.start(incoming, admission),
+        )
+        out.texts = texts = await self.languages.texts(chat, out, state.language)
+        if text is not None and await self._awaited(message, text, out, state.awaiting):
             return
         if message.command == FORGET_COMMAND[0]:
             await self.privacy.ask(chat, out)  # everyone may ask, on the allowlist or not
@@ -134,7 +191,18 @@ class Conversation:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(texts(dialect.text_only))
             return
-        await self.answer(_incoming(message, text, texts.language), out)
+        incoming = self._incoming(message, text, texts.language)
+        await self.answer(incoming, out, turn=state.turn, admission=admission)
+
+    def _plain_turn(self, message: Message, text: str | None) -> bool:
+        """Whatever the user's open question: the message is a turn for the agent, unless it
+        answers that question (the order of `on_message`)."""
+        return (
+            text is not None
+            and message.command is None
+            and self.profile.audience.allowed(message.chat.user_id)
+            and not (self.attachments is not None and readable(message.media, message.attachment))
+        )
 
     async def _with_attachment(self, message: Message, out: Responder) -> None:
         """Read the attachment into the turn, or say why not; an album is answered once."""
@@ -143,12 +211,23 @@ class Conversation:
         if await self._album_seen(message):
             log.info("%s: album %s was answered already", self.profile.who, message.album)
             return
+        # Admitted before anything is downloaded or transcribed: over a daily limit, a
+        # voice note costs the operator no speech-to-text.
+        admission = await self._admit(message.chat, message.inbox_id, out)
+        if isinstance(admission, Refusal):
+            return
         async with out.working():  # a download and a transcription take a while
-            read = await self.attachments.read(message.media, message.attachment, message.text)
+            who = f"{message.chat.channel}:{message.chat.user_id or message.chat.chat_id}"
+            read = await self.attachments.read(
+                message.media, message.attachment, message.text, user=who
+            )
         if read.notice is not None:
             await out.notice(out.texts(read.notice, **read.notice_args))
+        if read.notice is None or read.then_answer:
+            incoming = self._incoming(message, read.text, out.texts.language, read)
+            await self.answer(incoming, out, admission=admission, admitted=True)
         else:
-            await self.answer(_incoming(message, read.text, out.texts.language, read), out)
+            await self.quotas.give_back(admission)
         # Only now: a crash before this reads the item again rather than dropping the album.
         await self._album_done(message)
 
@@ -185,6 +264,8 @@ class Conversation:
         language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif is_confirm_data(press.data):
+            await self.confirmations.on_press(press, out)
         elif language is not None:
             await self._language_press(press, language, out)
         elif is_forget_press(press.data):
@@ -226,14 +307,15 @@ class Conversation:
         if text:
             await out.notice(text)
 
-    async def _awaited(self, message: Message, text: str, out: Responder) -> bool:
-        """Take the text as the answer to the user's open question, if it is one."""
+    async def _awaited(
+        self, message: Message, text: str, out: Responder, question: Awaiting | None
+    ) -> bool:
+        """Take the text as the answer to the user's open `question`, if it is one."""
         user = message.chat.user_id
         if user is None or message.command is not None:
             return False
         if message.chat.is_group and not message.addressed:
             return False  # in a group, only what is said to the bot answers its question
-        question = await self.questions.open(message.chat, user)
         if question is None:
             return False
         if question.prompt_message_id is not None and (
@@ -265,6 +347,13 @@ class Conversation:
         elif command == "new":
             await self.store.finish_chat_session(self.channel, chat.chat_id, "new")
             text = texts(dialect.new)
+        elif command in (REMEMBER_COMMAND[0], MEMORY_COMMAND[0]):
+            run = self.memory.remember if command == REMEMBER_COMMAND[0] else self.memory.command
+            # In a group the notice answers the sender's own message: it is about them.
+            await out.notice(await run(chat, argument(message.text), texts), quote=chat.is_group)
+            return
+        elif command == PERSONA_COMMAND[0]:
+            text = await self.personas.command(chat, argument(message.text), texts, out)
         elif command == "language":
             said = await self.languages.command(chat, argument(message.text), texts, out)
             out.texts, text, buttons = said
@@ -276,30 +365,63 @@ class Conversation:
 
     # ---- the turn -------------------------------------------------------------------------
 
-    async def answer(self, incoming: IncomingMessage, out: Responder) -> Reply:
-        """Ask the agent (showing that it works), deliver once, remember and count it.
+    async def _admit(
+        self, chat: ChatRef, inbox_id: int | None, out: Replies
+    ) -> Admission | Refusal | None:
+        """The answer counted under the daily limits now, or the refusal (its notice said)."""
+        admin = self.review.is_admin(chat.user_id)
+        admitted = await self.quotas.admit_now(chat, inbox_id, admin=admin, texts=out.texts)
+        if isinstance(admitted, Refusal):
+            self.counts.over_limit(self.channel, admitted.scope)
+            await out.notice(admitted.notice)
+        return admitted
 
-        Over a daily quota, the user gets the quota's notice instead and the model is not asked.
+    async def answer(
+        self,
+        incoming: IncomingMessage,
+        out: Answers,
+        *,
+        turn: OpenedTurn | None = None,
+        admission: Admission | None = None,
+        admitted: bool = False,
+    ) -> Reply:
+        """Ask the agent (showing that it works), deliver once, count it.
+
+        `turn` (with its `admission`) is the turn as opened with the chat's state; else it is
+        opened here, admitted with it unless `admitted` (counted under `admission` before its
+        attachment was read). Over a daily quota, the user gets the quota's notice instead and
+        the model is not asked. The channel records where the answer went as it sends it.
         """
         started = time.monotonic()
-        admin = self.review.is_admin(incoming.chat.user_id)
-        admission = await self.quotas.admit(incoming, admin=admin, texts=out.texts)
-        if isinstance(admission, Refusal):
-            self.counts.over_limit(self.channel, admission.scope)
-            await out.notice(admission.notice)
-            return Reply(text=admission.notice, kind="notice")
+        if turn is None:
+            if not admitted:
+                admin = self.review.is_admin(incoming.chat.user_id)
+                admission = self.quotas.admission(incoming.chat, admin=admin)
+            start = self.turns.start(incoming, None if admitted else admission)
+            turn = await self.store.start_turn(start)
+        if turn.over is not None:
+            refusal = await self.quotas.refuse(turn.over, out.texts)
+            self.counts.over_limit(self.channel, refusal.scope)
+            await out.notice(refusal.notice)
+            return Reply(text=refusal.notice, kind="notice")
+        spend = self.quotas.spender(incoming, turn, admission)
+        access = ToolAccess(
+            admin=self.review.is_admin(incoming.chat.user_id),
+            group=incoming.chat.is_group,
+            confirm=self.confirmations.asker(incoming.chat, out),
+        )
         async with out.working() as partial:
-            reply = await self.turns.respond(incoming, partial)
-        await self.quotas.spend(incoming, admission, reply)
+            reply = await self.turns.respond(incoming, partial, access, turn=turn, spend=spend)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
             log.info("answer %s was delivered before; not sending again", reply.message_id)
             return reply
-        if reply.message_id is not None:
-            await self.store.set_platform_ids(reply.message_id, ids)
         reply.delivered_ids = ids
         self._count(reply, time.monotonic() - started)
+        for entry in reply.remembered:  # the model kept a note: the user sees what
+            dropped, reply.memory_dropped = reply.memory_dropped, 0
+            await out.notice(remembered_text(out.texts, entry, dropped), quote=True)
         return reply
 
     def _count(self, reply: Reply, seconds: float) -> None:
@@ -309,18 +431,20 @@ class Conversation:
         failed = reply.kind == "error"
         self.counts.answered(self.channel, reply.kind, seconds, model_failed=failed)
 
-
-def _incoming(
-    message: Message, text: str, language: str, read: Read | None = None
-) -> IncomingMessage:
-    """The turn for the agent: the words, and what was read of an attachment."""
-    return IncomingMessage(
-        chat=message.chat,
-        text=text,
-        user_name=message.user_name,
-        platform_message_id=message.message_id,
-        inbox_id=message.inbox_id,
-        language=language,
-        images=read.images if read is not None else [],
-        attachments=read.attachments if read is not None else [],
-    )
+    def _incoming(
+        self, message: Message, text: str, language: str = "en", read: Read | None = None
+    ) -> IncomingMessage:
+        """The turn for the agent: the words, what was read of an attachment, and whether the
+        sender's memory may be used (the store checks a group's opt-in)."""
+        return IncomingMessage(
+            chat=message.chat,
+            text=text,
+            user_name=message.user_name,
+            platform_message_id=message.message_id,
+            inbox_id=message.inbox_id,
+            language=language,
+            images=read.images if read is not None else [],
+            attachments=read.attachments if read is not None else [],
+            memory=self.memory.enabled and message.chat.user_id is not None,
+            context_since=self.context.since(message.chat),
+        )

@@ -13,7 +13,7 @@ import logging
 import re
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ConversationStore, Responder
+from gateway.conversation.ports import ConversationStore, RatingReplies
 from gateway.conversation.questions import Questions
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError
@@ -57,7 +57,7 @@ class Feedback:
         self.store = store
         self.questions = questions
 
-    async def on_press(self, press: Press, out: Responder) -> None:
+    async def on_press(self, press: Press, out: RatingReplies) -> None:
         """Check and store one rating press, then show it and, after 👎, ask what went wrong."""
         texts = out.texts
         rating = parse_rating(press.data)
@@ -100,7 +100,7 @@ class Feedback:
             await self.questions.close(asked)
 
     async def take_comment(
-        self, question: Awaiting, text: str, out: Responder, *, message_id: str | None = None
+        self, question: Awaiting, text: str, out: RatingReplies, *, message_id: str | None = None
     ) -> None:
         """Keep `text` as the comment the question asked for, thank, and close the question.
 

@@ -10,13 +10,11 @@ whole lease to finish in). One process without replicas holds no claims: nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.conversation.ports import Responder
-from gateway.core.models import Button, ChatRef, Reply
+from gateway.core.models import Button, Reply
 from gateway.core.records import InboxItem
-from gateway.core.stream import PartialText
 from gateway.i18n import Texts
 from gateway.review.cards import Card
 from gateway.review.proposals import Proposal
@@ -31,13 +29,22 @@ class Claims(Protocol):
 
 
 class FencedResponder:
-    """A Responder that checks the claim on its update before each thing it sends."""
+    """A Responder whose every send first checks the claim on its update.
+
+    Only what says something is fenced; what reads (the chat, its language, the reviewer's
+    name, how many cards fit) or only shows work ("typing…" and drafts are no message: the
+    answer after them is fenced) passes through to the platform's own responder.
+    """
 
     def __init__(self, out: Responder, claims: Claims, item: InboxItem) -> None:
         self.out = out
         self.claims = claims
         self.item = item
-        self.chat: ChatRef = out.chat
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "out":  # not set yet (a copy being made): nothing to pass through to
+            raise AttributeError(name)
+        return getattr(self.out, name)  # the unfenced rest of `Responder`
 
     @property
     def texts(self) -> Texts:
@@ -45,14 +52,7 @@ class FencedResponder:
 
     @texts.setter
     def texts(self, texts: Texts) -> None:
-        self.out.texts = texts
-
-    @property
-    def language_tag(self) -> str | None:
-        return self.out.language_tag
-
-    async def look_up_language(self) -> str | None:
-        return await self.out.look_up_language()  # a read: nothing is said
+        self.out.texts = texts  # the platform's responder says its own texts in them
 
     async def _hold(self) -> None:
         await self.claims.hold(self.item)
@@ -66,10 +66,6 @@ class FencedResponder:
     async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
         await self._hold()
         await self.out.acknowledge(text, courtesy=courtesy)
-
-    def working(self) -> AbstractAsyncContextManager[PartialText | None]:
-        # "typing…" and drafts are no message; the answer after them is fenced.
-        return self.out.working()
 
     async def deliver(self, reply: Reply) -> list[str]:
         await self._hold()
@@ -86,12 +82,6 @@ class FencedResponder:
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         await self._hold()
         return await self.out.ask_reason(proposal, decided)
-
-    async def reviewer_name(self) -> str | None:
-        return await self.out.reviewer_name()
-
-    def cards_per_listing(self, pending: int) -> int:
-        return self.out.cards_per_listing(pending)
 
     async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
         await self._hold()

@@ -157,9 +157,12 @@ class Languages:
         """The texts for a platform's language tag; the default for an unknown or missing one."""
         return texts_for(language_of(tag) or self.default)
 
-    async def texts(self, chat: ChatRef, speaker: Speaker) -> Texts:
-        """The texts for the user being answered in `chat`."""
-        state = await self.store.language_state(chat.channel, chat.chat_id, chat.user_id)
+    async def texts(
+        self, chat: ChatRef, speaker: Speaker, state: LanguageState | None = None
+    ) -> Texts:
+        """The texts for the user being answered in `chat` (`state`: as read with the chat's)."""
+        if state is None:
+            state = await self.store.language_state(chat.channel, chat.chat_id, chat.user_id)
         if state.chosen is not None:
             return texts_for(state.chosen)
         return self.pick(await self._tag(chat, speaker, state))

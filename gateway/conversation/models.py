@@ -47,6 +47,8 @@ class Message:
     replying_to: str | None = None
     """The platform id of the message this one replies to, if any."""
     inbox_id: int | None = None
+    given_up: bool = False
+    """The inbox gave up on it (`InboxItem.given_up`): only a notice says so."""
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,36 @@
 """What the conversation layer needs from the outside, as protocols.
 
 `Responder` is the one a platform implements: how to say things in the chat an
-event came from. The store, the agent, the review operations and the metrics
-implement the rest; app.py hands each to the layer.
+event came from, made of the few ports its callers use (`Replies`, `Answers`,
+`RatingReplies`, `ReviewReplies`, and the language's `Speaker`). The store, the
+agent, the review operations and the metrics implement the rest; app.py hands each
+to the layer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Literal, Protocol
 
-from gateway.conversation.language import LanguageStore
+from gateway.conversation.context import ContextStore
+from gateway.conversation.language import LanguageStore, Speaker
+from gateway.conversation.memory import MemoryCommandStore
+from gateway.conversation.persona import PersonaStore
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
     Forgotten,
     MessageRecord,
+    OpenedTurn,
     QuotaCheck,
     SessionRecord,
     SkillRecord,
-    Trace,
 )
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess
+from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
 from gateway.review.ports import CardLedger
@@ -34,21 +41,12 @@ from gateway.synthesis.synthesizer import RunSummary
 from gateway.usage import UsageSource
 
 
-class Responder(Protocol):
-    """How a platform answers in the chat of the event being handled."""
+class Replies(Protocol):
+    """Saying something in the chat of the event being handled: what every caller needs."""
 
     chat: ChatRef
     texts: Texts
     """The fixed texts in the user's language; the conversation layer sets them first."""
-
-    @property
-    def language_tag(self) -> str | None:
-        """The user's language as the update itself gives it (Telegram), else None."""
-        ...
-
-    async def look_up_language(self) -> str | None:
-        """Ask the platform for the user's language (LINE's profile); ChannelError if it fails."""
-        ...
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
@@ -60,6 +58,10 @@ class Responder(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
+
+class Answers(Replies, Speaker, Protocol):
+    """The turn: show that an answer is being written, then deliver it."""
+
     def working(self) -> AbstractAsyncContextManager[PartialText | None]:
         """Show that an answer is being written ("typing…", the loading animation).
 
@@ -69,8 +71,16 @@ class Responder(Protocol):
         ...
 
     async def deliver(self, reply: Reply) -> list[str]:
-        """Send an answer with its buttons, continuing what an earlier attempt sent."""
+        """Send an answer with its buttons, continuing what an earlier attempt sent.
+
+        The platform records where each part went on the stored answer as it goes out
+        (the one writer of those ids), so a retry continues with the next part.
+        """
         ...
+
+
+class RatingReplies(Replies, Protocol):
+    """What feedback shows: the rating on the answer, the question what went wrong."""
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         """Show the rating on the rated answer, where the platform can."""
@@ -80,12 +90,21 @@ class Responder(Protocol):
         """Ask what went wrong; the prompt's id when only a reply to it is the answer."""
         ...
 
+
+class ReviewReplies(Replies, Protocol):
+    """What review by chat admins shows: cards, diffs, the question why a rejection."""
+
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         """Say `decided` and ask why; the prompt's id when only a reply to it is the answer."""
         ...
 
     async def reviewer_name(self) -> str | None:
         """How the user who pressed is shown on cards."""
+        ...
+
+    async def is_chat_admin(self) -> bool:
+        """Whether the sender administers this group on the platform (Telegram asks
+        getChatMember); False where the platform does not say (LINE) or cannot tell now."""
         ...
 
     def cards_per_listing(self, pending: int) -> int:
@@ -105,8 +124,20 @@ class Responder(Protocol):
         ...
 
 
+class Responder(Answers, RatingReplies, ReviewReplies, Protocol):
+    """How a platform answers in the chat of the event being handled: every port above.
+
+    A platform implements it whole; each part of the conversation layer asks for the port
+    it uses (`Replies` for privacy, `RatingReplies` for feedback, `ReviewReplies` for review
+    by chat, `Answers` for the turn, `Speaker` for languages).
+    """
+
+
 class QuotaStore(Protocol):
-    """The daily counts (`gateway.store.usage`), and what a turn already stored."""
+    """The daily counts (`gateway.store.usage`) beyond what a turn's own transactions raise:
+    an answer admitted ahead of its turn (an attachment), and what it gives back."""
+
+    async def quota_first(self, day: str, flag: str) -> bool: ...
 
     async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None: ...
 
@@ -114,11 +145,7 @@ class QuotaStore(Protocol):
         self, day: str, counts: Sequence[tuple[str, str, int]], *, tokens: int, cost: float
     ) -> None: ...
 
-    async def quota_first(self, day: str, flag: str) -> bool: ...
-
     async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
-
-    async def get_trace(self, message_id: int) -> Trace | None: ...
 
 
 class ForgetStore(Protocol):
@@ -134,17 +161,67 @@ class ForgetStore(Protocol):
         handling: int | None = None,
     ) -> Forgotten: ...
 
+    async def checkpoint(self) -> None: ...
+
+
+class ConfirmStore(Protocol):
+    """The stored questions (`gateway.store.tools`)."""
+
+    async def open_confirmation(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str,
+        tool: str,
+        arguments: str,
+        *,
+        expires_at: float,
+        now: float | None = None,
+    ) -> int: ...
+
+    async def press_confirmation(
+        self,
+        confirmation_id: int,
+        channel: str,
+        user_id: str | None,
+        decision: Literal["approved", "declined"],
+        now: float | None = None,
+    ) -> str: ...
+
+    async def confirmation_decision(self, confirmation_id: int) -> str | None: ...
+
+    async def expire_confirmation(self, confirmation_id: int, now: float | None = None) -> str: ...
+
 
 class ConversationStore(
-    CardSource, CardLedger, LanguageStore, QuotaStore, ForgetStore, UsageSource, Protocol
+    CardSource,
+    CardLedger,
+    ContextStore,
+    LanguageStore,
+    MemoryCommandStore,
+    PersonaStore,
+    QuotaStore,
+    ForgetStore,
+    UsageSource,
+    ConfirmStore,
+    Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
+
+    async def chat_state(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        turn: TurnStart | None = None,
+    ) -> ChatState: ...
+
+    async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
-
-    async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
 
     async def finish_chat_session(
         self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
@@ -192,8 +269,18 @@ class ConversationStore(
 class Turns(Protocol):
     """The agent: one user message in, the stored answer out."""
 
+    def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
+        """How the store opens the turn of `incoming`."""
+        ...
+
     async def respond(
-        self, incoming: IncomingMessage, partial: PartialText | None = None
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        access: ToolAccess | None = None,
+        *,
+        turn: OpenedTurn | None = None,
+        spend: Spender | None = None,
     ) -> Reply: ...
 
 
@@ -212,10 +299,17 @@ class Decisions(CardReview, Protocol):
 
     async def get(self, proposal_id: int) -> Proposal: ...
 
-    async def approve(self, proposal_id: int, decider: str) -> Decision: ...
+    async def approve(
+        self, proposal_id: int, decider: str, *, name: str | None = None
+    ) -> Decision: ...
 
     async def reject(
-        self, proposal_id: int, decider: str, reason: str | None = None
+        self,
+        proposal_id: int,
+        decider: str,
+        reason: str | None = None,
+        *,
+        name: str | None = None,
     ) -> Decision: ...
 
     async def give_reason(self, proposal_id: int, reason: str | None) -> Proposal: ...
@@ -223,6 +317,14 @@ class Decisions(CardReview, Protocol):
     async def reopen(
         self, proposal_id: int, decider: str, reason: str | None = None
     ) -> Decision: ...
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
+
+
+class Withdrawals(Protocol):
+    """Withdrawing pending proposals made from deleted sessions (`Reviewer`)."""
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
 
 
 class Synthesis(Protocol):

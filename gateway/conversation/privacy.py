@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.conversation.content import ALBUM_META
+from gateway.conversation.content import ALBUM_META, MEDIA_META
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ForgetStore, Responder
+from gateway.conversation.ports import ForgetStore, Replies, Withdrawals
 from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
 from gateway.i18n import ENGLISH, N_, Texts
@@ -62,14 +62,22 @@ async def forget(
     handling: int | None = None,
     now: float | None = None,
     media: Path | None = None,
+    review: Withdrawals | None = None,
 ) -> Forgotten:
     """Delete everything about one user (the chat button, the console and the CLI all use this).
 
     `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA); the user's files go too.
+    `review`: pending proposals made from the user's sessions are withdrawn there.
     """
     at = time.time() if now is None else now
-    keys = [ALBUM_META.format(channel=channel, chat=user_id)]
+    keys = [meta.format(channel=channel, chat=user_id) for meta in (ALBUM_META, MEDIA_META)]
     done = await store.forget_user(channel, user_id, at, meta_keys=keys, handling=handling)
+    if review is not None and done.session_ids:
+        withdrawn = await review.withdraw_evidence(done.session_ids)
+        if withdrawn:
+            log.info("withdrew pending proposal(s) %s made from the deleted sessions", withdrawn)
+    # The deleted words are still in SQLite's write-ahead log until it is checkpointed.
+    await store.checkpoint()
     if media is not None and done.files:
         await asyncio.to_thread(discard, media, done.files)
     # Counts only: the user's id is what was just deleted.
@@ -92,20 +100,22 @@ class Privacy:
         store: ForgetStore,
         clock: Callable[[], float] = time.time,
         media: Path | None = None,
+        review: Withdrawals | None = None,
     ) -> None:
         self.profile = profile
         self.store = store
         self.clock = clock
         self.media = media
+        self.review = review
 
-    async def ask(self, chat: ChatRef, out: Responder) -> None:
+    async def ask(self, chat: ChatRef, out: Replies) -> None:
         texts = out.texts
         if chat.is_group or chat.user_id is None:
             await out.notice(texts(FORGET_PRIVATE))
             return
         await out.notice(texts(FORGET_ASK), buttons=forget_buttons(texts))
 
-    async def on_press(self, press: Press, out: Responder) -> None:
+    async def on_press(self, press: Press, out: Replies) -> None:
         user, texts = press.chat.user_id, out.texts
         if press.data.endswith(":no") or user is None:
             await out.acknowledge(texts(FORGET_CANCELLED))
@@ -120,6 +130,7 @@ class Privacy:
             handling=press.inbox_id,
             now=self.clock(),
             media=self.media,
+            review=self.review,
         )
         # `texts` was chosen before the user's language was deleted with the rest.
         await out.acknowledge(texts(FORGET_DELETED), courtesy=True)

@@ -1,10 +1,12 @@
 """Daily quotas: per user, per group chat and for the whole gateway, checked before the model.
 
-An answer is admitted by one database transaction that raises every count it falls
-under (`quota_admit`), so the limits hold across restarts and replicas. Over a limit,
+An answer is admitted in the transaction that opens its turn, which raises every count
+it falls under (`gateway.store.usage.admit`), so the limits hold across restarts and
+replicas. Over a limit,
 the user gets one notice saying when the counts reset (UTC midnight), the model is not
 called, and the admins are told once that day. Admins are never refused. An answer's
-tokens and cost are added once it is stored; a failed answer gives its count back.
+tokens and cost, which it carries from the model, are added in the transaction that
+stores it; a failed answer gives its count back.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway.conversation.ports import QuotaStore
-from gateway.core.models import IncomingMessage, Reply
-from gateway.core.records import QuotaCheck
+from gateway.core.models import ChatRef, IncomingMessage
+from gateway.core.records import OpenedTurn, QuotaCheck
+from gateway.core.turn import Admission, QuotaSpend, Spender, Usage
 from gateway.i18n import ENGLISH, N_, Texts
 from gateway.usage import Prices, cost_of, next_reset, subjects, utc_day
 
@@ -66,6 +69,8 @@ class Limits:
     gateway_tokens: int | None = None
     gateway_cost: float | None = None
     prices: Prices = field(default_factory=dict)
+    stt_per_minute: float = 0.0
+    """What a minute of transcribed speech costs (STT_PRICE_PER_MINUTE)."""
 
     @property
     def active(self) -> bool:
@@ -81,8 +86,7 @@ class Limits:
             )
         )
 
-    def checks(self, incoming: IncomingMessage) -> list[QuotaCheck]:
-        chat = incoming.chat
+    def checks(self, chat: ChatRef) -> list[QuotaCheck]:
         found = []
         for scope, subject in subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group):
             if scope == "user":
@@ -99,16 +103,6 @@ class Limits:
 def until_reset(now: float, texts: Texts = ENGLISH) -> str:
     left = max(0, int(next_reset(now) - now))
     return texts(IN_TIME, hours=left // 3600, minutes=left % 3600 // 60)
-
-
-@dataclass(frozen=True)
-class Admission:
-    """An admitted answer: the day it counts on, and the counts it was admitted under."""
-
-    day: str
-    counted: tuple[tuple[str, str], ...] = ()
-    spends: bool = True
-    """False when the answer was made (and spent) before a crash stopped its delivery."""
 
 
 @dataclass(frozen=True)
@@ -135,48 +129,69 @@ class Quotas:
         self.alerts = alerts
         self.clock = clock
 
-    async def admit(
-        self, incoming: IncomingMessage, *, admin: bool, texts: Texts = ENGLISH
-    ) -> Admission | Refusal:
-        """Count the answer about to be made, or the notice (in `texts`) to give instead."""
-        now = self.clock()
-        day = utc_day(now)
+    def admission(self, chat: ChatRef, *, admin: bool) -> Admission | None:
+        """The counts a new answer in `chat` raises when its turn opens; None: no limit applies."""
         if admin or not self.limits.active:
-            return Admission(day)
-        inbox_id = incoming.inbox_id
-        if inbox_id is not None and await self.store.message_for_inbox(inbox_id, "user"):
-            # Resumed after a crash: counted before, and spent too if it was answered.
-            answered = await self.store.message_for_inbox(inbox_id, "assistant")
-            return Admission(day, spends=answered is None)
-        checks = self.limits.checks(incoming)
-        over = await self.store.quota_admit(day, checks)
-        if over is None:
-            return Admission(day, tuple((c.scope, c.subject) for c in checks))
-        log.info("daily %s limit reached for %s", over.scope, over.subject or "the gateway")
-        await self._alert(day, over)
-        return Refusal(over.scope, texts(NOTICES[over.scope], reset=until_reset(now, texts)))
+            return None
+        return Admission(utc_day(self.clock()), tuple(self.limits.checks(chat)))
 
-    async def spend(self, incoming: IncomingMessage, admission: Admission, reply: Reply) -> None:
-        """Add the stored answer's tokens and cost; a failed answer gives its count back."""
-        if not self.limits.active or not admission.spends or reply.message_id is None:
-            return
-        trace = await self.store.get_trace(reply.message_id)
-        tokens = 0 if trace is None else trace.prompt_tokens + trace.completion_tokens
-        cost = 0.0
-        if trace is not None:
-            cost = (
-                cost_of(
-                    self.limits.prices, trace.model, trace.prompt_tokens, trace.completion_tokens
-                )
-                or 0.0
-            )
-        back = -1 if reply.kind == "error" else 0
+    async def admit_now(
+        self, chat: ChatRef, inbox_id: int | None, *, admin: bool, texts: Texts = ENGLISH
+    ) -> Admission | Refusal | None:
+        """Count an answer ahead of its turn (a voice note or file is admitted before it is
+        downloaded or transcribed), or the refusal to give instead; None: no limit applies.
+        An update resumed after a crash was counted when its message was first stored."""
+        admission = self.admission(chat, admin=admin)
+        if admission is None:
+            return None
+        if inbox_id is not None and await self.store.message_for_inbox(inbox_id, "user"):
+            return Admission(admission.day)
+        over = await self.store.quota_admit(admission.day, admission.checks)
+        return admission if over is None else await self.refuse(over, texts)
+
+    async def give_back(self, admission: Admission | None) -> None:
+        """An answer admitted ahead of its turn that was never made (a notice answered)."""
+        if admission is not None and admission.checks:
+            counts = [(c.scope, c.subject, -1) for c in admission.checks]
+            await self.store.quota_spend(admission.day, counts, tokens=0, cost=0.0)
+
+    def spender(
+        self, incoming: IncomingMessage, turn: OpenedTurn, admission: Admission | None
+    ) -> Spender | None:
+        """What the answer of `turn` adds to the counts: its tokens and cost (an admin's too),
+        speech-to-text's minutes included; a failed answer gives back the count it raised."""
+        if not self.limits.active:
+            return None
         chat = incoming.chat
-        counts = [
-            (scope, subject, back if (scope, subject) in admission.counted else 0)
-            for scope, subject in subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group)
-        ]
-        await self.store.quota_spend(admission.day, counts, tokens=tokens, cost=cost)
+        # Speech-to-text was paid for whatever became of the answer: its minutes count too.
+        speech = sum(a.duration or 0.0 for a in incoming.attachments if a.sent_as == "transcript")
+        speech_cost = speech / 60 * self.limits.stt_per_minute
+        day = admission.day if admission is not None else utc_day(self.clock())
+        raised = set()
+        if admission is not None and not turn.resumed:
+            raised = {(c.scope, c.subject) for c in admission.checks}
+        prices = self.limits.prices
+
+        def spend(usage: Usage) -> QuotaSpend:
+            back = -1 if usage.kind == "error" else 0
+            counts = tuple(
+                (scope, subject, back if (scope, subject) in raised else 0)
+                for scope, subject in subjects(
+                    chat.channel, chat.chat_id, chat.user_id, chat.is_group
+                )
+            )
+            prompt, completion = usage.prompt_tokens, usage.completion_tokens
+            cost = (cost_of(prices, usage.model, prompt, completion) or 0.0) + speech_cost
+            return QuotaSpend(day, counts, prompt + completion, cost)
+
+        return spend
+
+    async def refuse(self, over: QuotaCheck, texts: Texts = ENGLISH) -> Refusal:
+        """The notice (in `texts`) for an answer a daily limit refused; the admins are told."""
+        now = self.clock()
+        log.info("daily %s limit reached for %s", over.scope, over.subject or "the gateway")
+        await self._alert(utc_day(now), over)
+        return Refusal(over.scope, texts(NOTICES[over.scope], reset=until_reset(now, texts)))
 
     async def _alert(self, day: str, over: QuotaCheck) -> None:
         if self.alerts is None or not await self.store.quota_first(day, "admins-told"):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ConversationStore, Decisions, Responder, Synthesis
+from gateway.conversation.ports import ConversationStore, Decisions, ReviewReplies, Synthesis
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
@@ -161,7 +161,7 @@ class ReviewChat:
 
     # ---- presses --------------------------------------------------------------------------
 
-    async def on_press(self, press: Press, out: Responder) -> None:
+    async def on_press(self, press: Press, out: ReviewReplies) -> None:
         """Approve, Reject, Full diff or Skip on a card."""
         user, texts = press.chat.user_id, out.texts
         if user is None or not self.is_admin(user):
@@ -194,13 +194,11 @@ class ReviewChat:
             await self._decide(action, proposal_id, user, out)
 
     async def _decide(
-        self, action: CardAction, proposal_id: int, user: str, out: Responder
+        self, action: CardAction, proposal_id: int, user: str, out: ReviewReplies
     ) -> None:
         decider = f"{self.channel}:{user}"
-        name = await out.reviewer_name()
-        if name:
-            await self.store.set_reviewer_name(decider, name)
-        result = await self.decide(action, proposal_id, decider, out.texts)
+        name = await out.reviewer_name()  # kept with the decision, in its transaction
+        result = await self.decide(action, proposal_id, decider, out.texts, name=name or None)
         if result.rejected_now and result.decision is not None:
             p = result.decision.proposal
             prompt = await out.ask_reason(p, result.text)
@@ -223,7 +221,7 @@ class ReviewChat:
             except ChannelError as exc:
                 log.info("could not update an older card copy: %s", exc)
 
-    async def _full_diff(self, proposal_id: int, out: Responder) -> None:
+    async def _full_diff(self, proposal_id: int, out: ReviewReplies) -> None:
         try:
             p = await self.review.get(proposal_id)
         except ProposalNotFound:
@@ -234,19 +232,25 @@ class ReviewChat:
     async def already(self, p: Proposal, texts: Texts = ENGLISH) -> str:
         """E.g. "Already rejected by Alice at 2026-05-01 12:34 UTC."."""
         name = await self.store.reviewer_name(p.decided_by) if p.decided_by else None
-        who = decider_label(p.decided_by, name, texts)
+        who = decider_label(p.decided_by, name, texts, self.review.users)
         message = ALREADY.get(p.status, ALREADY_DECIDED)
         return texts(message, who=who, at=when(p.decided_at, texts))
 
     async def decide(
-        self, action: CardAction, proposal_id: int, decider: str, texts: Texts = ENGLISH
+        self,
+        action: CardAction,
+        proposal_id: int,
+        decider: str,
+        texts: Texts = ENGLISH,
+        *,
+        name: str | None = None,
     ) -> Decided:
         """Approve or reject for a chat admin; the first decision wins, later ones say who won."""
         try:
             if action == "approve":
-                decision = await self.review.approve(proposal_id, decider)
+                decision = await self.review.approve(proposal_id, decider, name=name)
             else:
-                decision = await self.review.reject(proposal_id, decider)
+                decision = await self.review.reject(proposal_id, decider, name=name)
         except ProposalNotFound:
             return Decided(texts(GONE))
         except (OSError, SkillError, StoreError) as exc:
@@ -270,7 +274,7 @@ class ReviewChat:
             await self.review.give_reason(int(question.ref), text.strip()[:MAX_REASON])
         await self.questions.close(question)
 
-    async def take_reason(self, question: Awaiting, text: str, out: Responder) -> bool:
+    async def take_reason(self, question: Awaiting, text: str, out: ReviewReplies) -> bool:
         """Keep an admin's answer to "why reject?"; False when the user is no admin."""
         if not self.is_admin(question.user_id):
             return False
@@ -280,7 +284,9 @@ class ReviewChat:
 
     # ---- commands -------------------------------------------------------------------------
 
-    async def on_command(self, command: str, chat: ChatRef, out: Responder, args: str = "") -> None:
+    async def on_command(
+        self, command: str, chat: ChatRef, out: ReviewReplies, args: str = ""
+    ) -> None:
         """/proposals, /skills, /synthesize, /reopen or /usage from someone who wrote to the bot."""
         texts = out.texts
         if not self.is_admin(chat.user_id):
@@ -306,7 +312,7 @@ class ReviewChat:
                 await out.notice(texts(self.profile.dialect.running_synthesis))
             await out.notice(synthesis_text(await self.synthesis.run("chat"), texts))
 
-    async def _reopen(self, chat: ChatRef, args: str, out: Responder) -> None:
+    async def _reopen(self, chat: ChatRef, args: str, out: ReviewReplies) -> None:
         """`/reopen ID reason`: take back a rejection, recorded with this admin and the reason."""
         texts = out.texts
         number, _, reason = args.strip().partition(" ")
@@ -336,7 +342,7 @@ class ReviewChat:
         else:
             await out.notice(texts(REOPENED, id=p.id, slug=p.slug))
 
-    async def _proposals(self, chat: ChatRef, out: Responder) -> None:
+    async def _proposals(self, chat: ChatRef, out: ReviewReplies) -> None:
         pending, texts = await self.store.pending_proposals(), out.texts
         if not pending:
             await out.notice(texts(NO_PENDING))

@@ -7,17 +7,33 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.core.llm import LLM, Completion
-from gateway.core.models import IncomingMessage, Reply, rating_buttons
+from gateway.core.llm import LLM, Completion, ToolCall
+from gateway.core.memory import Memory, Remembered, clean
+from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
+from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
-from gateway.core.prompt import build_messages, load_skill_tool
-from gateway.core.records import MessageRecord, Trace
+from gateway.core.prompt import (
+    REMEMBER_TOOL,
+    build_messages,
+    group_context,
+    load_skill_tool,
+    memory_section,
+)
+from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.stream import PartialText
+from gateway.core.tools import ToolAccess, Toolbox, ToolSpec
+from gateway.core.turn import Admission, Spender, TurnStart, Usage
 from gateway.core.vision import NO_VISION, VisionPolicy
-from gateway.errors import ContextOverflow, ModelError, ModelNotConfigured, VisionUnsupported
+from gateway.errors import (
+    ContextOverflow,
+    ModelError,
+    ModelMisconfigured,
+    ModelNotConfigured,
+    VisionUnsupported,
+)
 from gateway.i18n import N_, texts_for
 
 log = logging.getLogger(__name__)
@@ -48,6 +64,26 @@ class AgentConfig:
     """The holdout share of a skill whose comparison lags (at least `skill_holdout`)."""
 
 
+@dataclass
+class TurnContext:
+    """What one turn knows of its chat and user beyond the history, and what it kept."""
+
+    chat: ChatRef
+    memory: list[str] | None = None
+    """The user's memory entries; None where this turn has no memory (no `remember` tool)."""
+    remembered: list[Remembered] = field(default_factory=list)
+    context: str = ""
+    """The group's unaddressed lines since the bot last answered there, fenced."""
+    persona: str | None = None
+    """The chat's own persona, after the operator's."""
+    access: ToolAccess = field(default_factory=ToolAccess)
+    """Who asks (an admin, in a group) and how to ask them to confirm a tool call."""
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return (persona_section(self.persona), memory_section(self.memory))
+
+
 class Agent:
     """Channel-neutral: finds the session, builds the prompt, calls the model, stores the answer."""
 
@@ -61,6 +97,8 @@ class Agent:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         vision: VisionPolicy | None = None,
+        memory: Memory | None = None,
+        tools: Toolbox | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -70,48 +108,89 @@ class Agent:
         self.rng = rng or random.Random()
         self.vision = vision
         """Told when the model refuses images, so that `auto` stops sending them."""
+        self.memory = memory
+        """Per-user memory (the `remember` tool); None when SKILLGATE_MEMORY is off."""
+        self.tools = tools
+        """MCP servers and built-in tools beside load_skill (None: none configured)."""
 
-    async def respond(self, incoming: IncomingMessage, partial: PartialText | None = None) -> Reply:
-        """Answer one message; an update answered before a crash gets its stored answer back.
-
-        `partial`, when given, receives the answer as the model writes it (each model call
-        starts it afresh) and is closed once the model is done; only the final text is stored.
-        """
+    def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
+        """How the store opens the turn of `incoming`: this agent's session and history rules."""
         chat = incoming.chat
-        # One store round trip: session, the user's message and history in one transaction.
-        turn = await self.store.open_turn(
+        return TurnStart(
             chat.channel,
             chat.chat_id,
             chat.user_id,
             incoming.text,
-            inbox_id=incoming.inbox_id,
-            now=self.clock(),
-            idle_seconds=self.config.session_idle_seconds,
-            history_limit=self.config.history_messages,
-            exclude_kinds=("error",),
-            platform_message_id=incoming.platform_message_id,
-            attachments=incoming.attachments,
+            incoming.inbox_id,
+            self.clock(),
+            self.config.session_idle_seconds,
+            self.config.history_messages,
+            ("error",),
+            incoming.platform_message_id,
+            incoming.attachments,
+            admission,
+            memory=incoming.memory and self.memory is not None,
+            in_group=chat.is_group,
+            context_since=incoming.context_since,
+            user_name=incoming.user_name,
         )
+
+    async def respond(
+        self,
+        incoming: IncomingMessage,
+        partial: PartialText | None = None,
+        access: ToolAccess | None = None,
+        *,
+        turn: OpenedTurn | None = None,
+        spend: Spender | None = None,
+    ) -> Reply:
+        """Answer one message; an update answered before a crash gets its stored answer back.
+
+        `turn` is the turn as opened already (with the chat's state), else it is opened here.
+        `partial`, when given, receives the answer as the model writes it (each model call
+        starts it afresh) and is closed once the model is done; only the final text is stored,
+        in one transaction with what `spend` makes of its tokens and model. `access` says who
+        asks (admin, group) and how to ask them to confirm a tool call.
+        """
+        chat = incoming.chat
+        if turn is None:
+            turn = await self.store.start_turn(self.start(incoming))
         if turn.answer is not None:
-            return _reply(turn.answer)
+            return _reply(turn.answer, resumed=True)
+        context = TurnContext(
+            chat,
+            memory=turn.memory,
+            context=group_context(turn.context),
+            persona=turn.persona,
+            access=access or ToolAccess(group=chat.is_group),
+        )
         try:
             text, kind, trace = await self._think(
-                incoming.text, turn.history, partial, incoming.images
+                incoming.text, turn.history, partial, incoming.images, context
             )
         finally:
             if partial is not None:
                 partial.close()
         text = _in_language(text, kind, incoming.language)
-        answer = await self.store.add_message(
+        usage = Usage(kind, trace.prompt_tokens, trace.completion_tokens, trace.model)
+        answer = await self.store.add_answer(
             turn.session_id,
-            "assistant",
             text,
             kind=kind,
             inbox_id=incoming.inbox_id,
             trace=trace,
+            now=time.time(),
             user_id=chat.user_id,
+            spent=spend(usage) if spend is not None else None,
         )
-        return _reply(answer)
+        reply = _reply(answer)
+        if context.remembered:
+            # The words of a turn that wrote memory never become synthesis evidence.
+            asked = [m.id for m in turn.history if m.role == "user"][-1:]
+            await self.store.withhold_messages([*asked, answer.id])
+            reply.remembered = [r.entry.text for r in context.remembered if r.entry]
+            reply.memory_dropped = sum(r.dropped for r in context.remembered)
+        return reply
 
     async def _think(
         self,
@@ -119,22 +198,41 @@ class Agent:
         history: list[MessageRecord],
         partial: PartialText | None = None,
         images: list[str] | None = None,
+        context: TurnContext | None = None,
     ) -> tuple[str, Any, Trace]:
-        """Run the model, with load_skill tool rounds; never raises for model failures."""
+        """Run the model, with tool rounds (load_skill, remember, the toolbox's); never raises
+        for model or tool failures."""
         started = time.monotonic()
+        ctx = context or TurnContext(ChatRef(channel="", chat_id=""))
+        specs = self.tools.offer(ctx.access) if self.tools is not None else []
         budget = self.config.skill_index_tokens
         offered, section = self.skills.offer(query, budget)
-        withheld = self._hold_out(offered)
-        if withheld:
-            offered, section = self.skills.offer(query, budget, exclude=withheld)
-        trace = Trace(skills_offered=offered, skills_withheld=withheld, model=self.llm.model)
+        unavailable = self._without_tools(offered, {spec.name for spec in specs})
+        withheld = self._hold_out([n for n in offered if n not in unavailable])
+        if withheld or unavailable:
+            exclude = [*withheld, *unavailable]
+            offered, section = self.skills.offer(query, budget, exclude=exclude)
+        trace = Trace(
+            skills_offered=offered,
+            skills_withheld=withheld,
+            model=self.llm.model,
+            persona_hash=persona_hash(self.config.persona, ctx.persona),
+        )
+        trace.skills_unavailable = list(unavailable)
+        trace.notes.extend(
+            f"skill {name} left out: {', '.join(why)} not available here"
+            for name, why in unavailable.items()
+        )
         history_tokens = self.config.history_tokens
         shown = list(images or [])
+        persona, sections, lines = self.config.persona, ctx.sections, ctx.context
 
         async def attempt(budget: int) -> tuple[str, Any, Trace]:
-            messages = build_messages(self.config.persona, section, history, budget, shown)
+            messages = build_messages(
+                persona, section, history, budget, shown, sections=sections, context=lines
+            )
             try:
-                return await self._rounds(messages, offered, trace, started, partial)
+                return await self._rounds(messages, offered, specs, trace, started, partial, ctx)
             except VisionUnsupported as exc:
                 if not shown:
                     raise
@@ -143,8 +241,10 @@ class Agent:
                 if not query.strip():
                     trace.error = f"the model refuses images: {exc}"
                     return NO_VISION, "error", _finish(trace, started, completed=False)
-                messages = build_messages(self.config.persona, section, history, budget)
-                return await self._rounds(messages, offered, trace, started, partial)
+                messages = build_messages(
+                    persona, section, history, budget, sections=sections, context=lines
+                )
+                return await self._rounds(messages, offered, specs, trace, started, partial, ctx)
 
         try:
             try:
@@ -159,8 +259,12 @@ class Agent:
             trace.error = str(exc)
             return TOO_LONG, "error", _finish(trace, started, completed=False)
         except ModelNotConfigured as exc:
-            trace.error = str(exc)
+            trace.error, trace.operator_error = str(exc), True
             return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
+        except ModelMisconfigured as exc:
+            log.warning("model failed for its configuration: %s", exc)
+            trace.error, trace.operator_error = str(exc), True
+            return APOLOGY, "error", _finish(trace, started, completed=False)
         except ModelError as exc:
             log.warning("model failed: %s", exc)
             trace.error = str(exc)
@@ -170,12 +274,18 @@ class Agent:
         self,
         messages: list[dict[str, Any]],
         offered: list[str],
+        specs: list[ToolSpec],
         trace: Trace,
         started: float,
         partial: PartialText | None,
+        ctx: TurnContext,
     ) -> tuple[str, Any, Trace]:
         """Tool rounds, then one last call without tools if the model still wants one."""
-        tools = [load_skill_tool(offered)] if offered else None
+        functions = [load_skill_tool(offered)] if offered else []
+        if ctx.memory is not None and self.memory is not None:
+            functions.append(REMEMBER_TOOL)
+        functions += [spec.as_function() for spec in specs]
+        tools = functions or None
         rounds = self.config.max_tool_rounds
         for round_ in range(rounds + 1):
             completion = await self.llm.complete(
@@ -192,9 +302,8 @@ class Agent:
             messages.append(_assistant_tool_message(completion))
             for call in completion.tool_calls:
                 trace.tools_used.append(call.name)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": self._tool(call, trace)}
-                )
+                result = await self._tool(call, trace, ctx)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise AssertionError("unreachable: the last round has no tools")
 
     def _answer(
@@ -229,6 +338,15 @@ class Agent:
                 attachment.sent_as, attachment.note = "caption", note
         await self.store.set_attachments_sent(newest.id, "image", "caption", note)
 
+    def _without_tools(self, offered: list[str], available: set[str]) -> dict[str, list[str]]:
+        """Offered skills naming a tool this turn does not have, with the tools missing."""
+        missing = {}
+        for name in offered:
+            lacking = [t for t in self.skills.tools_of(name) if t not in available]
+            if lacking:
+                missing[name] = lacking
+        return missing
+
     def _hold_out(self, offered: list[str]) -> list[str]:
         """Skills under evaluation that this turn goes without, each with its holdout chance.
 
@@ -246,8 +364,15 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    def _tool(self, call: Any, trace: Trace) -> str:
+    async def _tool(self, call: ToolCall, trace: Trace, ctx: TurnContext) -> str:
         """Run one tool call and return its result text for the model."""
+        if call.name == "remember":
+            return await self._remember(str(call.args().get("text", "")), ctx)
+        if call.name != "load_skill" and self.tools is not None:
+            # Even a tool this turn did not offer goes to the toolbox: its policy refuses it.
+            outcome = await self.tools.call(call.name, call.args(), ctx.access)
+            trace.tool_calls.append(outcome.record)
+            return outcome.text
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"
         name = str(call.args().get("name", ""))
@@ -258,6 +383,20 @@ class Agent:
         if name not in trace.skills_loaded:
             trace.skills_loaded.append(name)
         return body
+
+    async def _remember(self, text: str, ctx: TurnContext) -> str:
+        """The `remember` tool: kept under the same rules as /remember, and shown to the user."""
+        user = ctx.chat.user_id
+        if ctx.memory is None or self.memory is None or user is None:
+            return "error: memory is not available in this chat"
+        if any(r.entry is not None and r.entry.text == clean(text) for r in ctx.remembered):
+            return "kept"  # a retried attempt of the same turn (history halved) asks again
+        done = await self.memory.remember(ctx.chat.channel, user, text)
+        if done.entry is None:
+            return f"error: not kept ({done.refused})"
+        ctx.remembered.append(done)
+        ctx.memory.append(done.entry.text)
+        return "kept; the person is shown the note"
 
 
 def _finish(trace: Trace, started: float, *, completed: bool = True) -> Trace:
@@ -287,7 +426,7 @@ def _assistant_tool_message(completion: Completion) -> dict[str, Any]:
     return message
 
 
-def _reply(message: MessageRecord) -> Reply:
+def _reply(message: MessageRecord, *, resumed: bool = False) -> Reply:
     buttons = rating_buttons(message.id) if message.kind == "normal" else []
     return Reply(
         text=message.text,
@@ -295,6 +434,7 @@ def _reply(message: MessageRecord) -> Reply:
         message_id=message.id,
         buttons=buttons,
         delivered_ids=message.platform_message_ids,
+        resumed=resumed,
     )
 
 

@@ -1,13 +1,14 @@
 """Model access through any OpenAI-compatible chat-completions endpoint.
 
-The official `openai` client does the HTTP and the timeouts; the retries are
-ours, so that a timed-out chat turn is not silently re-run from scratch while
-the user waits, and so that an error inside an HTTP 200 is retried like a
-503. Responses are read by `llm_wire` as raw JSON, which tolerates the shapes
-real servers send. What a server refuses once (tools, a JSON mode, the
-`max_tokens` field, `stream_options`, streaming itself) is remembered for the
-process and not asked again. The client is imported on first use: it costs
-about a second at start-up.
+The chat call goes straight to the connection pool the official `openai` client
+uses (`llm_http`: every answer makes it, and the client's own objects cost several
+times the socket work); the client itself serves `/models`. The retries are ours,
+so that a timed-out chat turn is not silently re-run from scratch while the user
+waits, and so that an error inside an HTTP 200 is retried like a 503. Responses
+are read by `llm_wire` as raw JSON, which tolerates the shapes real servers send.
+What a server refuses once (tools, a JSON mode, the `max_tokens` field,
+`stream_options`, streaming itself) is remembered for the process and not asked
+again. The client is imported on first use: it costs about a second at start-up.
 
 Answers are streamed (`stream: true`): a model that is slow to start gets
 `first_token_timeout` seconds, and one that has started may go quiet for at
@@ -21,10 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import aclosing
+from typing import Any, Protocol
+
+import jiter
 
 from gateway.core.json_modes import JSON_MODES, MEMORY_KEY, JsonModeMemory, after, response_format
-from gateway.core.llm_stream import StreamAssembler
+from gateway.core.llm_http import ModelHTTP, Refusal, Reply, Unreachable
+from gateway.core.llm_stream import StreamAssembler, sse_data
 from gateway.core.llm_wire import (
     Completion,
     ToolCall,
@@ -33,19 +38,16 @@ from gateway.core.llm_wire import (
     mask,
     parse_completion,
 )
-from gateway.core.openai_client import openai_client
 from gateway.core.stream import PartialText
 from gateway.errors import (
     JsonModeUnsupported,
     ModelError,
+    ModelMisconfigured,
     ModelNotConfigured,
     ModelUnavailable,
     StoreError,
     ToolsUnsupported,
 )
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 __all__ = ["LLM", "Completion", "OpenAIChat", "PartialText", "ToolCall", "UnconfiguredLLM"]
 log = logging.getLogger(__name__)
@@ -113,6 +115,8 @@ class OpenAIChat:
         max_tokens: int | None = None,
         backoff: float = 0.5,
         json_memory: JsonModeMemory | None = None,
+        stream_seconds: float = 300.0,
+        stream_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         self.base_url = base_url
         self.model: str | None = model
@@ -123,8 +127,12 @@ class OpenAIChat:
         """Seconds a streaming answer may go without a chunk."""
         self._max_retries = max_retries
         self._max_tokens = max_tokens
+        self._stream_seconds = stream_seconds
+        self._stream_bytes = stream_bytes
+        """A streamed answer is cut past this long or this many bytes read, whatever
+        `max_tokens` the server honours."""
         self._backoff = backoff
-        self._client: AsyncOpenAI | None = None
+        self._http: ModelHTTP | None = None
         # What this server refused once, remembered for the process.
         self.tools_refused: str | None = None
         self.json_mode = JSON_MODES[0]
@@ -134,12 +142,12 @@ class OpenAIChat:
         self.streaming = True
         self.stream_usage = True
 
-    def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
+    def _get_http(self) -> ModelHTTP:
+        if self._http is None:
             # Our own deadlines (first token, idle) come first; this one bounds /models.
             timeout = max(self._timeout, self._idle) + 1.0
-            self._client = openai_client(self.base_url, self._api_key, timeout=timeout)
-        return self._client
+            self._http = ModelHTTP(self.base_url, self._api_key, timeout=timeout)
+        return self._http
 
     def _secrets(self) -> tuple[str, ...]:
         return (self._api_key,) if self._api_key else ()
@@ -232,8 +240,6 @@ class OpenAIChat:
         self, body: dict[str, Any], *, retry_timeouts: bool, partial: PartialText | None
     ) -> Completion:
         """POST with our retries: transient errors back off; a timeout only when asked."""
-        import openai
-
         attempt = 0
         while True:
             wait = self._backoff * 2**attempt
@@ -244,56 +250,39 @@ class OpenAIChat:
             except _Stalled as exc:
                 if not retry_timeouts or attempt >= self._max_retries:
                     raise ModelUnavailable(str(exc)) from exc
-            except openai.APITimeoutError as exc:
-                # The aiohttp backend reports a refused connection as a connect timeout.
-                refused = _refused(exc) is not None
+            except Unreachable as exc:
+                # The aiohttp transport reports a refused connection as a connect timeout.
+                refused = not exc.timed_out or _refused(exc) is not None
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
-                    raise ModelUnavailable(
-                        f"model did not answer within {self._timeout:g} s"
-                    ) from exc
+                    raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
-            except openai.APIConnectionError as exc:
-                if attempt >= self._max_retries:
-                    raise ModelUnavailable(
-                        f"model unreachable: {_connection_cause(exc)} ({self.base_url})"
-                    ) from exc
-            except openai.APIStatusError as exc:
-                message = mask(error_message(exc.body) or exc.response.text, self._secrets())
-                if self._refuses_streaming(exc.status_code, message):
+                    raise _unreachable(_connection_cause(exc), self.base_url) from exc
+            except Refusal as exc:
+                message = mask(error_message(exc.body) or exc.text, self._secrets())
+                if self._refuses_streaming(exc.status, message):
                     continue  # asked again at once, without what it refused
-                cls = classify(exc.status_code, message)
-                if exc.status_code == 404 and not self.base_url.rstrip("/").endswith("/v1"):
+                cls = classify(exc.status, message)
+                if cls is ModelError and exc.status in (401, 403, 404):
+                    cls = ModelMisconfigured  # the key, the URL or the model name
+                if exc.status == 404 and not self.base_url.rstrip("/").endswith("/v1"):
                     message += " (does LLM_BASE_URL end in /v1?)"
                 if cls is not ModelUnavailable or attempt >= self._max_retries:
-                    raise cls(f"model answered HTTP {exc.status_code}: {message}") from exc
-                wait = _retry_after(exc.response.headers) or wait
-            except openai.APIError as exc:
-                # An error the server streamed after its 200 (the SDK raises it for us).
-                message = mask(error_message({"error": exc.body}) or exc.message, self._secrets())
-                cls = classify(0, message)
-                if cls is not ModelUnavailable or attempt >= self._max_retries:
-                    raise cls(f"model streamed an error: {message}") from exc
+                    raise cls(f"model answered HTTP {exc.status}: {message}") from exc
+                wait = _retry_after(exc.headers) or wait
             except ModelUnavailable:
+                # Also an error the server streamed after its 200 (overloaded and the like).
                 if attempt >= self._max_retries:
                     raise
-            except openai.OpenAIError as exc:
-                raise ModelError(f"model call failed: {type(exc).__name__}") from exc
             attempt += 1
             await asyncio.sleep(min(wait, 8.0))
 
     async def _whole(self, body: dict[str, Any]) -> Completion:
         """One non-streamed call, for a server that refuses to stream."""
-        # The SDK's typed transform costs 0.5-9 ms of CPU per call for what is plain
-        # JSON already; the documented custom-request path skips it. Raw text back:
-        # the response model refuses shapes real servers send (see llm_wire).
         try:
-            async with asyncio.timeout(self._timeout):
-                raw = await self._get_client().post("/chat/completions", body=body, cast_to=str)
+            async with asyncio.timeout(self._timeout), self._get_http().post(body) as reply:
+                raw = await reply.read()
         except TimeoutError as exc:
-            raise _Stalled(f"model did not answer within {self._timeout:g} s") from exc
+            raise _Stalled(f"model timed out after {self._timeout:g} s") from exc
         return self._read_whole(raw)
 
     def _read_whole(self, raw: str) -> Completion:
@@ -306,46 +295,59 @@ class OpenAIChat:
         return parse_completion(data, self.model)
 
     async def _stream(self, body: dict[str, Any], partial: PartialText | None) -> Completion:
-        """One streamed call: the first chunk within `_timeout`, each next within `_idle`."""
-        from openai import AsyncStream
-
+        """One streamed call: the first chunk within `_timeout`, each next within `_idle`; the
+        whole answer cut (`_cut`) past `_stream_seconds` or `_stream_bytes` read."""
         body = body | {"stream": True}
         if self.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if partial is not None:
             partial.reset()
-        assembler = StreamAssembler(partial)
+        assembler = StreamAssembler(partial, self._secrets())
         loop = asyncio.get_running_loop()
         idle, slack = self._idle, self._idle / 8
+        ends = loop.time() + self._stream_seconds
+        cut: str | None = None
         try:
-            async with asyncio.timeout(self._timeout) as deadline:
-                stream = await self._get_client().post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=object,
-                    stream=True,
-                    stream_cls=AsyncStream[object],
-                )
-                try:
-                    if "event-stream" not in stream.response.headers.get("content-type", ""):
-                        # A server that ignores `stream` answers whole.
-                        return self._read_whole((await stream.response.aread()).decode())
-                    async for chunk in stream:
+            async with (
+                asyncio.timeout(self._timeout) as deadline,
+                self._get_http().post(body) as reply,
+            ):
+                if not reply.streams:  # a server that ignores `stream` answers whole
+                    return self._read_whole(await self._bounded_body(reply))
+                async with aclosing(sse_data(reply.pieces())) as events:
+                    async for data in events:
                         # Moving the deadline costs a timer: it is moved a little further
                         # than needed, and only once less than `idle` is left.
                         due = loop.time() + idle
                         if assembler.chunks == 0 or (deadline.when() or 0) < due:
-                            deadline.reschedule(due + slack)
-                        assembler.feed(chunk)
-                finally:
-                    await stream.close()
+                            deadline.reschedule(min(due + slack, ends))
+                        assembler.feed(jiter.from_json(data))
+                        # Bytes as read off the connection, whatever the chunks hold; leaving
+                        # the block unread closes the connection.
+                        if reply.received > self._stream_bytes:
+                            cut = f"more than {self._stream_bytes:,} bytes"
+                            break
         except TimeoutError as exc:
+            if assembler.chunks and loop.time() >= ends:
+                return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
             if assembler.chunks == 0:
-                raise _Stalled(f"model sent nothing within {self._timeout:g} s") from exc
+                said = f"model timed out after {self._timeout:g} s (it sent nothing)"
+                raise _Stalled(said) from exc
             raise _Stalled(f"model went quiet for {idle:g} s mid-answer") from exc
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"model streamed a chunk that is not JSON: {exc.msg}") from exc
+        except ValueError as exc:  # jiter's error (bytes that are not UTF-8 too)
+            raise ModelError(f"model streamed a chunk that is not JSON: {exc}") from exc
+        if cut is not None:
+            return _cut(assembler.completion(self.model), cut)
         return assembler.completion(self.model)
+
+    async def _bounded_body(self, reply: Reply) -> str:
+        """A whole answer to a streamed request, read up to `_stream_bytes`."""
+        body = bytearray()
+        async for piece in reply.pieces():
+            body += piece
+            if len(body) > self._stream_bytes:
+                raise ModelError(f"model answered more than {self._stream_bytes:,} bytes")
+        return body.decode("utf-8", errors="replace")
 
     def _refuses_streaming(self, status: int, message: str) -> bool:
         """Drop `stream_options`, then streaming, when a server says it cannot take them."""
@@ -367,7 +369,7 @@ class OpenAIChat:
         import openai
 
         try:
-            raw = await self._get_client().get("/models", cast_to=str)
+            raw = await self._get_http().sdk().get("/models", cast_to=str)
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ModelError(
@@ -376,9 +378,9 @@ class OpenAIChat:
         except openai.APITimeoutError as exc:
             if _refused(exc) is not None:
                 raise ModelUnavailable(_connection_cause(exc)) from exc
-            raise ModelUnavailable(f"no answer within {self._timeout:g} s") from exc
+            raise ModelUnavailable(f"timed out after {self._timeout:g} s") from exc
         except openai.APIConnectionError as exc:
-            raise ModelUnavailable(_connection_cause(exc)) from exc
+            raise ModelUnavailable(_connection_cause(exc, self._timeout)) from exc
         except openai.APIStatusError as exc:
             message = mask(error_message(exc.body) or exc.response.text, self._secrets())
             hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
@@ -387,6 +389,13 @@ class OpenAIChat:
             raise ModelError(f"endpoint call failed: {type(exc).__name__}") from exc
         items = data.get("data") if isinstance(data, dict) else None
         return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+
+    async def context(self) -> int | None:
+        """The model's context as its /models entry reports it (None: not reported)."""
+        entry: dict[str, Any] = next(
+            (m for m in await self.models() if m.get("id") == self.model), {}
+        )
+        return context_size(entry)
 
     async def ping(self) -> str:
         """Check the endpoint answers and serves the model; a short description for `doctor`."""
@@ -398,9 +407,31 @@ class OpenAIChat:
         return "reachable"
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+
+def _unreachable(cause: str, base_url: str) -> ModelError:
+    """Nothing listening, or no such host: the address is wrong, not busy (the operator's)."""
+    wrong = cause in ("connection refused", "host name not found")
+    cls = ModelMisconfigured if wrong else ModelUnavailable
+    return cls(f"model unreachable: {cause} ({base_url})")
+
+
+_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
+
+
+def context_size(entry: dict[str, Any]) -> int | None:
+    """The context a /models entry reports, in the shapes servers use (llama.cpp: meta.n_ctx)."""
+    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
+        if not isinstance(source, dict):
+            continue
+        for key in (*_CONTEXT_KEYS, "n_ctx"):
+            value = source.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
 
 
 class _Stalled(Exception):
@@ -421,12 +452,17 @@ def _refused(exc: BaseException) -> OSError | None:
     return None
 
 
-def _connection_cause(exc: BaseException) -> str:
+def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
     """'connection refused' and friends, rather than the SDK's generic class name."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ConnectionRefusedError):
             return "connection refused"
+        if timeout is not None and (
+            isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__
+        ):
+            # A slow server is not a dead one: say which it was, and how long we waited.
+            return f"timed out after {timeout:g} s"
         text = str(seen).lower()
         if "refused" in text:
             return "connection refused"
@@ -446,3 +482,11 @@ def _retry_after(headers: Any) -> float | None:
         except ValueError:
             continue
     return None
+
+
+def _cut(completion: Completion, past: str) -> Completion:
+    """A streamed answer stopped at a bound: shown as cut, with the bound in its trace."""
+    note = f"answer cut: the stream went on past {past} (LLM_STREAM_MAX_SECONDS, _MB)"
+    return completion.model_copy(
+        update={"finish_reason": "length", "notes": [*completion.notes, note]}
+    )

@@ -12,6 +12,7 @@ streamed answer is normalised exactly like a whole one (missing ids, `<think>` b
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from gateway.core.llm_wire import (
@@ -25,6 +26,48 @@ from gateway.core.llm_wire import (
 )
 from gateway.core.stream import PartialText
 from gateway.errors import ModelError
+
+DONE = b"[DONE]"
+
+
+async def sse_data(pieces: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+    """Each server-sent event's data, as the pieces of the body arrive, up to `[DONE]`.
+
+    Lines end with LF, CRLF or CR; an event's `data:` lines are joined with LF and it ends
+    at a blank line (or at the end of the body). After `[DONE]` the body is read to its
+    end without looking, so the connection goes back to the pool.
+    """
+    buffer = b""
+    data: list[bytes] = []
+    done = False
+    async for piece in pieces:
+        if done:
+            continue
+        buffer += piece
+        if b"\r" in buffer:
+            held = buffer.endswith(b"\r")  # maybe half of a CRLF: wait for the next piece
+            body = buffer[:-1] if held else buffer
+            buffer = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line:
+                if line.startswith(b"data:"):
+                    value = line[5:]
+                    data.append(value[1:] if value[:1] == b" " else value)
+                continue
+            if data:
+                event = data[0] if len(data) == 1 else b"\n".join(data)
+                data = []
+                if event.startswith(DONE):
+                    done = True
+                    break
+                yield event
+    if not done:
+        buffer = buffer.removesuffix(b"\r")
+        if buffer.startswith(b"data:"):
+            data.append(buffer[6:] if buffer[5:6] == b" " else buffer[5:])
+        if data and not data[0].startswith(DONE):
+            yield b"\n".join(data)
 
 
 class _Call:
@@ -61,8 +104,9 @@ class _Call:
 class StreamAssembler:
     """Feeds on decoded chunks; `completion()` is the answer they add up to."""
 
-    def __init__(self, partial: PartialText | None = None) -> None:
+    def __init__(self, partial: PartialText | None = None, secrets: tuple[str, ...] = ()) -> None:
         self.partial = partial
+        self._secrets = secrets
         self.chunks = 0
         self._content: list[str] = []
         self._has_content = False
@@ -79,7 +123,7 @@ class StreamAssembler:
         if not isinstance(chunk, dict):
             raise ModelError(f"model streamed a chunk that is not a JSON object: {peek(chunk)}")
         if chunk.get("error"):
-            message = mask(error_message(chunk))
+            message = mask(error_message(chunk), self._secrets)
             error = chunk["error"]
             code = error.get("code") if isinstance(error, dict) else None
             status = code if isinstance(code, int) and not isinstance(code, bool) else 0
@@ -144,17 +188,20 @@ class StreamAssembler:
         """The whole answer, read like a non-streamed response."""
         if not self.chunks:
             raise ModelError("model ended its stream without sending anything")
+        calls = [c.message() for c in self._calls.values() if c.name]
+        legacy = self._legacy if self._legacy is not None and self._legacy.name else None
+        # The first delta's `content: ""` is no text: a call alone reads as a whole one does.
+        empty = "" if self._has_content and not (calls or legacy) else None
         message: dict[str, Any] = {
             "role": "assistant",
-            "content": "".join(self._content) if self._has_content else None,
+            "content": "".join(self._content) if self._content else empty,
         }
         if self._reasoning:
             message["reasoning_content"] = "".join(self._reasoning)
-        calls = [c.message() for c in self._calls.values() if c.name]
         if calls:
             message["tool_calls"] = calls
-        if self._legacy is not None and self._legacy.name:
-            message["function_call"] = self._legacy.message()["function"]
+        if legacy is not None:
+            message["function_call"] = legacy.message()["function"]
         body: dict[str, Any] = {
             "choices": [{"index": 0, "message": message, "finish_reason": self._finish}],
             "model": self._model or model,

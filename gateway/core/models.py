@@ -72,6 +72,12 @@ class IncomingMessage(BaseModel):
     """Images for the model this turn, as data URLs (prepared, bounded)."""
     attachments: list[AttachmentRecord] = Field(default_factory=list)
     """Stored with the user's message."""
+    memory: bool = False
+    """The sender's memory may be used (SKILLGATE_MEMORY on, a sender id); in a group the
+    store also asks for the sender's opt-in there."""
+    context_since: float | None = None
+    """In a group with group context on: the group's unaddressed lines kept since then go
+    with the question (and are cleared)."""
 
 
 class Button(BaseModel):
@@ -91,6 +97,12 @@ class Reply(BaseModel):
     buttons: list[Button] = Field(default_factory=list)
     delivered_ids: list[str] = Field(default_factory=list)
     """Platform ids of messages that already carried this answer (set after a crash)."""
+    remembered: list[str] = Field(default_factory=list)
+    """Memory entries the model kept this turn (`remember`), shown to the user after it."""
+    memory_dropped: int = 0
+    """Old entries that went to make room for them."""
+    resumed: bool = False
+    """Stored by an earlier attempt at the same update: some of it may have gone out."""
 
 
 def rating_buttons(message_id: int) -> list[Button]:

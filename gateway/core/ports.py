@@ -5,44 +5,33 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
-from gateway.core.models import AttachmentRecord, MessageKind, Role
+from gateway.core.models import MessageKind
 from gateway.core.records import MessageRecord, OpenedTurn, SkillFileRecord, SkillRecord, Trace
+from gateway.core.turn import QuotaSpend, TurnStart
 
 
 class ConversationStore(Protocol):
     """The part of the store the agent uses."""
 
-    async def open_turn(
-        self,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        text: str,
-        *,
-        inbox_id: int | None,
-        now: float,
-        idle_seconds: float,
-        history_limit: int,
-        exclude_kinds: Sequence[MessageKind] = (),
-        platform_message_id: str | None = None,
-        attachments: Sequence[AttachmentRecord] = (),
-    ) -> OpenedTurn: ...
+    async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
+
+    async def withhold_messages(self, message_ids: Sequence[int]) -> None: ...
 
     async def set_attachments_sent(
         self, message_id: int, kind: str, sent_as: str, note: str | None
     ) -> None: ...
 
-    async def add_message(
+    async def add_answer(
         self,
         session_id: int,
-        role: Role,
         text: str,
         *,
-        kind: MessageKind = "normal",
-        inbox_id: int | None = None,
-        trace: Trace | None = None,
-        now: float | None = None,
-        user_id: str | None = None,
+        kind: MessageKind,
+        inbox_id: int | None,
+        trace: Trace,
+        now: float,
+        user_id: str | None,
+        spent: QuotaSpend | None = None,
     ) -> MessageRecord: ...
 
 
@@ -83,4 +72,8 @@ class SkillProvider(Protocol):
 
     def load(self, name: str) -> str | None:
         """The body of an enabled skill, or None."""
+        ...
+
+    def tools_of(self, name: str) -> tuple[str, ...]:
+        """The tools an enabled skill names (`allowed-tools`); () for most."""
         ...

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gateway.core.models import AttachmentRecord, MessageKind, Role
+from gateway.core.tools import ToolCallRecord
 
 
 class InboxItem(BaseModel):
@@ -24,6 +25,12 @@ class InboxItem(BaseModel):
     last_error: str | None = None
     claim: int = 0
     """How many times replicas claimed it; work is fenced by the number it was claimed with."""
+    given_up: bool = False
+    """Not stored: the inbox gave up on it (its attempts failed, or killed the process), and
+    hands it on once more only for the user to be told."""
+    started: bool = False
+    """Not stored: its first attempt was counted as it was stored (it goes straight to the
+    worker), so the worker counts none before that attempt."""
 
 
 class SessionRecord(BaseModel):
@@ -60,12 +67,30 @@ class MessageRecord(BaseModel):
     attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
+class GroupLine(BaseModel):
+    """A group message not addressed to the bot, kept until the bot is next addressed there."""
+
+    user_id: str | None = None
+    user_name: str | None = None
+    text: str
+
+
 class OpenedTurn(BaseModel):
     """A turn's start: its session and history, or the answer an earlier attempt stored."""
 
-    session_id: int
+    session_id: int = 0
     history: list[MessageRecord] = Field(default_factory=list)
     answer: MessageRecord | None = None
+    memory: list[str] | None = None
+    """The user's memory entries, oldest first; None where this turn has no memory."""
+    context: list[GroupLine] = Field(default_factory=list)
+    """The group's unaddressed messages since the bot last answered there (now cleared)."""
+    persona: str | None = None
+    """The chat's own persona (/persona), if its admins set one."""
+    over: QuotaCheck | None = None
+    """The daily count that refused the turn; then nothing was written."""
+    resumed: bool = False
+    """The user's message was stored by an earlier attempt, which counted it already."""
 
 
 class Trace(BaseModel):
@@ -74,7 +99,12 @@ class Trace(BaseModel):
     skills_offered: list[str] = Field(default_factory=list)
     skills_loaded: list[str] = Field(default_factory=list)
     skills_withheld: list[str] = Field(default_factory=list)
+    skills_unavailable: list[str] = Field(default_factory=list)
+    """Skills left out of the index because a tool they name is not available this turn
+    (the reason is in `notes`); unlike `skills_withheld`, not a holdout."""
     tools_used: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Each call of a configured tool: server, tool, masked arguments, status, duration, size."""
     completed: bool = True
     error: str | None = None
     latency_ms: int = 0
@@ -85,6 +115,10 @@ class Trace(BaseModel):
     model: str | None = None
     finish_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
+    persona_hash: str | None = None
+    """The persona the answer was made under (the operator's and the chat's), hashed."""
+    operator_error: bool = False
+    """It failed for the gateway's configuration (key, URL, model, no model): not evidence."""
 
 
 class FeedbackRecord(BaseModel):
@@ -126,6 +160,8 @@ class SkillFileRecord:
     checked_at: float
     description: str
     proposal_id: int | None = None
+    allowed_tools: str = ""
+    """The tools the skill names, space-separated."""
 
 
 class SkillSwitch(BaseModel):
@@ -214,8 +250,12 @@ class Forgotten(BaseModel):
     messages: int = 0
     feedback: int = 0
     updates: int = 0
+    memory: int = 0
+    """Memory entries (`/remember`)."""
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
+    session_ids: list[int] = Field(default_factory=list, exclude=True)
+    """Sessions that held the user's words: pending proposals made from them are withdrawn."""
 
 
 class LanguageState(BaseModel):
@@ -247,6 +287,9 @@ class Turn(BaseModel):
     kind: str = "normal"
     skills_loaded: list[str] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
+    tool_statuses: list[str] = Field(default_factory=list)
+    """Each call of a configured tool as "<server>__<tool> <status>": never its arguments or
+    result, so nothing a tool returned reaches synthesis."""
     completed: bool = True
     error: str | None = None
     ratings: list[Rating] = Field(default_factory=list)

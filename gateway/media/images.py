@@ -7,8 +7,6 @@ import io
 import warnings
 from dataclasses import dataclass
 
-from PIL import Image, ImageOps, UnidentifiedImageError
-
 from gateway.errors import MediaBomb, MediaUnsupported
 
 _QUALITIES = (85, 70, 55, 40)
@@ -29,6 +27,9 @@ class PreparedImage:
 
 def prepare_image(data: bytes, *, max_pixels: int, side: int, max_bytes: int) -> PreparedImage:
     """The image, at most `side` pixels long and `max_bytes` as JPEG; blocking, run in a thread."""
+    # Pillow loads with the first image, not at start-up.
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     with warnings.catch_warnings():
         # Pillow warns (and past twice its limit raises) on huge images; ours is checked below.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)

@@ -64,6 +64,16 @@ class MediaLimits:
     """The most bytes of one image as sent to the model (JPEG)."""
     unpacked_bytes: int = 200 * MB
     """The most bytes a DOCX (a zip) may unpack to."""
+    decode_memory_bytes: int = 1024 * MB
+    """The address space of the child process decoding one image or document."""
+    decode_seconds: float = 20.0
+    """The wall (and CPU) time that child may take."""
+    voice_seconds: float = 600.0
+    """The longest recording sent for transcription (declared, then as its bytes say)."""
+    downloads: int = 8
+    """Downloads at once, across all chats."""
+    held_bytes: int = 256 * MB
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
     keep_dir: Path | None = None
     """Where downloads are kept after their turn; None keeps nothing."""
 

@@ -76,6 +76,19 @@ class OpenAITranscriber(OpenAIEndpoint):
         return text.strip()
 
 
+def duration(audio: bytes) -> float | None:
+    """The seconds a recording lasts, from its container's header (mutagen); None when it
+    cannot tell. Blocking: run it in a thread."""
+    import mutagen
+
+    try:
+        found = mutagen.File(io.BytesIO(audio))
+    except Exception:  # mutagen raises its own kinds, and struct or index errors, on junk
+        return None
+    length = getattr(getattr(found, "info", None), "length", None)
+    return float(length) if isinstance(length, int | float) and length > 0 else None
+
+
 def silence(seconds: float = 0.5, rate: int = 16000) -> bytes:
     """A short silent WAV: the smallest real request a transcription endpoint answers."""
     out = io.BytesIO()

@@ -10,15 +10,17 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from gateway.channels.registry import PLATFORMS, configured_platforms
+from gateway.channels.registry import configured_platforms, platforms
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
-from gateway.errors import SkillgateError
+from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
+from gateway.tools.build import build_tools
 
 DISK_FAIL_MB = 50
 DISK_WARN_MB = 500
@@ -145,6 +147,8 @@ async def check_skills_volume(settings: Settings) -> Check:
 
 async def check_model(settings: Settings) -> list[Check]:
     """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    if settings.llm_local_model is not None:
+        return await check_local_model(settings)
     if not settings.model_configured:
         return [
             Check(
@@ -157,11 +161,31 @@ async def check_model(settings: Settings) -> list[Check]:
         ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=15, max_retries=0)
+    # A slow model is not a dead one: the probes wait as long as an answer would.
+    timeout = settings.llm_timeout_seconds
+    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=timeout, max_retries=0)
     try:
         return await probe(llm)
     finally:
         await llm.close()
+
+
+async def check_local_model(settings: Settings) -> list[Check]:
+    """LLM_LOCAL_MODEL: start llama.cpp's server as serve would, and probe it."""
+    from gateway.runtime.local_model import TRYING, local_model
+
+    try:
+        with local_model(settings) as started:
+            checks = await check_model(started.model_copy(update={"llm_local_model": None}))
+    except ConfigError as exc:
+        return [Check("model", "fail", str(exc), "install what it names, or `skillgate init`")]
+    note = Check(
+        "local model",
+        "warn",
+        f"{settings.llm_local_model}: {TRYING}",
+        "for users, a real model: `skillgate init` (or LLM_BASE_URL and LLM_MODEL)",
+    )
+    return [note, *checks]
 
 
 async def check_speech(settings: Settings) -> Check:
@@ -189,9 +213,9 @@ async def check_speech(settings: Settings) -> Check:
 
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
-    platforms = configured_platforms(settings)
-    if not platforms:
-        needs = " and/or ".join(p.needs for p in PLATFORMS)
+    configured = configured_platforms(settings)
+    if not configured:
+        needs = " and/or ".join(p.needs for p in platforms())
         checks.append(
             Check(
                 "channels",
@@ -200,7 +224,7 @@ def check_channels(settings: Settings) -> list[Check]:
                 f"set {needs}",
             )
         )
-    for platform in platforms:
+    for platform in configured:
         checks.extend(platform.load().settings_checks(settings))
     if not settings.admins():
         checks.append(
@@ -215,8 +239,10 @@ def check_channels(settings: Settings) -> list[Check]:
     return checks
 
 
-async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
-    checks = [Check("settings", "ok", "loaded"), check_data_dir(settings)]
+async def collect(
+    settings: Settings, unit: Path = DEFAULT_UNIT, env_file: Path | None = None
+) -> list[Check]:
+    checks = [Check("settings", "ok", "loaded"), check_spelling(env_file), check_data_dir(settings)]
     if (service := check_service_data_dir(unit, settings.data_dir)) is not None:
         checks.append(service)
     checks.append(check_persona(settings))
@@ -232,7 +258,34 @@ async def collect(settings: Settings, unit: Path = DEFAULT_UNIT) -> list[Check]:
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))
+    checks.extend(await check_tools(settings))
     return checks
+
+
+async def check_tools(settings: Settings) -> list[Check]:
+    """Each tool server starts and lists its tools in time (none: no check)."""
+    try:
+        tools = build_tools(settings)
+    except ConfigError as exc:
+        return [Check("tools", "fail", str(exc), "correct the tools file")]
+    if tools is None:
+        return []
+    await tools.start()
+    try:
+        statuses = tools.status()
+    finally:
+        await tools.stop()
+    return [
+        Check(f"tool server {s.name}", "ok", f"{s.transport}, {len(s.tools)} tools listed")
+        if s.alive
+        else Check(
+            f"tool server {s.name}",
+            "fail",
+            f"{s.transport}: {s.error}",
+            "check its command or URL in the tools file; `skillgate tools list` shows the rest",
+        )
+        for s in statuses
+    ]
 
 
 async def run_doctor(
@@ -249,7 +302,7 @@ async def run_doctor(
     With `fix`, what is safe to fix is fixed first (each said as a `FIXED` line, its
     failures as `FAIL`), then everything is checked again and that is what counts.
     """
-    checks = await collect(settings, unit)
+    checks = await collect(settings, unit, env_file)
     fixed: list[Check] = []
     if fix:
         failed = {c.name for c in checks if c.status != "ok"}
@@ -259,7 +312,7 @@ async def run_doctor(
             settings = reload()  # a generated secret is in the env file now
         fixed += await fix_webhooks(settings, failed | _needs_webhook(fixed))
         if fixed:
-            checks = await collect(settings, unit)
+            checks = await collect(settings, unit, env_file)
         elif not as_json:
             print("nothing doctor can fix by itself")
     if as_json:
@@ -278,7 +331,9 @@ async def run_doctor(
 
 
 def _needs_webhook(fixed: list[Check]) -> set[str]:
-    """A generated webhook secret must be registered with Telegram too."""
-    return (
-        {"telegram webhook"} if any("TELEGRAM_WEBHOOK_SECRET" in c.detail for c in fixed) else set()
-    )
+    """A generated webhook secret must be registered with its platform too."""
+    return {
+        f"{p.name} webhook"
+        for p in platforms()
+        if p.webhook_secret and any(p.webhook_secret in c.detail for c in fixed)
+    }

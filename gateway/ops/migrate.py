@@ -50,6 +50,13 @@ TABLES = (
     "deleted_sessions",
     "chat_languages",
     "user_languages",
+    "user_memory",
+    "memory_opt_ins",
+    "group_lines",
+    "chat_personas",
+    "tool_confirmations",
+    "tool_usage",
+    "user_names",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from gateway.core.json_modes import JSON_MODES
-from gateway.core.llm import OpenAIChat
+from gateway.core.llm import OpenAIChat, context_size
 from gateway.errors import ModelError, ModelUnavailable
 from gateway.operator import Check
 
@@ -46,7 +46,6 @@ CONTEXT_FIX = (
     "give the model a larger context: Ollama OLLAMA_CONTEXT_LENGTH=8192 (or num_ctx), "
     "llama.cpp -c 8192, vLLM --max-model-len 8192"
 )
-_CONTEXT_KEYS = ("context_length", "max_context_length", "max_model_len", "context_window")
 
 
 async def probe(llm: OpenAIChat) -> list[Check]:
@@ -86,7 +85,7 @@ async def probe(llm: OpenAIChat) -> list[Check]:
 
 
 def _context(where: str, entry: dict[str, Any] | None) -> Check:
-    size = _context_size(entry or {})
+    size = context_size(entry or {})
     if size is None:
         return Check("model", "ok", f"{where}: reachable; context size not reported")
     if size < SMALL_CONTEXT:
@@ -94,23 +93,13 @@ def _context(where: str, entry: dict[str, Any] | None) -> Check:
     return Check("model", "ok", f"{where}: reachable; context {size} tokens")
 
 
-def _context_size(entry: dict[str, Any]) -> int | None:
-    for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
-        if not isinstance(source, dict):
-            continue
-        for key in (*_CONTEXT_KEYS, "n_ctx"):
-            value = source.get(key)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
-
-
 async def _chat(llm: OpenAIChat) -> Check:
     messages = [{"role": "user", "content": "Reply with the single word OK."}]
     try:
         done = await llm.complete(messages, max_tokens=16)
     except ModelError as exc:
-        return Check("model chat", "fail", f"refused: {exc}", _unreachable_fix(str(exc)))
+        said = str(exc) if "timed out" in str(exc) else f"refused: {exc}"
+        return Check("model chat", "fail", said, _unreachable_fix(str(exc)))
     if not (done.text or "").strip():
         return Check(
             "model chat",
@@ -185,8 +174,11 @@ def _unreachable_fix(detail: str) -> str:
             "start the model server, or fix the host and port in LLM_BASE_URL"
             " (`skillgate init` tries them)"
         )
-    if "within" in detail or "no answer" in detail:
-        return "the server is slow or stuck: check it, or raise LLM_TIMEOUT_SECONDS"
+    if "timed out" in detail or "went quiet" in detail:
+        return (
+            "the server is slow or stuck: doctor waits LLM_TIMEOUT_SECONDS, as answers do;"
+            " raise it for a slow model, or check the server"
+        )
     return (
         "check LLM_BASE_URL (ending in /v1), LLM_MODEL and LLM_API_KEY"
         " (`skillgate init` tries them)"

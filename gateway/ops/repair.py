@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from gateway.channels.registry import configured_platforms
+from gateway.channels.registry import configured_platforms, platforms
 from gateway.config import Settings
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.errors import ChannelError, ConfigError
@@ -49,8 +49,10 @@ def fix_files(settings: Settings, failed: set[str]) -> list[Check]:
 def fix_secrets(settings: Settings, failed: set[str], env_file: Path) -> list[Check]:
     """Generate a missing webhook secret or admin token into the env file."""
     wanted: dict[str, str] = {}
-    if "telegram" in failed and settings.telegram_webhook_secret is None:
-        wanted["TELEGRAM_WEBHOOK_SECRET"] = new_secret()
+    for platform in platforms():
+        # Its settings check fails for want of the secret only while the secret is unset.
+        if platform.name in failed and platform.webhook_secret:
+            wanted[platform.webhook_secret] = new_secret()
     if "admin" in failed and not settings.admins():
         wanted["SKILLGATE_ADMIN_TOKEN"] = new_secret()
     wanted = {k: v for k, v in wanted.items() if not os.environ.get(k)}
@@ -69,7 +71,7 @@ async def fix_webhooks(settings: Settings, failed: set[str]) -> list[Check]:
     for platform in configured_platforms(settings):
         if f"{platform.name} webhook" not in failed:
             continue
-        if platform.name == "telegram" and settings.telegram_polling:
+        if platform.polls(settings):
             continue
         try:
             public_endpoint(settings, "/")

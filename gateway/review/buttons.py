@@ -37,7 +37,11 @@ class CardSigner:
         self._key = hmac.new(KEY_LABEL, secret.encode(), hashlib.sha256).digest()
 
     def _signature(self, code: str, proposal_id: int) -> str:
-        digest = hmac.new(self._key, f"{code}:{proposal_id}".encode(), hashlib.sha256).digest()
+        return self.sign(f"{code}:{proposal_id}")
+
+    def sign(self, message: str) -> str:
+        """The signature of any button data of this channel (cards, tool confirmations)."""
+        digest = hmac.new(self._key, message.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode()[:SIGNATURE_CHARS]
 
     def data(self, action: CardAction, proposal_id: int) -> str:

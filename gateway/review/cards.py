@@ -7,12 +7,13 @@ text) and add their buttons; what the card means is decided here once.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 from gateway.core.records import SessionEvidence
+from gateway.core.tools import ToolInfo
 from gateway.errors import SkillError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.review.proposals import Proposal, SkillVersion
@@ -32,8 +33,6 @@ SOMEONE = N_("someone")
 WEB_CONSOLE = N_("the web console")
 AUTOMATION = N_("automation")
 TERMINAL_USER = N_("{who} (terminal)")
-TELEGRAM_USER = N_("Telegram user {who}")
-LINE_USER = N_("LINE user {who}…")
 # TRANSLATORS: joins the parts of a card's evidence line ("3 sessions, 2 👎").
 LIST_SEPARATOR = N_(", ")
 SESSIONS = Np_("{n} session", "{n} sessions")
@@ -56,6 +55,12 @@ LIVE_SKILL_CHANGED = N_("the live skill changed")
 ROLLED_BACK = N_("↩️ Rolled back by {who} at {at}")
 ROLLED_BACK_BECAUSE = N_("↩️ Rolled back by {who} at {at}: {reason}")
 WAITING = N_("⏳ Waiting for review")
+TOOLS = N_("Tools")
+TOOL_WARNING = N_("⚠️ Check before approving")
+TOOL_ASKS = N_("{tool} asks the user first")
+TOOL_ADMIN = N_("{tool} is for admins only")
+TOOL_CHANGES = N_("{tool} changes things")
+TOOL_MISSING = N_("{tool} is not available now")
 DIFF_TRIMMED = Np_(
     "… {n} more diff line not shown: tap Full diff.",
     "… {n} more diff lines not shown: tap Full diff.",
@@ -75,7 +80,30 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def decider_label(decider: str | None, name: str | None = None, texts: Texts = ENGLISH) -> str:
+class UserLabel(Protocol):
+    """How a platform names its users on cards; its `PlatformSpec` is one."""
+
+    @property
+    def user_label(self) -> str:
+        """A text marked `N_` with `{who}`, the user id."""
+        ...
+
+    @property
+    def user_id_shown(self) -> int | None:
+        """How much of the id it shows (None: all)."""
+        ...
+
+
+UserLabels = Mapping[str, UserLabel]
+"""By platform name: the prefix of a chat admin's decider ("telegram:123")."""
+
+
+def decider_label(
+    decider: str | None,
+    name: str | None = None,
+    texts: Texts = ENGLISH,
+    users: UserLabels | None = None,
+) -> str:
     """Who decided, readable: a remembered name, else what the decider string says."""
     if name:
         return name
@@ -88,10 +116,10 @@ def decider_label(decider: str | None, name: str | None = None, texts: Texts = E
         return texts(AUTOMATION)
     if kind == "cli" and who:
         return texts(TERMINAL_USER, who=who)
-    if kind == "telegram" and who:
-        return texts(TELEGRAM_USER, who=who)
-    if kind == "line" and who:
-        return texts(LINE_USER, who=who[:9])
+    platform = (users or {}).get(kind)
+    if platform is not None and who:
+        shown = platform.user_id_shown
+        return texts(platform.user_label, who=who if shown is None else who[:shown])
     return decider
 
 
@@ -163,6 +191,8 @@ class Card:
     """The decider's readable name."""
     texts: Texts = ENGLISH
     """The language of the admin the card is for."""
+    tools: tuple[tuple[str, ToolInfo | None], ...] = ()
+    """Each tool the skill names, with its live policy (None: no such tool now)."""
 
     @property
     def pending(self) -> bool:
@@ -181,6 +211,11 @@ class Card:
         if p.rationale.strip():
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
         facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if self.tools:
+            facts.append((t(TOOLS), t(LIST_SEPARATOR).join(tool_line(n, i) for n, i in self.tools)))
+            warnings = [w for n, i in self.tools for w in tool_warnings(n, i, t)]
+            if warnings:
+                facts.append((t(TOOL_WARNING), t(LIST_SEPARATOR).join(warnings)))
         return facts
 
     def outcome(self) -> str | None:
@@ -215,6 +250,24 @@ class Card:
         lines.extend(f"  “{c}”" for c in self.evidence.comments)
         lines.append(self.outcome() or self.texts(WAITING))
         return "\n".join(lines)
+
+
+def tool_line(name: str, info: ToolInfo | None) -> str:
+    return f"{name} ({info.policy})" if info is not None else f"{name} (—)"
+
+
+def tool_warnings(name: str, info: ToolInfo | None, t: Texts = ENGLISH) -> list[str]:
+    """What an admin should weigh about one tool a skill names."""
+    if info is None:
+        return [t(TOOL_MISSING, tool=name)]
+    found = []
+    if info.policy == "confirm":
+        found.append(t(TOOL_ASKS, tool=name))
+    elif info.policy == "admin":
+        found.append(t(TOOL_ADMIN, tool=name))
+    if not info.read_only:
+        found.append(t(TOOL_CHANGES, tool=name))
+    return found
 
 
 def fit(text: str, budget: int, length: Length = len) -> tuple[str, int]:
@@ -254,11 +307,19 @@ def trimmed_note(dropped: int, texts: Texts = ENGLISH) -> str:
 
 
 class CardReview(Protocol):
-    """What building a card asks the review operations: the live skill, the staged diff."""
+    """What building a card asks the review operations: the live skill, the staged diff,
+    and how each platform names the admins who decide."""
+
+    @property
+    def users(self) -> UserLabels: ...
 
     async def live(self, slug: str) -> LiveSkill | None: ...
 
     async def diff(self, p: Proposal) -> str: ...
+
+    def tool_directory(self) -> Mapping[str, ToolInfo]:
+        """The live tools by name, with their policies (empty without tools)."""
+        ...
 
 
 class CardSource(Protocol):
@@ -271,11 +332,12 @@ class CardSource(Protocol):
     async def replaced_version(self, proposal_id: int) -> SkillVersion | None: ...
 
 
-def _reviewable(description: str, body: str) -> list[str]:
+def _reviewable(description: str, body: str, tools: Sequence[str] = ()) -> list[str]:
     """The lines of a skill a person reviews."""
-    # The description decides when the skill is used; the rest of the frontmatter is the
-    # gateway's own provenance, not the proposal's content.
-    return f"description: {description}\n\n{body.strip()}\n".splitlines(keepends=True)
+    # The description decides when the skill is used, the tools what it may drive; the rest
+    # of the frontmatter is the gateway's own provenance, not the proposal's content.
+    uses = f"allowed-tools: {' '.join(tools)}\n" if tools else ""
+    return f"description: {description}\n{uses}\n{body.strip()}\n".splitlines(keepends=True)
 
 
 async def change_diff(
@@ -291,14 +353,14 @@ async def change_diff(
         if version is not None:
             try:
                 old = parse_skill(version.content)
-                before = _reviewable(old.description, old.body)
+                before = _reviewable(old.description, old.body, old.allowed_tools)
             except SkillError:
                 before = version.content.splitlines(keepends=True)
     else:
         live = await review.live(p.slug)
         if live is not None:
-            before = _reviewable(live.skill.description, live.skill.body)
-    after = _reviewable(p.description, p.content)
+            before = _reviewable(live.skill.description, live.skill.body, live.skill.allowed_tools)
+    after = _reviewable(p.description, p.content, p.allowed_tools)
     lines = difflib.unified_diff(
         before, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
     )
@@ -318,10 +380,12 @@ async def build_card(
     """The card of a proposal as it stands now, in the language of `texts`."""
     sessions = await source.session_evidence(p.based_on)
     name = await source.reviewer_name(p.decided_by) if p.decided_by else None
+    live_tools = review.tool_directory()
     return Card(
+        tools=tuple((tool, live_tools.get(tool)) for tool in p.allowed_tools),
         proposal=p,
         evidence=evidence_of(p, sessions),
         diff=await change_diff(p, review, source),
-        decided_by=decider_label(p.decided_by, name, texts) if p.decided_by else None,
+        decided_by=decider_label(p.decided_by, name, texts, review.users) if p.decided_by else None,
         texts=texts,
     )

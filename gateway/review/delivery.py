@@ -26,7 +26,7 @@ from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card, CardSource, build_card
 from gateway.review.ports import CardDelivery, CardLedger
 from gateway.review.proposals import Proposal
-from gateway.review.reviewer import Reviewer, ReviewEvent
+from gateway.review.reviewer import Reviewer
 
 log = logging.getLogger(__name__)
 
@@ -160,10 +160,10 @@ class ReviewCards:
 
     # ---- background work ------------------------------------------------------------------
 
-    async def on_review_event(self, event: ReviewEvent) -> None:
-        """Reviewer listener: queue the delivery of a staged card or the update of its copies."""
-        pid = event.proposal.id
-        if event.kind == "staged":
+    def on_review_event(self, kind: str, proposal: Proposal) -> None:
+        """Queue the delivery of a staged card (`kind` "staged") or the update of its copies."""
+        pid = proposal.id
+        if kind == "staged":
             self.submit(lambda: self.deliver(pid))
         else:
             self.submit(lambda: self.refresh(pid))
@@ -297,11 +297,11 @@ def start_cards(
     catch_up: bool = True,
     languages: AdminLanguages | None = None,
 ) -> ReviewCards | None:
-    """Cards for the transports that have admins, listening to `review`; None when none has."""
+    """Cards for the transports that have admins (app.py tells them each review event);
+    None when none has."""
     useful = [t for t in transports if t is not None and t.admins()]
     if not useful:
         return None
     cards = ReviewCards(review, store, useful, languages=languages)
-    review.listeners.append(cards.on_review_event)
     cards.start(catch_up=catch_up)
     return cards

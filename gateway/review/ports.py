@@ -20,6 +20,10 @@ class ReviewStore(SkillFiles, Protocol):
 
     async def get_proposal(self, proposal_id: int) -> Proposal | None: ...
 
+    async def proposal_and_skill(
+        self, proposal_id: int
+    ) -> tuple[Proposal, SkillRecord | None] | None: ...
+
     async def pending_proposals(self) -> list[Proposal]: ...
 
     async def unfinished_promotions(self) -> list[Proposal]: ...
@@ -35,9 +39,17 @@ class ReviewStore(SkillFiles, Protocol):
         reason: str | None = None,
         tombstone: Rejection | None = None,
         record: SkillRecord | None = None,
-    ) -> bool: ...
+        name: str | None = None,
+    ) -> Proposal | None: ...
 
-    async def mark_promoted(self, proposal_id: int, at: float, record: SkillRecord) -> None: ...
+    async def mark_promoted(
+        self,
+        proposal_id: int,
+        at: float,
+        record: SkillRecord,
+        *,
+        replaced: tuple[str, str] | None = None,
+    ) -> None: ...
 
     async def set_rejection_reason(self, proposal_id: int, reason: str | None) -> bool: ...
 

@@ -38,6 +38,8 @@ class Candidate(Claim):
     rationale: str = ""
     model: str | None = None
     generated_at: float
+    allowed_tools: list[str] = Field(default_factory=list)
+    """The tools the skill names (`allowed-tools`): a declaration, never a grant."""
 
     @property
     def slug(self) -> str:

@@ -86,7 +86,8 @@ async def _live_files(
             p = await reviewer.get(p.id)
             fixes.append(f"proposal #{p.id}: its file was live, recorded as approved")
         if p.status in ("approved", "applied") and p.promoted_at is None:
-            await reviewer.register(p, live.text, live.source, p.status, now)
+            record = await reviewer.store.get_skill_record(slug)
+            await reviewer.register(p, live.text, live.source, p.status, now, record)
             fixes.append(f"proposal #{p.id}: registry updated for {slug}")
             handled.add(p.id)
         elif p.status == "rolled_back":
@@ -112,5 +113,6 @@ async def _finish_promotion(reviewer: Reviewer, p: Proposal, fixes: list[str]) -
             reviewer.staging.discard(p.slug)
         fixes.append(f"proposal #{p.id}: live skill changed before promotion, marked stale")
         return
-    await reviewer.promote(p, await reviewer.live(p.slug))
+    record = await reviewer.store.get_skill_record(p.slug)
+    await reviewer.promote(p, await reviewer.live(p.slug), record)
     fixes.append(f"proposal #{p.id}: promotion of {p.slug} finished")

@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from gateway.core.records import SkillRecord
+from gateway.core.tools import ToolDirectory, ToolInfo
 from gateway.errors import (
     ProposalNotFound,
     ReopenRefused,
@@ -24,16 +25,23 @@ from gateway.errors import (
     SkillError,
     SkillNotFound,
 )
+from gateway.review.cards import UserLabels
+from gateway.review.events import Change, Effects, ReviewEvent, no_effects
 from gateway.review.ports import ReviewStore
 from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
 from gateway.review.staging import Staging, render_proposal
 from gateway.skills.library import SKILL_FILE, SkillLibrary, content_hash, parse_skill
-from gateway.skills.live import LiveSkill, load_live
+from gateway.skills.live import LiveSkill, live_of
 
 log = logging.getLogger(__name__)
 
 Outcome = Literal["approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided"]
 STALE_REASON = "the live skill changed after this proposal was made"
+WITHDRAWN_REASON = (
+    "withdrawn: a user whose conversation it was made from asked for their data to be deleted"
+)
+WITHDRAWER = "privacy"
+"""Who a withdrawal is recorded as decided by."""
 RETIRED = "retired"
 
 
@@ -45,17 +53,6 @@ class Decision:
     proposal: Proposal
 
 
-@dataclass(frozen=True)
-class ReviewEvent:
-    """A proposal was staged (`staged`) or its status changed (`decided`)."""
-
-    kind: Literal["staged", "decided"]
-    proposal: Proposal
-
-
-Listener = Callable[[ReviewEvent], Awaitable[None]]
-
-
 class Reviewer:
     """Review state over the skill library and the store."""
 
@@ -65,16 +62,25 @@ class Reviewer:
         store: ReviewStore,
         *,
         require_approval: bool = True,
-        on_change: Callable[[], Awaitable[None]] | None = None,
+        effects: Effects = no_effects,
         clock: Callable[[], float] = time.time,
+        users: UserLabels | None = None,
     ) -> None:
         self.library = library
         self.staging = Staging(library)
         self.store = store
         self.require_approval = require_approval
-        self.on_change = on_change
+        self.effects = effects
+        """Told every `ReviewEvent`, once per operation, where the operation raises it."""
         self.clock = clock
-        self.listeners: list[Listener] = []
+        self.users: UserLabels = users or {}
+        """How each platform names the admins who decide, for cards and listings."""
+        self.tools: ToolDirectory | None = None
+        """The live tools, for the policies a card shows (None: no tools)."""
+
+    def tool_directory(self) -> dict[str, ToolInfo]:
+        """The live tools by name, with their policies."""
+        return {t.name: t for t in self.tools.directory()} if self.tools is not None else {}
 
     async def get(self, proposal_id: int) -> Proposal:
         proposal = await self.store.get_proposal(proposal_id)
@@ -83,11 +89,12 @@ class Reviewer:
         return proposal
 
     async def live(self, slug: str) -> LiveSkill | None:
-        """The live skill and its source (registry first), or None."""
-        if self.staging.live_text(slug) is None:
+        """The live skill and its source (registry first), or None; the file is read once."""
+        text = self.staging.live_text(slug)
+        if text is None:
             return None
         record = await self.store.get_skill_record(slug)
-        return load_live(self.library, slug, record.source if record else None)
+        return live_of(text, slug, record.source if record else None)
 
     def needs_review(self, proposal: Proposal, live: LiveSkill | None) -> bool:
         """Approval off lets automation change (or retire) only what automation wrote."""
@@ -108,47 +115,64 @@ class Reviewer:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise SkillError(f"could not stage the proposal for {p.slug}: {why}") from exc
         if not self.needs_review(p, live):
-            return (await self._approve(p, "auto", "applied")).proposal
-        await self._emit("staged", p)
+            record = await self.store.get_skill_record(p.slug)
+            return (await self._approve(p, record, "auto", "applied")).proposal
+        await self._emit(ReviewEvent("staged", p))
         return p
 
-    async def approve(self, proposal_id: int, decider: str) -> Decision:
-        """Promote the staged file over the live one, if the live one is what it was based on."""
-        return await self._approve(await self.get(proposal_id), decider, "approved")
+    async def approve(self, proposal_id: int, decider: str, *, name: str | None = None) -> Decision:
+        """Promote the staged file over the live one, if the live one is what it was based on.
+
+        `name`: how the decider is shown on cards, kept with the decision.
+        """
+        found = await self.store.proposal_and_skill(proposal_id)
+        if found is None:
+            raise ProposalNotFound(f"no proposal #{proposal_id}")
+        return await self._approve(*found, decider, "approved", name)
 
     async def _approve(
-        self, p: Proposal, decider: str, status: Literal["approved", "applied"]
+        self,
+        p: Proposal,
+        record: SkillRecord | None,
+        decider: str,
+        status: Literal["approved", "applied"],
+        name: str | None = None,
     ) -> Decision:
+        """The decision claimed, the files promoted, the registry updated: three round trips
+        and one read of the live file, whatever the proposal's kind."""
         if p.status != "pending":
             return Decision("decided", p)
         now = self.clock()
-        live = await self.live(p.slug)
-        if based_on_other(p, self.staging.live_text(p.slug)):
-            if not await self.store.transition(
+        text = self.staging.live_text(p.slug)
+        live = None if text is None else live_of(text, p.slug, record.source if record else None)
+        if based_on_other(p, text):
+            stale = await self.store.transition(
                 p.id,
                 from_status="pending",
                 to_status="stale",
                 by=decider,
                 at=now,
                 reason=STALE_REASON,
-            ):
+                name=name,
+            )
+            if stale is None:
                 return Decision("decided", await self.get(p.id))
             self._discard(p)
-            return await self._decided("stale", await self.get(p.id))
-        if not await self.store.transition(
-            p.id, from_status="pending", to_status=status, by=decider, at=now
-        ):
+            return await self._decided("stale", stale)
+        claimed = await self.store.transition(
+            p.id, from_status="pending", to_status=status, by=decider, at=now, name=name
+        )
+        if claimed is None:
             return Decision("decided", await self.get(p.id))
-        p = await self.get(p.id)
         try:
-            await self.promote(p, live)
+            change = await self.promote(claimed, live, record)
         except (OSError, SkillError):
             # The files did not change: give the decision back rather than claim a promotion.
             await self.store.transition(
                 p.id, from_status=status, to_status="pending", by=None, at=None
             )
             raise
-        return await self._decided(status, p)
+        return await self._decided(status, claimed, change)
 
     async def restage(self, p: Proposal, live: LiveSkill | None = None) -> None:
         """Write the staged file of a pending proposal from its row (a retirement has none)."""
@@ -160,42 +184,52 @@ class Reviewer:
             p.slug, render_proposal(p, live.skill if live else None, _source(p, live))
         )
 
-    async def promote(self, p: Proposal, live: LiveSkill | None) -> None:
-        """Keep the replaced text, rename the staged file over the live one, update the registry."""
+    async def promote(
+        self, p: Proposal, live: LiveSkill | None, record: SkillRecord | None
+    ) -> Change:
+        """Keep the replaced text, rename the staged file over the live one, update the registry.
+
+        `record`: the skill's registry row as read with the proposal (None: it has none).
+        """
         now = self.clock()
         if p.kind == "retire":
-            await self._retire(p, live, now)
-            return
+            return await self._retire(p, live, record, now)
         source = _source(p, live)
         text = render_proposal(p, live.skill if live else None, source)
-        if live is not None:
-            await self.store.add_skill_version(
-                p.slug, live.text, content_hash(live.text), p.id, now
-            )
         self.staging.promote(p.slug, text)
-        await self.register(p, text, source, p.status, now)
-        if self.on_change is not None:
-            await self.on_change()
+        replaced = (live.text, content_hash(live.text)) if live is not None else None
+        skill = await self.register(p, text, source, p.status, now, record, replaced=replaced)
+        return Change(skill, text)
 
-    async def register(self, p: Proposal, text: str, source: str, review: str, now: float) -> None:
-        record = await self.store.get_skill_record(p.slug)
-        await self.store.mark_promoted(
-            p.id,
-            now,
-            SkillRecord(
-                slug=p.slug,
-                source=source,
-                enabled=True,
-                review_status=review,
-                content_hash=content_hash(text),
-                created_at=record.created_at if record else now,
-                updated_at=now,
-            ),
+    async def register(
+        self,
+        p: Proposal,
+        text: str,
+        source: str,
+        review: str,
+        now: float,
+        record: SkillRecord | None,
+        *,
+        replaced: tuple[str, str] | None = None,
+    ) -> SkillRecord:
+        """The registry row of a promoted text (`record`: the skill's row before, if any),
+        with the text it replaced and that text's hash."""
+        skill = SkillRecord(
+            slug=p.slug,
+            source=source,
+            enabled=True,
+            review_status=review,
+            content_hash=content_hash(text),
+            created_at=record.created_at if record else now,
+            updated_at=now,
         )
+        await self.store.mark_promoted(p.id, now, skill, replaced=replaced)
+        return skill
 
-    async def _retire(self, p: Proposal, live: LiveSkill | None, now: float) -> None:
+    async def _retire(
+        self, p: Proposal, live: LiveSkill | None, record: SkillRecord | None, now: float
+    ) -> Change:
         """Disable the skill and keep its files: it is no longer offered or loadable."""
-        record = await self.store.get_skill_record(p.slug)
         if record is None:
             text = live.text if live else ""
             record = SkillRecord(
@@ -206,18 +240,25 @@ class Reviewer:
                 updated_at=now,
             )
         update = {"enabled": False, "review_status": RETIRED, "updated_at": now}
-        await self.store.mark_promoted(p.id, now, record.model_copy(update=update))
-        if self.on_change is not None:
-            await self.on_change()
+        skill = record.model_copy(update=update)
+        await self.store.mark_promoted(p.id, now, skill)
+        return Change(skill)
 
-    async def reject(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
+    async def reject(
+        self,
+        proposal_id: int,
+        decider: str,
+        reason: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> Decision:
         """Refuse a proposal for good: a tombstone, and the staged file gone."""
         p = await self.get(proposal_id)
         if p.status != "pending":
             return Decision("decided", p)
         now = self.clock()
         reason = (reason or "").strip() or None
-        if not await self.store.transition(
+        rejected = await self.store.transition(
             p.id,
             from_status="pending",
             to_status="rejected",
@@ -225,10 +266,35 @@ class Reviewer:
             at=now,
             reason=reason,
             tombstone=_tombstone(p, decider, now, reason),
-        ):
+            name=name,
+        )
+        if rejected is None:
             return Decision("decided", await self.get(p.id))
         self._discard(p)
-        return await self._decided("rejected", await self.get(p.id))
+        return await self._decided("rejected", rejected)
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]:
+        """Withdraw the pending proposals made from these (deleted) sessions: marked stale with
+        the reason, their staged files removed, their cards updated. Decided ones and live
+        skills keep their text: that is their provenance (docs/SECURITY.md)."""
+        gone = set(session_ids)
+        withdrawn = []
+        for p in await self.store.pending_proposals():
+            if not gone.intersection(p.based_on):
+                continue
+            if not await self.store.transition(
+                p.id,
+                from_status="pending",
+                to_status="stale",
+                by=WITHDRAWER,
+                at=self.clock(),
+                reason=WITHDRAWN_REASON,
+            ):
+                continue  # decided meanwhile
+            self._discard(p)
+            await self._decided("stale", await self.get(p.id))
+            withdrawn.append(p.id)
+        return withdrawn
 
     def _discard(self, p: Proposal) -> None:
         if p.kind != "retire":  # a retirement owns no staged file
@@ -247,7 +313,7 @@ class Reviewer:
         if not await self.store.set_rejection_reason(p.id, reason):
             return await self.get(p.id)
         p = await self.get(p.id)
-        await self._emit("decided", p)
+        await self._emit(ReviewEvent("decided", p))
         return p
 
     async def reopen(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
@@ -286,10 +352,11 @@ class Reviewer:
         if version is None or live_proposal(self.staging.live_text(p.slug)) != p.id:
             raise RollbackRefused(f"{p.slug} changed after proposal #{p.id} was approved")
         now = self.clock()
-        if not await self._mark_rolled_back(p, decider, reason, now):
+        rolled_back = await self._mark_rolled_back(p, decider, reason, now)
+        if rolled_back is None:
             return Decision("decided", await self.get(p.id))
-        await self.restore(p, version.content, now)
-        return await self._decided("rolled_back", await self.get(p.id))
+        change = await self.restore(rolled_back, version.content, now)
+        return await self._decided("rolled_back", rolled_back, change)
 
     async def _mark_rolled_back(
         self,
@@ -298,8 +365,8 @@ class Reviewer:
         reason: str | None,
         now: float,
         record: SkillRecord | None = None,
-    ) -> bool:
-        """Record the rollback with its tombstone (and registry row); False if someone was first."""
+    ) -> Proposal | None:
+        """Record the rollback with its tombstone (and registry row); None if someone was first."""
         reason = (reason or "").strip() or "rolled back"
         return await self.store.transition(
             p.id,
@@ -312,24 +379,21 @@ class Reviewer:
             record=record,
         )
 
-    async def restore(self, p: Proposal, text: str, now: float) -> None:
+    async def restore(self, p: Proposal, text: str, now: float) -> Change:
         """Write back the text an update replaced, and its registry row."""
         self.library.write_text(p.slug, text)
         record = await self.store.get_skill_record(p.slug)
-        if record is not None:
-            await self.store.mark_promoted(
-                p.id,
-                now,
-                record.model_copy(
-                    update={
-                        "content_hash": content_hash(text),
-                        "review_status": "rolled_back",
-                        "updated_at": now,
-                    }
-                ),
-            )
-        if self.on_change is not None:
-            await self.on_change()
+        if record is None:
+            return Change(None, text)
+        skill = record.model_copy(
+            update={
+                "content_hash": content_hash(text),
+                "review_status": "rolled_back",
+                "updated_at": now,
+            }
+        )
+        await self.store.mark_promoted(p.id, now, skill)
+        return Change(skill, text)
 
     async def _reinstate(self, p: Proposal, decider: str, reason: str | None) -> Decision:
         """Enable a retired skill again, in the same transaction as the rollback."""
@@ -338,13 +402,11 @@ class Reviewer:
             raise RollbackRefused(f"{p.slug} is not retired any more")
         now = self.clock()
         update = {"enabled": True, "review_status": "rolled_back", "updated_at": now}
-        if not await self._mark_rolled_back(
-            p, decider, reason, now, record=record.model_copy(update=update)
-        ):
+        skill = record.model_copy(update=update)
+        rolled_back = await self._mark_rolled_back(p, decider, reason, now, record=skill)
+        if rolled_back is None:
             return Decision("decided", await self.get(p.id))
-        if self.on_change is not None:
-            await self.on_change()
-        return await self._decided("rolled_back", await self.get(p.id))
+        return await self._decided("rolled_back", rolled_back, Change(skill))
 
     async def switch(
         self, slug: str, enabled: bool, decider: str, reason: str | None = None
@@ -359,8 +421,7 @@ class Reviewer:
         if record is None:
             raise SkillNotFound(f"no registered skill {slug}")
         log.info("skill %s %s by %s", slug, "enabled" if enabled else "disabled", decider)
-        if self.on_change is not None:
-            await self.on_change()
+        await self._emit(ReviewEvent("switched", skill=record))
         return record
 
     async def proposed_text(self, p: Proposal) -> str:
@@ -390,17 +451,20 @@ class Reviewer:
             )
         )
 
-    async def _decided(self, outcome: Outcome, p: Proposal) -> Decision:
-        await self._emit("decided", p)
+    async def _decided(
+        self, outcome: Outcome, p: Proposal, change: Change | None = None
+    ) -> Decision:
+        skill, text = (change.skill, change.text) if change is not None else (None, None)
+        await self._emit(ReviewEvent("decided", p, skill, text))
         return Decision(outcome, p)
 
-    async def _emit(self, kind: Literal["staged", "decided"], p: Proposal) -> None:
-        event = ReviewEvent(kind, p)
-        for listener in list(self.listeners):
-            try:
-                await listener(event)
-            except Exception:
-                log.exception("review listener failed on proposal #%s", p.id)
+    async def _emit(self, event: ReviewEvent) -> None:
+        """Raise `event`: its effects never undo the decision, which is durable already."""
+        try:
+            await self.effects(event)
+        except Exception:
+            what = f"proposal #{event.proposal.id}" if event.proposal else "a skill switch"
+            log.exception("the effects of %s failed", what)
 
 
 def _source(p: Proposal, live: LiveSkill | None) -> str:

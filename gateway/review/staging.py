@@ -44,7 +44,13 @@ def render_proposal(p: Proposal, live: Skill | None, source: str) -> str:
     if p.status in ("approved", "applied"):
         meta.update(approved_by=p.decided_by, approved_at=iso(p.decided_at))
     return render_skill(
-        Skill(name=p.slug, description=p.description, body=p.content, metadata=meta)
+        Skill(
+            name=p.slug,
+            description=p.description,
+            body=p.content,
+            metadata=meta,
+            allowed_tools=list(p.allowed_tools),
+        )
     )
 
 

@@ -127,9 +127,18 @@ class InboxWorker:
         handler = self.handlers.get(item.channel)
         if handler is None:
             return
-        attempt = item.attempts
         claim = self._fence(item)
+        # Counted before the work: an update that kills the process (the kernel's OOM
+        # killer, a crash in a library) has used its attempt all the same. A new update's
+        # first attempt was counted as it was stored.
+        attempt = item.attempts if item.started else await self._start(item, claim)
         while True:
+            if attempt == 0:
+                return  # the claim is gone: the replica that holds it now retries
+            if attempt > self.max_attempts:
+                reason = item.last_error or "the process stopped while handling it"
+                await self._give_up(handler, item, claim, attempt, reason)
+                return
             try:
                 async with self._limit:
                     await handler(item)
@@ -153,21 +162,10 @@ class InboxWorker:
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 failed = partial(self.store.inbox_failed, item.id, error, claim=claim)
-                attempt = await self._persist(failed)
-                if claim is not None and attempt == 0:
-                    return  # the claim is gone: the replica that holds it now retries
+                if await self._persist(failed) == 0 and claim is not None:
+                    return
                 if attempt >= self.max_attempts:
-                    log.error(
-                        "giving up on %s update %s after %d attempts: %s",
-                        item.channel,
-                        item.update_id,
-                        attempt,
-                        exc,
-                    )
-                    gave_up = f"gave up: {exc}"
-                    await self._persist(
-                        partial(self.store.inbox_done, item.id, error=gave_up, claim=claim)
-                    )
+                    await self._give_up(handler, item, claim, attempt, str(exc))
                     return
                 log.warning(
                     "%s update %s failed (attempt %d), retrying: %s",
@@ -177,9 +175,39 @@ class InboxWorker:
                     exc,
                 )
                 await asyncio.sleep(self.backoff(attempt))
+                attempt = await self._start(item, claim)
                 continue
             await self._persist(partial(self.store.inbox_done, item.id, claim=claim))
             return
+
+    async def _start(self, item: InboxItem, claim: int | None) -> int:
+        return await self._persist(partial(self.store.inbox_started, item.id, claim=claim))
+
+    async def _give_up(
+        self, handler: Handler, item: InboxItem, claim: int | None, attempt: int, reason: str
+    ) -> None:
+        """Hand the update on once more so that its sender is told, then set it aside.
+
+        Told before it is set aside, while the claim still lets a replica send; an update
+        whose notice itself was cut short (one more attempt counted) is set aside untold.
+        """
+        log.error(
+            "giving up on %s update %s after %d attempts: %s",
+            item.channel,
+            item.update_id,
+            self.max_attempts,
+            reason,
+        )
+        if attempt <= self.max_attempts + 1:
+            try:
+                async with self._limit:
+                    await handler(item.model_copy(update={"given_up": True}))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("could not tell the sender of update %s: %s", item.update_id, exc)
+        gave_up = partial(self.store.inbox_done, item.id, error=f"gave up: {reason}", claim=claim)
+        await self._persist(gave_up)
 
     async def _persist(self, write: Callable[[], Awaitable[T]]) -> T:
         """A bookkeeping write, retried while the database refuses it (locked, busy).

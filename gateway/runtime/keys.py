@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gateway.skills.catalog import SkillCatalog
     from gateway.store import Store
     from gateway.synthesis.synthesizer import Synthesizer
+    from gateway.tools.toolbox import Tools
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
 STORE: web.AppKey[Store] = web.AppKey("store")
@@ -25,3 +26,5 @@ SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
 CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")
 SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
 """The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""
+TOOLS: web.AppKey[Tools | None] = web.AppKey("tools")
+"""The tool servers of this process; None without a tools file."""

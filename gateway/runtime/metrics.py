@@ -69,6 +69,12 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        self.tool_calls = Counter(
+            "skillgate_tool_calls",
+            "Tool calls, by tool and status (ok, error, timeout, refused, declined, unavailable)",
+            ["tool", "status"],
+            registry=r,
+        )
         self.feedback = Gauge(
             "skillgate_feedback", "Ratings stored, by rating (up, down)", ["rating"], registry=r
         )
@@ -97,6 +103,10 @@ class Metrics:
     def over_limit(self, channel: str, limit: str) -> None:
         """Count one message refused by a daily limit (user, chat or gateway)."""
         self.quota_refusals.labels(channel, limit).inc()
+
+    def tool_called(self, tool: str, status: str) -> None:
+        """Count one tool call that ended in `status`."""
+        self.tool_calls.labels(tool, status).inc()
 
     async def refresh(self, store: Totals) -> None:
         """Read the stored totals that the gauges show."""

@@ -3,7 +3,8 @@
 Messages, traces, ratings and delivery records go with their session; the session's id
 stays in `deleted_sessions`, so proposals and decisions keep their provenance and the
 console shows those sessions as deleted. Daily quota counts and processed stored updates
-older than that go too.
+older than that go too, and so do the notes on a deleted chat's files (`MEDIA_META`) and the
+platform's language of a user with no conversation left; SQLite's log is checkpointed after.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class RetentionStore(Protocol):
     async def quota_prune(self, before_day: str) -> int: ...
 
     async def inbox_prune(self, older_than: float) -> int: ...
+
+    async def checkpoint(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ async def purge_old(
     # own pruning keeps processed ones a week at most).
     await store.inbox_prune(before)
     if sessions:
+        await store.checkpoint()  # the deleted words leave SQLite's write-ahead log too
         log.info(
             "retention: deleted %d session(s) with %d message(s) older than %d day(s)",
             sessions,

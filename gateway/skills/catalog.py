@@ -1,7 +1,8 @@
 """The catalog: the registry joined with the files, serving the agent's skill index.
 
 Files and registry rows are the truth; the catalog is an in-memory view of the
-enabled skills, rebuilt at start-up and whenever a review changes the library.
+enabled skills, rebuilt at start-up, after a review changed one skill (from what the review
+wrote, `apply`) and when another replica changed the registry (`refresh`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gateway.core.ports import SkillRegistry
 from gateway.core.records import SkillRecord
 from gateway.errors import SkillError
 from gateway.skills.files import Described, describe_files
-from gateway.skills.library import SKILL_FILE, SLUG_RE, SkillLibrary, content_hash
+from gateway.skills.library import SKILL_FILE, SLUG_RE, SkillLibrary, content_hash, parse_skill
 from gateway.skills.selection import SkillIndex, render_index
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class SkillCatalog:
         self.index = SkillIndex()
         self._enabled: set[str] = set()
         self._hashes: dict[str, str] = {}
+        self._records: dict[str, SkillRecord] = {}
+        self._described: dict[str, Described] = {}
+        """What the index was last built from, so that one change needs no rescan."""
+        self._tools: dict[str, tuple[str, ...]] = {}
         self._settled: dict[str, str] = {}
         self._lagging: frozenset[str] = frozenset()
 
@@ -121,12 +126,32 @@ class SkillCatalog:
         records = {r.slug: r for r in await self.registry.skill_records()}
         self._rebuild(records, await describe_files(self.library, self.registry))
 
+    def apply(self, skill: SkillRecord, text: str | None = None) -> None:
+        """One skill as a review left it (its registry row, and the SKILL.md text it wrote):
+        the index is rebuilt from what it knew, without a store query or a file read."""
+        described = dict(self._described)
+        if text is not None:
+            try:
+                parsed = parse_skill(text, expect_name=skill.slug)
+            except SkillError:
+                described.pop(skill.slug, None)
+            else:
+                proposal = parsed.metadata.get("proposal")
+                described[skill.slug] = Described(
+                    content_hash(text),
+                    parsed.description,
+                    proposal if isinstance(proposal, int) else None,
+                )
+        self._rebuild({**self._records, skill.slug: skill}, described)
+
     def _rebuild(
         self, records: Mapping[str, SkillRecord], described: Mapping[str, Described]
     ) -> None:
+        self._records, self._described = dict(records), dict(described)
         pairs = []
         enabled = set()
         hashes = {}
+        tools = {}
         for slug in sorted(records):
             rec = records[slug]
             if not rec.enabled:
@@ -137,9 +162,12 @@ class SkillCatalog:
             pairs.append((slug, described[slug].description))
             enabled.add(slug)
             hashes[slug] = rec.content_hash
+            if described[slug].tools:
+                tools[slug] = described[slug].tools
         self.index.replace(pairs)
         self._enabled = enabled
         self._hashes = hashes
+        self._tools = tools
 
     def offer(
         self, query: str, budget_tokens: int, exclude: Collection[str] = ()
@@ -162,6 +190,10 @@ class SkillCatalog:
     def short_of_comparison(self) -> frozenset[str]:
         """Skills under evaluation whose comparison lags: the holdout withholds them more often."""
         return self.evaluating & self._lagging
+
+    def tools_of(self, name: str) -> tuple[str, ...]:
+        """The tools an enabled skill names (`allowed-tools`)."""
+        return self._tools.get(name, ())
 
     def load(self, name: str) -> str | None:
         if name not in self._enabled:

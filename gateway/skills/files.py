@@ -41,6 +41,8 @@ class Described:
     description: str
     proposal: int | None
     """The proposal whose text the file carries (its `metadata.proposal`), if any."""
+    tools: tuple[str, ...] = ()
+    """The tools it names (`allowed-tools`)."""
 
 
 async def describe_files(library: SkillLibrary, store: SkillFiles) -> dict[str, Described]:
@@ -57,19 +59,27 @@ async def describe_files(library: SkillLibrary, store: SkillFiles) -> dict[str, 
             and file.mtime_ns / 1e9 < entry.checked_at - SETTLED_SECONDS
         ):
             described[file.slug] = Described(
-                entry.content_hash, entry.description, entry.proposal_id
+                entry.content_hash,
+                entry.description,
+                entry.proposal_id,
+                tuple(entry.allowed_tools.split()),
             )
             continue
         try:
             text = library.read_file(file)
             digest = content_hash(text)
             if entry is not None and entry.content_hash == digest:
-                found = Described(digest, entry.description, entry.proposal_id)
+                found = Described(
+                    digest, entry.description, entry.proposal_id, tuple(entry.allowed_tools.split())
+                )
             else:
                 skill = parse_skill(text, expect_name=file.slug)
                 proposal = skill.metadata.get("proposal")
                 found = Described(
-                    digest, skill.description, proposal if isinstance(proposal, int) else None
+                    digest,
+                    skill.description,
+                    proposal if isinstance(proposal, int) else None,
+                    tuple(skill.allowed_tools),
                 )
         except SkillError as exc:
             log.warning("skipping skill %s: %s", file.slug, exc)
@@ -84,6 +94,7 @@ async def describe_files(library: SkillLibrary, store: SkillFiles) -> dict[str, 
                 checked_at=checked,
                 description=found.description,
                 proposal_id=found.proposal,
+                allowed_tools=" ".join(found.tools),
             )
         )
     gone = sorted(set(known) - set(described))

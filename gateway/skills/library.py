@@ -28,6 +28,7 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 SOURCES = ("bundled", "custom", "auto")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
 
 
@@ -38,6 +39,8 @@ class Skill(BaseModel):
     description: str
     body: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    allowed_tools: list[str] = Field(default_factory=list)
+    """The tools it uses (`allowed-tools`): a declaration, never a grant of any policy."""
 
     @property
     def source(self) -> str | None:
@@ -89,12 +92,30 @@ def parse_skill(text: str, *, expect_name: str | None = None) -> Skill:
         description=validate_description(str(front.get("description", ""))),
         body=match.group(2).strip("\n"),
         metadata=metadata,
+        allowed_tools=parse_allowed_tools(front.get("allowed-tools")),
     )
+
+
+def parse_allowed_tools(value: Any) -> list[str]:
+    """`allowed-tools` as the Agent Skills field writes it (space-separated) or as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        names = value.replace(",", " ").split()
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = [v.strip() for v in value if v.strip()]
+    else:
+        raise InvalidSkill("allowed-tools must be a list of tool names")
+    if any(len(n) > 128 or not TOOL_NAME.match(n) for n in names):
+        raise InvalidSkill("allowed-tools holds a name that is not a tool name")
+    return list(dict.fromkeys(names))
 
 
 def render_skill(skill: Skill) -> str:
     """SKILL.md text for a skill: frontmatter, a blank line, the body."""
     front: dict[str, Any] = {"name": skill.name, "description": skill.description}
+    if skill.allowed_tools:
+        front["allowed-tools"] = " ".join(skill.allowed_tools)
     if skill.metadata:
         front["metadata"] = skill.metadata
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000).strip()

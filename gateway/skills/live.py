@@ -21,6 +21,14 @@ def load_live(library: SkillLibrary, slug: str, registry_source: str | None) -> 
     """The live skill `slug` with its source (registry, then frontmatter, else custom)."""
     try:
         text = library.read_text(slug)
+    except SkillError:
+        return None
+    return live_of(text, slug, registry_source)
+
+
+def live_of(text: str, slug: str, registry_source: str | None) -> LiveSkill | None:
+    """The live skill whose SKILL.md text was just read; None when it does not parse."""
+    try:
         skill = parse_skill(text, expect_name=slug)
     except SkillError:
         return None

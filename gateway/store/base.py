@@ -13,10 +13,13 @@ from typing import Self
 from gateway.errors import StoreError
 from gateway.store.cards import CardQueries
 from gateway.store.console import ConsoleQueries
+from gateway.store.context import ContextQueries
 from gateway.store.conversations import ConversationQueries
 from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
+from gateway.store.memory import MemoryQueries
+from gateway.store.personas import PersonaQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
 from gateway.store.registry import RegistryQueries
@@ -24,10 +27,13 @@ from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
+from gateway.store.tools import ToolQueries
+from gateway.store.turns import TurnQueries
 from gateway.store.usage import UsageQueries
 
 
 class Store(
+    TurnQueries,
     ConversationQueries,
     RegistryQueries,
     DeliveryQueries,
@@ -40,6 +46,10 @@ class Store(
     UsageQueries,
     PrivacyQueries,
     LanguageQueries,
+    MemoryQueries,
+    ContextQueries,
+    PersonaQueries,
+    ToolQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""
@@ -56,6 +66,10 @@ class Store(
     async def close(self) -> None:  # pragma: no cover
         """Finish queued work and disconnect."""
         raise NotImplementedError
+
+    async def checkpoint(self) -> None:
+        """Leave no deleted row in a log beside the database (SQLite's WAL); the server's
+        own log (PostgreSQL) is outside the data dir and recycled by the server."""
 
     async def __aenter__(self) -> Self:
         return await self.open()

@@ -128,15 +128,7 @@ class CardQueries(QueriesBase):
         self, c: Conn, decider: str, name: str, now: float | None = None
     ) -> None:
         """Remember how to show a decider ("telegram:123") to people."""
-        at = time.time() if now is None else now
-        await c.execute(
-            "insert into reviewer_names (decider, name, updated_at) values (?, ?, ?)"
-            " on conflict (decider) do update set name = excluded.name,"
-            " updated_at = excluded.updated_at",
-            decider,
-            name,
-            at,
-        )
+        await remember_name(c, decider, name, time.time() if now is None else now)
 
     @query
     async def reviewer_name(self, c: Conn, decider: str) -> str | None:
@@ -160,3 +152,15 @@ class CardQueries(QueriesBase):
 def _differ(a: str, b: str) -> str:
     """`a is distinct from b`, also on SQLite before 3.39 (PostgreSQL lacks `is not` on values)."""
     return f"not coalesce({a} = {b}, {a} is null and {b} is null)"
+
+
+async def remember_name(c: Conn, decider: str, name: str, at: float) -> None:
+    """How a decider is shown to people, as their platform last gave it."""
+    await c.execute(
+        "insert into reviewer_names (decider, name, updated_at) values (?, ?, ?)"
+        " on conflict (decider) do update set name = excluded.name,"
+        " updated_at = excluded.updated_at",
+        decider,
+        name,
+        at,
+    )

@@ -45,6 +45,8 @@ class SessionSummary(BaseModel):
     downs: int = 0
     consumed_by: int | None = None
     opening: str | None = None
+    user_name: str | None = None
+    """The user's display name as the platform last sent it."""
 
 
 class TranscriptEntry(BaseModel):
@@ -90,7 +92,9 @@ select s.*,
      where m.session_id = s.id and f.rating < 0) as downs,
   (select c.run_id from consumed_sessions c where c.session_id = s.id) as consumed_by,
   (select m.text from messages m where m.session_id = s.id and m.role = 'user'
-     order by m.id limit 1) as opening
+     order by m.id limit 1) as opening,
+  (select n.name from user_names n where n.channel = s.channel and n.user_id = s.user_id)
+     as user_name
 from sessions s
 """
 
@@ -106,6 +110,19 @@ class ConsoleQueries(QueriesBase):
         else:
             n = await c.fetchval("select count(*) from sessions")
         return int(n or 0)
+
+    @query
+    async def known_users(self, c: Conn, limit: int = 200) -> list[tuple[str, str, str]]:
+        """(channel, user id, name or "") of the users who talked to the bot, latest first."""
+        rows = await c.fetch(
+            "select s.channel, s.user_id, max(s.last_activity_at) as seen,"
+            " max(n.name) as name from sessions s left join user_names n"
+            " on n.channel = s.channel and n.user_id = s.user_id"
+            " where s.user_id is not null group by s.channel, s.user_id"
+            " order by seen desc, s.channel, s.user_id limit ?",
+            c.dialect.limit(limit),
+        )
+        return [(str(r["channel"]), str(r["user_id"]), str(r["name"] or "")) for r in rows]
 
     @query
     async def session_summaries(

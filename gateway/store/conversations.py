@@ -11,7 +11,6 @@ from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import (
     FeedbackRecord,
     MessageRecord,
-    OpenedTurn,
     SessionRecord,
     Trace,
 )
@@ -25,7 +24,16 @@ from gateway.store.sql import (
     transaction,
 )
 
-TRACE_LISTS = ("skills_offered", "skills_loaded", "skills_withheld", "tools_used", "notes")
+MAX_NAME = 64
+TRACE_LISTS = (
+    "skills_offered",
+    "skills_loaded",
+    "skills_withheld",
+    "skills_unavailable",
+    "tools_used",
+    "tool_calls",
+    "notes",
+)
 _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 _ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
@@ -51,68 +59,8 @@ class ConversationQueries(QueriesBase):
         idle_seconds: float,
     ) -> SessionRecord:
         """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
-        await _lock_chat(c, channel, chat_id)
-        return await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
-
-    @transaction
-    async def open_turn(
-        self,
-        c: Conn,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        text: str,
-        *,
-        inbox_id: int | None,
-        now: float,
-        idle_seconds: float,
-        history_limit: int,
-        exclude_kinds: Sequence[MessageKind] = (),
-        platform_message_id: str | None = None,
-        attachments: Sequence[AttachmentRecord] = (),
-    ) -> OpenedTurn:
-        """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history.
-
-        When the inbox update was answered before (a crash between answer and delivery),
-        that answer comes back instead and nothing is written.
-        """
-        await _lock_chat(c, channel, chat_id)
-        if inbox_id is not None:
-            done = await _message_for_inbox(c, inbox_id, "assistant")
-            if done is not None:
-                return OpenedTurn(session_id=done.session_id, answer=done)
-        stored = None if inbox_id is None else await _message_for_inbox(c, inbox_id, "user")
-        if stored is not None:
-            # Resumed after a crash: the turn stays in the session of its question,
-            # even if that session went idle meanwhile.
-            session_id = stored.session_id
-        else:
-            session = await _current_session(c, channel, chat_id, user_id, now, idle_seconds)
-            session_id = session.id
-            message = await _add_message(
-                c,
-                session_id,
-                "user",
-                text,
-                "normal",
-                inbox_id,
-                None,
-                now,
-                platform_message_id=platform_message_id,
-                user_id=user_id,
-            )
-            for attachment in attachments:
-                values = {**attachment.model_dump(), "message_id": message.id}
-                await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
-            if attachments:
-                await c.execute(
-                    "update messages set attachment_count = ? where id = ?",
-                    len(attachments),
-                    message.id,
-                )
-        history = await _history(c, session_id, history_limit, exclude_kinds)
-        return OpenedTurn(session_id=session_id, history=history)
+        await lock_chat(c, channel, chat_id)
+        return await session_for_turn(c, channel, chat_id, user_id, now, idle_seconds)
 
     @query
     async def finish_chat_session(
@@ -170,7 +118,7 @@ class ConversationQueries(QueriesBase):
         `user_id`: the sender of a question, or the user an answer is for.
         """
         at = time.time() if now is None else now
-        return await _add_message(
+        return await insert_message(
             c, session_id, role, text, kind, inbox_id, trace, at, user_id=user_id
         )
 
@@ -184,7 +132,7 @@ class ConversationQueries(QueriesBase):
         exclude_kinds: Sequence[MessageKind] = (),
     ) -> list[MessageRecord]:
         """The session's last `limit` messages, oldest first, without the excluded kinds."""
-        return await _history(c, session_id, limit, exclude_kinds)
+        return await read_history(c, session_id, limit, exclude_kinds)
 
     @transaction
     async def unsend_message(
@@ -259,16 +207,12 @@ class ConversationQueries(QueriesBase):
     @query
     async def message_for_inbox(self, c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
         """The message of `role` already stored for an inbox update, if any."""
-        return await _message_for_inbox(c, inbox_id, role)
+        return await inbox_message(c, inbox_id, role)
 
     @query
     async def set_platform_ids(self, c: Conn, message_id: int, ids: Sequence[str]) -> None:
         """Remember the platform's ids of the messages that carried this one."""
-        await c.execute(
-            "update messages set platform_message_ids = ? where id = ?",
-            json.dumps(list(ids)),
-            message_id,
-        )
+        await set_platform_ids(c, message_id, ids)
 
     @query
     async def get_trace(self, c: Conn, message_id: int) -> Trace | None:
@@ -343,12 +287,12 @@ class ConversationQueries(QueriesBase):
         return [FeedbackRecord.model_validate(r) for r in rows]
 
 
-async def _lock_chat(c: Conn, channel: str, chat_id: str) -> None:
+async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
     """Queue replicas opening the same chat's session, until the transaction ends."""
     await c.lock(f"chat\0{channel}\0{chat_id}")
 
 
-async def _current_session(
+async def session_for_turn(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
     # Called inside a transaction that holds the chat's lock; the row lock keeps a
@@ -381,7 +325,7 @@ async def _current_session(
     return SessionRecord.model_validate(row)
 
 
-async def _add_message(
+async def insert_message(
     c: Conn,
     session_id: int,
     role: Role,
@@ -415,11 +359,25 @@ async def _add_message(
             values[key] = json.dumps(values[key])
         values["completed"] = int(values["completed"])
         values["tokens_known"] = int(values["tokens_known"])
+        values["operator_error"] = int(values["operator_error"])
         await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
     return message
 
 
-async def _history(
+async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:
+    """The user's display name as the platform sent it this time (bounded)."""
+    await c.execute(
+        "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)"
+        " on conflict (channel, user_id) do update set name = excluded.name,"
+        " updated_at = excluded.updated_at",
+        channel,
+        user_id,
+        name.strip()[:MAX_NAME],
+        at,
+    )
+
+
+async def read_history(
     c: Conn, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
 ) -> list[MessageRecord]:
     kinds = list(exclude_kinds)
@@ -465,10 +423,32 @@ async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[Messa
     return messages
 
 
-async def _message_for_inbox(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
+async def inbox_message(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
     row = await c.fetchrow(
         "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
         inbox_id,
         role,
     )
     return None if row is None else message_record(row)
+
+
+async def store_attachments(
+    c: Conn, message_id: int, attachments: Sequence[AttachmentRecord], now: float
+) -> None:
+    """Keep what a user's message carried, and how many, with the message."""
+    for attachment in attachments:
+        values = {**attachment.model_dump(), "message_id": message_id}
+        await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
+    if attachments:
+        await c.execute(
+            "update messages set attachment_count = ? where id = ?", len(attachments), message_id
+        )
+
+
+async def set_platform_ids(c: Conn, message_id: int, ids: Sequence[str]) -> None:
+    """The platform's ids of every message that carried this one so far."""
+    await c.execute(
+        "update messages set platform_message_ids = ? where id = ?",
+        json.dumps(list(ids)),
+        message_id,
+    )

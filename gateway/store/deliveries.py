@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from gateway.store.sql import Conn, QueriesBase, decode_json_fields, query, transaction
+from gateway.store.conversations import set_platform_ids
+from gateway.store.sql import Conn, QueriesBase, decode_json_fields, transaction
 
 
 class DeliveryBatch(BaseModel):
@@ -51,7 +52,7 @@ class DeliveryQueries(QueriesBase):
         assert row is not None
         return DeliveryBatch.model_validate(decode_json_fields(row, "platform_ids"))
 
-    @query
+    @transaction
     async def delivery_sent(
         self,
         c: Conn,
@@ -60,15 +61,30 @@ class DeliveryQueries(QueriesBase):
         batch: int,
         ids: Sequence[str],
         now: float | None = None,
+        *,
+        retry_key: str = "",
+        answer: int | None = None,
+        answer_ids: Sequence[str] = (),
     ) -> None:
-        """Mark a batch accepted by the platform, with the ids of its messages."""
+        """Mark a batch accepted by the platform, with the ids of its messages.
+
+        A batch sent by reply token is recorded only now (`retry_key` is then never used).
+        With `answer`, the answer's message keeps `answer_ids`, the ids of all its batches
+        so far, in the same transaction.
+        """
         at = time.time() if now is None else now
+        sent = json.dumps(list(ids))
         await c.execute(
-            "update deliveries set sent_at = ?, platform_ids = ?"
-            " where channel = ? and ref = ? and batch = ?",
-            at,
-            json.dumps(list(ids)),
+            "insert into deliveries (channel, ref, batch, retry_key, sent_at, platform_ids,"
+            " created_at) values (?, ?, ?, ?, ?, ?, ?) on conflict (channel, ref, batch)"
+            " do update set sent_at = excluded.sent_at, platform_ids = excluded.platform_ids",
             channel,
             ref,
             batch,
+            retry_key,
+            at,
+            sent,
+            at,
         )
+        if answer is not None:
+            await set_platform_ids(c, answer, answer_ids)

@@ -27,11 +27,13 @@ class InboxQueries(QueriesBase):
         payload: str,
         now: float | None = None,
     ) -> InboxItem | None:
-        """Store an update; None when (channel, update_id) was seen before."""
+        """Store an update with its first attempt counted (it goes to the worker now, and one
+        that kills the process has used it: `inbox_started`); None when (channel, update_id)
+        was seen before."""
         at = time.time() if now is None else now
         row = await c.fetchrow(
-            "insert into inbox (channel, update_id, chat_key, payload, received_at)"
-            " values (?, ?, ?, ?, ?) on conflict (channel, update_id) do nothing"
+            "insert into inbox (channel, update_id, chat_key, payload, received_at, attempts)"
+            " values (?, ?, ?, ?, ?, 1) on conflict (channel, update_id) do nothing"
             f" returning {ITEM}",
             channel,
             update_id,
@@ -39,7 +41,7 @@ class InboxQueries(QueriesBase):
             payload,
             at,
         )
-        return None if row is None else InboxItem.model_validate(row)
+        return None if row is None else InboxItem.model_validate({**row, "started": True})
 
     @query
     async def inbox_pending(self, c: Conn) -> list[InboxItem]:
@@ -69,14 +71,26 @@ class InboxQueries(QueriesBase):
         )
 
     @query
+    async def inbox_started(self, c: Conn, item_id: int, *, claim: int | None = None) -> int:
+        """Count an attempt before its work starts, so that one killing the process counts too;
+        returns the attempts so far (0: `claim` no longer holds)."""
+        fenced = "" if claim is None else " and claim = ?"
+        attempts = await c.fetchval(
+            f"update inbox set attempts = attempts + 1 where id = ?{fenced} returning attempts",
+            item_id,
+            *(() if claim is None else (claim,)),
+        )
+        return 0 if attempts is None else int(attempts)
+
+    @query
     async def inbox_failed(
         self, c: Conn, item_id: int, error: str, *, claim: int | None = None
     ) -> int:
-        """Record a failed attempt; returns the attempts so far (0: `claim` no longer holds)."""
+        """Record why the attempt `inbox_started` counted failed; returns the attempts so far
+        (0: `claim` no longer holds)."""
         fenced = "" if claim is None else " and claim = ?"
         attempts = await c.fetchval(
-            f"update inbox set attempts = attempts + 1, last_error = ? where id = ?{fenced}"
-            " returning attempts",
+            f"update inbox set last_error = ? where id = ?{fenced} returning attempts",
             error[:2000],
             item_id,
             *(() if claim is None else (claim,)),
@@ -89,6 +103,12 @@ class InboxQueries(QueriesBase):
         return await c.execute(
             "delete from inbox where processed_at is not null and received_at < ?", older_than
         )
+
+    @query
+    async def inbox_last_received(self, c: Conn, channel: str) -> float | None:
+        """When the latest stored update of `channel` arrived (None: none is stored)."""
+        value = await c.fetchval("select max(received_at) from inbox where channel = ?", channel)
+        return None if value is None else float(value)
 
     @query
     async def inbox_pending_count(self, c: Conn) -> int:

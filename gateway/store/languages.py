@@ -15,23 +15,7 @@ class LanguageQueries(QueriesBase):
     async def language_state(
         self, c: Conn, channel: str, chat_id: str, user_id: str | None
     ) -> LanguageState:
-        row = await c.fetchrow(
-            "select (select language from chat_languages where channel = ? and chat_id = ?)"
-            " as chosen, u.tag, u.ok, u.checked_at from (select 1 as one) as x"
-            " left join user_languages u on u.channel = ? and u.user_id = ?",
-            channel,
-            chat_id,
-            channel,
-            user_id or "",
-        )
-        if row is None:  # pragma: no cover - the select always gives one row
-            return LanguageState()
-        return LanguageState(
-            chosen=row["chosen"],
-            tag=row["tag"],
-            ok=bool(row["ok"]),
-            checked_at=row["checked_at"],
-        )
+        return await read_language_state(c, channel, chat_id, user_id)
 
     @query
     async def choose_language(
@@ -86,3 +70,26 @@ class LanguageQueries(QueriesBase):
             int(ok),
             at,
         )
+
+
+async def read_language_state(
+    c: Conn, channel: str, chat_id: str, user_id: str | None
+) -> LanguageState:
+    """The chat's choice and the user's platform language, in one statement."""
+    row = await c.fetchrow(
+        "select (select language from chat_languages where channel = ? and chat_id = ?)"
+        " as chosen, u.tag, u.ok, u.checked_at from (select 1 as one) as x"
+        " left join user_languages u on u.channel = ? and u.user_id = ?",
+        channel,
+        chat_id,
+        channel,
+        user_id or "",
+    )
+    if row is None:  # pragma: no cover - the select always gives one row
+        return LanguageState()
+    return LanguageState(
+        chosen=row["chosen"],
+        tag=row["tag"],
+        ok=bool(row["ok"]),
+        checked_at=row["checked_at"],
+    )

@@ -573,6 +573,124 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+_MEMORY = [
+    """
+    create table user_memory (
+        id {id},
+        channel text not null,
+        user_id text not null,
+        text text not null,
+        created_at {time} not null
+    )
+    """,
+    "create index user_memory_owner on user_memory (channel, user_id, id)",
+    """
+    create table memory_opt_ins (
+        channel text not null,
+        chat_id text not null,
+        user_id text not null,
+        created_at {time} not null,
+        primary key (channel, chat_id, user_id)
+    )
+    """,
+    # A turn that wrote a memory entry is kept out of synthesis evidence.
+    "alter table messages add column withheld integer not null default 0",
+]
+
+
+_GROUP_CONTEXT = [
+    """
+    create table group_lines (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text,
+        user_name text,
+        text text not null,
+        tokens integer not null,
+        created_at {time} not null
+    )
+    """,
+    "create index group_lines_chat on group_lines (channel, chat_id, id)",
+]
+
+
+_PERSONAS = [
+    """
+    create table chat_personas (
+        channel text not null,
+        chat_id text not null,
+        text text not null,
+        set_by text,
+        set_at {time} not null,
+        primary key (channel, chat_id)
+    )
+    """,
+    "alter table traces add column persona_hash text",
+]
+
+
+# Tools: each call of a configured tool in the answer's trace (JSON list, never results),
+# the confirmations asked of users (a press decides once, on whichever replica gets it),
+# and the day's calls per tool and status for usage and /metrics.
+_TOOLS: list[Step] = [
+    "alter table traces add column tool_calls text not null default '[]'",
+    "alter table traces add column skills_unavailable text not null default '[]'",
+    """
+    create table tool_confirmations (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text not null,
+        tool text not null,
+        arguments text not null,
+        created_at {time} not null,
+        expires_at {time} not null,
+        decision text,
+        decided_at {time}
+    )
+    """,
+    """
+    create table tool_usage (
+        day text not null,
+        tool text not null,
+        status text not null,
+        calls {bigint} not null,
+        primary key (day, tool, status)
+    )
+    """,
+]
+
+
+# Answers that failed for the gateway's configuration, kept out of learning evidence.
+_OPERATOR_ERRORS: list[Step] = [
+    "alter table traces add column operator_error integer not null default 0",
+]
+
+
+# Users' display names as their platform last sent them (deleted by /forget).
+_USER_NAMES: list[Step] = [
+    """
+    create table user_names (
+        channel text not null,
+        user_id text not null,
+        name text not null,
+        updated_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
+# The tools each skill file names (`allowed-tools`); what start-up read before is read again.
+_SKILL_TOOLS: list[Step] = [
+    "alter table skill_files add column allowed_tools text not null default ''",
+    "delete from skill_files",
+    # ...and the tools a proposed skill names, staged into its frontmatter.
+    "alter table proposals add column allowed_tools text not null default '[]'",
+]
+
+
 # Learning loop: each same-claim check of a synthesis run, with the model's decision, the
 # known claims it was shown (a JSON list of labels) and its reason.
 _SAME_CLAIM_CHECKS: list[Step] = [
@@ -649,6 +767,13 @@ MIGRATIONS: list[Migration] = [
         _SAME_CLAIM_CHECKS,
     ),
     (21, "how often each session was shown to the model, and when last", _SHOWINGS),
+    (23, "tools: calls in traces, confirmations asked of users, calls per day", _TOOLS),
+    (24, "the tools each skill file and each proposal names", _SKILL_TOOLS),
+    (27, "per-user memory, its opt-ins in groups, messages withheld from synthesis", _MEMORY),
+    (28, "group context: the last unaddressed messages of a group, until used", _GROUP_CONTEXT),
+    (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),
+    (34, "traces: answers that failed for the configuration, not evidence", _OPERATOR_ERRORS),
+    (35, "users' display names, as their platform last sent them", _USER_NAMES),
 ]
 
 

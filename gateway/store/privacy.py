@@ -13,7 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gateway.conversation.content import ALBUM_META, MEDIA_META
 from gateway.core.records import DeletedSession, DeleteReason, Forgotten
+from gateway.store.memory import delete_user_memory
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 
 BATCH = 500
@@ -129,8 +131,35 @@ class PrivacyQueries(QueriesBase):
             )
         ]
         await c.execute("delete from awaiting where expires_at < ?", before)
+        # Memory is kept by user, not session: an entry older than the cutoff goes by its age.
+        await c.execute("delete from user_memory where created_at < ?", before)
+        await c.execute("delete from group_lines where created_at < ?", before)
+        chats = (
+            await c.fetch(
+                f"select distinct channel, chat_id from sessions where id in ({marks(ids)})", *ids
+            )
+            if ids
+            else []
+        )
         files: list[str] = []
         sessions, messages = await _delete_sessions(c, ids, "retention", at, files)
+        for chat in chats:  # a chat with no session left keeps no notes on its files either
+            left = await c.fetchval(
+                "select count(*) from sessions where channel = ? and chat_id = ?",
+                chat["channel"],
+                chat["chat_id"],
+            )
+            if not left:
+                at_chat = {"channel": chat["channel"], "chat": chat["chat_id"]}
+                keys = [meta.format(**at_chat) for meta in (ALBUM_META, MEDIA_META)]
+                await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)
+        # The language the platform said of a user who has no conversation left.
+        await c.execute(
+            "delete from user_languages where checked_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_languages.channel"
+            " and (s.user_id = user_languages.user_id or s.chat_id = user_languages.user_id))",
+            before,
+        )
         return sessions, messages, files
 
     @transaction
@@ -159,18 +188,17 @@ class PrivacyQueries(QueriesBase):
         ]
         updates = await _user_updates(c, channel, user_id)
         update_ids = [int(u["id"]) for u in updates]
-        theirs = [
-            int(r["id"])
-            for r in await c.fetch(
-                "select m.id from messages m join sessions s on s.id = m.session_id"
-                " where s.channel = ? and (m.user_id = ?"
-                + (f" or m.inbox_id in ({marks(update_ids)})" if update_ids else "")
-                + ")",
-                channel,
-                user_id,
-                *update_ids,
-            )
-        ]
+        found = await c.fetch(
+            "select m.id, m.session_id from messages m join sessions s on s.id = m.session_id"
+            " where s.channel = ? and (m.user_id = ?"
+            + (f" or m.inbox_id in ({marks(update_ids)})" if update_ids else "")
+            + ")",
+            channel,
+            user_id,
+            *update_ids,
+        )
+        theirs = [int(r["id"]) for r in found]
+        done.session_ids = sorted({*private, *(int(r["session_id"]) for r in found)})
         done.sessions, in_private = await _delete_sessions(c, private, "forget", at, done.files)
         done.messages = in_private + await _delete_messages(c, theirs, done.files)
         await c.execute(
@@ -198,6 +226,9 @@ class PrivacyQueries(QueriesBase):
             "delete from user_languages where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
+            "delete from user_names where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
             "delete from chat_languages where channel = ? and chat_id = ?", channel, user_id
         )
         await c.execute(
@@ -206,6 +237,21 @@ class PrivacyQueries(QueriesBase):
             user_id,
         )
         await c.execute("delete from reviewer_names where decider = ?", subject)
+        done.memory = await delete_user_memory(c, channel, user_id)
+        await c.execute(
+            "delete from group_lines where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
+            "delete from chat_personas where channel = ? and chat_id = ?", channel, user_id
+        )
+        await c.execute("update chat_personas set set_by = null where set_by = ?", subject)
+        # A tool confirmation names the user and the arguments they were asked about.
+        await c.execute(
+            "delete from tool_confirmations where channel = ? and (user_id = ? or chat_id = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )
@@ -277,12 +323,33 @@ class PrivacyQueries(QueriesBase):
             channel,
             user_id,
         )
+        names = await c.fetch(
+            "select name, updated_at from user_names where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
         chosen = await c.fetch(
             "select chat_id, language, set_at from chat_languages where channel = ?"
             " and (chat_id = ? or set_by = ?)",
             channel,
             user_id,
             user_id,
+        )
+        memory = await c.fetch(
+            "select text, created_at from user_memory where channel = ? and user_id = ?"
+            " order by id",
+            channel,
+            user_id,
+        )
+        attachments = (
+            await c.fetch(
+                "select message_id, kind, source, mime, size, name, duration, width, height,"
+                " pages, text_chars, content, sent_as, note, kept from attachments"
+                f" where message_id in ({marks(ids)}) order by id",
+                *ids,
+            )
+            if ids
+            else []
         )
         for t in traces:
             decode_json_fields(t, "skills_loaded")
@@ -291,13 +358,16 @@ class PrivacyQueries(QueriesBase):
         return {
             "channel": channel,
             "user_id": user_id,
+            "display_names": names,
             "sessions": sessions,
             "messages": messages,
             "traces": traces,
+            "attachments": attachments,
             "feedback": feedback,
             "awaiting": awaiting,
             "daily_counts": counts,
             "language": {"as_the_platform_says": languages, "chosen": chosen},
+            "memory": memory,
         }
 
     @query

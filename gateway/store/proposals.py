@@ -7,21 +7,26 @@ its row count: whoever changes the row first wins, in every process.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection, SkillVersion
-from gateway.store.registry import UPSERT_SKILL, skill_args
+from gateway.store.cards import remember_name
+from gateway.store.registry import UPSERT_SKILL, skill_args, skill_record
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, insert_sql, query, transaction
 
 _CANDIDATE_FIELDS = tuple(Candidate.model_fields)
 _REJECTION_COLUMNS = tuple(f for f in Rejection.model_fields if f != "id")
 _INSERT_REJECTION = insert_sql("rejections", _REJECTION_COLUMNS)
+_INSERT_VERSION = insert_sql(
+    "skill_versions", ("slug", "content", "content_hash", "replaced_at", "proposal_id")
+)
 
 
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
-    return Proposal.model_validate(decode_json_fields(row, "based_on"))
+    return Proposal.model_validate(decode_json_fields(row, "based_on", "allowed_tools"))
 
 
 def _rejection_args(rejection: Rejection) -> list[Any]:
@@ -37,6 +42,7 @@ class ProposalQueries(QueriesBase):
         """Store a new pending proposal."""
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
+        row["allowed_tools"] = json.dumps(row["allowed_tools"])
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),
@@ -56,6 +62,17 @@ class ProposalQueries(QueriesBase):
         """One proposal by id."""
         row = await c.fetchrow("select * from proposals where id = ?", proposal_id)
         return None if row is None else proposal_record(row)
+
+    @query
+    async def proposal_and_skill(
+        self, c: Conn, proposal_id: int
+    ) -> tuple[Proposal, SkillRecord | None] | None:
+        """One proposal by id with the registry row of its skill, for a decision."""
+        row = await c.fetchrow("select * from proposals where id = ?", proposal_id)
+        if row is None:
+            return None
+        p = proposal_record(row)
+        return p, await skill_record(c, p.slug)
 
     @query
     async def run_proposals(self, c: Conn, run_id: int) -> list[Proposal]:
@@ -115,14 +132,17 @@ class ProposalQueries(QueriesBase):
         reason: str | None = None,
         tombstone: Rejection | None = None,
         record: SkillRecord | None = None,
-    ) -> bool:
-        """Move a proposal from the status the caller saw; False when someone moved it first.
+        name: str | None = None,
+    ) -> Proposal | None:
+        """Move a proposal from the status the caller saw: the proposal as it is now, or None
+        when someone moved it first.
 
-        The tombstone and the registry row, when given, are written in the same transaction.
+        The tombstone, the registry row and how the decider is shown (`name`), when given,
+        are written in the same transaction.
         """
-        changed = await c.execute(
+        row = await c.fetchrow(
             "update proposals set status = ?, decided_by = ?, decided_at = ?,"
-            " reason = coalesce(?, reason) where id = ? and status = ?",
+            " reason = coalesce(?, reason) where id = ? and status = ? returning *",
             to_status,
             by,
             at,
@@ -130,13 +150,15 @@ class ProposalQueries(QueriesBase):
             proposal_id,
             from_status,
         )
-        if changed != 1:
-            return False
+        if row is None:
+            return None
         if tombstone is not None:
             await c.execute(_INSERT_REJECTION, *_rejection_args(tombstone))
         if record is not None:
             await c.execute(UPSERT_SKILL, *skill_args(record))
-        return True
+        if name is not None and by is not None:
+            await remember_name(c, by, name, time.time() if at is None else at)
+        return proposal_record(row)
 
     @transaction
     async def set_rejection_reason(self, c: Conn, proposal_id: int, reason: str | None) -> bool:
@@ -181,11 +203,20 @@ class ProposalQueries(QueriesBase):
 
     @transaction
     async def mark_promoted(
-        self, c: Conn, proposal_id: int, at: float, record: SkillRecord
+        self,
+        c: Conn,
+        proposal_id: int,
+        at: float,
+        record: SkillRecord,
+        *,
+        replaced: tuple[str, str] | None = None,
     ) -> None:
-        """Record that an approved proposal is live, with its registry row, in one transaction."""
+        """Record that an approved proposal is live, with its registry row and the text it
+        replaced (with that text's hash), in one transaction."""
         await c.execute("update proposals set promoted_at = ? where id = ?", at, proposal_id)
         await c.execute(UPSERT_SKILL, *skill_args(record))
+        if replaced is not None:
+            await _add_version(c, record.slug, *replaced, proposal_id, at)
 
     @query
     async def rejections(self, c: Conn, limit: int | None = None) -> list[Rejection]:
@@ -201,16 +232,7 @@ class ProposalQueries(QueriesBase):
         self, c: Conn, slug: str, text: str, digest: str, proposal_id: int, at: float
     ) -> None:
         """Keep a live text an approval is about to replace."""
-        await c.execute(
-            insert_sql(
-                "skill_versions", ("slug", "content", "content_hash", "replaced_at", "proposal_id")
-            ),
-            slug,
-            text,
-            digest,
-            at,
-            proposal_id,
-        )
+        await _add_version(c, slug, text, digest, proposal_id, at)
 
     @query
     async def replaced_version(self, c: Conn, proposal_id: int) -> SkillVersion | None:
@@ -220,3 +242,9 @@ class ProposalQueries(QueriesBase):
             proposal_id,
         )
         return None if row is None else SkillVersion.model_validate(row)
+
+
+async def _add_version(
+    c: Conn, slug: str, text: str, digest: str, proposal_id: int, at: float
+) -> None:
+    await c.execute(_INSERT_VERSION, slug, text, digest, at, proposal_id)

@@ -47,8 +47,7 @@ class RegistryQueries(QueriesBase):
     @query
     async def get_skill_record(self, c: Conn, slug: str) -> SkillRecord | None:
         """One registry row."""
-        row = await c.fetchrow("select * from skills where slug = ?", slug)
-        return None if row is None else SkillRecord.model_validate(row)
+        return await skill_record(c, slug)
 
     @transaction
     async def put_skill_records(self, c: Conn, records: list[SkillRecord]) -> None:
@@ -155,12 +154,18 @@ class RegistryQueries(QueriesBase):
         self, c: Conn, channel: str, chat_id: str, user_id: str, now: float | None = None
     ) -> Awaiting | None:
         """The user's open, unexpired question, left in place."""
-        at = time.time() if now is None else now
-        row = await c.fetchrow(
-            f"select * from awaiting where {_PK} and expires_at >= ?",
-            channel,
-            chat_id,
-            user_id,
-            at,
-        )
-        return None if row is None else Awaiting.model_validate(row)
+        return await peek(c, channel, chat_id, user_id, time.time() if now is None else now)
+
+
+async def skill_record(c: Conn, slug: str) -> SkillRecord | None:
+    """The registry row of one skill, if it has one."""
+    row = await c.fetchrow("select * from skills where slug = ?", slug)
+    return None if row is None else SkillRecord.model_validate(row)
+
+
+async def peek(c: Conn, channel: str, chat_id: str, user_id: str, now: float) -> Awaiting | None:
+    """The user's open question in the chat, unless it expired before `now`."""
+    row = await c.fetchrow(
+        f"select * from awaiting where {_PK} and expires_at >= ?", channel, chat_id, user_id, now
+    )
+    return None if row is None else Awaiting.model_validate(row)

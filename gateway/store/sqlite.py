@@ -263,6 +263,11 @@ class SqliteStore(Store):
         thread.join()
         self._thread, self._db, self._conn = None, None, None
 
+    async def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it (`secure_delete` has zeroed the
+        deleted rows' pages there), so no file in the data dir holds deleted words."""
+        await self.run(lambda db: db.execute("pragma wal_checkpoint(TRUNCATE)").fetchall())
+
     async def run(self, fn: Callable[[Database], T]) -> T:
         """Run `fn(db)` on the store thread: raw sqlite-utils access (backups, tests)."""
         return await self._submit(lambda conn: fn(conn.db), grouped=False)

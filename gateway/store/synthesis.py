@@ -103,9 +103,11 @@ class SynthesisQueries(QueriesBase):
             )
         for r in await c.fetch(
             "select m.id, m.session_id, m.role, m.text, m.kind, t.skills_loaded,"
-            " t.tools_used, t.completed, t.error from messages m left join traces t"
+            " t.tools_used, t.tool_calls, t.completed, t.error from messages m left join traces t"
             f" on t.message_id = m.id where m.session_id in ({marks(ids)})"
-            " and m.unsent_at is null order by m.session_id, m.id",
+            # Answers that failed for the configuration teach nothing a skill could fix.
+            " and m.unsent_at is null and m.withheld = 0 and coalesce(t.operator_error, 0) = 0"
+            " order by m.session_id, m.id",
             *ids,
         ):
             sessions[r["session_id"]].turns.append(
@@ -116,6 +118,10 @@ class SynthesisQueries(QueriesBase):
                     kind=r["kind"],
                     skills_loaded=json.loads(r["skills_loaded"] or "[]"),
                     tools_used=json.loads(r["tools_used"] or "[]"),
+                    tool_statuses=[
+                        f"{c['server']}__{c['tool']} {c['status']}"
+                        for c in json.loads(r["tool_calls"] or "[]")
+                    ],
                     completed=bool(r["completed"]) if r["completed"] is not None else True,
                     error=r["error"],
                     ratings=ratings.get(r["id"], []),

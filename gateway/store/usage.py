@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.core.records import AnswerUsage, QuotaCheck, QuotaCount, RunUsage
+from gateway.core.turn import QuotaSpend
 from gateway.store.sql import Conn, QueriesBase, query, transaction
 
 
@@ -49,6 +50,18 @@ class UsageQueries(QueriesBase):
         return [AnswerUsage.model_validate(r) for r in rows]
 
     @query
+    async def speech_seconds(self, c: Conn, since: float, until: float) -> float:
+        """Seconds of speech transcribed for messages sent in [since, until)."""
+        value = await c.fetchval(
+            "select coalesce(sum(a.duration), 0) from attachments a"
+            " join messages m on m.id = a.message_id"
+            " where a.sent_as = 'transcript' and m.created_at >= ? and m.created_at < ?",
+            since,
+            until,
+        )
+        return float(value or 0)
+
+    @query
     async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:
         """The tokens of every synthesis run started in [since, until)."""
         rows = await c.fetch(
@@ -59,25 +72,12 @@ class UsageQueries(QueriesBase):
         )
         return [RunUsage.model_validate(r) for r in rows]
 
-    async def quota_admit(self, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None:
+    @query
+    async def quota_admit(
+        self, c: Conn, day: str, checks: Sequence[QuotaCheck]
+    ) -> QuotaCheck | None:
         """Count one more answer under every check, or none: the check whose limit is reached."""
-        try:
-            await self._quota_admit(day, checks)
-        except _OverLimit as over:
-            return over.check
-        return None
-
-    @transaction
-    async def _quota_admit(self, c: Conn, day: str, checks: Sequence[QuotaCheck]) -> None:
-        for check in checks:
-            row = await c.fetchrow(_RAISE, day, check.scope, check.subject, 1, 0, 0.0)
-            assert row is not None
-            if (
-                (check.answers is not None and row["answers"] > check.answers)
-                or (check.tokens is not None and row["tokens"] >= check.tokens)
-                or (check.cost is not None and row["cost"] >= check.cost)
-            ):
-                raise _OverLimit(check)  # the transaction rolls every raise back
+        return await admit(c, day, checks)
 
     @transaction
     async def quota_spend(
@@ -90,8 +90,7 @@ class UsageQueries(QueriesBase):
         cost: float,
     ) -> None:
         """Add an answer's tokens and cost to each (scope, subject, answers to add) count."""
-        for scope, subject, answers in counts:
-            await c.execute(_RAISE, day, scope, subject, answers, tokens, cost)
+        await spend(c, QuotaSpend(day, tuple(counts), tokens, cost))
 
     @query
     async def quota_first(self, c: Conn, day: str, flag: str) -> bool:
@@ -120,3 +119,27 @@ class UsageQueries(QueriesBase):
     async def quota_prune(self, c: Conn, before_day: str) -> int:
         """Forget the counts of days before `before_day`."""
         return await c.execute("delete from quota_counts where day < ?", before_day)
+
+
+async def admit(c: Conn, day: str, checks: Sequence[QuotaCheck]) -> QuotaCheck | None:
+    """Raise every count by one answer, or none (a savepoint): the check whose limit is reached."""
+    try:
+        async with c.transaction():
+            for check in checks:
+                row = await c.fetchrow(_RAISE, day, check.scope, check.subject, 1, 0, 0.0)
+                assert row is not None
+                if (
+                    (check.answers is not None and row["answers"] > check.answers)
+                    or (check.tokens is not None and row["tokens"] >= check.tokens)
+                    or (check.cost is not None and row["cost"] >= check.cost)
+                ):
+                    raise _OverLimit(check)  # the savepoint rolls every raise back
+    except _OverLimit as over:
+        return over.check
+    return None
+
+
+async def spend(c: Conn, spent: QuotaSpend) -> None:
+    """Add an answer's tokens and cost (and answers given back) to each of its counts."""
+    for scope, subject, answers in spent.counts:
+        await c.execute(_RAISE, spent.day, scope, subject, answers, spent.tokens, spent.cost)

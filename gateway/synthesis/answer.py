@@ -1,8 +1,9 @@
 """The model's synthesis answer, read: the fixed contract, before any rule is checked.
 
 The answer follows `{"proposals": [{"kind", "target", "name", "description", "content",
-"based_on", "rationale"}]}`; anything else fails the batch with SynthesisError. Rule checks
-(names, sizes, secrets, duplicates) come later, per proposal, in `screening`.
+"based_on", "rationale", "allowed_tools"}]}` (the last optional); anything else fails the
+batch with SynthesisError. Rule checks (names, sizes, secrets, duplicates, tools) come
+later, per proposal, in `screening`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class ProposalDraft(BaseModel):
     content: str
     based_on: list[int | str] = Field(default_factory=list)
     rationale: str = ""
+    allowed_tools: list[str] = Field(default_factory=list)
+    """The tools the skill tells the assistant to call (names from the prompt's list)."""
 
     @field_validator("target", mode="before")
     @classmethod

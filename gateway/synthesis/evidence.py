@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gateway.core.fence import TAG, fence
 from gateway.core.records import SessionEvidence, Turn
 from gateway.core.tokens import estimate_tokens
-from gateway.synthesis.fence import TAG, fence
 from gateway.synthesis.ranking import lexical_scores
 
 MAX_TURN_CHARS = 1200
@@ -43,6 +43,8 @@ def render_turn(turn: Turn) -> str:
         trace.append("skills loaded: " + ", ".join(turn.skills_loaded))
     if turn.tools_used:
         trace.append("tools used: " + ", ".join(turn.tools_used))
+    if turn.tool_statuses:
+        trace.append("tool calls: " + ", ".join(turn.tool_statuses))
     if turn.failed:
         trace.append("FAILED" + (f": {_clip(turn.error, 200)}" if turn.error else ""))
     if trace:

@@ -11,21 +11,24 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from gateway.core.fence import TAG, fence_rule
+from gateway.core.tools import ToolInfo
 from gateway.review.proposals import Proposal, Rejection
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.selection import render_index
 from gateway.synthesis.evidence import Batch
-from gateway.synthesis.fence import TAG, fence_rule
 
 SKILL_LIST_TOKENS = 1500
 MAX_TARGETS = 3
 MAX_TARGET_CHARS = 4000
 MAX_LISTED = 20
+MAX_TOOLS = 60
 _CONTRACT = (
     '{"proposals": [{"kind": "create" | "update", "target": <name of the skill an update '
     'changes, or null>, "name": <skill name>, "description": <when to use the skill>, '
     '"content": <markdown body, no frontmatter>, "based_on": [<session ids>], '
-    '"rationale": <one or two sentences for the reviewer>}]}'
+    '"rationale": <one or two sentences for the reviewer>, "allowed_tools": [<names of the '
+    "listed tools the skill tells the assistant to call; [] for none>]}]}"
 )
 
 
@@ -86,11 +89,18 @@ def user_message(
     catalog: SkillCatalog,
     pending: Sequence[Proposal],
     rejections: Sequence[Rejection],
+    tools: Sequence[ToolInfo] = (),
 ) -> str:
-    """Skills, open and rejected proposals, then the fenced evidence."""
+    """Skills, the tools, open and rejected proposals, then the fenced evidence."""
     parts = ["## Enabled skills (name: when to use it)"]
     listed = render_index(catalog.index.select(_query(batch), SKILL_LIST_TOKENS))
     parts.append("\n".join(listed.splitlines()[1:]) if listed else "(none)")
+    if tools:
+        parts.append("## Tools the assistant can call (name: policy; a skill may tell it when)")
+        parts.extend(
+            f"- {t.name}: {t.policy}, {'read-only' if t.read_only else 'changes things'}"
+            for t in tools[:MAX_TOOLS]
+        )
     for name in likely_targets(batch, catalog.enabled):
         body = catalog.load(name)
         if body is not None:
@@ -126,9 +136,10 @@ def build_messages(
     *,
     max_proposals: int,
     max_bytes: int,
+    tools: Sequence[ToolInfo] = (),
 ) -> list[dict[str, Any]]:
     """The chat-completions messages for one batch."""
     return [
         {"role": "system", "content": system_message(max_proposals, max_bytes, batch.tag)},
-        {"role": "user", "content": user_message(batch, catalog, pending, rejections)},
+        {"role": "user", "content": user_message(batch, catalog, pending, rejections, tools)},
     ]

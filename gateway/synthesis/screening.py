@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from gateway.core.secrets import find_secret
 from gateway.errors import SkillError
 from gateway.review.proposals import Candidate, Claim, Proposal, Rejection
 from gateway.skills.library import (
@@ -23,7 +24,6 @@ from gateway.skills.library import (
 from gateway.skills.live import LiveSkill
 from gateway.synthesis.answer import ProposalDraft
 from gateway.synthesis.sameness import Decision, Known, SameClaim, SameClaimConfig
-from gateway.synthesis.secrets import find_secret
 from gateway.synthesis.similarity import body_hash, change_text
 
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -60,6 +60,8 @@ class ScreenContext:
     same: SameClaim = field(default_factory=lambda: SameClaim(SameClaimConfig()))
     live_skills: Sequence[Known] = ()
     """Every enabled skill, as a claim (see `live_claim`)."""
+    tools: frozenset[str] = frozenset()
+    """The names of the live tools: a proposal may name only these."""
 
 
 def sources(based_on: Sequence[int | str], shown: Sequence[int]) -> list[int]:
@@ -100,6 +102,11 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         description = validate_description(draft.description)
     except SkillError as exc:
         return Dropped(label, str(exc), suppressed=False)
+    tools = list(dict.fromkeys(t.strip() for t in draft.allowed_tools if t.strip()))
+    unknown = [t for t in tools if t not in ctx.tools]
+    if unknown:
+        listed = ", ".join(safe_label(t, ctx.secrets) for t in unknown[:5])
+        return Dropped(name, f"refused: it names a tool that does not exist ({listed})", False)
     body = _body(draft.content)
     if not body:
         return Dropped(name, "the skill body is empty", suppressed=False)
@@ -138,6 +145,7 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         rationale=draft.rationale.strip(),
         model=ctx.model,
         generated_at=ctx.now,
+        allowed_tools=tools,
     )
     return _unchanged(candidate, live) or candidate
 
@@ -148,6 +156,7 @@ def _unchanged(c: Candidate, live: LiveSkill | None) -> Dropped | None:
         live is not None
         and body_hash(live.skill.body) == c.content_hash
         and live.skill.description == c.description
+        and live.skill.allowed_tools == c.allowed_tools
     ):
         return Dropped(c.name, "no change to the live skill", suppressed=True)
     return None

@@ -35,14 +35,15 @@ class DroppedBrief(BaseModel):
 
 
 class BatchReport(BaseModel):
-    """Progress after one batch."""
+    """Progress: a batch about to be asked (`finished` false), or one done."""
 
     index: int
     sessions: int
     skipped: int
-    proposed: int
-    suppressed: int
-    refused: int
+    proposed: int = 0
+    suppressed: int = 0
+    refused: int = 0
+    finished: bool = True
 
 
 class RunSummary(BaseModel):

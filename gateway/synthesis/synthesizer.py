@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway.core.embeddings import Embedder
+from gateway.core.fence import new_tag
 from gateway.core.llm import LLM
+from gateway.core.tools import ToolDirectory
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.review.proposals import Proposal, Rejection
 from gateway.review.reviewer import Reviewer
@@ -45,8 +47,8 @@ from gateway.skills.effect import (
 )
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, SynthesisAnswer, parse_answer
+from gateway.synthesis.budget import Budget, fit
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
-from gateway.synthesis.fence import new_tag
 from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.ports import SynthesisStore
@@ -107,6 +109,12 @@ class SynthesisConfig:
     """Known claims (most like first) each candidate is compared with by the model."""
     evidence_window_seconds: float = 14 * 86400.0
     """How long a shown session not yet acted on stays eligible; 0: every session is read once."""
+    context_tokens: int | None = None
+    """The model's context, when known: batches and answers are sized to fit it."""
+
+    @property
+    def budget(self) -> Budget:
+        return fit(self.context_tokens, self.batch_tokens, self.max_proposals, self.max_skill_bytes)
 
 
 class Synthesizer:
@@ -132,6 +140,8 @@ class Synthesizer:
         self.clock = clock
         self.embedder = embedder
         self.judge = judge or llm
+        self.tools: ToolDirectory | None = None
+        """The live tools and their policies, listed in the prompt (None: no tools)."""
         self.same = SameClaim(
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
@@ -175,7 +185,7 @@ class Synthesizer:
             await self._retry_held(run, summary)
             window = cfg.evidence_window_seconds
             since = now - window if window > 0 else None
-            limits = {"max_sessions": cfg.batch_sessions, "max_tokens": cfg.batch_tokens}
+            limits = {"max_sessions": cfg.batch_sessions, "max_tokens": cfg.budget.batch_tokens}
             beside = await beside_fresh(self.store, since=since, **limits) if window > 0 else []
             async for batch in batches(
                 self.store,
@@ -191,6 +201,14 @@ class Synthesizer:
                 consumed = batch.consumed_ids
                 if batch.sessions:
                     summary.batches += 1
+                    if progress is not None:  # a slow model: say what it is working on
+                        started = BatchReport(
+                            index=summary.batches,
+                            sessions=len(batch.sessions),
+                            skipped=len(batch.skipped),
+                            finished=False,
+                        )
+                        progress(started)
                     try:
                         acted, keep = await self._batch(batch, run, summary)
                     except SynthesisError as exc:
@@ -321,12 +339,13 @@ class Synthesizer:
             rejections,
             max_proposals=cfg.max_proposals - drafted(summary),
             max_bytes=cfg.max_skill_bytes,
+            tools=self.tools.directory() if self.tools is not None else (),
         )
         completion = await self.llm.complete(
             messages,
             json_mode=True,
             json_schema=ANSWER_SCHEMA,
-            max_tokens=answer_tokens(cfg.max_proposals, cfg.max_skill_bytes),
+            max_tokens=cfg.budget.answer_tokens,
             retry_timeouts=True,  # nobody waits on a pass; a slow model deserves a second try
         )
         run.prompt_tokens += completion.prompt_tokens
@@ -335,10 +354,8 @@ class Synthesizer:
             drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
         except SynthesisError as exc:
             if completion.finish_reason == "length":
-                raise SynthesisError(
-                    f"the model's answer was cut at the token limit"
-                    f" ({completion.completion_tokens} tokens): {exc}"
-                ) from exc
+                limit = cfg.budget.cut(completion.prompt_tokens, completion.completion_tokens)
+                raise SynthesisError(f"the model's answer was {limit}: {exc}") from exc
             raise
         model = completion.model or self.llm.model
         ctx = await self._context(batch.shown_ids, model, pending, rejections)
@@ -410,6 +427,7 @@ class Synthesizer:
             now=self.clock(),
             same=self.same,
             live_skills=self._live_claims(),
+            tools=frozenset(t.name for t in self.tools.directory()) if self.tools else frozenset(),
         )
 
     async def _retry_held(self, run: RunRecord, summary: RunSummary) -> None:
@@ -436,9 +454,3 @@ class Synthesizer:
                 continue
             out.append(live_claim(skill.name, skill.description, skill.body))
         return out
-
-
-def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
-    """Room for the most proposals a pass may make: each a skill of the largest size, and JSON."""
-    # About 3.5 bytes a token for English prose; 300 tokens of fields and JSON per proposal.
-    return max_proposals * (max_skill_bytes * 2 // 7 + 300) + 200

@@ -28,7 +28,7 @@ from tests.console_support import (
     seed_rated_answer,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
+from tests.synthesis_support import Gateway, answer, follow, gateway, proposal, synth_settings
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
@@ -115,7 +115,7 @@ async def test_approving_a_proposal_from_its_diff_page_enables_the_skill(
 ) -> None:
     ids = await seed_proposals(gw, llm)
     decisions = Decisions()
-    gw.parts.review.listeners.append(decisions)
+    follow(gw.parts.review, decisions)
     await sign_in(page, gw)
     await page.click(f'#pending a[href="/admin/proposals/{ids["create"]}"]')
     staged = (gw.skills_dir / "chat-brevity" / "SKILL.md.proposed").read_text()
@@ -142,7 +142,7 @@ async def test_approving_a_proposal_from_its_diff_page_enables_the_skill(
 async def test_rejecting_a_proposal_with_a_reason(page: Page, gw: Gateway, llm: FakeOpenAI) -> None:
     ids = await seed_proposals(gw, llm)
     decisions = Decisions()
-    gw.parts.review.listeners.append(decisions)
+    follow(gw.parts.review, decisions)
     await sign_in(page, gw, f"/admin/proposals/{ids['update']}")
     await expect(page.locator("table.diff-split tr.replace").first).to_be_visible()
     unchanged = page.locator("table.diff-split tr.equal.folded").first
@@ -221,7 +221,17 @@ async def test_a_request_without_the_cookie_or_with_a_bad_csrf_token_is_refused(
     assert not (gw.skills_dir / "chat-brevity" / "SKILL.md").exists()
 
 
-PAGES = ("proposals", "skills", "feedback", "conversations", "runs", "usage", "users")
+PAGES = (
+    "proposals",
+    "skills",
+    "feedback",
+    "conversations",
+    "runs",
+    "usage",
+    "tools",
+    "users",
+    "personas",
+)
 
 
 async def tabs_in_sight(page: Page, width: int) -> None:
@@ -292,7 +302,7 @@ async def test_reject_asks_first_and_cancel_leaves_the_proposal_pending(
     ids = await seed_proposals(gw, llm)
     await sign_in(page, gw, f"/admin/proposals/{ids['create']}")
     await page.click("#reject")
-    await expect(page.locator("#confirm-reject")).to_contain_text("A rejection is permanent")
+    await expect(page.locator("#confirm-reject")).to_contain_text("A rejection is remembered")
     await page.click("#cancel-reject")
     await expect(page).to_have_url(url(gw, f"/admin/proposals/{ids['create']}"))
     await expect(page.locator("#approve")).to_be_visible()

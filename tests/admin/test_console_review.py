@@ -16,7 +16,7 @@ from tests.console_support import (
     sign_in,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.synthesis_support import gateway, synth_settings
+from tests.synthesis_support import follow, gateway, synth_settings
 
 
 def rows_of(html: str, kind: str) -> list[str]:
@@ -82,7 +82,7 @@ async def test_approving_in_the_console_enables_the_skill_and_tells_the_listener
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
         ids = await seed_proposals(gw, fake_llm)
         decisions = Decisions()
-        gw.parts.review.listeners.append(decisions)
+        follow(gw.parts.review, decisions)
         csrf = await sign_in(gw.client)
 
         resp = await gw.client.post(
@@ -115,14 +115,14 @@ async def test_rejecting_in_the_console_keeps_the_reason_for_good(
     async with gateway(synth_settings(make_settings, fake_llm)) as gw:
         ids = await seed_proposals(gw, fake_llm)
         decisions = Decisions()
-        gw.parts.review.listeners.append(decisions)
+        follow(gw.parts.review, decisions)
         csrf = await sign_in(gw.client)
         reason = "Too terse <for> support questions"
         asked = await gw.client.post(
             f"/admin/proposals/{ids['update']}/reject", data={"csrf": csrf, "reason": reason}
         )
         question = await asked.text()
-        assert asked.status == 200 and "A rejection is permanent" in question
+        assert asked.status == 200 and "A rejection is remembered" in question
         assert 'name="confirmed" value="yes"' in question
         assert "Too terse &lt;for&gt; support questions</textarea>" in question
         assert decisions.events == []  # nothing is rejected before the confirmation

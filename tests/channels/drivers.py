@@ -1,15 +1,17 @@
 """One driver per platform: the real app over HTTP, its platform a loopback fake.
 
 A driver speaks for the people in a chat (messages, replies, button presses) and
-reads what the platform received, so one contract test runs on every channel.
-A new channel adds a driver here and its name to `DRIVERS`.
+reads what the platform received, so one contract test runs on every channel. A rig
+starts the gateway with that platform alone and yields its driver; `RIGS` holds the
+built-in platforms' rigs (a test fails when one of the registry's lacks one). A platform
+from another package runs the contract with its own rig (see tests/channels/loopchat/).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 from aiohttp import ClientResponse
@@ -112,7 +114,13 @@ class TelegramDriver:
         if group and addressed:
             entities = [{"type": "mention", "offset": 0, "length": len("@skillgate_test_bot")}]
         update = make_text_update(
-            next(_ids), text, chat_id=chat, user_id=uid, chat_type=kind, entities=entities
+            next(_ids),
+            text,
+            chat_id=chat,
+            user_id=uid,
+            chat_type=kind,
+            entities=entities,
+            first_name="Bob" if str(uid) == self.other else "Alice",
         )
         await self._post(update)
 
@@ -222,31 +230,53 @@ class LineDriver:
         return quick_reply_data(answers[-1])
 
 
+class Rig(Protocol):
+    """Starts the gateway with one platform, driven through its fake, and yields its driver.
+
+    `only_other` sets the allowlist to the other user alone; `settings` are added.
+    """
+
+    def __call__(
+        self,
+        make_settings: MakeSettings,
+        llm: FakeOpenAI,
+        *,
+        only_other: bool = False,
+        **settings: Any,
+    ) -> AbstractAsyncContextManager[Driver]: ...
+
+
 @asynccontextmanager
-async def running(
+async def telegram_rig(
+    make_settings: MakeSettings, llm: FakeOpenAI, *, only_other: bool = False, **settings: Any
+) -> AsyncIterator[Driver]:
+    allowed = [int(TelegramDriver.other)] if only_other else []
+    async with telegram_gateway(
+        make_settings, llm, telegram_allowed_user_ids=allowed, **settings
+    ) as gw:
+        yield TelegramDriver(gw)
+
+
+@asynccontextmanager
+async def line_driver_rig(
+    make_settings: MakeSettings, llm: FakeOpenAI, *, only_other: bool = False, **settings: Any
+) -> AsyncIterator[Driver]:
+    allowed = [LineDriver.other] if only_other else []
+    async with line_rig(make_settings, llm, line_allowed_user_ids=allowed, **settings) as rig:
+        yield LineDriver(rig)
+
+
+RIGS: dict[str, Rig] = {"telegram": telegram_rig, "line": line_driver_rig}
+DRIVERS = tuple(RIGS)
+
+
+def running(
     name: str,
     make_settings: MakeSettings,
     llm: FakeOpenAI,
     *,
     only_other: bool = False,
     **settings: Any,
-) -> AsyncIterator[Driver]:
-    """The gateway with the named channel only, driven through its platform's fake.
-
-    `only_other` sets the allowlist to the other user alone; `settings` are added.
-    """
-    if name == "telegram":
-        allowed = [int(TelegramDriver.other)] if only_other else []
-        async with telegram_gateway(
-            make_settings, llm, telegram_allowed_user_ids=allowed, **settings
-        ) as gw:
-            yield TelegramDriver(gw)
-    else:
-        allowed_ids = [LineDriver.other] if only_other else []
-        async with line_rig(
-            make_settings, llm, line_allowed_user_ids=allowed_ids, **settings
-        ) as rig:
-            yield LineDriver(rig)
-
-
-DRIVERS = ("telegram", "line")
+) -> AbstractAsyncContextManager[Driver]:
+    """The gateway with the named platform only, driven through its fake (see `Rig`)."""
+    return RIGS[name](make_settings, llm, only_other=only_other, **settings)

@@ -1,8 +1,9 @@
 """The contract every channel passes: the same conversation, whatever the platform.
 
 Each test runs once per channel (`DRIVERS`), on the real app over HTTP with the
-platform's loopback fake and the fake model. A new channel passes this module by
-adding a driver to tests/channels/drivers.py.
+platform's loopback fake and the fake model. The `rig` fixture is the platform: a
+platform's own test module imports this one and overrides `rig` to run it on itself
+(tests/channels/loopchat/test_loopchat_contract.py).
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gateway.channels.registry import platforms
 from gateway.config import Settings
 from gateway.conversation.review import NOT_ALLOWED
 from gateway.store.postgres import PostgresStore
-from tests.channels.drivers import DRIVERS, Driver, running
+from tests.channels.drivers import DRIVERS, RIGS, Driver, Rig
 from tests.fakes.openai_server import FakeOpenAI
 
 
 @pytest.fixture(params=DRIVERS)
+def rig(request: pytest.FixtureRequest) -> Rig:
+    """The platform under test."""
+    return RIGS[request.param]
+
+
+@pytest.fixture
 async def chat(
-    request: pytest.FixtureRequest, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+    rig: Rig, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> AsyncIterator[Driver]:
-    async with running(request.param, make_settings, fake_llm) as driver:
+    async with rig(make_settings, fake_llm) as driver:
         yield driver
 
 
@@ -143,11 +151,10 @@ async def test_in_a_group_only_what_is_addressed_to_the_bot_is_answered(
     assert fake_llm.requests[0]["messages"][-1]["content"] == "hello bot"
 
 
-@pytest.mark.parametrize("name", DRIVERS)
 async def test_with_an_allowlist_others_are_refused_without_asking_the_model(
-    name: str, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+    rig: Rig, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    async with running(name, make_settings, fake_llm, only_other=True) as chat:
+    async with rig(make_settings, fake_llm, only_other=True) as chat:
         await chat.say("hello")
         assert chat.texts() == [chat.dialect.refusal.format(user_id=chat.user)]
         assert fake_llm.requests == []
@@ -163,12 +170,11 @@ async def test_review_commands_from_someone_who_is_no_admin_change_nothing(
     assert await chat.parts.store.list_runs(5) == []
 
 
-@pytest.mark.parametrize("name", DRIVERS)
 async def test_a_replica_whose_claim_was_taken_over_sends_nothing(
-    name: str, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, postgres_url: str
+    rig: Rig, make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, postgres_url: str
 ) -> None:
     """Stalled while the model answered, the update taken over meanwhile: not a word."""
-    async with running(name, make_settings, fake_llm, database_url=postgres_url) as chat:
+    async with rig(make_settings, fake_llm, database_url=postgres_url) as chat:
         fake_llm.reply("Late answer.")
         fake_llm.pause()
         saying = asyncio.create_task(chat.say("hello"))
@@ -184,3 +190,7 @@ async def test_a_replica_whose_claim_was_taken_over_sends_nothing(
         await saying
         assert chat.texts() == []
         assert await store.inbox_pending_count() == 1  # the other replica's to answer
+
+
+def test_every_built_in_platform_has_a_rig_here() -> None:
+    assert set(RIGS) == {p.name for p in platforms()}

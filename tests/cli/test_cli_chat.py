@@ -55,3 +55,20 @@ async def test_synthesize_right_after_chatting_says_the_session_is_still_open(
         "synthesize", env={"SKILLGATE_DATA_DIR": env["SKILLGATE_DATA_DIR"]}
     )
     assert code == 1 and "no model configured: run `skillgate init`" in err
+
+
+async def test_the_answer_shows_as_the_model_writes_it(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.hold_mid_stream("Once upon a time they lived happily ever after.", after=3)
+    term = Terminal(tmp_path, model_env(tmp_path, fake_llm), "chat", "--user", "ada")
+    await term.shows("you>")
+    term.type("Tell me a story")
+    await term.shows("bot> Once upon a")  # while the model still holds the rest back
+    assert "happily" not in term.seen
+    fake_llm.release()
+    await term.shows("time they lived happily ever after.")
+    await term.shows("you>")
+    term.press("\x03")
+    assert await term.ends() == 130
+    assert term.seen.count("bot> ") == 1  # streamed once, not printed again at the end

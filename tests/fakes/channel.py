@@ -110,6 +110,9 @@ class FakeResponder:
     async def reviewer_name(self) -> str | None:
         return None
 
+    async def is_chat_admin(self) -> bool:
+        return False
+
     def cards_per_listing(self, pending: int) -> int:
         return pending
 

@@ -241,6 +241,8 @@ class FakeLineAPI:
         # Message content on the data host: message id -> (bytes, content type).
         self.contents: dict[str, tuple[bytes, str]] = {}
         self.content_requests: list[str] = []
+        self.endless_errors: dict[str, int] = {}
+        """message id -> bytes streamed of a 500 whose body never ends (`fail_content`)."""
         self._data_runner: web.AppRunner | None = None
         self._data_url: str | None = None
         self._routes: dict[tuple[str, str], _Handler] = {
@@ -320,11 +322,26 @@ class FakeLineAPI:
         """What a user sent in message `message_id`, as the data host serves it."""
         self.contents[message_id] = (data, content_type)
 
-    async def _content(self, request: web.Request) -> web.Response:
+    def fail_content(self, message_id: str) -> None:
+        """Content `message_id` answers 500 with an error body that streams without end."""
+        self.endless_errors[message_id] = 0
+
+    async def _content(self, request: web.Request) -> web.StreamResponse:
         message_id = request.match_info["message_id"]
         self.content_requests.append(message_id)
         if request.headers.get("Authorization") != f"Bearer {self.access_token}":
             return web.json_response({"message": AUTH_FAILED}, status=401)
+        if message_id in self.endless_errors:
+            response = web.StreamResponse(status=500)
+            await response.prepare(request)
+            try:
+                await response.write(b'{"message": "Internal error ' + b"x" * 65536)
+                while self.endless_errors[message_id] < 1 << 30:  # the fake's own bound
+                    await response.write(b"x" * 65536)
+                    self.endless_errors[message_id] += 65536
+            except (ConnectionError, RuntimeError):
+                pass  # the reader hung up
+            return response
         if message_id not in self.contents:
             return web.json_response({"message": "Not found"}, status=404)
         data, content_type = self.contents[message_id]

@@ -8,8 +8,10 @@ empty, `default` (a function of the request body) answers. A request with
 word of content per chunk (`chunk_interval` seconds apart), each tool call's
 name then its arguments in two halves, the finish reason, then the usage when
 `stream_options.include_usage` asks for it; `raw` bodies are sent whole (a
-server that ignores `stream`), and `refuse_stream_options` answers 400 to a
-request that carries them, as some servers do. `/v1/embeddings` answers with
+server that ignores `stream`), `raw_stream` sends exactly the bytes given, piece by
+piece (the event-stream framings servers use), and `refuse_stream_options` answers 400
+to a request that carries them, as some servers do. Each chat request's headers are
+kept in `headers`, the client's address and port in `peers`. `/v1/embeddings` answers with
 `fake_embedding`: a hashed bag of normalised words in which a few synonyms share a
 word, so paraphrases land close, as a real embedding model's do. `pause()` holds
 every answer until `resume()`, to keep a call in flight. With `upstream` set
@@ -61,8 +63,20 @@ class Scripted:
     # Streamed: after this many content chunks, go quiet for `quiet` seconds.
     quiet_after: int | None = None
     quiet: float = 0.0
+    # Streamed: after this many content chunks, wait for `release()` (a slow model, on cue).
+    hold_after: int | None = None
     # Streamed: after the content, an error object instead of the finish (as servers do).
     stream_error: str | None = None
+    # Streamed: exactly these bytes, each piece written (and flushed) on its own.
+    sse: list[bytes] | None = None
+    # Streamed: after the pieces, the connection is cut instead of the body ending.
+    cut: bool = False
+    # Streamed: this piece again and again, every `flood_interval` seconds, whatever
+    # `max_tokens` says, until the client hangs up (`FakeOpenAI.flooded` counts the bytes).
+    flood: str | None = None
+    flood_interval: float = 0.0
+    # Streamed: these raw bytes after the first chunk, then the end (not UTF-8, say).
+    raw_chunk: bytes | None = None
 
 
 MAX_CHUNKS = 2000
@@ -147,6 +161,8 @@ class FakeOpenAI:
         # Extra fields of every /v1/models entry (context sizes, as servers report them).
         self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.peers: list[Any] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_status = 200
         self.script: deque[Scripted] = deque()
@@ -160,6 +176,8 @@ class FakeOpenAI:
         self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
         self.chunk_interval = 0.0
+        self.flooded = 0
+        """Content characters streamed by `flood` answers."""
         self.refuse_stream_options = False
         self.first_chunks: list[tuple[float, str]] = []
         """When each streamed answer's first content chunk was written (monotonic), and the
@@ -168,6 +186,7 @@ class FakeOpenAI:
         self._cond = asyncio.Condition()
         self._open = asyncio.Event()
         self._open.set()
+        self._released = asyncio.Event()
         self.base_url = ""
 
     async def start(self) -> FakeOpenAI:
@@ -212,6 +231,11 @@ class FakeOpenAI:
         """Next answer: exactly this body (a dict is sent as JSON, a str as it is)."""
         self.script.append(Scripted(status=status, body=body))
 
+    def raw_stream(self, *pieces: bytes, cut: bool = False) -> None:
+        """Next answer: an event stream of exactly these bytes, each piece sent on its own
+        (then, with `cut`, the connection dropped mid-body)."""
+        self.script.append(Scripted(sse=list(pieces), cut=cut))
+
     def reply_message(self, message: dict[str, Any], finish_reason: str = "stop") -> None:
         """Next answer: a 200 whose choice carries exactly this `message` object."""
         self.script.append(Scripted(body={"message": message}, finish_reason=finish_reason))
@@ -229,9 +253,25 @@ class FakeOpenAI:
         """Next answer, streamed: `after` words of `text`, then nothing for `seconds`."""
         self.script.append(Scripted(text=text, quiet_after=after, quiet=seconds))
 
+    def hold_mid_stream(self, text: str, after: int) -> None:
+        """Next answer, streamed: `after` words of `text`, the rest only after `release()`."""
+        self._released.clear()
+        self.script.append(Scripted(text=text, hold_after=after))
+
+    def release(self) -> None:
+        self._released.set()
+
     def fail_mid_stream(self, text: str, message: str) -> None:
         """Next answer, streamed: the words of `text`, then an error chunk with `message`."""
         self.script.append(Scripted(text=text, stream_error=message))
+
+    def flood(self, piece: str, interval: float = 0.0) -> None:
+        """Next answer, streamed without end: `piece` after `piece`, until the client hangs up."""
+        self.script.append(Scripted(text="", flood=piece, flood_interval=interval))
+
+    def garble(self, raw: bytes) -> None:
+        """Next answer, streamed: a first chunk, then `raw` as it is (bytes that are not UTF-8)."""
+        self.script.append(Scripted(text="", raw_chunk=raw))
 
     def pause(self) -> None:
         """Hold every answer (requests are still recorded) until `resume()`."""
@@ -286,6 +326,10 @@ class FakeOpenAI:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         asking = (body.get("messages") or [{}])[0].get("content") == same_claim.SYSTEM
+        self.headers.append(dict(request.headers))
+        self.peers.append(
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
         async with self._cond:
             (self.same_claim_requests if asking else self.requests).append(body)
             self._cond.notify_all()
@@ -305,6 +349,17 @@ class FakeOpenAI:
             step = Scripted(text=step)
         if step.delay:
             await asyncio.sleep(step.delay)
+        if step.sse is not None:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for piece in step.sse:
+                await response.write(piece)
+                await asyncio.sleep(0.001)  # each piece in its own read, as a network splits it
+            if step.cut and request.transport is not None:
+                request.transport.abort()
+            else:
+                await response.write_eof()
+            return response
         if step.body is not None and not (isinstance(step.body, dict) and "message" in step.body):
             if isinstance(step.body, str):
                 return web.Response(text=step.body, status=step.status)
@@ -404,6 +459,20 @@ class FakeOpenAI:
             await response.write(f"data: {json.dumps(base | {'choices': [choice]})}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        if step.raw_chunk is not None:
+            await response.write(step.raw_chunk)
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
+        if step.flood is not None:
+            try:
+                while self.flooded < 1 << 30:  # the fake's own bound
+                    await send({"content": step.flood})
+                    self.flooded += len(step.flood)
+                    await asyncio.sleep(step.flood_interval)
+            except (ConnectionError, RuntimeError):
+                pass  # the client hung up
+            return response
         rest = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
         if rest:  # reasoning, a legacy function_call: in one delta, as servers send them
             await send(rest)
@@ -419,6 +488,8 @@ class FakeOpenAI:
                 await asyncio.sleep(self.chunk_interval)
             if step.quiet_after is not None and n == step.quiet_after:
                 await asyncio.sleep(step.quiet)
+            if step.hold_after is not None and n == step.hold_after:
+                await self._released.wait()
             await send({"content": word})
             if n == 0:
                 last = (body.get("messages") or [{}])[-1].get("content")

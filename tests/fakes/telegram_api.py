@@ -251,6 +251,10 @@ class FakeTelegramAPI:
         self.token = token
         self.bot_username = bot_username
         self.bot_id = bot_id
+        self.reads_group_messages = False
+        self.chat_admins: dict[int, set[int]] = {}
+        """Who administers each group (getChatMember says "administrator"); others are members."""
+        """getMe's can_read_all_group_messages: False while privacy mode is on."""
         self.base_url = ""
         self.calls: list[Call] = []
         self.unknown_calls: list[Call] = []
@@ -271,6 +275,12 @@ class FakeTelegramAPI:
         # Files users sent: file_id -> (file_path, content); file_path -> downloads served.
         self.files: dict[str, tuple[str, bytes]] = {}
         self.downloads: list[str] = []
+        self.endless: dict[str, int] = {}
+        """file_path -> bytes streamed: a host that never ends the file (`add_file(endless=)`)."""
+        self.downloads_open = asyncio.Event()
+        self.downloads_open.set()
+        """Cleared: downloads wait (requests are counted) until it is set again."""
+        self.downloading = self.most_downloading = 0
         self._last_message_id: dict[int | str, int] = defaultdict(int)
         # Scripted failures per method, in order; None lets one call through.
         self._failures: dict[str, deque[ApiError | None]] = defaultdict(deque)
@@ -281,6 +291,7 @@ class FakeTelegramAPI:
         self._runner: web.AppRunner | None = None
         self._handlers = {
             "getMe": self._get_me,
+            "getChatMember": self._get_chat_member,
             "sendMessage": self._send_message,
             "sendMessageDraft": self._send_message_draft,
             "sendChatAction": self._send_chat_action,
@@ -337,7 +348,7 @@ class FakeTelegramAPI:
             "first_name": "Test Bot",
             "username": self.bot_username,
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.reads_group_messages,
             "supports_inline_queries": False,
         }
 
@@ -387,10 +398,15 @@ class FakeTelegramAPI:
         else:
             self._delays.pop(method, None)
 
-    def add_file(self, file_id: str, content: bytes, *, file_path: str | None = None) -> None:
-        """A file a user sent, as getFile and the file download serve it."""
+    def add_file(
+        self, file_id: str, content: bytes, *, file_path: str | None = None, endless: bool = False
+    ) -> None:
+        """A file a user sent, as getFile and the file download serve it; `endless`: getFile
+        says `content`'s size, but the download streams without end."""
         path = file_path or f"documents/file_{len(self.files)}"
         self.files[file_id] = (path, content)
+        if endless:
+            self.endless[path] = 0
 
     def push_update(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates."""
@@ -433,10 +449,30 @@ class FakeTelegramAPI:
             return web.Response(status=401)
         path = request.match_info["path"]
         self.downloads.append(path)
-        for known, content in self.files.values():
-            if known == path:
-                return web.Response(body=content, content_type="application/octet-stream")
-        return web.Response(status=404)
+        self.downloading += 1
+        self.most_downloading = max(self.most_downloading, self.downloading)
+        try:
+            await self.downloads_open.wait()
+            if path in self.endless:
+                return await self._stream_for_ever(request, path)
+            for known, content in self.files.values():
+                if known == path:
+                    return web.Response(body=content, content_type="application/octet-stream")
+            return web.Response(status=404)
+        finally:
+            self.downloading -= 1
+
+    async def _stream_for_ever(self, request: web.Request, path: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)
+        chunk = b"\0" * 65536
+        try:
+            while self.endless[path] < 1 << 30:  # a bound for the fake itself: 1 GB
+                await response.write(chunk)
+                self.endless[path] += len(chunk)
+        except (ConnectionError, RuntimeError):
+            pass  # the reader hung up
+        return response
 
     async def _handle(self, request: web.Request) -> web.Response:
         """Record, optionally delay or fail, and answer one Bot API request."""
@@ -556,6 +592,28 @@ class FakeTelegramAPI:
 
     def _get_me(self, call: Call) -> dict[str, Any]:
         return self.bot_user
+
+    def _get_chat_member(self, call: Call) -> dict[str, Any]:
+        chat_id = int(self._require(call.params, "chat_id"))
+        user_id = int(self._require(call.params, "user_id"))
+        user = _user_json(user_id, None, "Member")
+        if user_id not in self.chat_admins.get(chat_id, set()):
+            return {"status": "member", "user": user}
+        flags = (
+            "can_be_edited",
+            "is_anonymous",
+            "can_manage_chat",
+            "can_delete_messages",
+            "can_manage_video_chats",
+            "can_restrict_members",
+            "can_promote_members",
+            "can_change_info",
+            "can_invite_users",
+            "can_post_stories",
+            "can_edit_stories",
+            "can_delete_stories",
+        )
+        return {"status": "administrator", "user": user, **dict.fromkeys(flags, False)}
 
     def _send_message(self, call: Call) -> dict[str, Any]:
         text = self._check_text(call.params)

@@ -52,6 +52,8 @@ ALLOWED = {
     ("channels/telegram/updates.py", "paid media"): "a media kind, for logs and the model",
     ("channels/telegram/updates.py", "video note"): "a media kind, for logs and the model",
     ("channels/telegram/files.py", "video note"): "a media kind, mapped to its Bot API field",
+    ("channels/telegram/spec.py", "Telegram"): "the platform's name, for the CLI and logs",
+    ("channels/line/spec.py", "U and 32 hex digits"): "a user id's shape, for the CLI's help",
     (
         "conversation/attachments.py",
         "cut to fit: {shown:,} of {total:,} characters shown",

@@ -132,11 +132,16 @@ def test_compose_runs_the_gateway_behind_caddy_with_a_data_volume() -> None:
     assert set(compose["volumes"]) >= {"skillgate-data", "caddy-data"}
 
 
+ADDED = "/webhook/discord"
+"""The webhook of a platform a package adds: no proxy config names it."""
+
+
 class WebhookEcho(FakeChannel):
-    """Serves the two webhook paths and echoes the headers the proxy passed on."""
+    """Serves the webhook paths and echoes the headers the proxy passed on."""
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post("/webhook/telegram", self.echo), web.post("/webhook/line", self.echo)]
+        paths = ("/webhook/telegram", "/webhook/line", ADDED)
+        return [web.post(path, self.echo) for path in paths]
 
     async def echo(self, request: web.Request) -> web.Response:
         body = await request.read()
@@ -242,6 +247,8 @@ async def check_exposure(base: str) -> None:
             "POST", "/webhook/line", data=b"{}", headers={"X-Line-Signature": "sig"}
         )
         assert status == 200 and echo["headers"]["X-Line-Signature"] == "sig"
+        status, echo = await call("POST", ADDED, data=b"{}")  # one rule serves every platform
+        assert status == 200 and echo["path"] == ADDED
         assert (await call("GET", "/admin/api/skills"))[0] == 401
         assert (await call("GET", "/admin/api/skills", headers=AUTH))[0] == 200
         for path in ("/metrics", "/", "/webhook", "/webhook/other", "/.env", "/healthzx"):

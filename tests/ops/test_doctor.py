@@ -165,3 +165,16 @@ async def test_doctor_json_lists_the_checks_and_keeps_the_exit_status(
     assert checks["line webhook"]["status"] == "fail"
     assert checks["telegram webhook"]["status"] == "ok"
     assert checks["model"]["status"] == "ok"
+
+
+async def test_group_context_warns_while_telegrams_privacy_mode_hides_group_messages(
+    bot_settings: Settings, telegram_api: FakeTelegramAPI, line_api: FakeLineAPI
+) -> None:
+    await registered(bot_settings, line_api)
+    assert "telegram groups" not in by_name(await collect(bot_settings))  # context is off
+    with_context = bot_settings.model_copy(update={"group_context_messages": 20})
+    warned = by_name(await collect(with_context))["telegram groups"]
+    assert warned.status == "warn" and "privacy mode" in warned.detail
+    assert "Group Privacy" in warned.fix
+    telegram_api.reads_group_messages = True  # privacy mode turned off in @BotFather
+    assert "telegram groups" not in by_name(await collect(with_context))

@@ -86,3 +86,17 @@ async def test_a_base_url_without_v1_gets_a_hint(
     checks = await probed(make_settings(llm_base_url=url, llm_model="fake-model"))
     assert checks["model"].status == "fail"
     assert "HTTP 404" in checks["model"].detail and "/v1" in checks["model"].detail
+
+
+async def test_a_slow_model_is_timed_out_after_llm_timeout_seconds_not_called_unreachable(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        llm_base_url=fake_llm.base_url, llm_model="fake-model", llm_timeout_seconds=0.5
+    )
+    fake_llm.stall(3)
+    chat = (await probed(settings))["model chat"]
+    assert chat.status == "fail"
+    assert chat.detail == "model timed out after 0.5 s (it sent nothing)"
+    assert "connection failed" not in chat.detail and "refused" not in chat.detail
+    assert chat.fix is not None and "LLM_TIMEOUT_SECONDS" in chat.fix

@@ -20,7 +20,7 @@ from tests.ops.conftest import LINE_SECRET, PUBLIC_URL
 from tests.serve_process import free_port, serving, skillgate
 from tests.terminal import DOWN, ENTER, Terminal
 
-OTHER_SERVER = 5  # "another OpenAI-compatible server" in the list of model servers
+OTHER_SERVER = 6  # "another OpenAI-compatible server" in the list of model servers
 
 
 @pytest.fixture

@@ -41,7 +41,16 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
     assert sorted(menus) == ["", "ja", "th", "zh"]  # everyone's, and one per catalog
     for params in menus.values():
         names = [c["command"] for c in params["commands"]]
-        assert names == ["start", "help", "new", "language", "forget"]
+        assert names == [
+            "start",
+            "help",
+            "new",
+            "language",
+            "remember",
+            "memory",
+            "persona",
+            "forget",
+        ]
         assert all(c["description"] for c in params["commands"])
     english = [c["description"] for c in menus[""]["commands"]]
     assert english[0] == "Say hello and see what I can do"
@@ -54,8 +63,8 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
     out = capsys.readouterr().out
     assert f"telegram webhook: set {TELEGRAM_URL}" in out
     assert (
-        "telegram commands: set /start, /help, /new, /language, /forget (default, ja, zh, th)"
-        in out
+        "telegram commands: set /start, /help, /new, /language, /remember, /memory, /persona,"
+        " /forget (default, ja, zh, th)" in out
     )
     assert f"line webhook: set {LINE_URL}" in out
     assert "line webhook test: ok" in out

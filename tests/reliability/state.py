@@ -58,6 +58,8 @@ async def snapshot(rig: Rig) -> dict[str, Any]:
 async def inbox_errors(rig: Rig) -> list[tuple[str, str]]:
     """Stored updates whose handler raised (a hostile input must be handled, not crash it)."""
     rows = await rig.parts.store.run(
-        lambda db: list(db.query("select update_id, last_error from inbox where attempts > 0"))
+        lambda db: list(
+            db.query("select update_id, last_error from inbox where last_error is not null")
+        )
     )
     return [(str(r["update_id"]), str(r["last_error"])) for r in rows]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from gateway.config import Settings
+from gateway.core.fence import TAG
 from gateway.skills.library import parse_skill
-from gateway.synthesis.fence import TAG
 from tests.fakes.openai_server import FakeOpenAI
 from tests.reliability.hostile import load_corpus
 from tests.reliability.state import data_files

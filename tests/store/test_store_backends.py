@@ -19,8 +19,14 @@ async def test_inbox_dedupes_and_keeps_arrival_order(any_store: Store) -> None:
     second = await any_store.inbox_add("telegram", "2", "chat-b", "{}")
     assert second is not None and second.id > first.id
     assert [i.update_id for i in await any_store.inbox_pending()] == ["1", "2"]
+    # An attempt is counted before its work starts (the first as the update is stored, for
+    # the worker it goes to); a failure only says why.
+    assert first.attempts == 1 and first.started
+    assert not (await any_store.inbox_pending())[0].started
     assert await any_store.inbox_failed(first.id, "boom") == 1
+    assert await any_store.inbox_started(first.id) == 2
     assert await any_store.inbox_failed(first.id, "boom again") == 2
+    assert (await any_store.inbox_pending())[0].attempts == 2
     await any_store.inbox_done(first.id)
     assert [i.update_id for i in await any_store.inbox_pending()] == ["2"]
     assert await any_store.inbox_pending_count() == 1
@@ -81,6 +87,7 @@ async def test_a_send_is_fenced_by_the_claim_it_was_made_under(any_store: Store)
     assert not await any_store.inbox_fence("r1", a1, mine.claim, 10, now=117)
     assert await any_store.inbox_fence("r2", a1, theirs.claim, 10, now=117)
     # The stalled replica's bookkeeping no longer counts either.
+    assert await any_store.inbox_started(a1, claim=mine.claim) == 0
     assert await any_store.inbox_failed(a1, "late", claim=mine.claim) == 0
     assert not await any_store.inbox_done(a1, claim=mine.claim)
     assert [i.id for i in await any_store.inbox_pending()] == [a1]

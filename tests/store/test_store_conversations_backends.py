@@ -351,9 +351,26 @@ async def test_a_batch_keeps_its_first_retry_key_until_it_is_sent(any_store: Sto
     assert (sent.retry_key, sent.sent_at, sent.platform_ids) == ("key-a", 150.0, ["p2", "p1"])
     unsent = await any_store.delivery_batch("line", "m1", 1, "key-f")
     assert (unsent.retry_key, unsent.sent_at) == ("key-c", None)
-    await any_store.delivery_sent("line", "nothing", 0, ["x"])  # no such batch: no error
     (count,) = await rows(any_store, "select count(*) as n from deliveries")
     assert count["n"] == 3
+
+
+async def test_a_batch_sent_without_a_record_is_recorded_with_its_answer(any_store: Store) -> None:
+    """A reply-token batch of a fresh answer is recorded once sent, with the answer's ids."""
+    turn = await any_store.open_turn("line", "c", "u", "hi", inbox_id=None, **LIMITS)
+    answer = await any_store.add_message(turn.session_id, "assistant", "hello")
+    ref = f"answer:{answer.id}"
+    await any_store.delivery_sent(
+        "line", ref, 0, ["p1"], now=150.0, answer=answer.id, answer_ids=["p1"]
+    )
+    sent = await any_store.delivery_batch("line", ref, 0, "key-a")
+    assert (sent.sent_at, sent.platform_ids) == (150.0, ["p1"])  # a retry sends nothing again
+    await any_store.delivery_batch("line", ref, 1, "key-b")
+    await any_store.delivery_sent("line", ref, 1, ["p2"], answer=answer.id, answer_ids=["p1", "p2"])
+    stored = await any_store.get_message(answer.id)
+    assert stored is not None and stored.platform_message_ids == ["p1", "p2"]
+    later = await any_store.delivery_batch("line", ref, 1, "key-c")
+    assert (later.retry_key, later.platform_ids) == ("key-b", ["p2"])  # its key stays
 
 
 # Stats

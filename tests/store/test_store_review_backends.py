@@ -165,7 +165,7 @@ async def test_concurrent_decisions_on_one_proposal_have_exactly_one_winner(
 ) -> None:
     for n in range(5):
         (p,) = await proposals(any_store, f"race-{n}")
-        approved, rejected = await asyncio.gather(
+        approving, rejecting = await asyncio.gather(
             any_store.transition(
                 p.id,
                 from_status="pending",
@@ -183,7 +183,10 @@ async def test_concurrent_decisions_on_one_proposal_have_exactly_one_winner(
                 tombstone=tombstone(p, "no"),
             ),
         )
+        approved, rejected = approving is not None, rejecting is not None
         assert approved != rejected
+        winner = approving or rejecting
+        assert winner is not None and winner.status == ("approved" if approved else "rejected")
         assert await status_of(any_store, p.id) == ("approved" if approved else "rejected")
         graves = [r for r in await any_store.rejections() if r.proposal_id == p.id]
         assert len(graves) == (0 if approved else 1)
@@ -583,10 +586,12 @@ async def test_replicas_sharing_one_database_agree_on_every_decision_and_lease(
                     for i, r in enumerate(replicas)
                 )
             )
-            assert sum(moved) == 1
-            winner = moved.index(True)
+            won = [m is not None for m in moved]
+            assert sum(won) == 1
+            winner = won.index(True)
             decided = await first.get_proposal(p.id)
             assert decided is not None and decided.decided_by == f"replica-{winner}"
+            assert moved[winner] == decided  # the winner is told the proposal as it left it
             graves = [r for r in await first.rejections() if r.proposal_id == p.id]
             assert len(graves) == winner % 2
 

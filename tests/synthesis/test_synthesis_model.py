@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import MODEL_LOOK, build_app
 from gateway.config import Settings
-from gateway.synthesis.synthesizer import BATCH_ATTEMPTS, answer_tokens
+from gateway.synthesis.budget import answer_tokens
+from gateway.synthesis.synthesizer import BATCH_ATTEMPTS
 from tests.fakes.openai_server import FakeOpenAI
-from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, synth_settings
+from tests.synthesis_support import (
+    Gateway,
+    answer,
+    evidence_prompt,
+    gateway,
+    proposal,
+    synth_settings,
+)
 
 LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
 
@@ -122,4 +134,43 @@ async def test_a_synthesis_answer_cut_at_the_token_limit_says_so(
         await gw.seed()
         fake_llm.cut('{"proposals": [{"kind": "create", "name": "chat-bre')
         run = await gw.synthesize()
-        assert run["status"] == "failed" and "cut at the token limit" in run["error"]
+        assert run["status"] == "failed" and "cut at the answer limit of" in run["error"]
+        assert "LLM_CONTEXT_TOKENS" in run["error"]  # what to set so that it fits
+
+
+async def test_a_small_context_gets_batches_and_an_answer_that_fit_it(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, llm_context_tokens=4096)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        sent = fake_llm.requests[-1]
+        assert answer_tokens(3, settings.max_skill_bytes) > 4096  # unfitted, it would not fit
+        assert 256 <= sent["max_tokens"] <= 4096 // 2
+        await gw.seed()
+        fake_llm.cut('{"proposals": [{"kind": "create", "name": "chat-bre')
+        run = await gw.synthesize()
+    # Cut short of its max_tokens: the server's context was full, and the run says so.
+    assert run["status"] == "failed"
+    assert "cut at the model's context of 4096 tokens (LLM_CONTEXT_TOKENS" in run["error"]
+    assert "SKILLGATE_SYNTHESIS_BATCH_TOKENS" in run["error"]
+
+
+async def test_the_context_the_server_reports_at_start_sizes_synthesis(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.model_fields = {"meta": {"n_ctx": 4096}}  # llama.cpp's way of saying it
+    settings = synth_settings(make_settings, fake_llm)
+    app = build_app(settings, channels=[], watch=True)  # as serve builds it
+    async with TestClient(TestServer(app)) as client:
+        assert await asyncio.wait_for(app[MODEL_LOOK], 10) is True
+        gw = Gateway(client)
+        await gw.seed()
+        fake_llm.reply(answer())
+        run = await gw.synthesize()
+    assert run["status"] == "ok"
+    sent = [r for r in fake_llm.requests if r.get("response_format")][-1]
+    assert answer_tokens(3, settings.max_skill_bytes) > 4096
+    assert 256 <= sent["max_tokens"] <= 4096 // 2

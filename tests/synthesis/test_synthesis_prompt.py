@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 from gateway.config import Settings
-from gateway.synthesis.fence import fence_rule
+from gateway.core.fence import fence_rule
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import answer, evidence_prompt, gateway, proposal, synth_settings
 

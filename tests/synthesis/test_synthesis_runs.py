@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.review.reviewer import ReviewEvent
+from gateway.review.events import ReviewEvent
 from gateway.store import SqliteStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
 from tests.synthesis_support import (
     answer,
     evidence_prompt,
+    follow,
     gateway,
     proposal,
     seed_offline,
@@ -187,7 +188,7 @@ async def test_the_schedule_runs_a_pass_on_its_interval(
             if event.kind == "staged":
                 staged.set()
 
-        gw.parts.review.listeners.append(on_event)
+        follow(gw.parts.review, on_event)
         await asyncio.wait_for(staged.wait(), 10)
         _, (made,) = await gw.call("GET", "/proposals")
         _, runs = await gw.call("GET", "/runs")
@@ -208,7 +209,7 @@ async def test_an_overdue_pass_runs_soon_after_a_restart(
         async def on_event(event: ReviewEvent) -> None:
             staged.set()
 
-        gw.parts.review.listeners.append(on_event)
+        follow(gw.parts.review, on_event)
         await asyncio.wait_for(staged.wait(), 10)
         _, runs = await gw.call("GET", "/runs")
         assert [r["trigger"] for r in runs][:2] == ["schedule", "schedule"]
@@ -232,6 +233,11 @@ async def test_the_synthesize_command_reports_progress_proposals_and_failure(
     }
     code, out, err = await skillgate("synthesize", env=env)
     assert code == 0, err
+    lines = err.splitlines()
+    # A line as each batch starts, and one as it ends, in that order.
+    starts = [i for i, ln in enumerate(lines) if "asking fake-model about 1 session(s)" in ln]
+    ends = [i for i, ln in enumerate(lines) if " session(s) -> " in ln]
+    assert len(starts) == len(ends) == 2 and starts[0] < ends[0] < starts[1] < ends[1], err
     assert "batch 1: 1 session(s) -> 1 proposed" in err
     assert "batch 2: 1 session(s) -> 0 proposed, 1 suppressed" in err
     assert "proposed #1 chat-brevity (new skill, waiting for review)" in out

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
+from gateway.core.fence import escape, fence, new_tag
 from gateway.core.records import Rating, SessionEvidence, Turn
+from gateway.core.secrets import find_secret
 from gateway.review.proposals import Candidate, Rejection
 from gateway.skills.library import Skill, render_skill
 from gateway.skills.live import LiveSkill
 from gateway.synthesis.answer import ProposalDraft
 from gateway.synthesis.evidence import render_session
-from gateway.synthesis.fence import escape, fence, new_tag
 from gateway.synthesis.screening import Dropped, ScreenContext, repeat_of, screen
-from gateway.synthesis.secrets import find_secret
 from gateway.synthesis.similarity import body_hash, change_text
 
 LIVE_BODY = "# Tone\n\nBe friendly.\nUse plain words."

@@ -26,6 +26,7 @@ from linebot.v3.messaging import (
 
 from gateway.channels.line.client import text_messages
 from gateway.channels.line.delivery import LineOutbox
+from gateway.channels.line.spec import SPEC
 from gateway.channels.text import utf16_len
 from gateway.i18n import N_, Texts
 from gateway.review.buttons import CardAction, CardSigner
@@ -104,7 +105,7 @@ class CardBubbles:
 class LineCards:
     """Pushes card bubbles, and decision notices, to LINE admins."""
 
-    channel = "line"
+    channel = SPEC.name
 
     def __init__(self, outbox: LineOutbox, bubbles: CardBubbles, admins: Collection[str]) -> None:
         self.outbox = outbox

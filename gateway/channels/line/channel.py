@@ -38,6 +38,7 @@ from gateway.channels.line.events import (
     self_mentions,
     without_spans,
 )
+from gateway.channels.line.spec import SPEC
 from gateway.config import Settings
 from gateway.conversation.models import Audience, Greeting, Message, Press, Profile
 from gateway.conversation.ports import Responder
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_PATH = "/webhook/line"
+WEBHOOK_PATH = SPEC.route
 JSON = "application/json"
 MAX_WEBHOOK_BYTES = 1024 * 1024
 USER_EVENTS = ("message", "postback", "follow", "unsend")
@@ -69,7 +70,7 @@ USER_EVENTS = ("message", "postback", "follow", "unsend")
 class LineChannel(Channel):
     """LINE Messaging API adapter (line-bot-sdk v3, async)."""
 
-    name: ClassVar[str] = "line"
+    name: ClassVar[str] = SPEC.name
 
     def __init__(self, settings: Settings, *, load_in_background: bool = False) -> None:
         """`load_in_background`: `start` returns before line-bot-sdk is loaded (see `sdk`);
@@ -93,7 +94,7 @@ class LineChannel(Channel):
             dialect=LINE,
             audience=Audience.of(settings.line_allowed_user_ids, settings.line_admin_ids),
             signer=CardSigner(secret),
-            label="LINE",
+            label=SPEC.label,
         )
         self.session: LineSession | None = None
         """The open client and outbox, between `start` (once loaded) and `stop`."""
@@ -227,7 +228,7 @@ class LineChannel(Channel):
 class LaterCards:
     """LINE's card transport while line-bot-sdk loads: the same admins; sending waits."""
 
-    channel = "line"
+    channel = SPEC.name
 
     def __init__(self, line: LineChannel) -> None:
         self._line = line
@@ -302,6 +303,8 @@ class LineSession:
         self, event: LineEvent, chat: ChatRef, item: InboxItem, out: Responder
     ) -> None:
         conversation = self.conversation
+        if item.given_up and event.type != "message":
+            return  # only a message's sender is told the inbox gave up on it
         if event.type in ("message", "messageEdited"):
             raw = event.part("message")
             message = decode_message(raw, chat, item, self.client.content)
@@ -364,6 +367,7 @@ def decode_message(
             message_id=message_id,
             addressed=False,  # LINE has no way to mention the bot on media
             inbox_id=item.id,
+            given_up=item.given_up,
         )
     mentioned = False
     if chat.is_group:
@@ -379,4 +383,5 @@ def decode_message(
         command=command[1:] if command else None,
         addressed=mentioned or command is not None,
         inbox_id=item.id,
+        given_up=item.given_up,
     )

@@ -41,6 +41,8 @@ MAX_MESSAGES_PER_CALL = 5
 MAX_POSTBACK_DATA = 300
 MAX_QUICK_REPLY_ITEMS = 13
 MONTHLY_LIMIT = "monthly limit"
+ERROR_BYTES = 4096
+"""How much of an error body is read for its reason."""
 
 
 class Profile(NamedTuple):
@@ -117,7 +119,8 @@ class LineClient:
         """What a user sent in a message (image, audio, file), read up to `limit` bytes.
 
         The SDK's `get_message_content` reads the whole body before anyone can look at its
-        size, so the same endpoint is streamed through the SDK's own HTTP client here.
+        size, so the same endpoint is streamed through the SDK's own HTTP client here, and
+        of an error's body only its first `ERROR_BYTES`.
         """
         if self._data_client is None:
             self._data_client = AsyncApiClient(self._data_config)
@@ -130,7 +133,9 @@ class LineClient:
             )  # the conversation layer bounds the time it may take
             async with response:
                 if response.status != 200:
-                    text = error_message(await response.text())
+                    # Only the start of an error's body: its reason is short, the rest unread.
+                    head = await response.content.read(ERROR_BYTES)
+                    text = error_message(head.decode("utf-8", errors="replace"))
                     raise MediaUnavailable(f"LINE content answered {response.status} {text}")
                 if response.content_length is not None and response.content_length > limit:
                     raise MediaTooBig(f"LINE says {response.content_length} bytes", limit)

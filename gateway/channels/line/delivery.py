@@ -87,41 +87,68 @@ class LineOutbox:
         buttons: Sequence[Button],
         ref: str,
         event: EventContext | None = None,
+        *,
+        answer: int | None = None,
+        fresh: bool = False,
     ) -> list[str]:
         """Send texts (buttons on the last) to a user, group or room; returns LINE message ids."""
-        return await self.deliver_messages(to, text_messages(texts, buttons), ref, event)
+        messages = text_messages(texts, buttons)
+        return await self.deliver_messages(to, messages, ref, event, answer=answer, fresh=fresh)
 
     async def deliver_messages(
-        self, to: str, messages: Sequence[Message], ref: str, event: EventContext | None = None
+        self,
+        to: str,
+        messages: Sequence[Message],
+        ref: str,
+        event: EventContext | None = None,
+        *,
+        answer: int | None = None,
+        fresh: bool = False,
     ) -> list[str]:
         """Send any LINE messages in order, by the reply token of `event` first if given.
 
         A reply token answers the chat the event came from, so a message for any other
-        chat (a card for an admin) is pushed: it is given no event.
+        chat (a card for an admin) is pushed: it is given no event. The ids of what was
+        sent for an `answer` (a stored message id) are kept on it as each batch goes out.
+        A `fresh` answer, stored by this very attempt, has no batch on record yet: its
+        first batch goes by reply token without a retry key stored before (a reply takes
+        none), and is recorded once LINE accepted it.
         """
         ids: list[str] = []
         for n, start in enumerate(range(0, len(messages), MAX_MESSAGES_PER_CALL)):
             batch = messages[start : start + MAX_MESSAGES_PER_CALL]
-            record = await self.store.delivery_batch(CHANNEL, ref, n, str(uuid.uuid4()))
-            if record.sent_at is not None:
-                ids.extend(record.platform_ids)
-                if event is not None:
-                    event.reply_token = None  # an earlier attempt already used it
-                continue
-            sent = await self._send(to, batch, record.retry_key, event)
-            await self.store.delivery_sent(CHANNEL, ref, n, sent)
+            sent = await self._by_reply_token(batch, event) if fresh and n == 0 else None
+            if sent is None:
+                record = await self.store.delivery_batch(CHANNEL, ref, n, str(uuid.uuid4()))
+                if record.sent_at is not None:
+                    ids.extend(record.platform_ids)
+                    if event is not None:
+                        event.reply_token = None  # an earlier attempt already used it
+                    continue
+                sent = await self._send(to, batch, record.retry_key, event)
             ids.extend(sent)
+            await self.store.delivery_sent(CHANNEL, ref, n, sent, answer=answer, answer_ids=ids)
         return ids
+
+    async def _by_reply_token(
+        self, batch: Sequence[Message], event: EventContext | None
+    ) -> list[str] | None:
+        """The batch sent with the event's reply token; None when it has none that works."""
+        token = event.take_reply_token(self.clock(), self.reply_max_age) if event else None
+        if token is None:
+            return None
+        try:
+            return await self.client.reply(token, batch)
+        except ReplyTokenRejected as exc:
+            log.info("reply token refused, pushing instead: %s", exc)
+            return None
 
     async def _send(
         self, to: str, batch: Sequence[Message], retry_key: str, event: EventContext | None
     ) -> list[str]:
-        token = event.take_reply_token(self.clock(), self.reply_max_age) if event else None
-        if token is not None:
-            try:
-                return await self.client.reply(token, batch)
-            except ReplyTokenRejected as exc:
-                log.info("reply token refused, pushing instead: %s", exc)
+        sent = await self._by_reply_token(batch, event)
+        if sent is not None:
+            return sent
         try:
             ids = await self.client.push(to, batch, retry_key)
         except PushQuotaExhausted as exc:

@@ -15,6 +15,8 @@ HELP = N_(
     "• /new starts a fresh conversation.\n"
     "• /language chooses the language of these messages.\n"
     "• /help shows this message.\n"
+    "• /remember keeps something about you for later; /memory shows or deletes it.\n"
+    "• /persona shows this chat's persona.\n"
     "• /forget deletes everything I keep about you."
 )
 GREETING = N_("Hi, thanks for adding me! 👋\n\n{help}")

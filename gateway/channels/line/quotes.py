@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from gateway.conversation.content import MEDIA_META
+
 REMEMBERED = 20
 """Media messages remembered per chat."""
 _KEEP = ("id", "type", "fileName", "fileSize", "duration", "contentProvider")
@@ -25,7 +27,7 @@ class Meta(Protocol):
 
 
 def _key(chat_id: str) -> str:
-    return f"line:media:{chat_id}"
+    return MEDIA_META.format(channel="line", chat=chat_id)
 
 
 async def remember(meta: Meta, chat_id: str, message: dict[str, Any]) -> None:

@@ -140,7 +140,11 @@ class LineResponder:
         parts = line_parts(reply.text, note=self.texts(CUT_NOTE)) or [
             reply.text.strip()[:MAX_TEXT_UTF16] or "…"
         ]
-        return await self.outbox.deliver(self.chat.chat_id, parts, reply.buttons, ref, self.event)
+        answer = reply.message_id
+        fresh = answer is not None and not reply.resumed
+        return await self.outbox.deliver(
+            self.chat.chat_id, parts, reply.buttons, ref, self.event, answer=answer, fresh=fresh
+        )
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         return None  # LINE cannot edit a sent message
@@ -161,6 +165,9 @@ class LineResponder:
         if self.chat.user_id is None:
             return None
         return self._name or await self.client.display_name(self.chat.user_id)
+
+    async def is_chat_admin(self) -> bool:
+        return False  # LINE names no group admins to bots: Skillgate's own admins decide
 
     def cards_per_listing(self, pending: int) -> int:
         # One batch of five messages: with more waiting, the last one says so.

@@ -9,6 +9,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
+from gateway.channels.telegram.spec import SPEC
 from gateway.channels.text import utf16_len
 from gateway.i18n import N_, Np_, Texts
 from gateway.review.buttons import CardSigner
@@ -62,7 +63,7 @@ def card_part(card: Card, limit: int = MAX_TEXT) -> Part:
 class TelegramCards:
     """Sends and edits cards in the admins' private chats with the bot."""
 
-    channel = "telegram"
+    channel = SPEC.name
 
     def __init__(self, sender: Sender, signer: CardSigner, admins: Collection[int]) -> None:
         self.sender = sender

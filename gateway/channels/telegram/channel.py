@@ -35,6 +35,7 @@ from gateway.channels.telegram.files import remote_of
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
+from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import (
     ALLOWED_UPDATES,
     JSON,
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 class TelegramChannel(Channel):
     """Telegram through python-telegram-bot, fed by the webhook route or by polling."""
 
-    name: ClassVar[str] = "telegram"
+    name: ClassVar[str] = SPEC.name
 
     def __init__(
         self,
@@ -273,6 +274,8 @@ class TelegramSession:
             return
         try:
             if update.callback_query is not None:
+                if item.given_up:
+                    return  # a press has nobody to tell: it is set aside
                 await self._on_press(update.callback_query, item)
             elif update.message is not None:
                 await self._on_message(update.message, raw_message(raw) or {}, item)
@@ -370,6 +373,7 @@ class TelegramSession:
             addressed=is_for_us,
             replying_to=str(replied.message_id) if replied is not None else None,
             inbox_id=item.id,
+            given_up=item.given_up,
         )
         out = self._responder(item, ref, user=user, message=message)
         await self.conversation.on_message(decoded, out)

@@ -35,6 +35,7 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
     try:
         async with telegram_errors(settings), telegram_bot(settings) as bot:
             me = f"@{bot.username} (id {bot.id})"
+            reads_groups = bot.can_read_all_group_messages
             info = await bot.get_webhook_info()
     except ChannelError as exc:
         fix = (
@@ -45,6 +46,17 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
         )
         return [Check("telegram bot", "fail", str(exc), fix)]
     checks = [Check("telegram bot", "ok", me)]
+    if settings.group_context_messages > 0 and not reads_groups:
+        checks.append(
+            Check(
+                "telegram groups",
+                "warn",
+                "privacy mode is on: in groups the bot gets only messages addressed to it, so"
+                " SKILLGATE_GROUP_CONTEXT_MESSAGES has nothing to keep",
+                "in @BotFather: /mybots, your bot, Bot Settings, Group Privacy, Turn off; then"
+                " remove the bot from each group and add it again",
+            )
+        )
     if settings.telegram_polling:
         checks.append(_polling(info.url, info.pending_update_count))
         return checks

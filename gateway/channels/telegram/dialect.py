@@ -17,6 +17,8 @@ HELP = N_(
     "/new finishes this conversation and starts a fresh one\n"
     "/language chooses the language of these messages\n"
     "/help shows this message\n"
+    "/remember keeps something about you for later, /memory shows or deletes it\n"
+    "/persona shows this chat's persona\n"
     "/forget deletes everything I keep about you\n\n"
     "Under each answer, 👍 or 👎 tells me how it went; after 👎 you can say what went wrong."
 )

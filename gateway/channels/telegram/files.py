@@ -2,8 +2,8 @@
 
 Only a URL under the Bot API's own file address is fetched: PTB reads a `file_path` that
 names a file on this machine from the local disk, so a path the platform answers with is
-never opened. The declared size is checked before the download and the bytes after it;
-the conversation layer bounds the time.
+never opened. The declared size is checked before the download, and the bytes while they
+come (`AiohttpRequest.download`, in chunks); the conversation layer bounds the time.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
+from gateway.channels.telegram.request import AiohttpRequest
 from gateway.errors import MediaTooBig, MediaUnavailable
 from gateway.media.remote import MB, Fetch, Remote
 
@@ -69,13 +70,10 @@ def _fetch(bot: Bot, file_id: str) -> Fetch:
             raise MediaTooBig(f"getFile says {file.file_size} bytes", limit)
         if not (file.file_path or "").startswith(bot.base_file_url + "/"):
             raise MediaUnavailable("getFile answered a path outside the Bot API's file address")
-        try:
-            data = await file.download_as_bytearray()
-        except TelegramError as exc:
-            raise MediaUnavailable(f"the download failed: {type(exc).__name__}") from exc
-        if len(data) > limit:
-            raise MediaTooBig(f"downloaded {len(data)} bytes", limit)
-        return bytes(data)
+        request = bot.request
+        if not isinstance(request, AiohttpRequest):
+            raise MediaUnavailable("downloads need the gateway's own Bot API client")
+        return await request.download(file.file_path or "", limit)
 
     return fetch
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from telegram import Bot, BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, TelegramError
 
+from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, WEBHOOK_PATH
 from gateway.config import Settings
 from gateway.conversation.dispatch import COMMANDS
@@ -58,12 +59,17 @@ async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
     except InvalidToken as exc:
         raise ChannelError("Telegram rejected TELEGRAM_BOT_TOKEN") from exc
     except BadRequest as exc:
-        raise ChannelError(f"Telegram refused: {mask(settings.secrets(), exc.message)}") from exc
+        raise ChannelError(f"Telegram refused: {_clean(settings, exc.message)}") from exc
     except NetworkError as exc:
-        detail = mask(settings.secrets(), exc.message)
+        detail = _clean(settings, exc.message)
         raise ChannelError(f"cannot reach the Bot API at {host}: {detail}") from exc
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {mask(settings.secrets(), exc.message)}") from exc
+        raise ChannelError(f"Telegram: {_clean(settings, exc.message)}") from exc
+
+
+def _clean(settings: Settings, text: str) -> str:
+    """An error of the Bot API without a secret or anything shaped like a token."""
+    return mask(settings.secrets(), text, SPEC.token_shapes)
 
 
 def secret_fingerprint(settings: Settings) -> str:

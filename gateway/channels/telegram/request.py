@@ -16,8 +16,11 @@ import aiohttp
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from gateway.errors import MediaTooBig, MediaUnavailable
+
 _FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 _TOKEN_IN_PATH = re.compile(r"/bot[^/\s]+")
+_CHUNK = 64 * 1024
 _DEFAULT = type(BaseRequest.DEFAULT_NONE)
 """What PTB passes for a timeout the caller left to the request's own."""
 
@@ -97,3 +100,31 @@ class AiohttpRequest(BaseRequest):
             # aiohttp may quote the URL, whose path carries the bot's token.
             text = _TOKEN_IN_PATH.sub("/bot<token>", f"aiohttp.{type(err).__name__}: {err}")
             raise NetworkError(text) from err
+
+    async def download(self, url: str, limit: int) -> bytes:
+        """A file's bytes, read in chunks and refused (MediaTooBig) as soon as they pass `limit`.
+
+        PTB's own `download_as_bytearray` reads the whole body first, however long the host
+        streams; an error's body is not read at all.
+        """
+        session = self._session
+        if session is None or session.closed:
+            raise MediaUnavailable("the Telegram channel is not started")
+        timeout = aiohttp.ClientTimeout(sock_connect=self._connect, sock_read=self._read)
+        try:
+            async with session.get(url, timeout=timeout) as response:
+                if response.status != 200:
+                    raise MediaUnavailable(f"the download answered HTTP {response.status}")
+                declared = response.content_length
+                if declared is not None and declared > limit:
+                    raise MediaTooBig(f"the download says {declared} bytes", limit)
+                body = bytearray()
+                async for chunk in response.content.iter_chunked(_CHUNK):
+                    body += chunk
+                    if len(body) > limit:
+                        raise MediaTooBig(f"more than {limit} bytes downloaded", limit)
+                return bytes(body)
+        except TimeoutError as exc:
+            raise MediaUnavailable("the download stalled") from exc
+        except aiohttp.ClientError as exc:
+            raise MediaUnavailable(f"the download failed: {type(exc).__name__}") from exc

@@ -20,6 +20,7 @@ from html import escape
 
 from telegram import CallbackQuery, ForceReply, InlineKeyboardMarkup, User
 from telegram import Message as TgMessage
+from telegram.constants import ChatMemberStatus
 from telegram.helpers import mention_html
 
 from gateway.channels.base import DeliveryLog
@@ -234,6 +235,19 @@ class TelegramResponder:
 
     async def reviewer_name(self) -> str | None:
         return readable(self.user)
+
+    async def is_chat_admin(self) -> bool:
+        if not self.chat.is_group:
+            return False
+        try:
+            member = await self.sender.call(
+                "getChatMember",
+                lambda: self.sender.bot.get_chat_member(int(self.chat.chat_id), self.user.id),
+            )
+        except ChannelError as exc:
+            log.warning("could not ask Telegram who administers a group: %s", exc)
+            return False
+        return member.status in (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR)
 
     def cards_per_listing(self, pending: int) -> int:
         return MAX_CARDS_SHOWN

@@ -20,6 +20,7 @@ from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.warnings import PTBUserWarning
 
+from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import ALLOWED_UPDATES
 from gateway.errors import ChannelError
 from gateway.logs import mask
@@ -63,9 +64,9 @@ async def _bot(token: str, base_url: str) -> AsyncIterator[Bot]:
     except InvalidToken as exc:
         raise ChannelError("Telegram does not know this token") from exc
     except NetworkError as exc:
-        raise ChannelError(f"cannot reach the Bot API: {mask([token], exc.message)}") from exc
+        raise ChannelError(f"cannot reach the Bot API: {_clean(token, exc.message)}") from exc
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {mask([token], exc.message)}") from exc
+        raise ChannelError(f"Telegram: {_clean(token, exc.message)}") from exc
 
 
 async def bot_info(token: str, base_url: str) -> TelegramBotInfo:
@@ -120,10 +121,15 @@ async def _updates(bot: Bot, *, timeout: int) -> list[dict[str, Any]]:
                 read_timeout=timeout + 10,
             )
     except TelegramError as exc:
-        raise ChannelError(f"Telegram: {mask([bot.token], exc.message)}") from exc
+        raise ChannelError(f"Telegram: {_clean(bot.token, exc.message)}") from exc
     if not isinstance(result, list):
         return []
     return [u for u in result if isinstance(u, dict) and isinstance(u.get("update_id"), int)]
+
+
+def _clean(token: str, text: str) -> str:
+    """An error of the Bot API without the token or anything shaped like one."""
+    return mask([token], text, SPEC.token_shapes)
 
 
 def start_sender(update: dict[str, Any], *, code: str, since: float) -> TelegramUser | None:

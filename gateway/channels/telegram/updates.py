@@ -10,10 +10,11 @@ from aiohttp import web
 from telegram import Message, MessageEntity
 
 from gateway.channels.base import storable
+from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
 from gateway.web.serving import body_seconds
 
-WEBHOOK_PATH = "/webhook/telegram"
+WEBHOOK_PATH = SPEC.route
 JSON = "application/json"
 """The only content type a webhook accepts: Telegram and LINE send nothing else."""
 ALLOWED_UPDATES = ("message", "callback_query")
@@ -151,15 +152,30 @@ def addressed(message: Message, bot_id: int, username: str) -> bool:
 
 
 def command_of(message: Message, username: str) -> str | None:
-    """The command starting the message ("/new", "/help@this_bot"), unless meant for another bot."""
-    for entity, value in message.parse_entities([MessageEntity.BOT_COMMAND]).items():
-        if entity.offset != 0:
-            continue
+    """The command starting the message ("/new", "/help@this_bot"), unless meant for another bot.
+
+    Telegram's apps mark a command with a `bot_command` entity; an update without any
+    entity (the Bot API documentation's own `/start` test update, sent with curl) is read
+    by the same rule from its text.
+    """
+    found = [
+        value
+        for entity, value in message.parse_entities([MessageEntity.BOT_COMMAND]).items()
+        if entity.offset == 0
+    ]
+    if not found and not message.entities and message.text:
+        bare = _BARE_COMMAND.match(message.text)
+        found = [bare.group(0)] if bare else []
+    for value in found:
         name, _, target = value[1:].partition("@")
         if target and target.lower() != username.lower():
             return None
         return name.lower()
     return None
+
+
+_BARE_COMMAND = re.compile(r"/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{1,64})?(?=\s|$)")
+"""A command as Telegram's apps would have marked it: at the start, up to a space or the end."""
 
 
 def without_mention(text: str, username: str) -> str:

@@ -21,6 +21,7 @@ MANAGED = frozenset(
         "LLM_BASE_URL",
         "LLM_API_KEY",
         "LLM_MODEL",
+        "LLM_LOCAL_MODEL",
         "TELEGRAM_BOT_TOKEN",
         "TELEGRAM_WEBHOOK_SECRET",
         "TELEGRAM_API_BASE_URL",
@@ -47,6 +48,7 @@ class Answers:
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key: str = ""
+    llm_local_model: str = ""
     telegram_token: str = ""
     telegram_bot: str = ""
     telegram_polling: bool = True
@@ -77,16 +79,25 @@ class Answers:
             where += "; " if where else ""
             where += "the https address the platforms post to (your reverse proxy)"
         blocks.append((where[:1].upper() + where[1:] + ".", gateway))
-        blocks.append(
-            (
-                "The model: an OpenAI-compatible endpoint (its base URL ends in /v1).",
-                [
-                    ("LLM_BASE_URL", self.llm_base_url),
-                    ("LLM_MODEL", self.llm_model),
-                    ("LLM_API_KEY", self.llm_api_key),
-                ],
+        if self.llm_local_model:
+            blocks.append(
+                (
+                    "The model: a tiny one on this machine, for trying (llama.cpp's server,"
+                    " started by serve and chat). For users: LLM_BASE_URL and LLM_MODEL instead.",
+                    [("LLM_LOCAL_MODEL", self.llm_local_model)],
+                )
             )
-        )
+        else:
+            blocks.append(
+                (
+                    "The model: an OpenAI-compatible endpoint (its base URL ends in /v1).",
+                    [
+                        ("LLM_BASE_URL", self.llm_base_url),
+                        ("LLM_MODEL", self.llm_model),
+                        ("LLM_API_KEY", self.llm_api_key),
+                    ],
+                )
+            )
         if self.telegram_token:
             how = "updates by polling (no public address needed)"
             if not self.telegram_polling:

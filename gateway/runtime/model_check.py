@@ -1,0 +1,79 @@
+"""At start, one look at the model: a dead URL is a WARNING in the log, not a silent "ready"."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from gateway.config import Settings
+from gateway.core.llm import OpenAIChat
+from gateway.errors import ModelError
+from gateway.synthesis.synthesizer import Synthesizer
+
+log = logging.getLogger("gateway.model")
+
+
+def _client(settings: Settings) -> OpenAIChat:
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAIChat(
+        settings.llm_base_url,
+        settings.llm_model,
+        key,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=0,
+    )
+
+
+async def model_error(settings: Settings) -> str | None:
+    """Why the model does not answer /models with LLM_MODEL, or None when it does."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return "no model configured"
+    llm = _client(settings)
+    try:
+        await llm.ping()
+    except ModelError as exc:
+        return str(exc)
+    finally:
+        await llm.close()
+    return None
+
+
+async def probed_context(settings: Settings) -> int | None:
+    """The model's context as its server reports it, as doctor reads it (None: unknown)."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return None
+    llm = _client(settings)
+    try:
+        return await llm.context()
+    except ModelError:
+        return None
+    finally:
+        await llm.close()
+
+
+async def check_model_once(settings: Settings) -> bool:
+    """True when the model answers /models and serves LLM_MODEL; else a WARNING with the fix."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return False
+    error = await model_error(settings)
+    if error is not None:
+        log.warning(
+            "model %s at %s does not answer: %s; answers apologise until it does."
+            " Fix LLM_BASE_URL, LLM_MODEL or LLM_API_KEY, or start the server;"
+            " `skillgate doctor` checks it",
+            settings.llm_model,
+            settings.llm_base_url,
+            error,
+        )
+    return error is None
+
+
+async def look_at_start(settings: Settings, synthesizer: Synthesizer) -> bool:
+    """serve's one look at the model; its reported context sizes synthesis unless set."""
+    if not await check_model_once(settings):
+        return False
+    if settings.llm_context_tokens is None and (context := await probed_context(settings)):
+        synthesizer.config = replace(synthesizer.config, context_tokens=context)
+        log.info("synthesis fits the model's context of %d tokens, as its server reports", context)
+    return True

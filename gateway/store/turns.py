@@ -1,0 +1,189 @@
+"""A turn's store round trips: the chat's state with the turn's start, and its answer.
+
+A text message costs one transaction before the model (`chat_state`: the languages, the
+user's open question and, for a turn, the session, the user's message, the history and
+the daily-quota admission) and one after it (`add_answer`: the answer, its trace and its
+share of the daily counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.core.models import AttachmentRecord, MessageKind
+from gateway.core.records import MessageRecord, OpenedTurn, Trace
+from gateway.core.turn import ChatState, QuotaSpend, TurnStart
+from gateway.store.context import take_group_lines
+from gateway.store.conversations import (
+    inbox_message,
+    insert_message,
+    lock_chat,
+    read_history,
+    remember_name,
+    session_for_turn,
+    store_attachments,
+)
+from gateway.store.languages import read_language_state
+from gateway.store.memory import turn_memory
+from gateway.store.personas import chat_persona
+from gateway.store.registry import peek
+from gateway.store.sql import Conn, QueriesBase, transaction
+from gateway.store.usage import admit, spend
+
+
+class TurnQueries(QueriesBase):
+    """The two transactions of a turn, and its start alone where the state was read before."""
+
+    @transaction
+    async def chat_state(
+        self,
+        c: Conn,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        turn: TurnStart | None = None,
+    ) -> ChatState:
+        """The chat's languages and the user's open question; and `turn` opened, unless the
+        user has an open question (which the message may answer instead)."""
+        language = await read_language_state(c, channel, chat_id, user_id)
+        awaiting = None if user_id is None else await peek(c, channel, chat_id, user_id, now)
+        opened = None
+        if turn is not None and awaiting is None:
+            opened = await _open_turn(c, turn)
+        return ChatState(language=language, awaiting=awaiting, turn=opened)
+
+    @transaction
+    async def open_turn(
+        self,
+        c: Conn,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        text: str,
+        *,
+        inbox_id: int | None,
+        now: float,
+        idle_seconds: float,
+        history_limit: int,
+        exclude_kinds: Sequence[MessageKind] = (),
+        platform_message_id: str | None = None,
+        attachments: Sequence[AttachmentRecord] = (),
+        memory: bool = False,
+        in_group: bool = False,
+        context_since: float | None = None,
+        user_name: str | None = None,
+    ) -> OpenedTurn:
+        """Start a turn in one transaction: session, the user's message (once, with what it
+        carried), history, the chat's persona, with `memory` the user's entries where this chat
+        may use them, and with `context_since` the group's unaddressed lines since then (taken:
+        cleared).
+
+        When the inbox update was answered before (a crash between answer and delivery),
+        that answer comes back instead and nothing is written.
+        """
+        start = TurnStart(
+            channel,
+            chat_id,
+            user_id,
+            text,
+            inbox_id,
+            now,
+            idle_seconds,
+            history_limit,
+            exclude_kinds,
+            platform_message_id,
+            attachments,
+            memory=memory,
+            in_group=in_group,
+            context_since=context_since,
+            user_name=user_name,
+        )
+        return await _open_turn(c, start)
+
+    @transaction
+    async def start_turn(self, c: Conn, start: TurnStart) -> OpenedTurn:
+        """`open_turn` with its daily-quota admission, for a turn whose chat state was read."""
+        return await _open_turn(c, start)
+
+    @transaction
+    async def add_answer(
+        self,
+        c: Conn,
+        session_id: int,
+        text: str,
+        *,
+        kind: MessageKind,
+        inbox_id: int | None,
+        trace: Trace,
+        now: float,
+        user_id: str | None,
+        spent: QuotaSpend | None = None,
+    ) -> MessageRecord:
+        """Store an answer with its trace, and add what it spent to the daily counts."""
+        answer = await insert_message(
+            c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+        )
+        if spent is not None:
+            await spend(c, spent)
+        return answer
+
+
+async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
+    """The turn's start; with an admission, nothing is written when a daily limit refuses it."""
+    await lock_chat(c, start.channel, start.chat_id)
+    if start.user_name and start.user_id is not None:
+        await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
+    inbox_id = start.inbox_id
+    if inbox_id is not None:
+        done = await inbox_message(c, inbox_id, "assistant")
+        if done is not None:
+            return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
+    stored = None if inbox_id is None else await inbox_message(c, inbox_id, "user")
+    if stored is not None:
+        # Resumed after a crash: the turn stays in the session of its question, even if
+        # that session went idle meanwhile; it was admitted when it was first stored.
+        session_id = stored.session_id
+    else:
+        if start.admission is not None:
+            over = await admit(c, start.admission.day, start.admission.checks)
+            if over is not None:
+                return OpenedTurn(over=over)
+        session = await session_for_turn(
+            c, start.channel, start.chat_id, start.user_id, start.now, start.idle_seconds
+        )
+        session_id = session.id
+        message = await insert_message(
+            c,
+            session_id,
+            "user",
+            start.text,
+            "normal",
+            inbox_id,
+            None,
+            start.now,
+            platform_message_id=start.platform_message_id,
+            user_id=start.user_id,
+        )
+        await store_attachments(c, message.id, start.attachments, start.now)
+    found = await read_history(c, session_id, start.history_limit, start.exclude_kinds)
+    # The user's memory where this chat may use it, the group's unaddressed lines since the
+    # bot last answered there (taken: cleared), and the chat's persona, in the same go.
+    entries = (
+        await turn_memory(c, start.channel, start.chat_id, start.user_id, in_group=start.in_group)
+        if start.memory
+        else None
+    )
+    lines = (
+        await take_group_lines(c, start.channel, start.chat_id, start.context_since)
+        if start.context_since is not None
+        else []
+    )
+    return OpenedTurn(
+        session_id=session_id,
+        history=found,
+        resumed=stored is not None,
+        memory=entries,
+        context=lines,
+        persona=await chat_persona(c, start.channel, start.chat_id),
+    )

@@ -1,0 +1,54 @@
+"""The toolbox the settings and the tools file describe; None (and no SDK import) without any."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from gateway.config import Settings
+from gateway.tools.config import ToolsFile, load_tools_file, tools_file_path
+from gateway.tools.policy import RemoteTool, Rule, server_rule, web_rule
+from gateway.tools.toolbox import Mounted, ToolLimits, Tools
+from gateway.tools.web import WebTools
+
+
+def tool_limits(settings: Settings) -> ToolLimits:
+    return ToolLimits(
+        connect_seconds=settings.tool_connect_timeout_seconds,
+        call_seconds=settings.tool_call_timeout_seconds,
+        result_chars=settings.tool_result_chars,
+    )
+
+
+def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | None:
+    """The configured tools, not yet started; None when the file lists none."""
+    config = file or load_tools_file(tools_file_path(settings.data_dir, settings.tools_file))
+    if config.empty:
+        return None
+    limits = tool_limits(settings)
+    secrets = tuple(settings.secrets())
+    mounted: list[Mounted] = []
+    if config.servers:
+        # The SDK costs about 2 s to import: only a gateway with servers pays it.
+        from gateway.tools.mcp_client import McpServer
+
+        for name, server in config.servers.items():
+            backend = McpServer(name, server, secrets=secrets, timeout=limits.connect_seconds)
+            mounted.append(Mounted(backend, partial(server_rule, server)))
+    web = config.web
+    if web.search is not None or web.fetch is not None:
+        brave = settings.brave_api_key.get_secret_value() if settings.brave_api_key else None
+        searching = web.search is not None and (settings.searxng_url or brave)
+        web_tools = WebTools(
+            search_url=settings.searxng_url if searching else None,
+            brave_key=brave if searching and not settings.searxng_url else None,
+            fetch=web.fetch is not None,
+            max_bytes=settings.web_fetch_max_bytes,
+        )
+        rules = {"web_search": web.search, "web_fetch": web.fetch}
+
+        def rule(tool: RemoteTool) -> Rule:
+            own = rules.get(tool.name)
+            return web_rule(own) if own is not None else Rule("off", False)
+
+        mounted.append(Mounted(web_tools, rule, prefixed=False))
+    return Tools(mounted, limits=limits, secrets=secrets)

@@ -1,0 +1,235 @@
+"""MCP servers through the official SDK: the one module that imports `mcp` (about 2 s).
+
+Each server runs in a task of its own that holds its transport and `ClientSession` open
+(the SDK's contexts must be left by the task that entered them), lists its tools, lists
+them again when the server says they changed, and closes them when stopped. A stdio server
+gets the SDK's minimal environment plus the variables its entry names; what it writes to
+stderr is logged line by line with secrets masked. A server that fails to start, or dies,
+has its tools left out and its reason kept in `error`, logged once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+import anyio
+import httpx2
+import mcp.types as types
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.core.llm_wire import mask
+from gateway.tools.config import ServerConfig
+from gateway.tools.policy import CallFailed, RemoteTool, ServerUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class McpServer:
+    """One configured server: started, listed, called, stopped."""
+
+    def __init__(
+        self, name: str, config: ServerConfig, *, secrets: tuple[str, ...], timeout: float
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.secrets = secrets
+        self.transport = config.transport
+        self.timeout = timeout
+        """Seconds to connect and list the tools (and to list them again)."""
+        self.tools: list[RemoteTool] = []
+        self.error: str | None = None
+        self._session: ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None
+
+    async def start(self) -> None:
+        """Connect and list the tools within the timeout; a failure is kept in `error`."""
+        self._task = asyncio.create_task(self._run(), name=f"mcp-{self.name}")
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            self._down(f"did not start and list its tools within {self.timeout:g} s")
+            await self.stop()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        try:
+            async with asyncio.timeout(10):
+                await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        except BaseException:  # a failure was already recorded by the task itself
+            pass
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """The result's text, and whether the tool reported an error."""
+        session = self._session
+        if session is None:
+            raise ServerUnavailable(self.error or "not running")
+        try:
+            result = await session.call_tool(tool, arguments)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._down(f"the connection closed: {mask(exc.error.message, self.secrets)}")
+                raise ServerUnavailable(self.error or "not running") from exc
+            raise CallFailed(mask(exc.error.message, self.secrets)) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            self._down(f"the connection closed: {type(exc).__name__}")
+            raise ServerUnavailable(self.error or "not running") from exc
+        return result_text(result), bool(result.is_error)
+
+    async def _run(self) -> None:
+        try:
+            async with self._connected() as session:
+                await self._list(session)
+                self._session, self.error = session, None
+                self._ready.set()
+                while True:
+                    await self._wake.wait()
+                    self._wake.clear()
+                    if self._stopping:
+                        return
+                    async with asyncio.timeout(self.timeout):
+                        await self._list(session)
+        except Exception as exc:
+            if not self._stopping:
+                self._down(mask(describe(exc), self.secrets))
+        finally:
+            self._session = None
+            self._ready.set()
+            if not self._stopping and self.error is None:
+                self._down("the server exited")
+
+    @contextlib.asynccontextmanager
+    async def _connected(self) -> AsyncIterator[ClientSession]:
+        async with contextlib.AsyncExitStack() as stack:
+            if self.config.command:
+                params = StdioServerParameters(
+                    command=self.config.command,
+                    args=self.config.args,
+                    env=self._environment(),
+                    cwd=self.config.cwd,
+                )
+                errlog = stack.enter_context(stderr_logger(self.name, self.secrets))
+                streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            else:
+                assert self.config.url is not None
+                client = await stack.enter_async_context(
+                    httpx2.AsyncClient(
+                        headers=self.config.header_values(),
+                        timeout=httpx2.Timeout(self.timeout, read=300),
+                    )
+                )
+                streams = await stack.enter_async_context(
+                    streamable_http_client(self.config.url, http_client=client)
+                )
+            session = await stack.enter_async_context(
+                ClientSession(streams[0], streams[1], message_handler=self._on_message)
+            )
+            await session.initialize()
+            yield session
+
+    def _environment(self) -> dict[str, str]:
+        """The named variables, less any whose value is one of the gateway's secrets."""
+        return {k: v for k, v in self.config.environment().items() if v not in self.secrets}
+
+    async def _list(self, session: ClientSession) -> None:
+        listed: list[RemoteTool] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            listed.extend(remote_tool(t) for t in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.tools = listed
+
+    async def _on_message(self, message: Any) -> None:
+        # Listed again by the server's own task: the handler must not wait on the session.
+        if isinstance(message, types.ToolListChangedNotification):
+            self._wake.set()
+        elif isinstance(message, Exception):
+            log.debug("tool server %s: %s", self.name, mask(str(message), self.secrets))
+
+    def _down(self, reason: str) -> None:
+        """Out of the turns from now on; said once in the log."""
+        self._session = None
+        if self.error != reason:
+            log.warning("tool server %s is unavailable: %s", self.name, reason)
+        self.error = reason
+
+
+def remote_tool(tool: types.Tool) -> RemoteTool:
+    hints = tool.annotations
+    return RemoteTool(
+        name=tool.name,
+        description=(tool.description or tool.title or tool.name).strip(),
+        schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
+        read_only=bool(hints is not None and hints.read_only_hint),
+    )
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """What the model reads of a result: its text parts, other parts named."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(f"[{block.type} content not shown]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def describe(exc: BaseException) -> str:
+    """A failure in one line, the first of a group's failures."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+@contextlib.contextmanager
+def stderr_logger(name: str, secrets: tuple[str, ...]) -> Any:
+    """A file for a child's stderr whose lines reach the log, secrets masked."""
+    read_fd, write_fd = os.pipe()
+    writer = os.fdopen(write_fd, "w")
+    reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
+    thread = threading.Thread(
+        target=_log_lines, args=(reader, name, secrets), name=f"mcp-{name}-stderr", daemon=True
+    )
+    thread.start()
+    try:
+        yield writer
+    finally:
+        writer.close()  # the child's copy closes when it exits; then the reader ends
+
+
+def _log_lines(reader: IO[str], name: str, secrets: tuple[str, ...]) -> None:
+    with reader:
+        for line in reader:
+            if line.strip():
+                log.info("tool server %s says: %s", name, mask(line, secrets))

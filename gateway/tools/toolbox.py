@@ -1,0 +1,227 @@
+"""The toolbox: every configured server's tools as `<server>__<tool>`, under their policies.
+
+It implements the core's `Toolbox` port. A call is checked against its tool's policy again
+(offering it is not permission), confirmed by the user where the policy says so, bounded
+in time, and its result capped and fenced before the model reads it. Each call ends in a
+`ToolCallRecord` for the trace, handed to the listeners (usage counts, metrics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.core.llm_wire import mask
+from gateway.core.tools import (
+    ToolAccess,
+    ToolCallRecord,
+    ToolInfo,
+    ToolOutcome,
+    ToolSpec,
+    ToolStatus,
+)
+from gateway.tools.policy import (
+    Backend,
+    CallFailed,
+    CallRefused,
+    RemoteTool,
+    Rule,
+    ServerUnavailable,
+    refusal,
+)
+from gateway.tools.results import cap, fenced_result, masked_arguments
+
+log = logging.getLogger(__name__)
+SEPARATOR = "__"
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What chat-completions servers accept as a function name: other tools are left out."""
+DESCRIPTION_CHARS = 1024
+Listener = Callable[[str, ToolCallRecord], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """How long a server may take to start and list, a call to answer; a result's size."""
+
+    connect_seconds: float = 10.0
+    call_seconds: float = 30.0
+    result_chars: int = 16 * 1024
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """A backend, the rule for each of its tools, and whether its names carry its own."""
+
+    backend: Backend
+    rule: Callable[[RemoteTool], Rule]
+    prefixed: bool = True
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tool as this gateway offers it."""
+
+    name: str
+    mounted: Mounted
+    tool: RemoteTool
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One backend as operators see it: running or why not, its tools and their policies."""
+
+    name: str
+    transport: str
+    alive: bool
+    error: str | None
+    tools: list[tuple[str, str, bool, bool]]
+    """(name as offered, policy, groups allowed, read-only) of each tool it lists."""
+
+
+@dataclass
+class Tools:
+    """The configured tools, their servers started and stopped with the gateway."""
+
+    mounted: list[Mounted]
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    secrets: tuple[str, ...] = ()
+    listeners: list[Listener] = field(default_factory=list)
+    """Told of every call once it ended (usage counts, /metrics)."""
+    _skipped: set[tuple[str, str]] = field(default_factory=set)
+
+    async def start(self) -> None:
+        """Start every server at once; one that fails is left out, with its reason."""
+        await asyncio.gather(*(m.backend.start() for m in self.mounted))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(m.backend.stop() for m in self.mounted), return_exceptions=True)
+
+    def entries(self) -> list[Entry]:
+        """Every tool of every live backend, with its rule (names a model accepts, once each)."""
+        found: dict[str, Entry] = {}
+        for mounted in self.mounted:
+            backend = mounted.backend
+            if not backend.alive:
+                continue
+            for tool in backend.tools:
+                name = f"{backend.name}{SEPARATOR}{tool.name}" if mounted.prefixed else tool.name
+                if not FUNCTION_NAME.match(name) or name in found:
+                    if (backend.name, tool.name) not in self._skipped:
+                        self._skipped.add((backend.name, tool.name))
+                        log.warning("tool %r of %s left out: not a usable name", name, backend.name)
+                    continue
+                found[name] = Entry(name, mounted, tool, mounted.rule(tool))
+        return list(found.values())
+
+    def status(self) -> list[ServerStatus]:
+        """Every backend, running or not (`skillgate tools list`, doctor, the console)."""
+        listed = self.entries()
+        return [
+            ServerStatus(
+                name=m.backend.name,
+                transport=m.backend.transport,
+                alive=m.backend.alive,
+                error=m.backend.error,
+                tools=[
+                    (e.name, e.rule.policy, e.rule.groups, e.tool.read_only)
+                    for e in listed
+                    if e.mounted is m
+                ],
+            )
+            for m in self.mounted
+        ]
+
+    def directory(self) -> list[ToolInfo]:
+        """Every live tool with its policy, for synthesis (names only, never arguments)."""
+        return [ToolInfo(e.name, e.rule.policy, e.tool.read_only) for e in self.entries()]
+
+    def offer(self, access: ToolAccess) -> list[ToolSpec]:
+        return [
+            ToolSpec(e.name, e.tool.description[:DESCRIPTION_CHARS], e.tool.schema)
+            for e in self.entries()
+            if refusal(e.rule, access) is None
+        ]
+
+    async def call(self, name: str, arguments: dict[str, Any], access: ToolAccess) -> ToolOutcome:
+        entry = next((e for e in self.entries() if e.name == name), None)
+        server, _, tool = name.rpartition(SEPARATOR) if SEPARATOR in name else ("", "", name)
+        if entry is not None:
+            server, tool = entry.mounted.backend.name, entry.tool.name
+        record = ToolCallRecord(
+            server=server,
+            tool=tool,
+            arguments=masked_arguments(arguments, self.secrets),
+            status="ok",
+        )
+        outcome = await self._call(entry, name, arguments, access, record)
+        for listener in self.listeners:
+            try:
+                await listener(name, outcome.record)
+            except Exception:
+                log.exception("counting the call of %s failed", name)
+        return outcome
+
+    async def _call(
+        self,
+        entry: Entry | None,
+        name: str,
+        arguments: dict[str, Any],
+        access: ToolAccess,
+        record: ToolCallRecord,
+    ) -> ToolOutcome:
+        if entry is None:
+            return _ended(record, "unavailable", "the tool is not available now")
+        # Offered is not allowed: the rule is read again for this very call.
+        reason = refusal(entry.rule, access)
+        if reason is not None:
+            return _ended(record, "refused", reason)
+        if entry.rule.policy == "confirm":
+            assert access.confirm is not None  # refusal() says so otherwise
+            if not await access.confirm(name, record.arguments):
+                return _ended(record, "declined", "the user did not allow this call")
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.limits.call_seconds):
+                text, failed = await entry.mounted.backend.call(entry.tool.name, arguments)
+        except TimeoutError:
+            why = f"no answer within {self.limits.call_seconds:g} s"
+            return _ended(record, "timeout", why, started)
+        except ServerUnavailable as exc:
+            return _ended(record, "unavailable", f"the server is unavailable: {exc}", started)
+        except CallRefused as exc:
+            return _ended(record, "refused", str(exc), started)
+        except CallFailed as exc:
+            return _ended(record, "error", str(exc), started)
+        except Exception as exc:
+            log.warning("tool %s failed: %s", name, mask(repr(exc), self.secrets))
+            return _ended(record, "error", f"the call failed ({type(exc).__name__})", started)
+        shown, capped = cap(text, self.limits.result_chars)
+        record = record.model_copy(
+            update={
+                "status": "error" if failed else "ok",
+                "duration_ms": _ms(started),
+                "result_chars": len(text),
+                "capped": capped,
+            }
+        )
+        return ToolOutcome(fenced_result(name, shown), record)
+
+
+def _ms(started: float | None) -> int:
+    return 0 if started is None else int((time.monotonic() - started) * 1000)
+
+
+def _ended(
+    record: ToolCallRecord, status: ToolStatus, detail: str, started: float | None = None
+) -> ToolOutcome:
+    """A call that produced no result: the model is told why, in one line."""
+    ended = record.model_copy(
+        update={"status": status, "detail": detail, "duration_ms": _ms(started)}
+    )
+    return ToolOutcome(f"error: {status}: {detail}", ended)

@@ -1,0 +1,38 @@
+"""The console names people as their platform last sent them, beside the ids; /forget forgets it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.config import Settings
+from tests.console_support import sign_in
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import make_text_update
+from tests.telegram_harness import telegram_gateway
+
+
+async def test_display_names_show_beside_ids_follow_renames_and_go_with_forget(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        fake_llm.reply("Hello!")
+        await gw.deliver(make_text_update(1, "hi", user_id=1001, first_name="Alice"))
+        fake_llm.reply("Hello again!")
+        await gw.deliver(make_text_update(2, "/new", user_id=1001, first_name="Alice"))
+        await gw.deliver(make_text_update(3, "hi again", user_id=1001, first_name="Alicia"))
+        csrf = await sign_in(gw.client)
+        listing = await (await gw.client.get("/admin/conversations")).text()
+        assert '<span class="user-name">Alicia</span> <span class="mono">1001</span>' in listing
+        assert ">Alice<" not in listing  # the name as the platform last sent it
+        page = await (await gw.client.get("/admin/conversations/1")).text()
+        assert '<span class="user-name">Alicia</span> <span class="mono">1001</span>' in page
+        users = await (await gw.client.get("/admin/users")).text()
+        assert 'label="Alicia · telegram"' in users
+
+        form = {"csrf": csrf, "channel": "telegram", "user": "1001", "confirm": "yes"}
+        resp = await gw.client.post("/admin/users/forget", data=form)
+        assert resp.status == 200, await resp.text()
+        # A session of theirs without a name: the one they had was forgotten with them.
+        store = gw.parts.store
+        await store.current_session("telegram", "1001", "1001", 5.0, 60)
+        assert await store.known_users() == [("telegram", "1001", "")]

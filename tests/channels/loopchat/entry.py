@@ -1,0 +1,27 @@
+"""What the gateway uses of Loopchat, imported only when it is configured."""
+
+from __future__ import annotations
+
+from gateway.channels.base import Channel
+from gateway.config import Settings
+from gateway.operator import Check, Step
+from tests.channels.loopchat.channel import LoopChannel
+from tests.channels.loopchat.settings import LoopSettings
+
+
+def channel(settings: Settings) -> Channel:
+    return LoopChannel(LoopSettings())
+
+
+def settings_checks(settings: Settings) -> list[Check]:
+    return [Check("loopchat", "ok", "API URL and secret set")]
+
+
+async def live_checks(settings: Settings) -> list[Check]:
+    return []
+
+
+async def webhook_steps(
+    settings: Settings, *, delete: bool, max_connections: int, force: bool
+) -> list[Step]:
+    return []  # Loopchat's webhook address is set on its side

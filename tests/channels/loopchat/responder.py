@@ -1,0 +1,120 @@
+"""How Loopchat answers in a chat: every text is one message, buttons under it; no edits."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp
+
+from gateway.channels.base import DeliveryLog
+from gateway.core.models import Button, ChatRef, Reply
+from gateway.errors import ChannelError
+from gateway.i18n import ENGLISH, Texts
+from gateway.review.cards import Card
+from gateway.review.proposals import Proposal
+
+
+class LoopClient:
+    """The platform's API: one call, `send`."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.http: aiohttp.ClientSession | None = None
+
+    async def open(self) -> None:
+        self.http = aiohttp.ClientSession()
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()
+
+    async def send(self, chat: str, text: str, buttons: Sequence[Button] = ()) -> str:
+        assert self.http is not None, "the client is opened when the channel starts"
+        body: dict[str, Any] = {
+            "chat": chat,
+            "text": text,
+            "buttons": [{"label": b.label, "data": f"{b.action}:{b.value}"} for b in buttons],
+        }
+        headers = {"Authorization": f"Bearer {self.token}"}
+        try:
+            async with self.http.post(f"{self.url}/send", json=body, headers=headers) as resp:
+                if resp.status != 200:
+                    raise ChannelError(f"Loopchat answered HTTP {resp.status}")
+                return str((await resp.json())["id"])
+        except aiohttp.ClientError as exc:
+            raise ChannelError(f"Loopchat is unreachable: {exc}") from exc
+
+
+class LoopResponder:
+    """The conversation layer's `Responder` for one Loopchat update."""
+
+    def __init__(self, client: LoopClient, chat: ChatRef, log: DeliveryLog) -> None:
+        self.client = client
+        self.chat = chat
+        self.log = log
+        self.texts: Texts = ENGLISH
+
+    @property
+    def language_tag(self) -> str | None:
+        return None
+
+    async def look_up_language(self) -> str | None:
+        return None
+
+    async def _say(self, text: str, buttons: Sequence[Button] = ()) -> str:
+        return await self.client.send(self.chat.chat_id, text, buttons)
+
+    async def notice(
+        self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
+    ) -> None:
+        await self._say(text, buttons)
+
+    async def acknowledge(self, text: str, *, courtesy: bool = False) -> None:
+        if not courtesy:
+            await self._say(text)
+
+    @contextlib.asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        yield  # no typing indicator, no partial text
+
+    async def deliver(self, reply: Reply) -> list[str]:
+        if reply.delivered_ids:
+            return list(reply.delivered_ids)  # one message: sent whole or not at all
+        ids = [await self._say(reply.text, reply.buttons)]
+        if reply.message_id is not None:
+            await self.log.set_platform_ids(reply.message_id, ids)  # the channel records them
+        return ids
+
+    async def show_rating(self, answer_id: int, rating: int) -> None:
+        return None  # no edits: the buttons stay as they are
+
+    async def ask_comment(self, answer_id: int) -> str | None:
+        await self._say(self.texts("What went wrong? Tell me in your next message (optional)."))
+        return None  # the next text is the answer
+
+    async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
+        await self._say(decided)
+        return None
+
+    async def reviewer_name(self) -> str | None:
+        return None
+
+    def cards_per_listing(self, pending: int) -> int:
+        return pending
+
+    async def is_chat_admin(self) -> bool:
+        return False  # a loopback chat names no group admins: Skillgate's own admins decide
+
+    async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
+        ids: list[str | None] = [await self._say(card.title()) for card in cards]
+        if more:
+            await self._say(more)
+        return ids
+
+    async def show_card(self, card: Card) -> None:
+        return None
+
+    async def send_diff(self, proposal: Proposal, diff: str) -> None:
+        await self._say(diff)

@@ -1,0 +1,61 @@
+"""Tool confirmations and tool usage on both databases: a press decides once, for its asker."""
+
+from __future__ import annotations
+
+from gateway.store import Store
+
+
+async def test_only_the_askers_first_press_in_time_decides(any_store: Store) -> None:
+    ask = await any_store.open_confirmation(
+        "telegram", "c1", "u1", "git__git_add", "{}", expires_at=200.0, now=100.0
+    )
+    assert await any_store.confirmation_decision(ask) is None
+    assert await any_store.press_confirmation(ask, "telegram", "u2", "approved", now=110) == (
+        "foreign"
+    )
+    assert await any_store.press_confirmation(ask, "line", "u1", "approved", now=110) == ("missing")
+    assert await any_store.press_confirmation(ask, "telegram", "u1", "declined", now=120) == (
+        "decided"
+    )
+    assert await any_store.press_confirmation(ask, "telegram", "u1", "approved", now=121) == (
+        "already"
+    )
+    assert await any_store.confirmation_decision(ask) == "declined"
+    assert await any_store.expire_confirmation(ask, now=300) == "declined"  # the press stands
+
+
+async def test_an_expired_confirmation_takes_no_press(any_store: Store) -> None:
+    ask = await any_store.open_confirmation(
+        "line", "c1", "u1", "web_fetch", "{}", expires_at=200.0, now=100.0
+    )
+    assert await any_store.press_confirmation(ask, "line", "u1", "approved", now=201) == ("already")
+    assert await any_store.expire_confirmation(ask, now=201) == "expired"
+    assert await any_store.confirmation_decision(ask) == "expired"
+
+
+async def test_tool_calls_are_counted_per_day_tool_and_status(any_store: Store) -> None:
+    for day, status in [("2026-12-01", "ok"), ("2026-12-01", "ok"), ("2026-12-02", "timeout")]:
+        await any_store.count_tool_call(day, "time__get_current_time", status)
+    assert await any_store.tool_usage("2026-12-01") == [
+        ("2026-12-01", "time__get_current_time", "ok", 2),
+        ("2026-12-02", "time__get_current_time", "timeout", 1),
+    ]
+    assert await any_store.tool_usage("2026-12-02") == [
+        ("2026-12-02", "time__get_current_time", "timeout", 1)
+    ]
+
+
+async def test_forgetting_a_user_deletes_the_confirmations_they_were_asked(
+    any_store: Store,
+) -> None:
+    mine = await any_store.open_confirmation(
+        "telegram", "c1", "u1", "git__git_add", '{"files": ["diary.txt"]}', expires_at=200.0
+    )
+    theirs = await any_store.open_confirmation(
+        "telegram", "c2", "u2", "git__git_add", "{}", expires_at=200.0
+    )
+    await any_store.forget_user("telegram", "u1", 100.0)
+    assert await any_store.press_confirmation(mine, "telegram", "u1", "approved", now=1) == (
+        "missing"
+    )
+    assert await any_store.confirmation_decision(theirs) is None
