@@ -197,19 +197,7 @@ def make_llm(settings: Settings, json_memory: JsonModeMemory | None = None) -> L
     )
     chain = [(settings.llm_model, settings.llm_base_url, key), *fallbacks]
     models: list[LLM] = [
-        OpenAIChat(
-            url,
-            model,
-            model_key,
-            timeout=settings.llm_timeout_seconds,
-            idle_timeout=settings.llm_idle_timeout_seconds,
-            max_retries=settings.llm_max_retries,
-            max_tokens=settings.llm_max_tokens,
-            json_memory=json_memory,
-            stream_seconds=settings.llm_stream_max_seconds,
-            stream_bytes=int(settings.llm_stream_max_mb * MB),
-        )
-        for model, url, model_key in chain
+        chat_client(settings, url, model, model_key, json_memory) for model, url, model_key in chain
     ]
     return models[0] if len(models) == 1 else FallbackLLM(models)
 
@@ -220,14 +208,26 @@ def make_judge(settings: Settings, json_memory: JsonModeMemory | None = None) ->
         return None
     assert settings.llm_base_url is not None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return chat_client(
+        settings, settings.llm_base_url, settings.llm_same_claim_model, key, json_memory
+    )
+
+
+def chat_client(
+    settings: Settings, url: str, model: str, key: str | None, json_memory: JsonModeMemory | None
+) -> OpenAIChat:
+    """One model at one endpoint, with the timeouts, retries and stream bounds of the settings."""
     return OpenAIChat(
-        settings.llm_base_url,
-        settings.llm_same_claim_model,
+        url,
+        model,
         key,
         timeout=settings.llm_timeout_seconds,
         idle_timeout=settings.llm_idle_timeout_seconds,
         max_retries=settings.llm_max_retries,
+        max_tokens=settings.llm_max_tokens,
         json_memory=json_memory,
+        stream_seconds=settings.llm_stream_max_seconds,
+        stream_bytes=int(settings.llm_stream_max_mb * MB),
     )
 
 
