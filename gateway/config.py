@@ -300,6 +300,9 @@ class Settings(BaseSettings):
     )
     searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
     brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    brave_search_url: str = Field(
+        "https://api.search.brave.com/res/v1/web/search", validation_alias="BRAVE_SEARCH_URL"
+    )
     web_fetch_max_bytes: int = Field(
         2 * 1024 * 1024,
         ge=1024,
