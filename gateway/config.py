@@ -196,6 +196,9 @@ class Settings(BaseSettings):
     alert_synthesis_failures: int = Field(
         3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
     )
+    alert_tool_minutes: float = Field(
+        5.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_TOOL_MINUTES"
+    )
 
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")

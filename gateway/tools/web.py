@@ -146,6 +146,9 @@ class WebTools:
         if session is not None:
             await session.close()
 
+    async def probe(self) -> None:
+        """Built in: it runs while the gateway does."""
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         session = self._session
         assert session is not None
