@@ -26,6 +26,14 @@ and the ratio against "no harm" has reached 1/alpha: worse by an amount that
 matters and by more than chance explains. *Helpful* is the mirror image.
 *Unclear* is neither with the minimum evidence; the holdout keeps collecting until
 both samples hold `settle_factor` times the minimum.
+
+Tool calls are counted per arm over every answer, rated or not (a failure needs no
+rating): calls and failed calls (an error, a timeout, the server down) per answer, and
+among the answers that called a tool, the share with a failed call. A skill *fails
+tools* when that share is higher with it than without it, by the same rules as
+*harmful*: both samples hold the minimum evidence (answers that called a tool), the
+difference reaches the margin, and the same sequential test has reached 1/alpha. It is
+a flag on the skill's page; the verdict on ratings is unchanged by it.
 """
 
 from __future__ import annotations
@@ -137,6 +145,35 @@ def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
     )
 
 
+class ToolTally(BaseModel):
+    """The tool calls of the answers in one arm, rated or not."""
+
+    answers: int = 0
+    calling: int = 0
+    """Answers that called a tool."""
+    failing: int = 0
+    """Answers with at least one failed call."""
+    calls: int = 0
+    failed: int = 0
+
+    def per_answer(self, count: int) -> float | None:
+        return count / self.answers if self.answers else None
+
+    @property
+    def failures(self) -> Tally:
+        """The answers that called a tool as a tally: `up` for those that failed one."""
+        return Tally(answers=self.calling, up=self.failing, down=self.calling - self.failing)
+
+    def __add__(self, other: ToolTally) -> ToolTally:
+        return ToolTally(
+            answers=self.answers + other.answers,
+            calling=self.calling + other.calling,
+            failing=self.failing + other.failing,
+            calls=self.calls + other.calls,
+            failed=self.failed + other.failed,
+        )
+
+
 class SkillTallies(BaseModel):
     """The raw counts of one skill's current text, as the store gathers them."""
 
@@ -146,6 +183,9 @@ class SkillTallies(BaseModel):
     loaded: Tally = Tally()
     offered: Tally = Tally()
     withheld: Tally = Tally()
+    tools_loaded: ToolTally = ToolTally()
+    tools_offered: ToolTally = ToolTally()
+    tools_withheld: ToolTally = ToolTally()
 
 
 class SkillEffect(SkillTallies):
@@ -156,11 +196,20 @@ class SkillEffect(SkillTallies):
     difference_high: float | None = None
     verdict: Verdict = "collecting"
     z: float = Z95
+    tool_difference: float | None = None
+    """Share of tool-calling answers with a failed call, with it minus without it."""
+    tool_difference_low: float | None = None
+    tool_difference_high: float | None = None
+    fails_tools: bool = False
 
     @property
     def without(self) -> Tally:
         """Comparable answers without the skill: offered but not loaded, or withheld."""
         return self.offered + self.withheld
+
+    @property
+    def tools_without(self) -> ToolTally:
+        return self.tools_offered + self.tools_withheld
 
     def summary(self) -> dict[str, Any]:
         """The figures as plain JSON values (rates and bounds rounded to 4 places)."""
@@ -176,6 +225,14 @@ class SkillEffect(SkillTallies):
             "difference_low": _round(self.difference_low),
             "difference_high": _round(self.difference_high),
             "verdict": self.verdict,
+            "tools": {
+                "loaded": _tool_arm(self.tools_loaded, self.z),
+                "without": _tool_arm(self.tools_without, self.z),
+                "difference": _round(self.tool_difference),
+                "difference_low": _round(self.tool_difference_low),
+                "difference_high": _round(self.tool_difference_high),
+                "fails_tools": self.fails_tools,
+            },
         }
 
 
@@ -195,6 +252,35 @@ def _rate_fields(t: Tally, z: float) -> dict[str, Any]:
 
 def _arm(t: Tally, z: float) -> dict[str, Any]:
     return {"answers": t.answers, "up": t.up, "down": t.down, **_rate_fields(t, z)}
+
+
+def _tool_arm(t: ToolTally, z: float) -> dict[str, Any]:
+    failures = t.failures
+    low, high = failures.interval(z)
+    return {
+        "answers": t.answers,
+        "calls": t.calls,
+        "failed": t.failed,
+        "calls_per_answer": _round(t.per_answer(t.calls)),
+        "failed_per_answer": _round(t.per_answer(t.failed)),
+        "calling": t.calling,
+        "failing": t.failing,
+        "failing_rate": _round(failures.rate),
+        "failing_low": _round(low) if t.calling else None,
+        "failing_high": _round(high) if t.calling else None,
+    }
+
+
+def tools_fail(loaded: ToolTally, without: ToolTally, thresholds: EffectThresholds) -> bool:
+    """Whether answers with the skill fail tools more often than without it (see above)."""
+    worse, base = loaded.failures, without.failures
+    if min(worse.rated, base.rated) < thresholds.min_evidence:
+        return False
+    assert worse.rate is not None and base.rate is not None
+    if worse.rate - base.rate < thresholds.margin:
+        return False
+    # The test's "better" arm is the one with the higher rate of `up`: here, of failures.
+    return log_evidence(base, worse, thresholds.tau) >= math.log(1 / thresholds.alpha)
 
 
 def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
@@ -218,6 +304,12 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
     difference = None
     if tallies.loaded.rate is not None and without.rate is not None:
         difference = tallies.loaded.rate - without.rate
+    tools_without = tallies.tools_offered + tallies.tools_withheld
+    failing, failing_without = tallies.tools_loaded.failures, tools_without.failures
+    tool_interval = difference_interval(failing, failing_without, thresholds.z)
+    tool_difference = None
+    if failing.rate is not None and failing_without.rate is not None:
+        tool_difference = failing.rate - failing_without.rate
     return SkillEffect(
         **tallies.model_dump(),
         difference=difference,
@@ -225,6 +317,10 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
         difference_high=interval[1] if interval else None,
         verdict=judge(tallies.loaded, without, thresholds),
         z=thresholds.z,
+        tool_difference=tool_difference,
+        tool_difference_low=tool_interval[0] if tool_interval else None,
+        tool_difference_high=tool_interval[1] if tool_interval else None,
+        fails_tools=tools_fail(tallies.tools_loaded, tools_without, thresholds),
     )
 
 
