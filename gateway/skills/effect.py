@@ -27,27 +27,32 @@ matters and by more than chance explains. *Helpful* is the mirror image.
 *Unclear* is neither with the minimum evidence; the holdout keeps collecting until
 both samples hold `settle_factor` times the minimum.
 
-Tool calls are counted per arm over every answer, rated or not (a failure needs no
-rating): calls and failed calls (an error, a timeout, the server down) per answer, and
-among the answers that called a tool, the share with a failed call. A skill *fails
-tools* when that share is higher with it than without it, by the same rules as
-*harmful*: both samples hold the minimum evidence (answers that called a tool), the
-difference reaches the margin, and the same sequential test has reached 1/alpha. It is
-a flag on the skill's page; the verdict on ratings is unchanged by it.
+The statistics themselves are in `rates`; the tool calls of each arm, and the flag for a
+skill that fails tools more often, in `tool_effect`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
-Z95 = 1.959963984540054
+# Re-exported: callers name the measurement's parts from this module.
+from gateway.skills.rates import Z95 as Z95
+from gateway.skills.rates import EffectThresholds as EffectThresholds
+from gateway.skills.rates import Tally as Tally
+from gateway.skills.rates import difference_interval as difference_interval
+from gateway.skills.rates import log_evidence as log_evidence
+from gateway.skills.rates import rounded as _round
+from gateway.skills.rates import wilson as wilson
+from gateway.skills.tool_effect import ToolTally as ToolTally
+from gateway.skills.tool_effect import tool_figures
+from gateway.skills.tool_effect import tools_fail as tools_fail
+
 Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
 VERDICT_TEXT: dict[str, str] = {
     "collecting": N_("collecting evidence"),
@@ -59,119 +64,6 @@ FIGURES = Np_(
     "{n} use, 👍 {up} 👎 {down}, rate {rate}; without it {without} of {rated}; {verdict}",
     "{n} uses, 👍 {up} 👎 {down}, rate {rate}; without it {without} of {rated}; {verdict}",
 )
-
-
-def wilson(up: int, rated: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a thumbs-up rate; (0, 1) when nothing was rated."""
-    if rated <= 0:
-        return 0.0, 1.0
-    p = up / rated
-    z2 = z * z
-    centre = (p + z2 / (2 * rated)) / (1 + z2 / rated)
-    half = z * math.sqrt(p * (1 - p) / rated + z2 / (4 * rated * rated)) / (1 + z2 / rated)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-class Tally(BaseModel):
-    """Answers in one arm, and how many of them were rated 👍 and 👎.
-
-    `answers` counts every answer for the loaded arm (the skill's uses), and the answers
-    someone rated for the comparison arms.
-    """
-
-    answers: int = 0
-    up: int = 0
-    down: int = 0
-
-    @property
-    def rated(self) -> int:
-        return self.up + self.down
-
-    @property
-    def rate(self) -> float | None:
-        return self.up / self.rated if self.rated else None
-
-    def interval(self, z: float = Z95) -> tuple[float, float]:
-        return wilson(self.up, self.rated, z)
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            answers=self.answers + other.answers, up=self.up + other.up, down=self.down + other.down
-        )
-
-
-def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, float] | None:
-    """Newcombe's hybrid score interval of rate(a) - rate(b); None unless both were rated."""
-    if a.rate is None or b.rate is None:
-        return None
-    (la, ua), (lb, ub) = a.interval(z), b.interval(z)
-    d = a.rate - b.rate
-    return (
-        d - math.sqrt((a.rate - la) ** 2 + (ub - b.rate) ** 2),
-        d + math.sqrt((ua - a.rate) ** 2 + (b.rate - lb) ** 2),
-    )
-
-
-@dataclass(frozen=True)
-class EffectThresholds:
-    """When a skill's figures are enough to judge it, and by how much it must differ."""
-
-    min_evidence: int = 5
-    margin: float = 0.15
-    z: float = Z95
-    """For the intervals shown to people."""
-    alpha: float = 0.05
-    """The sequential test's error bound: a harmless skill is called harmful at most this often."""
-    tau: float = 0.5
-    """The scale of differences the sequential test is tuned to find (its mixture)."""
-    settle_factor: int = 10
-    """An unclear skill is measured until both samples hold this many times the minimum."""
-
-
-def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
-    """Log of the one-sided mSPRT ratio for "rate(better) exceeds rate(worse)" (see above)."""
-    p1 = (worse.up + 1) / (worse.rated + 2)
-    p2 = (better.up + 1) / (better.rated + 2)
-    d = p2 - p1
-    v = p1 * (1 - p1) / (worse.rated + 2) + p2 * (1 - p2) / (better.rated + 2)
-    t2 = tau * tau
-    spread = math.sqrt(v * (v + t2))
-    tail = 0.5 * math.erfc(-(d * tau / spread) / math.sqrt(2))  # the normal CDF at d*tau/spread
-    return (
-        math.log(2)
-        + 0.5 * math.log(v / (v + t2))
-        + t2 * d * d / (2 * v * (v + t2))
-        + math.log(max(tail, 1e-300))
-    )
-
-
-class ToolTally(BaseModel):
-    """The tool calls of the answers in one arm, rated or not."""
-
-    answers: int = 0
-    calling: int = 0
-    """Answers that called a tool."""
-    failing: int = 0
-    """Answers with at least one failed call."""
-    calls: int = 0
-    failed: int = 0
-
-    def per_answer(self, count: int) -> float | None:
-        return count / self.answers if self.answers else None
-
-    @property
-    def failures(self) -> Tally:
-        """The answers that called a tool as a tally: `up` for those that failed one."""
-        return Tally(answers=self.calling, up=self.failing, down=self.calling - self.failing)
-
-    def __add__(self, other: ToolTally) -> ToolTally:
-        return ToolTally(
-            answers=self.answers + other.answers,
-            calling=self.calling + other.calling,
-            failing=self.failing + other.failing,
-            calls=self.calls + other.calls,
-            failed=self.failed + other.failed,
-        )
 
 
 class SkillTallies(BaseModel):
@@ -226,18 +118,14 @@ class SkillEffect(SkillTallies):
             "difference_high": _round(self.difference_high),
             "verdict": self.verdict,
             "tools": {
-                "loaded": _tool_arm(self.tools_loaded, self.z),
-                "without": _tool_arm(self.tools_without, self.z),
+                "loaded": tool_figures(self.tools_loaded, self.z),
+                "without": tool_figures(self.tools_without, self.z),
                 "difference": _round(self.tool_difference),
                 "difference_low": _round(self.tool_difference_low),
                 "difference_high": _round(self.tool_difference_high),
                 "fails_tools": self.fails_tools,
             },
         }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def _rate_fields(t: Tally, z: float) -> dict[str, Any]:
@@ -252,35 +140,6 @@ def _rate_fields(t: Tally, z: float) -> dict[str, Any]:
 
 def _arm(t: Tally, z: float) -> dict[str, Any]:
     return {"answers": t.answers, "up": t.up, "down": t.down, **_rate_fields(t, z)}
-
-
-def _tool_arm(t: ToolTally, z: float) -> dict[str, Any]:
-    failures = t.failures
-    low, high = failures.interval(z)
-    return {
-        "answers": t.answers,
-        "calls": t.calls,
-        "failed": t.failed,
-        "calls_per_answer": _round(t.per_answer(t.calls)),
-        "failed_per_answer": _round(t.per_answer(t.failed)),
-        "calling": t.calling,
-        "failing": t.failing,
-        "failing_rate": _round(failures.rate),
-        "failing_low": _round(low) if t.calling else None,
-        "failing_high": _round(high) if t.calling else None,
-    }
-
-
-def tools_fail(loaded: ToolTally, without: ToolTally, thresholds: EffectThresholds) -> bool:
-    """Whether answers with the skill fail tools more often than without it (see above)."""
-    worse, base = loaded.failures, without.failures
-    if min(worse.rated, base.rated) < thresholds.min_evidence:
-        return False
-    assert worse.rate is not None and base.rate is not None
-    if worse.rate - base.rate < thresholds.margin:
-        return False
-    # The test's "better" arm is the one with the higher rate of `up`: here, of failures.
-    return log_evidence(base, worse, thresholds.tau) >= math.log(1 / thresholds.alpha)
 
 
 def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
