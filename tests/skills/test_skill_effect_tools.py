@@ -10,6 +10,7 @@ from pathlib import Path
 from gateway.config import Settings
 from gateway.core.records import SkillRecord
 from gateway.skills.effect import EffectThresholds, SkillTallies, ToolTally, measure, tools_fail
+from gateway.skills.library import Skill, render_skill
 from gateway.store import Store
 from tests.console_support import sign_in
 from tests.effect_support import BIKE, BIKE_DESCRIPTION, CRISP, plant, seed_answer
@@ -17,7 +18,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.telegram_harness import telegram_gateway
 from tests.tools.http_server import ToyServer
-from tests.tools.support import tools_file
+from tests.tools.support import last_trace, tools_file
 
 RULE = EffectThresholds(min_evidence=20, margin=0.15)
 
@@ -118,17 +119,27 @@ async def test_a_real_answer_that_loads_the_skill_and_fails_a_tool_is_counted_on
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
 ) -> None:
     settings = make_settings()
-    await plant(settings, BIKE, BIKE_DESCRIPTION, CRISP)
-    fake_llm.tool_call("load_skill", name=BIKE)
+    folder = settings.skills_dir / "echo-back"
+    folder.mkdir(parents=True)
+    skill = Skill(
+        name="echo-back",
+        description="Repeating: use when someone asks to have their words said back.",
+        body="Call toy__echo with the words.",
+        allowed_tools=["toy__echo"],
+    )
+    (folder / "SKILL.md").write_text(render_skill(skill), encoding="utf-8")
+    fake_llm.tool_call("load_skill", name="echo-back")
     fake_llm.tool_call("toy__echo")  # no text: the server answers with an error
-    fake_llm.reply("Sorry, the tool failed.")
+    fake_llm.reply("Sorry, the echo failed.")
     async with ToyServer().running() as toy:
         path = tools_file(tmp_path, servers={"toy": {"url": toy.url, "trusted": True}})
         async with telegram_gateway(make_settings, fake_llm, tools_file=path) as gw:
-            await gw.deliver(make_text_update(1, "How do I fix a flat bike tyre?"))
+            await gw.deliver(make_text_update(1, "Say back: hello"))
+            trace = await last_trace(gw.parts.store)
             await sign_in(gw.client, "admin-secret-token")
-            page = await (await gw.client.get(f"/admin/skills/{BIKE}")).text()
-    assert 'id="tool-effect"' in page
+            page = await (await gw.client.get("/admin/skills/echo-back")).text()
+    assert trace.skills_loaded == ["echo-back"]
+    assert [(c.tool, c.status) for c in trace.tool_calls] == [("echo", "error")]
     row = page.split('data-label="answers">with it</td>', 1)[1].split("</tr>", 1)[0]
     assert 'data-label="how many">1</td>' in row
     assert 'data-label="failed calls per answer">1.00</td>' in row
