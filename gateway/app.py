@@ -237,6 +237,7 @@ def alert_thresholds(settings: Settings) -> Thresholds:
         webhook_hours=settings.alert_webhook_hours,
         disk_mb=settings.alert_disk_mb,
         synthesis_failures=settings.alert_synthesis_failures,
+        tool_minutes=settings.alert_tool_minutes,
     )
 
 
@@ -557,7 +558,7 @@ def build_app(
             )
             if watch:
                 limits = alert_thresholds(settings)
-                look = looker(settings, parts.store, limits.synthesis_failures)
+                look = looker(settings, parts.store, limits.synthesis_failures, parts.tools)
                 tell = parts.cards.tell_admins if parts.cards is not None else log_only
                 alerting = AlertWatcher(parts.store, look, tell, limits)
                 alerting.start()

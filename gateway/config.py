@@ -196,6 +196,9 @@ class Settings(BaseSettings):
     alert_synthesis_failures: int = Field(
         3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
     )
+    alert_tool_minutes: float = Field(
+        5.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_TOOL_MINUTES"
+    )
 
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
@@ -300,6 +303,9 @@ class Settings(BaseSettings):
     )
     searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
     brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    brave_search_url: str = Field(
+        "https://api.search.brave.com/res/v1/web/search", validation_alias="BRAVE_SEARCH_URL"
+    )
     web_fetch_max_bytes: int = Field(
         2 * 1024 * 1024,
         ge=1024,

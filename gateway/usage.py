@@ -4,7 +4,8 @@
 `gpt-4o-mini=0.15/0.60,llama3=0/0`, with `*` for every model not named. Answers whose
 server reported no token counts are counted apart (`unknown`), never as zero tokens.
 One report feeds the console page, the admin API, the `/usage` chat command and
-`skillgate usage`.
+`skillgate usage`. Tool calls are counted per day and tool (the store's `tool_usage`);
+a call that errs, times out or finds its server down is a failure.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from gateway.core.records import AnswerUsage, RunUsage
+from gateway.core.tools import TOOL_FAILURES
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
 Prices = Mapping[str, tuple[float, float]]
@@ -122,6 +124,26 @@ class Totals:
 
 
 @dataclass
+class ToolTotals:
+    """Tool calls, and how many of them failed."""
+
+    calls: int = 0
+    failed: int = 0
+
+    def add(self, status: str, calls: int) -> None:
+        self.calls += calls
+        if status in TOOL_FAILURES:
+            self.failed += calls
+
+    def as_json(self) -> dict[str, int]:
+        return {"calls": self.calls, "failed": self.failed}
+
+
+ToolDay = tuple[str, str, str, int]
+"""(day, tool, status, calls): one row of the store's tool usage."""
+
+
+@dataclass
 class UsageReport:
     """Usage over whole UTC days, from `start` to `end` inclusive."""
 
@@ -138,6 +160,25 @@ class UsageReport:
     priced: bool = False
     speech_seconds: float = 0.0
     """Speech transcribed (speech-to-text is paid for by the second or minute)."""
+    tool_calls: ToolTotals = field(default_factory=ToolTotals)
+    tool_days: dict[str, ToolTotals] = field(default_factory=dict)
+    tools: dict[str, ToolTotals] = field(default_factory=dict)
+
+    def count_tools(self, rows: Iterable[ToolDay]) -> None:
+        """Add the tool calls of the period's days (rows of other days are left out)."""
+        first, last = self.start.isoformat(), self.end.isoformat()
+        for day, tool, status, calls in rows:
+            if first <= day <= last:
+                for t in (
+                    self.tool_calls,
+                    self.tool_days.setdefault(day, ToolTotals()),
+                    self.tools.setdefault(tool, ToolTotals()),
+                ):
+                    t.add(status, calls)
+
+    def tool_list(self) -> list[tuple[str, ToolTotals]]:
+        """Each tool called in the period, the most called first."""
+        return sorted(self.tools.items(), key=lambda kv: (-kv[1].calls, kv[0]))
 
     @property
     def synthesis_share(self) -> float | None:
@@ -172,10 +213,17 @@ class UsageReport:
             "synthesis_share": self.synthesis_share,
             "speech_seconds": round(self.speech_seconds, 1),
             "cost": round(self.total.cost + self.synthesis.cost, 6),
+            "tool_calls": self.tool_calls.as_json(),
             "days": [
-                {"day": d, "answers": a.as_json(), "synthesis": s.as_json()}
+                {
+                    "day": d,
+                    "answers": a.as_json(),
+                    "synthesis": s.as_json(),
+                    "tool_calls": self.tool_days.get(d, ToolTotals()).as_json(),
+                }
                 for d, a, s in self.day_list()
             ],
+            "tools": [{"tool": k, **t.as_json()} for k, t in self.tool_list()],
             "channels": table(self.channels, "channel"),
             "models": table(self.models, "model"),
             "users": table(self.users, "user", TOP),
@@ -217,6 +265,8 @@ class UsageSource(Protocol):
 
     async def speech_seconds(self, since: float, until: float) -> float: ...
 
+    async def tool_usage(self, since_day: str) -> list[ToolDay]: ...
+
 
 async def usage_report(
     store: UsageSource, prices: Prices, days: int, now: float | None = None
@@ -234,6 +284,7 @@ async def usage_report(
         end,
     )
     report.speech_seconds = await store.speech_seconds(since, until)
+    report.count_tools(await store.tool_usage(start.isoformat()))
     return report
 
 
@@ -255,6 +306,9 @@ SHARE = N_("Synthesis share of tokens: {share}")
 TOTAL_COST = N_("Total cost: {cost}")
 NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
 SPEECH = N_("Speech-to-text: {minutes} min transcribed")
+TOOL_CALLS = N_("Tool calls: {calls}, {failed} failed")
+TOOLS = N_("Tool calls per day:")
+TOOL_ROW = Np_("  {key}: {n} call, {failed} failed", "  {key}: {n} calls, {failed} failed")
 SECTIONS = (N_("Channels:"), N_("Models:"), N_("Top users:"), N_("Top chats:"))
 ROW = Np_("  {key}: {n} answer, {tokens} tokens", "  {key}: {n} answers, {tokens} tokens")
 
@@ -283,6 +337,10 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
     lines.append(_line(texts(RUNS), report.synthesis, report.priced, texts))
     if report.speech_seconds:
         lines.append(texts(SPEECH, minutes=f"{report.speech_seconds / 60:,.1f}"))
+    if report.tool_calls.calls:
+        lines.append(
+            texts(TOOL_CALLS, calls=report.tool_calls.calls, failed=report.tool_calls.failed)
+        )
     share = report.synthesis_share
     if share is not None:
         lines.append(texts(SHARE, share=f"{share:.0%}"))
@@ -300,6 +358,12 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
                 + (texts(COST, cost=money(t.cost)) if report.priced else "")
                 for key, t in rows
             )
+    if report.tool_days:
+        lines.append(texts(TOOLS))
+        lines.extend(
+            texts.plural(TOOL_ROW, t.calls, key=day, failed=t.failed)
+            for day, t in sorted(report.tool_days.items(), reverse=True)[:top]
+        )
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from gateway.app import Parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, MessageKind
 from gateway.core.records import SkillRecord, Trace
+from gateway.core.tools import ToolCallRecord, ToolStatus
 from gateway.skills.library import Skill, content_hash, render_skill
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI, Scripted
@@ -68,8 +69,10 @@ async def seed_answer(
     withheld: Sequence[str] = (),
     ratings: Sequence[int] = (1,),
     kind: MessageKind = "normal",
+    tool_calls: Sequence[ToolStatus] = (),
 ) -> tuple[int, int]:
-    """One finished session with one answer, its trace and ratings (one per user); ids back."""
+    """One finished session with one answer, its trace (with a call of `toy__echo` ending in
+    each of `tool_calls`) and ratings (one per user); ids back."""
     chat = f"effect-{next(_chats)}"
     session = await store.current_session("telegram", chat, "u0", 0.0, 60)
     await store.add_message(session.id, "user", "a question")
@@ -78,6 +81,10 @@ async def seed_answer(
         skills_loaded=list(loaded),
         skills_withheld=list(withheld),
         tools_used=["load_skill"] if loaded else [],
+        tool_calls=[
+            ToolCallRecord(server="toy", tool="echo", arguments="{}", status=status)
+            for status in tool_calls
+        ],
     )
     reply = await store.add_message(session.id, "assistant", "an answer", kind=kind, trace=trace)
     for user, rating in enumerate(ratings):

@@ -256,6 +256,7 @@ async def skill(request: web.Request) -> web.Response:
         versions=await store.skill_versions(slug),
         switches=await store.skill_switches(slug),
         effect=(await request.config_dict[SYNTHESIZER].effects()).get(slug),
+        thresholds=request.config_dict[SYNTHESIZER].config.effect,
         rollback_id=rollback_id,
         outcome=outcome if outcome in OUTCOMES + SWITCHES else None,
         max_reason=MAX_REASON,

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 
 ToolStatus = Literal["ok", "error", "timeout", "refused", "declined", "unavailable"]
 """What became of one call: refused by its policy, declined (or not confirmed) by the user."""
+TOOL_FAILURES: frozenset[str] = frozenset({"error", "timeout", "unavailable"})
+"""The statuses of a call the tool did not answer well; refused and declined are decisions."""
 
 
 class ToolCallRecord(BaseModel):

@@ -3,7 +3,9 @@
 Every minute the watcher looks at what users would notice first: the model failing for
 SKILLGATE_ALERT_MODEL_MINUTES (and again when it is back), no webhook from a configured
 platform for SKILLGATE_ALERT_WEBHOOK_HOURS while it has users, free disk under
-SKILLGATE_ALERT_DISK_MB, and SKILLGATE_ALERT_SYNTHESIS_FAILURES failed passes in a row.
+SKILLGATE_ALERT_DISK_MB, SKILLGATE_ALERT_SYNTHESIS_FAILURES failed passes in a row, and a
+tool server down for SKILLGATE_ALERT_TOOL_MINUTES (and again when it is back). Each look
+pings the tool servers and starts a dead one again, so one that comes back is seen.
 An incident is kept in the store, so a restart neither repeats nor forgets an alert; it
 closes when its cause is gone, and the next one is told again. 0 turns a check off.
 """
@@ -53,6 +55,12 @@ SYNTHESIS_FAILING = N_(
     " last error: {error}"
 )
 
+TOOL_DOWN = N_(
+    "⚠️ The tool server {server} has been unavailable for {minutes} minutes: {error}. Its"
+    " tools are left out of answers until it is back. `skillgate tools list` says more."
+)
+TOOL_BACK = N_("✅ The tool server {server} is back (it was unavailable for {minutes} minutes).")
+
 Tell = Callable[..., Awaitable[None]]
 """`tell(message, ref, **values)`: the text to every admin, each in their language."""
 
@@ -79,6 +87,12 @@ class SignalStore(Protocol):
     async def list_runs(self, limit: int = 20) -> list[RunRecord]: ...
 
 
+class ToolServers(Protocol):
+    async def probe(self) -> dict[str, str | None]:
+        """Each tool server: None when it runs, else why not."""
+        ...
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """When each check alerts; 0 turns it off."""
@@ -87,6 +101,7 @@ class Thresholds:
     webhook_hours: float = 24.0
     disk_mb: int = 500
     synthesis_failures: int = 3
+    tool_minutes: float = 5.0
 
 
 @dataclass
@@ -100,6 +115,8 @@ class Signals:
     disk_mb: int | None = None
     failed_runs: int = 0
     last_run_error: str | None = None
+    tool_servers: dict[str, str | None] | None = None
+    """Each configured tool server: None when it runs, else why not (None: no tools)."""
 
 
 def webhook_platforms(settings: Settings) -> list[str]:
@@ -109,11 +126,15 @@ def webhook_platforms(settings: Settings) -> list[str]:
     return [p.name for p in configured_platforms(settings) if not p.polls(settings)]
 
 
-def looker(settings: Settings, store: SignalStore, limit: int) -> Callable[[], Awaitable[Signals]]:
-    """What the watcher looks at, for these settings and this store."""
+def looker(
+    settings: Settings, store: SignalStore, limit: int, tools: ToolServers | None = None
+) -> Callable[[], Awaitable[Signals]]:
+    """What the watcher looks at, for these settings, this store and these tool servers."""
 
     async def look() -> Signals:
         seen = Signals(disk_mb=free_mb(settings.data_dir))
+        if tools is not None:
+            seen.tool_servers = await tools.probe()
         if settings.model_configured:
             seen.model_checked = True
             seen.model_error = await model_error(settings)
@@ -184,6 +205,8 @@ class AlertWatcher:
         now, t = self.clock(), self.thresholds
         if t.model_minutes > 0 and seen.model_checked:
             await self._model(state, seen.model_error, now)
+        if t.tool_minutes > 0 and seen.tool_servers is not None:
+            await self._tools(state, seen.tool_servers, now)
         for platform, last in (seen.webhook_last or {}).items() if t.webhook_hours > 0 else ():
             await self._webhook(state, platform, last, now)
         if t.disk_mb > 0 and seen.disk_mb is not None:
@@ -198,20 +221,46 @@ class AlertWatcher:
         await self.store.set_meta(STATE_KEY, json.dumps(state, sort_keys=True))
 
     async def _model(self, state: dict[str, dict[str, Any]], error: str | None, now: float) -> None:
-        open_ = state.get("model")
+        down, back = (MODEL_DOWN, MODEL_BACK)
+        await self._outage(state, "model", error, now, self.thresholds.model_minutes, down, back)
+
+    async def _tools(
+        self, state: dict[str, dict[str, Any]], servers: dict[str, str | None], now: float
+    ) -> None:
+        for key in [k for k in state if k.startswith("tool:")]:
+            if key.removeprefix("tool:") not in servers:
+                state.pop(key)  # no longer configured: nothing to be back from
+        limit = self.thresholds.tool_minutes
+        for name, error in servers.items():
+            messages = (TOOL_DOWN, TOOL_BACK)
+            await self._outage(state, f"tool:{name}", error, now, limit, *messages, server=name)
+
+    async def _outage(
+        self,
+        state: dict[str, dict[str, Any]],
+        key: str,
+        error: str | None,
+        now: float,
+        minutes: float,
+        down: str,
+        back: str,
+        **values: object,
+    ) -> None:
+        """Told once when down for `minutes`, and once when back (only if it was told)."""
+        open_ = state.get(key)
         if error is None:
             if open_ is not None and open_.get("told"):
-                minutes = round((now - open_["since"]) / 60)
-                await self._say("model-back", MODEL_BACK, open_["since"], minutes=minutes)
-            state.pop("model", None)
+                lasted = round((now - open_["since"]) / 60)
+                await self._say(f"{key}-back", back, open_["since"], minutes=lasted, **values)
+            state.pop(key, None)
             return
         if open_ is None:
-            state["model"] = open_ = {"since": now, "told": False}
+            state[key] = open_ = {"since": now, "told": False}
         waited = (now - open_["since"]) / 60
-        if not open_["told"] and waited >= self.thresholds.model_minutes:
+        if not open_["told"] and waited >= minutes:
             open_["told"] = True
-            minutes = round(waited)
-            await self._say("model", MODEL_DOWN, open_["since"], minutes=minutes, error=error)
+            lasted = round(waited)
+            await self._say(key, down, open_["since"], minutes=lasted, error=error, **values)
 
     async def _webhook(
         self, state: dict[str, dict[str, Any]], platform: str, last: float | None, now: float

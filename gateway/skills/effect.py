@@ -26,20 +26,33 @@ and the ratio against "no harm" has reached 1/alpha: worse by an amount that
 matters and by more than chance explains. *Helpful* is the mirror image.
 *Unclear* is neither with the minimum evidence; the holdout keeps collecting until
 both samples hold `settle_factor` times the minimum.
+
+The statistics themselves are in `rates`; the tool calls of each arm, and the flag for a
+skill that fails tools more often, in `tool_effect`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
-Z95 = 1.959963984540054
+# Re-exported: callers name the measurement's parts from this module.
+from gateway.skills.rates import Z95 as Z95
+from gateway.skills.rates import EffectThresholds as EffectThresholds
+from gateway.skills.rates import Tally as Tally
+from gateway.skills.rates import difference_interval as difference_interval
+from gateway.skills.rates import log_evidence as log_evidence
+from gateway.skills.rates import rounded as _round
+from gateway.skills.rates import wilson as wilson
+from gateway.skills.tool_effect import ToolTally as ToolTally
+from gateway.skills.tool_effect import tool_figures
+from gateway.skills.tool_effect import tools_fail as tools_fail
+
 Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
 VERDICT_TEXT: dict[str, str] = {
     "collecting": N_("collecting evidence"),
@@ -53,90 +66,6 @@ FIGURES = Np_(
 )
 
 
-def wilson(up: int, rated: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a thumbs-up rate; (0, 1) when nothing was rated."""
-    if rated <= 0:
-        return 0.0, 1.0
-    p = up / rated
-    z2 = z * z
-    centre = (p + z2 / (2 * rated)) / (1 + z2 / rated)
-    half = z * math.sqrt(p * (1 - p) / rated + z2 / (4 * rated * rated)) / (1 + z2 / rated)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-class Tally(BaseModel):
-    """Answers in one arm, and how many of them were rated 👍 and 👎.
-
-    `answers` counts every answer for the loaded arm (the skill's uses), and the answers
-    someone rated for the comparison arms.
-    """
-
-    answers: int = 0
-    up: int = 0
-    down: int = 0
-
-    @property
-    def rated(self) -> int:
-        return self.up + self.down
-
-    @property
-    def rate(self) -> float | None:
-        return self.up / self.rated if self.rated else None
-
-    def interval(self, z: float = Z95) -> tuple[float, float]:
-        return wilson(self.up, self.rated, z)
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            answers=self.answers + other.answers, up=self.up + other.up, down=self.down + other.down
-        )
-
-
-def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, float] | None:
-    """Newcombe's hybrid score interval of rate(a) - rate(b); None unless both were rated."""
-    if a.rate is None or b.rate is None:
-        return None
-    (la, ua), (lb, ub) = a.interval(z), b.interval(z)
-    d = a.rate - b.rate
-    return (
-        d - math.sqrt((a.rate - la) ** 2 + (ub - b.rate) ** 2),
-        d + math.sqrt((ua - a.rate) ** 2 + (b.rate - lb) ** 2),
-    )
-
-
-@dataclass(frozen=True)
-class EffectThresholds:
-    """When a skill's figures are enough to judge it, and by how much it must differ."""
-
-    min_evidence: int = 5
-    margin: float = 0.15
-    z: float = Z95
-    """For the intervals shown to people."""
-    alpha: float = 0.05
-    """The sequential test's error bound: a harmless skill is called harmful at most this often."""
-    tau: float = 0.5
-    """The scale of differences the sequential test is tuned to find (its mixture)."""
-    settle_factor: int = 10
-    """An unclear skill is measured until both samples hold this many times the minimum."""
-
-
-def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
-    """Log of the one-sided mSPRT ratio for "rate(better) exceeds rate(worse)" (see above)."""
-    p1 = (worse.up + 1) / (worse.rated + 2)
-    p2 = (better.up + 1) / (better.rated + 2)
-    d = p2 - p1
-    v = p1 * (1 - p1) / (worse.rated + 2) + p2 * (1 - p2) / (better.rated + 2)
-    t2 = tau * tau
-    spread = math.sqrt(v * (v + t2))
-    tail = 0.5 * math.erfc(-(d * tau / spread) / math.sqrt(2))  # the normal CDF at d*tau/spread
-    return (
-        math.log(2)
-        + 0.5 * math.log(v / (v + t2))
-        + t2 * d * d / (2 * v * (v + t2))
-        + math.log(max(tail, 1e-300))
-    )
-
-
 class SkillTallies(BaseModel):
     """The raw counts of one skill's current text, as the store gathers them."""
 
@@ -146,6 +75,9 @@ class SkillTallies(BaseModel):
     loaded: Tally = Tally()
     offered: Tally = Tally()
     withheld: Tally = Tally()
+    tools_loaded: ToolTally = ToolTally()
+    tools_offered: ToolTally = ToolTally()
+    tools_withheld: ToolTally = ToolTally()
 
 
 class SkillEffect(SkillTallies):
@@ -156,11 +88,20 @@ class SkillEffect(SkillTallies):
     difference_high: float | None = None
     verdict: Verdict = "collecting"
     z: float = Z95
+    tool_difference: float | None = None
+    """Share of tool-calling answers with a failed call, with it minus without it."""
+    tool_difference_low: float | None = None
+    tool_difference_high: float | None = None
+    fails_tools: bool = False
 
     @property
     def without(self) -> Tally:
         """Comparable answers without the skill: offered but not loaded, or withheld."""
         return self.offered + self.withheld
+
+    @property
+    def tools_without(self) -> ToolTally:
+        return self.tools_offered + self.tools_withheld
 
     def summary(self) -> dict[str, Any]:
         """The figures as plain JSON values (rates and bounds rounded to 4 places)."""
@@ -176,11 +117,15 @@ class SkillEffect(SkillTallies):
             "difference_low": _round(self.difference_low),
             "difference_high": _round(self.difference_high),
             "verdict": self.verdict,
+            "tools": {
+                "loaded": tool_figures(self.tools_loaded, self.z),
+                "without": tool_figures(self.tools_without, self.z),
+                "difference": _round(self.tool_difference),
+                "difference_low": _round(self.tool_difference_low),
+                "difference_high": _round(self.tool_difference_high),
+                "fails_tools": self.fails_tools,
+            },
         }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def _rate_fields(t: Tally, z: float) -> dict[str, Any]:
@@ -218,6 +163,12 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
     difference = None
     if tallies.loaded.rate is not None and without.rate is not None:
         difference = tallies.loaded.rate - without.rate
+    tools_without = tallies.tools_offered + tallies.tools_withheld
+    failing, failing_without = tallies.tools_loaded.failures, tools_without.failures
+    tool_interval = difference_interval(failing, failing_without, thresholds.z)
+    tool_difference = None
+    if failing.rate is not None and failing_without.rate is not None:
+        tool_difference = failing.rate - failing_without.rate
     return SkillEffect(
         **tallies.model_dump(),
         difference=difference,
@@ -225,6 +176,10 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
         difference_high=interval[1] if interval else None,
         verdict=judge(tallies.loaded, without, thresholds),
         z=thresholds.z,
+        tool_difference=tool_difference,
+        tool_difference_low=tool_interval[0] if tool_interval else None,
+        tool_difference_high=tool_interval[1] if tool_interval else None,
+        fails_tools=tools_fail(tallies.tools_loaded, tools_without, thresholds),
     )
 
 

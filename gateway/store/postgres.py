@@ -99,6 +99,9 @@ class PgDialect:
     def json_elements(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) as {alias} (value)"
 
+    def json_text(self, expr: str, key: str) -> str:
+        return f"(({expr})::jsonb ->> '{key}')"
+
     def limit(self, n: int) -> int | None:
         return None if n < 0 else int(n)  # PostgreSQL refuses a negative limit
 

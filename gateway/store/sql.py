@@ -52,6 +52,10 @@ class Dialect(Protocol):
         """A from-clause item `alias` with a column `value` per element of a JSON text list."""
         ...
 
+    def json_text(self, expr: str, key: str) -> str:
+        """The text of field `key` of the JSON object `expr` (a text column or element)."""
+        ...
+
     def limit(self, n: int) -> int | None:
         """The `limit ?` argument for `n`, where a negative `n` means no limit."""
         ...

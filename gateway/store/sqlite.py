@@ -47,6 +47,9 @@ class SqliteDialect:
     def json_elements(self, expr: str, alias: str) -> str:
         return f"json_each({expr}) as {alias}"
 
+    def json_text(self, expr: str, key: str) -> str:
+        return f"json_extract({expr}, '$.{key}')"
+
     def limit(self, n: int) -> int | None:
         return int(n)  # SQLite reads a negative limit as none
 

@@ -41,6 +41,7 @@ def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | No
         web_tools = WebTools(
             search_url=settings.searxng_url if searching else None,
             brave_key=brave if searching and not settings.searxng_url else None,
+            brave_url=settings.brave_search_url,
             fetch=web.fetch is not None,
             max_bytes=settings.web_fetch_max_bytes,
         )

@@ -5,7 +5,8 @@ Each server runs in a task of its own that holds its transport and `ClientSessio
 them again when the server says they changed, and closes them when stopped. A stdio server
 gets the SDK's minimal environment plus the variables its entry names; what it writes to
 stderr is logged line by line with secrets masked. A server that fails to start, or dies,
-has its tools left out and its reason kept in `error`, logged once.
+has its tools left out and its reason kept in `error`, logged once; `probe` (every minute,
+from the alert watcher) pings a live server and starts a dead one again.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class McpServer:
 
     async def start(self) -> None:
         """Connect and list the tools within the timeout; a failure is kept in `error`."""
+        if self._task is not None:
+            await self.stop()  # what is left of an earlier run that ended
+        self._ready, self._wake, self._stopping = asyncio.Event(), asyncio.Event(), False
         self._task = asyncio.create_task(self._run(), name=f"mcp-{self.name}")
         try:
             async with asyncio.timeout(self.timeout):
@@ -81,6 +85,23 @@ class McpServer:
                 await task
         except BaseException:  # a failure was already recorded by the task itself
             pass
+
+    async def probe(self) -> None:
+        """A live server answers a ping within the timeout, or is down; a dead one is restarted."""
+        session = self._session
+        if session is None:
+            await self.start()
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await session.send_ping()
+        except TimeoutError:
+            self._down(f"did not answer a ping within {self.timeout:g} s")
+        except Exception as exc:
+            self._down(f"did not answer a ping: {mask(describe(exc), self.secrets)}")
+        else:
+            return
+        await self.stop()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """The result's text, and whether the tool reported an error."""

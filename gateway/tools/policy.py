@@ -52,6 +52,10 @@ class Backend(Protocol):
 
     async def stop(self) -> None: ...
 
+    async def probe(self) -> None:
+        """Look whether it still runs (and start it again if it does not)."""
+        ...
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """The result's text, and whether the tool reported an error."""
         ...

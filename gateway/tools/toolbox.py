@@ -102,6 +102,19 @@ class Tools:
     async def stop(self) -> None:
         await asyncio.gather(*(m.backend.stop() for m in self.mounted), return_exceptions=True)
 
+    async def probe(self) -> dict[str, str | None]:
+        """Each server after a look (a ping; a dead one started again): None, or why it is down."""
+        ended = await asyncio.gather(
+            *(m.backend.probe() for m in self.mounted), return_exceptions=True
+        )
+        for m, result in zip(self.mounted, ended, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("looking at tool server %s failed: %r", m.backend.name, result)
+        return {
+            m.backend.name: None if m.backend.alive else (m.backend.error or "not running")
+            for m in self.mounted
+        }
+
     def entries(self) -> list[Entry]:
         """Every tool of every live backend, with its rule (names a model accepts, once each)."""
         found: dict[str, Entry] = {}

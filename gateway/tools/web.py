@@ -4,7 +4,8 @@
 in time). It never reaches this machine or its network: every address a name resolves to
 must be public, checked in the resolver the connection itself uses (so a name cannot
 resolve to a public address for the check and a private one for the connection), and
-every redirect is followed by hand and checked the same way.
+every redirect is followed by hand and checked the same way. The resolver is the backend's
+`resolver` (a `PublicResolver` unless a test gives one that counts its loopback fake as public).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -24,6 +26,7 @@ from aiohttp.resolver import DefaultResolver
 from gateway.tools.policy import CallFailed, CallRefused, RemoteTool
 
 RESULTS = 5
+BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 MAX_REDIRECTS = 5
 USER_AGENT = "Skillgate web_fetch"
 SEARCH = RemoteTool(
@@ -63,14 +66,17 @@ def public(address: str) -> bool:
 class PublicResolver(AbstractResolver):
     """Resolves names as usual, and refuses any that gives a non-public address."""
 
-    def __init__(self) -> None:
-        self._inner = DefaultResolver()
+    def __init__(
+        self, inner: AbstractResolver | None = None, allowed: Callable[[str], bool] = public
+    ) -> None:
+        self._inner = inner or DefaultResolver()
+        self._allowed = allowed
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         found = await self._inner.resolve(host, port, family)
-        blocked = [r["host"] for r in found if not public(r["host"])]
+        blocked = [r["host"] for r in found if not self._allowed(r["host"])]
         if blocked:
             raise Refused(f"{host} resolves to a non-public address ({blocked[0]})")
         return found
@@ -98,9 +104,9 @@ def readable_text(body: bytes, content_type: str) -> str:
     if "html" not in content_type:
         return body.decode("utf-8", errors="replace")
     root = lxml.html.fromstring(body)
-    for element in root.xpath("//script|//style|//noscript|//nav|//header|//footer"):
-        element.drop_tree()
     title = (root.findtext(".//title") or "").strip()
+    for element in root.xpath("//head|//script|//style|//noscript|//nav|//header|//footer"):
+        element.drop_tree()  # the head too: its title is said once, first
     words = " ".join(root.text_content().split())
     return f"{title}\n\n{words}" if title else words
 
@@ -112,13 +118,15 @@ class WebTools:
     search_url: str | None = None
     """SearXNG's base URL (SEARXNG_URL)."""
     brave_key: str | None = None
-    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    brave_url: str = BRAVE_URL
     fetch: bool = False
     max_bytes: int = 2 * 1024 * 1024
     name: str = "web"
     transport: str = "built-in"
     error: str | None = None
     tools: list[RemoteTool] = field(default_factory=list)
+    resolver: AbstractResolver | None = None
+    """How web_fetch resolves names: a `PublicResolver` when None."""
     _session: aiohttp.ClientSession | None = None
 
     @property
@@ -128,7 +136,7 @@ class WebTools:
     async def start(self) -> None:
         searching = self.search_url is not None or self.brave_key is not None
         self.tools = [t for t, on in ((SEARCH, searching), (FETCH, self.fetch)) if on]
-        connector = aiohttp.TCPConnector(resolver=PublicResolver())
+        connector = aiohttp.TCPConnector(resolver=self.resolver or PublicResolver())
         self._session = aiohttp.ClientSession(
             connector=connector, headers={"User-Agent": USER_AGENT}
         )
@@ -137,6 +145,9 @@ class WebTools:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+    async def probe(self) -> None:
+        """Built in: it runs while the gateway does."""
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         session = self._session

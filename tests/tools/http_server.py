@@ -86,9 +86,17 @@ class ToyServer:
         self.server = server
 
     @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[ToyServer]:
+    async def running(self, port: int = 0) -> AsyncIterator[ToyServer]:
+        """Serve on `port` (any free one: 0) until the block ends, open streams cut at once."""
         app = self.server.streamable_http_app()
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=0,
+        )
         web = uvicorn.Server(config)
         task = asyncio.create_task(web.serve())
         while not web.started:

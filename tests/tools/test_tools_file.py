@@ -185,6 +185,8 @@ class OddServer:
 
     async def stop(self) -> None: ...
 
+    async def probe(self) -> None: ...
+
     async def call(self, tool: str, arguments: dict[str, object]) -> tuple[str, bool]:
         return "", False
 

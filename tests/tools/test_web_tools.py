@@ -1,20 +1,24 @@
-"""The built-in web tools: search through a fake SearXNG; fetch never reaches private addresses."""
+"""The built-in web tools: search through a fake SearXNG and a fake Brave API; fetch never
+reaches private addresses, named or literal, on the first request or after any redirect."""
 
 from __future__ import annotations
 
 import json
+import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
-from gateway.tools.web import public
+from gateway.tools.web import PublicResolver, WebTools, public
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import last_trace, tool_names, tools_file
 
@@ -64,7 +68,11 @@ async def searx() -> AsyncIterator[FakeSearx]:
 
 
 async def turn(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, **extra: Any
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeOpenAI,
+    tmp_path: Path,
+    resolver: AbstractResolver | None = None,
+    **extra: Any,
 ) -> Any:
     settings = make_settings(
         llm_base_url=fake_llm.base_url,
@@ -77,6 +85,10 @@ async def turn(
     parts = await open_parts(settings)
     try:
         assert parts.tools is not None
+        if resolver is not None:
+            [web_tools] = [m.backend for m in parts.tools.mounted]
+            assert isinstance(web_tools, WebTools)
+            web_tools.resolver = resolver
         await parts.tools.start()
         await parts.agent.respond(
             IncomingMessage(chat=CHAT, text="look it up"), access=ToolAccess()
@@ -134,3 +146,179 @@ async def test_web_fetch_of_a_loopback_address_is_refused_before_any_request(
 )
 def test_only_public_addresses_are_fetched(address: str, allowed: bool) -> None:
     assert public(address) is allowed
+
+
+BRAVE_KEY = "brave-key-5f1c9e"
+
+
+class FakeBrave:
+    """Brave's web search JSON API on loopback: records each request's query and key."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], str | None]] = []
+        self.url = ""
+
+    async def _search(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.query), request.headers.get("X-Subscription-Token")))
+        if request.headers.get("X-Subscription-Token") != BRAVE_KEY:
+            return web.json_response({"type": "ErrorResponse"}, status=401)
+        results = [
+            {"title": f"Brave {i}", "url": f"https://example.com/{i}", "description": f"d{i}"}
+            for i in range(10)
+        ]
+        return web.json_response({"type": "search", "web": {"type": "search", "results": results}})
+
+    async def __aenter__(self) -> FakeBrave:
+        app = web.Application()
+        app.router.add_get("/res/v1/web/search", self._search)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/res/v1/web/search"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._runner.cleanup()
+
+
+async def test_web_search_asks_brave_with_the_key_in_its_header_and_never_logs_it(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeOpenAI,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_llm.tool_call("web_search", query="skillgate")
+    fake_llm.reply("Found it.")
+    caplog.set_level(logging.DEBUG)
+    async with FakeBrave() as brave:
+        trace = await turn(
+            make_settings,
+            fake_llm,
+            tmp_path,
+            brave_api_key=BRAVE_KEY,
+            brave_search_url=brave.url,
+        )
+    assert brave.requests == [({"q": "skillgate", "count": "5"}, BRAVE_KEY)]
+    told = fake_llm.requests[1]["messages"][-1]["content"]
+    shown = json.loads(told.split("\n", 2)[2].rsplit("\n", 1)[0])
+    assert [(r["title"], r["snippet"]) for r in shown] == [
+        (f"Brave {i}", f"d{i}") for i in range(5)
+    ]
+    [call] = trace.tool_calls
+    assert call.status == "ok"
+    assert BRAVE_KEY not in caplog.text
+    assert BRAVE_KEY not in json.dumps(fake_llm.requests) + trace.model_dump_json()
+
+
+# The one address the test resolver counts as public: the page server's loopback alias.
+PAGES = "127.0.0.2"
+
+
+class Names(AbstractResolver):
+    """Test names to fixed addresses; every other name as the system resolves it."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+        self.system = PublicResolver(allowed=lambda _: True)
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host not in self.names:
+            return await self.system.resolve(host, port, family)
+        address = self.names[host]
+        kind = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return [
+            ResolveResult(hostname=host, host=address, port=port, family=kind, proto=0, flags=0)
+        ]
+
+    async def close(self) -> None:
+        await self.system.close()
+
+
+class FakePages:
+    """Pages on 127.0.0.2 (named pages.test) and an admin page on 127.0.0.1; every path
+    requested is recorded."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.port = 0
+        self.admin_port = 0
+        self.target = ""
+
+    async def _page(self, request: web.Request) -> web.Response:
+        self.paths.append(request.path)
+        if request.path == "/start":
+            raise web.HTTPFound("/hop")
+        if request.path == "/hop":
+            raise web.HTTPFound(self.target)
+        if request.path == "/admin":
+            return web.Response(text="<html><title>secret admin page</title></html>")
+        return web.Response(
+            text="<html><title>Notes</title><script>x()</script><p>Plain words.</p></html>",
+            content_type="text/html",
+        )
+
+    async def __aenter__(self) -> FakePages:
+        app = web.Application()
+        app.router.add_get("/{path:.*}", self._page)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        sites = [web.TCPSite(self._runner, address, 0) for address in (PAGES, "127.0.0.1")]
+        for site in sites:
+            await site.start()
+        self.port, self.admin_port = (
+            s._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            for s in sites
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._runner.cleanup()
+
+
+def pages_resolver() -> PublicResolver:
+    """The real policy, with pages.test (the page server) counted as public."""
+    names = Names({"pages.test": PAGES, "metadata.test": "169.254.169.254", "lan.test": "10.0.0.7"})
+    return PublicResolver(names, allowed=lambda address: address == PAGES or public(address))
+
+
+async def test_web_fetch_reads_a_public_page_as_text(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    async with FakePages() as pages:
+        fake_llm.tool_call("web_fetch", url=f"http://pages.test:{pages.port}/notes")
+        fake_llm.reply("Read it.")
+        trace = await turn(make_settings, fake_llm, tmp_path, resolver=pages_resolver())
+    assert pages.paths == ["/notes"]
+    told = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "Notes\n\nPlain words." in told and "x()" not in told
+    assert [c.status for c in trace.tool_calls] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:{admin}/admin",  # a literal loopback address
+        "http://localhost:{admin}/admin",  # a name resolving to loopback
+        "http://[::ffff:127.0.0.1]:{admin}/admin",  # loopback inside an IPv6 address
+        "http://metadata.test:{admin}/admin",  # a name resolving to link-local (metadata)
+        "http://lan.test:{admin}/admin",  # a name resolving to a private address
+    ],
+)
+async def test_web_fetch_refuses_a_redirect_to_a_private_address_on_any_hop(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, target: str
+) -> None:
+    async with FakePages() as pages:
+        pages.target = target.format(admin=pages.admin_port)
+        fake_llm.tool_call("web_fetch", url=f"http://pages.test:{pages.port}/start")
+        fake_llm.reply("I cannot read that page.")
+        trace = await turn(make_settings, fake_llm, tmp_path, resolver=pages_resolver())
+    # The first hop and the second were followed; the third, private, never requested.
+    assert pages.paths == ["/start", "/hop"]
+    [call] = trace.tool_calls
+    assert call.status == "refused"
+    assert "non-public" in (call.detail or "") or "not a public" in (call.detail or "")
+    assert "secret admin page" not in fake_llm.requests[1]["messages"][-1]["content"]

@@ -1,0 +1,77 @@
+"""Tool calls in the effect measurement.
+
+Tool calls are counted per arm over every answer, rated or not (a failure needs no
+rating): calls and failed calls (an error, a timeout, the server down) per answer, and
+among the answers that called a tool, the share with a failed call. A skill *fails
+tools* when that share is higher with it than without it, by the same rules as
+*harmful*: both samples hold the minimum evidence (answers that called a tool), the
+difference reaches the margin, and the same sequential test has reached 1/alpha. It is
+a flag on the skill's page; the verdict on ratings is unchanged by it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel
+
+from gateway.skills.rates import EffectThresholds, Tally, log_evidence, rounded
+
+
+class ToolTally(BaseModel):
+    """The tool calls of the answers in one arm, rated or not."""
+
+    answers: int = 0
+    calling: int = 0
+    """Answers that called a tool."""
+    failing: int = 0
+    """Answers with at least one failed call."""
+    calls: int = 0
+    failed: int = 0
+
+    def per_answer(self, count: int) -> float | None:
+        return count / self.answers if self.answers else None
+
+    @property
+    def failures(self) -> Tally:
+        """The answers that called a tool as a tally: `up` for those that failed one."""
+        return Tally(answers=self.calling, up=self.failing, down=self.calling - self.failing)
+
+    def __add__(self, other: ToolTally) -> ToolTally:
+        return ToolTally(
+            answers=self.answers + other.answers,
+            calling=self.calling + other.calling,
+            failing=self.failing + other.failing,
+            calls=self.calls + other.calls,
+            failed=self.failed + other.failed,
+        )
+
+
+def tool_figures(t: ToolTally, z: float) -> dict[str, Any]:
+    failures = t.failures
+    low, high = failures.interval(z)
+    return {
+        "answers": t.answers,
+        "calls": t.calls,
+        "failed": t.failed,
+        "calls_per_answer": rounded(t.per_answer(t.calls)),
+        "failed_per_answer": rounded(t.per_answer(t.failed)),
+        "calling": t.calling,
+        "failing": t.failing,
+        "failing_rate": rounded(failures.rate),
+        "failing_low": rounded(low) if t.calling else None,
+        "failing_high": rounded(high) if t.calling else None,
+    }
+
+
+def tools_fail(loaded: ToolTally, without: ToolTally, thresholds: EffectThresholds) -> bool:
+    """Whether answers with the skill fail tools more often than without it (see above)."""
+    worse, base = loaded.failures, without.failures
+    if min(worse.rated, base.rated) < thresholds.min_evidence:
+        return False
+    assert worse.rate is not None and base.rate is not None
+    if worse.rate - base.rate < thresholds.margin:
+        return False
+    # The test's "better" arm is the one with the higher rate of `up`: here, of failures.
+    return log_evidence(base, worse, thresholds.tau) >= math.log(1 / thresholds.alpha)

@@ -1,0 +1,79 @@
+"""A tool server that goes away: the admins hear it once, in their private chat and the log,
+and again when it is back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gateway.config import Settings
+from gateway.runtime.alerts import TOOL_BACK, TOOL_DOWN, AlertWatcher, Thresholds, looker
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import make_text_update
+from tests.runtime.test_alerts import Clock
+from tests.telegram_harness import telegram_gateway
+from tests.tools.http_server import ToyServer
+from tests.tools.support import tools_file
+
+ADMIN = 4242
+MINUTE = 60.0
+
+
+async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_back(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeOpenAI,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="gateway.alerts")
+    served = ToyServer().running()
+    toy = await served.__aenter__()
+    port = int(toy.url.rsplit(":", 1)[1].split("/", 1)[0])
+    path = tools_file(tmp_path, servers={"toy": {"url": toy.url, "trusted": True}})
+    async with telegram_gateway(
+        make_settings, fake_llm, tools_file=path, telegram_admin_ids=[ADMIN]
+    ) as gw:
+        await gw.deliver(make_text_update(1, "/start", user_id=ADMIN, chat_id=ADMIN))
+        cards, tools = gw.parts.cards, gw.parts.tools
+        assert cards is not None and tools is not None
+        assert [s.alive for s in tools.status()] == [True]
+        await served.__aexit__(None, None, None)  # the server goes away
+        clock = Clock()
+        limits = Thresholds(model_minutes=0, webhook_hours=0, disk_mb=0, tool_minutes=5)
+        look = looker(gw.parts.settings, gw.parts.store, 0, tools)
+        watcher = AlertWatcher(gw.parts.store, look, cards.tell_admins, limits, clock=clock)
+
+        await watcher.tick()  # its ping fails: down from now on
+        assert [s.alive for s in tools.status()] == [False]
+        clock.now += 4 * MINUTE
+        await watcher.tick()
+        assert _alerts(gw) == []  # not yet five minutes
+        clock.now += 2 * MINUTE
+        await watcher.tick()
+        clock.now += MINUTE
+        await watcher.tick()
+        [down] = _alerts(gw)
+        assert down.startswith("⚠️ The tool server toy has been unavailable for 6 minutes: ")
+        assert "`skillgate tools list`" in down
+
+        async with ToyServer().running(port):  # back on the same address
+            clock.now += 3 * MINUTE
+            await watcher.tick()  # started again
+            assert [s.alive for s in tools.status()] == [True]
+            await watcher.tick()
+            assert _alerts(gw)[1:] == [
+                "✅ The tool server toy is back (it was unavailable for 10 minutes)."
+            ]
+            await watcher.stop()
+    logged = [r.getMessage() for r in caplog.records if r.name == "gateway.alerts"]
+    assert len(logged) == 2
+    assert logged[0].startswith("alert tool:toy: " + TOOL_DOWN.split("{", 1)[0])
+    assert logged[1].startswith("alert tool:toy-back: " + TOOL_BACK.split("{", 1)[0])
+
+
+def _alerts(gw: object) -> list[str]:
+    texts: list[str] = gw.fake.sent_texts(ADMIN)  # type: ignore[attr-defined]
+    return [t for t in texts if "tool server" in t]
