@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from gateway.core.fence import fence, new_tag
 from gateway.core.llm import LLM
 from gateway.core.llm_wire import strip_think
 from gateway.errors import ModelError
 from gateway.review.proposals import Claim
-from gateway.core.fence import fence, new_tag
 from gateway.synthesis.ranking import Known
 from gateway.synthesis.similarity import claim_text
 
