@@ -154,25 +154,31 @@ async def test_repeats_of_pending_proposals_and_live_skills_bring_no_notice(rig:
     assert notices_in(rig, ALICE) == [] and line_notices(rig) == []
 
 
-async def test_a_line_admin_compares_and_reopens_from_the_notice(rig: Rig) -> None:
+async def test_a_line_admin_compares_and_reopens_from_the_notice_in_their_language(
+    rig: Rig,
+) -> None:
+    rig.line.profiles[LINE_ADMIN] = {"displayName": "Somchai", "language": "th"}
     pid = await rejected(rig, "chat-brevity")
     await synthesize(rig, proposal("short-replies", description="Answer briefly in chats."))
     (notice,) = line_notices(rig)
+    assert f"#{pid} chat-brevity: กลับมา 1 ครั้งนับตั้งแต่ถูกปฏิเสธ" in flex_texts(notice)
     buttons = postbacks(notice)
-    assert set(buttons) == {f"🔍 #{pid}", f"↩️ Reopen #{pid}"}
+    assert set(buttons) == {f"🔍 #{pid}", f"↩️ เปิดใหม่ #{pid}"}
+    assert "Synthesis run" in notices_in(rig, ALICE)[0]["text"]  # each admin's own language
 
     before = len(rig.line.delivered_texts(LINE_ADMIN))
     await rig.postback(buttons[f"🔍 #{pid}"])
     (shown,) = rig.line.delivered_texts(LINE_ADMIN)[before:]
-    assert "Answer briefly in chats." in shown and "— New, as short-replies —" in shown
+    assert "Answer briefly in chats." in shown and "— ฉบับใหม่ ในชื่อ short-replies —" in shown
 
-    await rig.postback(buttons[f"↩️ Reopen #{pid}"], user_id="U" + "9" * 32)  # not an admin
+    await rig.postback(buttons[f"↩️ เปิดใหม่ #{pid}"], user_id="U" + "9" * 32)  # not an admin
     assert (await rig.api("GET", f"/proposals/{pid}"))[1]["status"] == "rejected"
-    await rig.postback(buttons[f"↩️ Reopen #{pid}"])
+    await rig.postback(buttons[f"↩️ เปิดใหม่ #{pid}"])
     _, shown_p = await rig.api("GET", f"/proposals/{pid}")
     assert (shown_p["status"], shown_p["reopened_by"]) == ("pending", f"line:{LINE_ADMIN}")
-    texts = rig.line.delivered_texts(LINE_ADMIN)
-    assert f"↩️ Reopened proposal #{pid} (chat-brevity): it waits for review again." in texts
+    assert any(
+        t.startswith("↩️") and f"#{pid}" in t for t in rig.line.delivered_texts(LINE_ADMIN)[-3:]
+    )
 
 
 async def test_a_notice_a_crash_left_unsent_goes_out_at_the_next_start_once_and_still_works(
