@@ -68,7 +68,7 @@ from gateway.skills.files import describe_files
 from gateway.skills.library import SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
-from gateway.synthesis.synthesizer import SynthesisConfig, Synthesizer
+from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
 from gateway.usage import utc_day
@@ -152,6 +152,11 @@ class Parts:
             log_review_event(event.proposal, event.kind)
             if self.cards is not None:
                 self.cards.on_review_event(event.kind, event.proposal)
+
+    def after_pass(self, summary: RunSummary) -> None:
+        """A pass that found rejections repeated: its notice goes to the chat admins."""
+        if summary.repeats and self.cards is not None:
+            self.cards.repeats_found()
 
     async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
         """A fixed text to every chat admin, once the cards' transports have started."""
@@ -360,6 +365,7 @@ async def open_parts(
     )
     parts.memory = memory
     review.effects = parts.review_effects
+    synthesizer.listeners.append(parts.after_pass)
     parts.attachments = Attachments(media_limits(settings), vision, make_transcriber(settings))
     if tools is not None:
         parts.tools = tools

@@ -45,6 +45,7 @@ from gateway.conversation.ports import (
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
 from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
+from gateway.conversation.repeats import RepeatPresses
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
     ADMIN_HELP,
@@ -59,6 +60,7 @@ from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
+from gateway.review.repeats import is_repeat_data
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +127,7 @@ class Conversation:
         self.review = ReviewChat(
             profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
         )
+        self.repeats = RepeatPresses(profile, store, review)
         kept = attachments.limits.keep_dir if attachments is not None else None
         self.privacy = Privacy(profile, store, clock, media=kept, review=review)
         self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
@@ -264,6 +267,8 @@ class Conversation:
         language = pressed(press.data)
         if is_card_data(press.data):
             await self.review.on_press(press, out)
+        elif is_repeat_data(press.data):
+            await self.repeats.on_press(press, out)
         elif is_confirm_data(press.data):
             await self.confirmations.on_press(press, out)
         elif language is not None:

@@ -35,6 +35,7 @@ from gateway.i18n import Texts
 from gateway.review.cards import Card, CardReview, CardSource
 from gateway.review.ports import CardLedger
 from gateway.review.proposals import Proposal
+from gateway.review.repeats import NoticeItem
 from gateway.review.reviewer import Decision
 from gateway.skills.effect import SkillEffect
 from gateway.synthesis.synthesizer import RunSummary
@@ -207,6 +208,8 @@ class ConversationStore(
     Protocol,
 ):
     """The part of the store the conversation layer reads and writes."""
+
+    async def repeat_notice_item(self, item_id: int) -> NoticeItem | None: ...
 
     async def chat_state(
         self,

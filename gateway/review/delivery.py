@@ -8,6 +8,8 @@ so a restart sends nothing twice, and `sync` at start-up (and every few
 minutes) catches up with whatever a crash, an outage or another process
 (`skillgate proposals approve`, `skillgate synthesize`) left behind.
 
+A pass's repeat notice (`notices`) rides on the same work and the same syncs.
+
 Work runs in order on one background task, so a decision never makes the web
 request, the terminal command or the button press wait for the chat apps.
 """
@@ -24,6 +26,7 @@ from typing import Protocol
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card, CardSource, build_card
+from gateway.review.notices import NoticeStore, NoticeTransport, RepeatNotices
 from gateway.review.ports import CardDelivery, CardLedger
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer
@@ -39,14 +42,8 @@ class CopyGone(ChannelError):
     """An admin's copy of a card can no longer be updated (deleted, or the chat is gone)."""
 
 
-class CardTransport(Protocol):
-    """How one channel shows cards to its admins."""
-
-    channel: str
-
-    def admins(self) -> Sequence[str]:
-        """Chat ids of the admins' private chats."""
-        ...
+class CardTransport(NoticeTransport, Protocol):
+    """How one channel shows cards (and repeat notices) to its admins."""
 
     async def send_card(self, chat_id: str, card: Card) -> str | None:
         """Send a card with its buttons; returns the platform's message id if known."""
@@ -65,7 +62,7 @@ class CardTransport(Protocol):
         ...
 
 
-class CardStore(CardSource, CardLedger, Protocol):
+class CardStore(CardSource, CardLedger, NoticeStore, Protocol):
     """Which admin holds which copy of which card, and what each copy shows."""
 
     async def pending_proposals(self) -> list[Proposal]: ...
@@ -124,6 +121,17 @@ class ReviewCards:
         self._jobs: asyncio.Queue[Job] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
+        self.notices = RepeatNotices(
+            store,
+            self.transports,
+            language=self._language if languages is not None else None,
+            retake_after=retake_after,
+            clock=clock,
+        )
+
+    async def _language(self, channel: str, chat_id: str) -> Texts:
+        assert self.languages is not None
+        return await self.languages.for_admin(channel, chat_id, self.transports.get(channel))
 
     async def card(self, p: Proposal, texts: Texts = ENGLISH) -> Card:
         """The card of a proposal as it stands now."""
@@ -167,6 +175,10 @@ class ReviewCards:
             self.submit(lambda: self.deliver(pid))
         else:
             self.submit(lambda: self.refresh(pid))
+
+    def repeats_found(self) -> None:
+        """A pass wrote a repeat notice: queue its delivery."""
+        self.submit(self.notices.sync)
 
     def submit(self, job: Job) -> None:
         """Queue work for the background task (run in submission order)."""
@@ -223,6 +235,7 @@ class ReviewCards:
         outdated = await self.store.outdated_card_copies()
         for pid in dict.fromkeys(c.proposal_id for c in outdated):
             await self.refresh(pid)
+        await self.notices.sync()
 
     async def deliver(self, proposal_id: int) -> None:
         """Send a pending proposal's card to each admin who has not got it."""

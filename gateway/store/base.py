@@ -19,6 +19,7 @@ from gateway.store.deliveries import DeliveryQueries
 from gateway.store.effect import EffectQueries
 from gateway.store.languages import LanguageQueries
 from gateway.store.memory import MemoryQueries
+from gateway.store.notices import NoticeQueries
 from gateway.store.personas import PersonaQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
@@ -43,6 +44,7 @@ class Store(
     EffectQueries,
     ConsoleQueries,
     CardQueries,
+    NoticeQueries,
     UsageQueries,
     PrivacyQueries,
     LanguageQueries,

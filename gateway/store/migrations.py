@@ -723,6 +723,45 @@ _SHOWINGS: list[Step] = [
 ]
 
 
+# Rejections that keep coming back: one notice per synthesis pass that suppressed repeats of
+# standing rejections, each rejection it names with the wording that came back (for 🔍), and
+# which admin chat got its copy (claimed before sending, as cards are).
+_REPEAT_NOTICES: list[Step] = [
+    """
+    create table repeat_notices (
+        id {id},
+        run_id {bigint} not null unique references synthesis_runs(id),
+        created_at {time} not null,
+        sent_at {time}
+    )
+    """,
+    """
+    create table repeat_notice_items (
+        id {id},
+        notice_id {bigint} not null references repeat_notices(id),
+        proposal_id {bigint} not null references proposals(id),
+        repeats integer not null,
+        name text not null,
+        description text not null,
+        content text not null
+    )
+    """,
+    "create index repeat_notice_items_notice on repeat_notice_items (notice_id, id)",
+    "create index repeat_notice_items_proposal on repeat_notice_items (proposal_id)",
+    """
+    create table repeat_notice_copies (
+        notice_id {bigint} not null references repeat_notices(id),
+        channel text not null,
+        chat_id text not null,
+        claimed_at {time} not null,
+        delivered_at {time},
+        platform_message_id text,
+        primary key (notice_id, channel, chat_id)
+    )
+    """,
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -774,6 +813,11 @@ MIGRATIONS: list[Migration] = [
     (29, "per-chat personas, and the persona each answer was made under", _PERSONAS),
     (34, "traces: answers that failed for the configuration, not evidence", _OPERATOR_ERRORS),
     (35, "users' display names, as their platform last sent them", _USER_NAMES),
+    (
+        46,
+        "repeat notices: rejections a pass found repeated, the new wording, each copy",
+        _REPEAT_NOTICES,
+    ),
 ]
 
 

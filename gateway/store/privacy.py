@@ -255,6 +255,9 @@ class PrivacyQueries(QueriesBase):
         await c.execute(
             "delete from card_deliveries where channel = ? and chat_id = ?", channel, user_id
         )
+        await c.execute(
+            "delete from repeat_notice_copies where channel = ? and chat_id = ?", channel, user_id
+        )
         if meta_keys:
             keys = list(meta_keys)
             await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)

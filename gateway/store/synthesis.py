@@ -7,7 +7,9 @@ from collections.abc import Sequence
 
 from gateway.core.prompt import attachment_label
 from gateway.core.records import Rating, SessionEvidence, Turn
+from gateway.review.repeats import RejectedRepeat
 from gateway.store.conversations import attachments_by_message
+from gateway.store.notices import add_repeat_notice
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 
@@ -168,8 +170,11 @@ class SynthesisQueries(QueriesBase):
         run: RunRecord,
         dropped: Sequence[RunDropped] = (),
         checks: Sequence[RunCheck] = (),
+        repeats: Sequence[RejectedRepeat] = (),
     ) -> None:
-        """Store a run's final counts, timing and error, what it held back and its checks."""
+        """Store a run's final counts, timing and error, what it held back and its checks,
+        and the admins' notice of the rejections it found repeated (with the run, so a crash
+        never loses it: the next sync sends it)."""
         row = run.model_dump(exclude={"id", "trigger", "started_at"})
         await c.execute(
             f"update synthesis_runs set {', '.join(f'{k} = ?' for k in row)} where id = ?",
@@ -205,6 +210,8 @@ class SynthesisQueries(QueriesBase):
                     for k in checks
                 ],
             )
+        if run.finished_at is not None:
+            await add_repeat_notice(c, run.id, repeats, run.finished_at)
 
     @query
     async def repeats_of(self, c: Conn, proposal_id: int, limit: int = 50) -> list[Repeat]:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Proposal, Rejection
+from gateway.review.repeats import RejectedRepeat
 from gateway.skills.effect import EffectStore
 from gateway.synthesis.evidence import EvidenceSource
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
@@ -42,6 +43,7 @@ class SynthesisStore(EvidenceSource, RetireStore, Protocol):
         run: RunRecord,
         dropped: Sequence[RunDropped] = (),
         checks: Sequence[RunCheck] = (),
+        repeats: Sequence[RejectedRepeat] = (),
     ) -> None: ...
 
     async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...

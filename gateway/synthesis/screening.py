@@ -23,7 +23,7 @@ from gateway.skills.library import (
 )
 from gateway.skills.live import LiveSkill
 from gateway.synthesis.answer import ProposalDraft
-from gateway.synthesis.sameness import Decision, Known, SameClaim, SameClaimConfig
+from gateway.synthesis.sameness import Against, Decision, Known, SameClaim, SameClaimConfig
 from gateway.synthesis.similarity import body_hash, change_text
 
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -42,6 +42,8 @@ class Dropped:
     """The live skill a suppressed repeat copies, when it is one."""
     detail: str | None = None
     """How the likeness was judged (the same text, word or embedding likeness, the model)."""
+    against: Against | None = None
+    """What a suppressed repeat repeats: a rejection, a pending proposal or a live skill."""
 
 
 @dataclass
@@ -188,6 +190,7 @@ async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, D
                 suppressed=True,
                 matched=pending.id,
                 detail="the same skill",
+                against="pending",
             )
             return dropped, None
     decision = await ctx.same.find(c, known_claims(ctx, c))
@@ -209,6 +212,7 @@ async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, D
         matched=k.proposal_id,
         matched_skill=k.skill,
         detail=decision.detail,
+        against=k.against,
     )
     return dropped, decision
 

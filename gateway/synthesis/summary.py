@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gateway.review.proposals import Proposal
+from gateway.review.proposals import Candidate, Proposal
+from gateway.review.repeats import RejectedRepeat
 from gateway.synthesis.runs import RunCheck
 from gateway.synthesis.sameness import Decision
 from gateway.synthesis.screening import Dropped
@@ -60,6 +61,8 @@ class RunSummary(BaseModel):
     refused: list[DroppedBrief] = Field(default_factory=list)
     checks: list[RunCheck] = Field(default_factory=list)
     """Every same-claim decision: staged or suppressed by the model's answer, or held back."""
+    repeats: list[RejectedRepeat] = Field(default_factory=list, exclude=True)
+    """The suppressed repeats of standing rejections, with their wording (the admins' notice)."""
     model: str | None = None
     prompt_tokens: int = 0
     error: str | None = None
@@ -91,6 +94,13 @@ def dropped_brief(d: Dropped) -> DroppedBrief:
         matched=d.matched,
         matched_skill=d.matched_skill,
         detail=d.detail,
+    )
+
+
+def rejected_repeat(proposal_id: int, c: Candidate) -> RejectedRepeat:
+    """The wording of a candidate that repeats rejected proposal `proposal_id`."""
+    return RejectedRepeat(
+        proposal_id=proposal_id, name=c.name, description=c.description, content=c.content
     )
 
 

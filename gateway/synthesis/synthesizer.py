@@ -75,6 +75,7 @@ from gateway.synthesis.summary import (
     check_brief,
     drafted,
     dropped_brief,
+    rejected_repeat,
     report,
 )
 
@@ -142,6 +143,8 @@ class Synthesizer:
         self.judge = judge or llm
         self.tools: ToolDirectory | None = None
         """The live tools and their policies, listed in the prompt (None: no tools)."""
+        self.listeners: list[Callable[[RunSummary], None]] = []
+        """Told each finished pass, once its record is durable (the admins' repeat notice)."""
         self.same = SameClaim(
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
@@ -264,7 +267,13 @@ class Synthesizer:
                 *(RunDropped(kind="refused", **d.model_dump()) for d in summary.refused),
             ],
             summary.checks,
+            summary.repeats,
         )
+        for listener in self.listeners:
+            try:
+                listener(summary)
+            except Exception:
+                log.exception("a listener of synthesis run %s failed", run.id)
         log.info(
             "synthesis run %s %s: %d session(s), %d proposed, %d suppressed, %d refused%s",
             run.id,
@@ -392,6 +401,8 @@ class Synthesizer:
                 return "held", result.based_on
         if repeat is not None:
             summary.suppressed.append(dropped_brief(repeat))
+            if repeat.against == "rejected" and repeat.matched is not None:
+                summary.repeats.append(rejected_repeat(repeat.matched, result))
             return "acted", result.based_on
         if drafted(summary) >= self.config.max_proposals:
             reason = f"over the limit of {self.config.max_proposals} proposals per run"

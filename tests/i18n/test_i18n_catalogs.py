@@ -30,6 +30,7 @@ from gateway.conversation.language import buttons as language_buttons
 from gateway.conversation.review import ADMIN_COMMANDS
 from gateway.i18n import LANGUAGES, SOURCE, texts_for
 from gateway.i18n.catalog import LOCALE_DIR, po_path
+from gateway.review import repeats
 from gateway.review.buttons import CardSigner
 from gateway.review.cards import SESSIONS, Card, Evidence
 from tests.review.test_cards_render import make_proposal
@@ -134,6 +135,11 @@ def test_every_button_label_and_short_answer_fits_the_platforms_limits(language:
         assert len(f"{button.action}:{button.value}".encode()) <= 64  # Telegram callback data
     for label in (telegram_cards.APPROVE, telegram_cards.REJECT, telegram_cards.FULL_DIFF):
         assert 0 < utf16_len(texts(label)) <= LINE_LABEL and "\n" not in texts(label)
+    signer = CardSigner("a-bot-token")
+    for label in (repeats.COMPARE_LABEL, repeats.REOPEN_LABEL):  # a repeat notice's buttons
+        button = repeats.repeat_button(signer, texts(label, id=99_999), "reopen", 10**18)
+        assert 0 < utf16_len(button.label) <= LINE_LABEL, (language, button.label)
+        assert len(f"{button.action}:{button.value}".encode()) <= 64
     for placeholder in (
         telegram_responder.COMMENT_PLACEHOLDER,
         telegram_responder.REASON_PLACEHOLDER,

@@ -32,6 +32,7 @@ from gateway.i18n import N_, Texts
 from gateway.review.buttons import CardAction, CardSigner
 from gateway.review.cards import Card, clip, fit, trimmed_note
 from gateway.review.ports import CardDelivery
+from gateway.review.repeats import NoticeView, RepeatNotice, notice_view
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500
@@ -102,6 +103,37 @@ class CardBubbles:
         return FlexBox(layout="vertical", spacing="sm", contents=[decide, diff])
 
 
+def repeats_message(view: NoticeView) -> FlexMessage:
+    """A repeat notice as a Flex bubble: its lines, then 🔍 and Reopen for each rejection
+    (postback buttons stay on the message, unlike quick replies)."""
+    lines = view.text.splitlines()
+    body: list[FlexComponent] = [_text(lines[0], weight="bold", size="sm")]
+    body += [_text(line, size="sm") for line in lines[1:]]
+    rows: list[FlexComponent] = [
+        FlexBox(
+            layout="horizontal",
+            spacing="sm",
+            contents=[
+                FlexButton(
+                    action=PostbackAction(
+                        label=b.label, data=f"{b.action}:{b.value}", display_text=b.label
+                    ),
+                    height="sm",
+                    style="link" if n == 0 else "secondary",
+                )
+                for n, b in enumerate(row)
+            ],
+        )
+        for row in view.rows
+    ]
+    bubble = FlexBubble(
+        size="giga",
+        body=FlexBox(layout="vertical", spacing="sm", contents=body),
+        footer=FlexBox(layout="vertical", spacing="sm", contents=rows) if rows else None,
+    )
+    return FlexMessage(alt_text=clip(view.text, MAX_ALT_TEXT), contents=bubble)
+
+
 class LineCards:
     """Pushes card bubbles, and decision notices, to LINE admins."""
 
@@ -126,6 +158,12 @@ class LineCards:
 
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await self.outbox.deliver_messages(chat_id, text_messages([text]), ref)
+
+    async def send_repeats(self, chat_id: str, notice: RepeatNotice, texts: Texts) -> str | None:
+        view = notice_view(notice, self.bubbles.signer, texts)
+        ref = f"repeats:{notice.id}:{chat_id}"
+        ids = await self.outbox.deliver_messages(chat_id, [repeats_message(view)], ref)
+        return ids[0] if ids else None
 
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         """Push a short notice; the admin who decided in this chat was already answered."""

@@ -55,8 +55,10 @@ if TYPE_CHECKING:
     from gateway.channels.line.cards import CardBubbles, LineCards
     from gateway.channels.line.client import LineClient
     from gateway.channels.line.delivery import LineOutbox
+    from gateway.i18n import Texts
     from gateway.review.cards import Card
     from gateway.review.ports import CardDelivery
+    from gateway.review.repeats import RepeatNotice
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +246,9 @@ class LaterCards:
 
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await (await self._line.ready()).cards.send_notice(chat_id, text, ref)
+
+    async def send_repeats(self, chat_id: str, notice: RepeatNotice, texts: Texts) -> str | None:
+        return await (await self._line.ready()).cards.send_repeats(chat_id, notice, texts)
 
     async def look_up_language(self, user_id: str) -> str | None:
         return await (await self._line.ready()).cards.look_up_language(user_id)

@@ -7,6 +7,7 @@ from html import escape
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from gateway.channels.telegram.buttons import callback_data
 from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.telegram.spec import SPEC
@@ -17,6 +18,7 @@ from gateway.review.cards import Card, fit, trimmed_note
 from gateway.review.delivery import CopyGone
 from gateway.review.ports import CardDelivery
 from gateway.review.proposals import Proposal
+from gateway.review.repeats import RepeatNotice, notice_view
 
 APPROVE, REJECT, FULL_DIFF = N_("✅ Approve"), N_("❌ Reject"), N_("🔍 Full diff")
 DIFF_CAPTION = Np_(
@@ -93,6 +95,18 @@ class TelegramCards:
 
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await self.sender.send(Target(int(chat_id)), Part.of_text(text))
+
+    async def send_repeats(self, chat_id: str, notice: RepeatNotice, texts: Texts) -> str | None:
+        """The repeat notice, a row of 🔍 and Reopen under it for each rejection."""
+        view = notice_view(notice, self.signer, texts)
+        rows = [
+            [InlineKeyboardButton(b.label, callback_data=callback_data(b)) for b in row]
+            for row in view.rows
+        ]
+        message = await self.sender.send(
+            Target(int(chat_id)), Part.of_text(view.text), markup=InlineKeyboardMarkup(rows)
+        )
+        return str(message.message_id)
 
     async def show_decision(self, copy: CardDelivery, card: Card) -> None:
         if copy.platform_message_id is None:
