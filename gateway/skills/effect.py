@@ -14,18 +14,9 @@ an answer with as many 👍 as 👎 counts as unrated. A thumbs-up rate comes wi
 Wilson score interval, the difference of two rates with Newcombe's interval built
 from them (both shown to people).
 
-The verdict is a sequential test, because it is looked at after every pass: a
-one-sided mixture sequential probability ratio test (mSPRT, Johari et al. 2017,
-"Peeking at A/B tests") of the difference of the two rates, normal approximation,
-half-normal mixture of scale `tau`, rates smoothed by one 👍 and one 👎 for the
-variance. Its likelihood ratio may be checked after every answer and still says
-"harmful" for a skill that does no harm with probability at most `alpha`, however
-long the looking goes on. A skill is *harmful* when both samples hold at least the
-minimum evidence, its rate is below the without-it rate by at least the margin,
-and the ratio against "no harm" has reached 1/alpha: worse by an amount that
-matters and by more than chance explains. *Helpful* is the mirror image.
-*Unclear* is neither with the minimum evidence; the holdout keeps collecting until
-both samples hold `settle_factor` times the minimum.
+The verdict is a sequential test, because it is looked at after every pass: see
+`gateway/skills/verdict.py` for the rule and why it keeps false alarms under its bound
+however often it is checked.
 """
 
 from __future__ import annotations
@@ -33,14 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
+from gateway.skills.verdict import Verdict, decide, settles
 
 Z95 = 1.959963984540054
-Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
 VERDICT_TEXT: dict[str, str] = {
     "collecting": N_("collecting evidence"),
     "harmful": N_("harmful: rated worse than answers without it"),
@@ -92,7 +83,10 @@ class Tally(BaseModel):
         )
 
 
-def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, float] | None:
+Interval = tuple[float, float] | None
+
+
+def difference_interval(a: Tally, b: Tally, z: float = Z95) -> Interval:
     """Newcombe's hybrid score interval of rate(a) - rate(b); None unless both were rated."""
     if a.rate is None or b.rate is None:
         return None
@@ -110,31 +104,14 @@ class EffectThresholds:
 
     min_evidence: int = 5
     margin: float = 0.15
+    """The smallest harm worth retiring for: the sequential test is tuned to it."""
     z: float = Z95
     """For the intervals shown to people."""
     alpha: float = 0.05
     """The sequential test's error bound: a harmless skill is called harmful at most this often."""
-    tau: float = 0.5
-    """The scale of differences the sequential test is tuned to find (its mixture)."""
     settle_factor: int = 10
-    """An unclear skill is measured until both samples hold this many times the minimum."""
-
-
-def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
-    """Log of the one-sided mSPRT ratio for "rate(better) exceeds rate(worse)" (see above)."""
-    p1 = (worse.up + 1) / (worse.rated + 2)
-    p2 = (better.up + 1) / (better.rated + 2)
-    d = p2 - p1
-    v = p1 * (1 - p1) / (worse.rated + 2) + p2 * (1 - p2) / (better.rated + 2)
-    t2 = tau * tau
-    spread = math.sqrt(v * (v + t2))
-    tail = 0.5 * math.erfc(-(d * tau / spread) / math.sqrt(2))  # the normal CDF at d*tau/spread
-    return (
-        math.log(2)
-        + 0.5 * math.log(v / (v + t2))
-        + t2 * d * d / (2 * v * (v + t2))
-        + math.log(max(tail, 1e-300))
-    )
+    """An unclear skill is measured until both samples hold this many times the minimum (and
+    its difference's interval lies within the margin)."""
 
 
 class SkillTallies(BaseModel):
@@ -199,16 +176,18 @@ def _arm(t: Tally, z: float) -> dict[str, Any]:
 
 def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
     """The verdict on a skill from its loaded and without-it tallies."""
-    if min(loaded.rated, without.rated) < thresholds.min_evidence:
-        return "collecting"
-    assert loaded.rate is not None and without.rate is not None
-    d = loaded.rate - without.rate
-    needed = math.log(1 / thresholds.alpha)
-    if d <= -thresholds.margin and log_evidence(loaded, without, thresholds.tau) >= needed:
-        return "harmful"
-    if d >= thresholds.margin and log_evidence(without, loaded, thresholds.tau) >= needed:
-        return "helpful"
-    return "unclear"
+    return _verdict(loaded, without, difference_interval(loaded, without, thresholds.z), thresholds)
+
+
+def _verdict(loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds) -> Verdict:
+    return decide(
+        loaded,
+        without,
+        interval,
+        min_evidence=th.min_evidence,
+        margin=th.margin,
+        false_alarms=th.alpha,
+    )
 
 
 def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
@@ -223,7 +202,7 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
         difference=difference,
         difference_low=interval[0] if interval else None,
         difference_high=interval[1] if interval else None,
-        verdict=judge(tallies.loaded, without, thresholds),
+        verdict=_verdict(tallies.loaded, without, interval, thresholds),
         z=thresholds.z,
     )
 
@@ -265,11 +244,11 @@ async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dic
     return {name: measure(t, thresholds) for name, t in (await store.skill_tallies()).items()}
 
 
-def _settles(verdict: Verdict, loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
-    if verdict in ("harmful", "helpful"):
-        return True
+def _settles(
+    verdict: Verdict, loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds
+) -> bool:
     enough = th.min_evidence * th.settle_factor
-    return verdict == "unclear" and min(loaded.rated, without.rated) >= enough
+    return settles(verdict, loaded, without, interval, enough=enough, margin=th.margin)
 
 
 def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
@@ -278,7 +257,9 @@ def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
 
 def is_settled(effect: SkillEffect, thresholds: EffectThresholds) -> bool:
     """A verdict, or no clear effect with ample evidence on both sides: holdout may end."""
-    return _settles(effect.verdict, effect.loaded, effect.without, thresholds)
+    low, high = effect.difference_low, effect.difference_high
+    interval = None if low is None or high is None else (low, high)
+    return _settles(effect.verdict, effect.loaded, effect.without, interval, thresholds)
 
 
 def settled(effects: Mapping[str, SkillEffect], thresholds: EffectThresholds) -> dict[str, str]:
@@ -310,7 +291,9 @@ async def holdout_state(
     lagging: set[str] = set()
     for name, t in (await store.skill_tallies()).items():
         without = t.offered + t.withheld
-        if _settles(judge(t.loaded, without, thresholds), t.loaded, without, thresholds):
+        interval = difference_interval(t.loaded, without, thresholds.z)
+        verdict = _verdict(t.loaded, without, interval, thresholds)
+        if _settles(verdict, t.loaded, without, interval, thresholds):
             done[name] = t.content_hash
         elif _lags(t.loaded, without, thresholds):
             lagging.add(name)
