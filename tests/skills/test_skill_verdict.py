@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 
 import pytest
+from pydantic import ValidationError
 
 from gateway.config import Settings
 from gateway.skills.effect import EffectThresholds, Tally, judge
@@ -108,6 +109,16 @@ async def test_the_false_alarm_bound_the_margin_and_the_minimum_are_settings(
         await rate(gw, *seen)
         assert await retirements(gw) == ([KITCHEN] if verdict == "harmful" else [])
         assert (await gw.parts.synthesizer.effects())[KITCHEN].verdict == verdict
+
+
+@pytest.mark.parametrize("env", ["SKILLGATE_RETIRE_MARGIN", "SKILLGATE_RETIRE_FALSE_ALARMS"])
+def test_a_margin_or_bound_of_zero_is_refused_by_name(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, env: str
+) -> None:
+    # A margin of 0 leaves the test no scale, a bound of 0 can never be met: refused at start.
+    monkeypatch.setenv(env, "0")
+    with pytest.raises(ValidationError, match=f"{env}\n.*greater than 0"):
+        make_settings()
 
 
 def test_the_rule_catches_the_mild_harm_the_earlier_one_missed() -> None:
