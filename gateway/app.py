@@ -407,7 +407,9 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         evidence_window_seconds=settings.evidence_window_days * 86400,
         context_tokens=settings.llm_context_tokens,
         effect=EffectThresholds(
-            min_evidence=settings.retire_min_evidence, margin=settings.retire_margin
+            min_evidence=settings.retire_min_evidence,
+            margin=settings.retire_margin,
+            alpha=settings.retire_false_alarms,
         ),
     )
 

@@ -183,7 +183,10 @@ class Settings(BaseSettings):
     retire_min_evidence: int = Field(
         5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
     )
-    retire_margin: float = Field(0.15, ge=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+    retire_margin: float = Field(0.15, gt=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+    retire_false_alarms: float = Field(
+        0.05, gt=0, le=0.5, validation_alias="SKILLGATE_RETIRE_FALSE_ALARMS"
+    )
 
     # Alerts to the admins' private chats and the log, once per incident; 0 turns one off.
     alert_model_minutes: float = Field(

@@ -14,18 +14,9 @@ an answer with as many 👍 as 👎 counts as unrated. A thumbs-up rate comes wi
 Wilson score interval, the difference of two rates with Newcombe's interval built
 from them (both shown to people).
 
-The verdict is a sequential test, because it is looked at after every pass: a
-one-sided mixture sequential probability ratio test (mSPRT, Johari et al. 2017,
-"Peeking at A/B tests") of the difference of the two rates, normal approximation,
-half-normal mixture of scale `tau`, rates smoothed by one 👍 and one 👎 for the
-variance. Its likelihood ratio may be checked after every answer and still says
-"harmful" for a skill that does no harm with probability at most `alpha`, however
-long the looking goes on. A skill is *harmful* when both samples hold at least the
-minimum evidence, its rate is below the without-it rate by at least the margin,
-and the ratio against "no harm" has reached 1/alpha: worse by an amount that
-matters and by more than chance explains. *Helpful* is the mirror image.
-*Unclear* is neither with the minimum evidence; the holdout keeps collecting until
-both samples hold `settle_factor` times the minimum.
+The verdict is a sequential test, because it is looked at after every pass: see
+`gateway/skills/verdict.py` for the rule and why it keeps false alarms under its bound
+however often it is checked.
 
 The statistics themselves are in `rates`; the tool calls of each arm, and the flag for a
 skill that fails tools more often, in `tool_effect`.
@@ -33,9 +24,8 @@ skill that fails tools more often, in `tool_effect`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -46,14 +36,14 @@ from gateway.skills.rates import Z95 as Z95
 from gateway.skills.rates import EffectThresholds as EffectThresholds
 from gateway.skills.rates import Tally as Tally
 from gateway.skills.rates import difference_interval as difference_interval
-from gateway.skills.rates import log_evidence as log_evidence
 from gateway.skills.rates import rounded as _round
 from gateway.skills.rates import wilson as wilson
 from gateway.skills.tool_effect import ToolTally as ToolTally
 from gateway.skills.tool_effect import tool_figures
 from gateway.skills.tool_effect import tools_fail as tools_fail
+from gateway.skills.verdict import Verdict, decide, settles
 
-Verdict = Literal["collecting", "harmful", "helpful", "unclear"]
+Interval = tuple[float, float] | None
 VERDICT_TEXT: dict[str, str] = {
     "collecting": N_("collecting evidence"),
     "harmful": N_("harmful: rated worse than answers without it"),
@@ -144,16 +134,18 @@ def _arm(t: Tally, z: float) -> dict[str, Any]:
 
 def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
     """The verdict on a skill from its loaded and without-it tallies."""
-    if min(loaded.rated, without.rated) < thresholds.min_evidence:
-        return "collecting"
-    assert loaded.rate is not None and without.rate is not None
-    d = loaded.rate - without.rate
-    needed = math.log(1 / thresholds.alpha)
-    if d <= -thresholds.margin and log_evidence(loaded, without, thresholds.tau) >= needed:
-        return "harmful"
-    if d >= thresholds.margin and log_evidence(without, loaded, thresholds.tau) >= needed:
-        return "helpful"
-    return "unclear"
+    return _verdict(loaded, without, difference_interval(loaded, without, thresholds.z), thresholds)
+
+
+def _verdict(loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds) -> Verdict:
+    return decide(
+        loaded,
+        without,
+        interval,
+        min_evidence=th.min_evidence,
+        margin=th.margin,
+        false_alarms=th.alpha,
+    )
 
 
 def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
@@ -174,7 +166,7 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
         difference=difference,
         difference_low=interval[0] if interval else None,
         difference_high=interval[1] if interval else None,
-        verdict=judge(tallies.loaded, without, thresholds),
+        verdict=_verdict(tallies.loaded, without, interval, thresholds),
         z=thresholds.z,
         tool_difference=tool_difference,
         tool_difference_low=tool_interval[0] if tool_interval else None,
@@ -220,11 +212,11 @@ async def skill_effects(store: EffectStore, thresholds: EffectThresholds) -> dic
     return {name: measure(t, thresholds) for name, t in (await store.skill_tallies()).items()}
 
 
-def _settles(verdict: Verdict, loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
-    if verdict in ("harmful", "helpful"):
-        return True
+def _settles(
+    verdict: Verdict, loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds
+) -> bool:
     enough = th.min_evidence * th.settle_factor
-    return verdict == "unclear" and min(loaded.rated, without.rated) >= enough
+    return settles(verdict, loaded, without, interval, enough=enough, margin=th.margin)
 
 
 def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
@@ -233,7 +225,9 @@ def _lags(loaded: Tally, without: Tally, th: EffectThresholds) -> bool:
 
 def is_settled(effect: SkillEffect, thresholds: EffectThresholds) -> bool:
     """A verdict, or no clear effect with ample evidence on both sides: holdout may end."""
-    return _settles(effect.verdict, effect.loaded, effect.without, thresholds)
+    low, high = effect.difference_low, effect.difference_high
+    interval = None if low is None or high is None else (low, high)
+    return _settles(effect.verdict, effect.loaded, effect.without, interval, thresholds)
 
 
 def settled(effects: Mapping[str, SkillEffect], thresholds: EffectThresholds) -> dict[str, str]:
@@ -265,7 +259,9 @@ async def holdout_state(
     lagging: set[str] = set()
     for name, t in (await store.skill_tallies()).items():
         without = t.offered + t.withheld
-        if _settles(judge(t.loaded, without, thresholds), t.loaded, without, thresholds):
+        interval = difference_interval(t.loaded, without, thresholds.z)
+        verdict = _verdict(t.loaded, without, interval, thresholds)
+        if _settles(verdict, t.loaded, without, interval, thresholds):
             done[name] = t.content_hash
         elif _lags(t.loaded, without, thresholds):
             lagging.add(name)

@@ -68,31 +68,14 @@ class EffectThresholds:
 
     min_evidence: int = 5
     margin: float = 0.15
+    """The smallest harm worth retiring for: the sequential test is tuned to it."""
     z: float = Z95
     """For the intervals shown to people."""
     alpha: float = 0.05
     """The sequential test's error bound: a harmless skill is called harmful at most this often."""
-    tau: float = 0.5
-    """The scale of differences the sequential test is tuned to find (its mixture)."""
     settle_factor: int = 10
-    """An unclear skill is measured until both samples hold this many times the minimum."""
-
-
-def log_evidence(worse: Tally, better: Tally, tau: float) -> float:
-    """Log of the one-sided mSPRT ratio for "rate(better) exceeds rate(worse)" (see `effect`)."""
-    p1 = (worse.up + 1) / (worse.rated + 2)
-    p2 = (better.up + 1) / (better.rated + 2)
-    d = p2 - p1
-    v = p1 * (1 - p1) / (worse.rated + 2) + p2 * (1 - p2) / (better.rated + 2)
-    t2 = tau * tau
-    spread = math.sqrt(v * (v + t2))
-    tail = 0.5 * math.erfc(-(d * tau / spread) / math.sqrt(2))  # the normal CDF at d*tau/spread
-    return (
-        math.log(2)
-        + 0.5 * math.log(v / (v + t2))
-        + t2 * d * d / (2 * v * (v + t2))
-        + math.log(max(tail, 1e-300))
-    )
+    """An unclear skill is measured until both samples hold this many times the minimum (and
+    its difference's interval lies within the margin)."""
 
 
 def rounded(value: float | None) -> float | None:

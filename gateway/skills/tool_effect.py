@@ -11,12 +11,12 @@ a flag on the skill's page; the verdict on ratings is unchanged by it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import BaseModel
 
-from gateway.skills.rates import EffectThresholds, Tally, log_evidence, rounded
+from gateway.skills.rates import EffectThresholds, Tally, difference_interval, rounded
+from gateway.skills.verdict import decide
 
 
 class ToolTally(BaseModel):
@@ -66,12 +66,18 @@ def tool_figures(t: ToolTally, z: float) -> dict[str, Any]:
 
 
 def tools_fail(loaded: ToolTally, without: ToolTally, thresholds: EffectThresholds) -> bool:
-    """Whether answers with the skill fail tools more often than without it (see above)."""
+    """Whether answers with the skill fail tools more often than without it (see above).
+
+    The rule that finds a harmful skill, with the arms' roles swapped: the rate compared is
+    of failures, so "worse" is the higher one.
+    """
     worse, base = loaded.failures, without.failures
-    if min(worse.rated, base.rated) < thresholds.min_evidence:
-        return False
-    assert worse.rate is not None and base.rate is not None
-    if worse.rate - base.rate < thresholds.margin:
-        return False
-    # The test's "better" arm is the one with the higher rate of `up`: here, of failures.
-    return log_evidence(base, worse, thresholds.tau) >= math.log(1 / thresholds.alpha)
+    verdict = decide(
+        base,
+        worse,
+        difference_interval(base, worse, thresholds.z),
+        min_evidence=thresholds.min_evidence,
+        margin=thresholds.margin,
+        false_alarms=thresholds.alpha,
+    )
+    return verdict == "harmful"

@@ -11,15 +11,15 @@ a person may have refused it on too little.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.review.reviewer import Reviewer
-from gateway.skills.effect import EffectThresholds, SkillEffect, Tally, harmful, log_evidence
+from gateway.skills.effect import EffectThresholds, SkillEffect, Tally, harmful
 from gateway.skills.library import SkillLibrary, content_hash
 from gateway.skills.live import LiveSkill, load_live
+from gateway.skills.verdict import evidence_ratio
 from gateway.synthesis.ports import RetireStore
 from gateway.synthesis.screening import Dropped
 
@@ -58,15 +58,16 @@ def rationale(effect: SkillEffect, thresholds: EffectThresholds) -> str:
     points = round(-(effect.difference or 0.0) * 100)
     low = round(-(effect.difference_high or 0.0) * 100)
     high = round(-(effect.difference_low or 0.0) * 100)
-    ratio = math.exp(min(log_evidence(effect.loaded, effect.without, thresholds.tau), 700))
+    ratio = evidence_ratio(effect.loaded, effect.without, thresholds.margin)
+    margin = round(thresholds.margin * 100)
     return (
         f"Answers that loaded {effect.name} were rated 👍 {_share(effect.loaded, z)}; "
         f"comparable answers without it {_share(effect.without, z)}. That is {points} points "
-        f"worse (95% interval {low}-{high}), past the {round(thresholds.margin * 100)}-point "
-        f"margin with at least {thresholds.min_evidence} rated answers on each side. "
-        f"The sequential test's likelihood ratio against 'no harm' is {ratio:.0f}, past the "
-        f"{1 / thresholds.alpha:.0f} that keeps false alarms under {thresholds.alpha:.0%} "
-        "however often it is checked. "
+        f"worse (95% interval {low}-{high}, which reaches the {margin}-point margin), with at "
+        f"least {thresholds.min_evidence} rated answers on each side. The sequential test, "
+        f"tuned to harms of {margin} points, has a likelihood ratio against 'no harm' of "
+        f"{ratio:.0f}, past the {1 / thresholds.alpha:.0f} that keeps false alarms under "
+        f"{thresholds.alpha:.0%} however often it is checked. "
         "Retiring disables the skill; its files are kept and a rollback enables it again."
     )
 

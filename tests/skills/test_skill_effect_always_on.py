@@ -12,66 +12,36 @@ import random
 import statistics
 from collections.abc import Callable
 
+from eval.retirement import one_run
 from gateway.config import Settings
-from gateway.skills.effect import (
-    EffectThresholds,
-    SkillTallies,
-    Tally,
-    is_settled,
-    measure,
-    short_of_comparison,
-)
+from gateway.skills.effect import EffectThresholds
 from tests.effect_support import KITCHEN, KITCHEN_DESCRIPTION, RAMBLE, World, plant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import gateway, synth_settings
 
 RULE = EffectThresholds()  # the defaults: 5 rated answers a side, 15 points, alpha 5%
-BASE, START = 0.1, 0.5  # SKILLGATE_SKILL_HOLDOUT and SKILLGATE_SKILL_HOLDOUT_START defaults
-RATED = 0.85
 BOUND = 30
-RUNS = 300
+TAIL = 40  # the 90th percentile over 300 seeds is 37 (docs/LEARNING.md)
+RUNS = 200
 
 
-def exposures_until_retired(p_with: float, p_without: float, seed: int, horizon: int) -> int | None:
-    """Rated answers eligible for the skill until it is judged harmful (None: never, or settled).
-
-    Each answer goes through the agent's rule (withheld at START while the comparison lags,
-    else BASE; never once settled), is rated with probability RATED, and the verdict is
-    checked after every rated answer, as if a pass ran after each.
-    """
-    rng = random.Random(seed)
-    tallies = SkillTallies(name="s", content_hash="h")
-    rated = 0
-    while rated < horizon:
-        effect = measure(tallies, RULE)
-        if is_settled(effect, RULE):
-            return None if effect.verdict != "harmful" else rated
-        share = START if short_of_comparison({"s": effect}, RULE) else BASE
-        withheld = rng.random() < share
-        if rng.random() >= RATED:
-            continue
-        rated += 1
-        up = rng.random() < (p_without if withheld else p_with)
-        arm = tallies.withheld if withheld else tallies.loaded
-        bump = Tally(answers=1, up=int(up), down=int(not up))
-        tallies = tallies.model_copy(update={"withheld" if withheld else "loaded": arm + bump})
-        if measure(tallies, RULE).verdict == "harmful":
-            return rated
-    return None
+def retired_after(p_with: float, p_without: float, seed: int, horizon: int = 300) -> int | None:
+    """Rated answers until a harmful verdict, checked after each (`eval/retirement.py`)."""
+    return one_run(p_with, p_without, seed, rated_share=0.85, horizon=horizon, rule=RULE).rated
 
 
 def test_a_harmful_always_on_skill_is_retired_within_30_rated_answers_a_helpful_never() -> None:
     # Harmful: users rate 10% of its answers 👍 (their noise), 75% of the answers without it.
-    harmful = [exposures_until_retired(0.10, 0.75, seed, 300) for seed in range(RUNS)]
+    harmful = [retired_after(0.10, 0.75, seed) for seed in range(RUNS)]
     found = [n for n in harmful if n is not None]
     assert len(found) == RUNS  # always, in the end
-    assert sum(n <= BOUND for n in found) >= 0.85 * RUNS  # 266 of the 300 seeds
+    assert sum(n <= BOUND for n in found) >= 0.75 * RUNS  # 157 of the 200 seeds
     assert statistics.median(found) <= 20
-    # Helpful (85% against 50%) and neutral (70% either way) skills, checked after every
-    # rated answer for 300 of them: the helpful never, the neutral at most alpha of the time.
-    assert [exposures_until_retired(0.85, 0.5, s, 300) for s in range(RUNS)] == [None] * RUNS
-    alarms = sum(exposures_until_retired(0.7, 0.7, s, 300) is not None for s in range(RUNS))
-    assert alarms <= RULE.alpha * RUNS
+    # Helpful (85% against 50%) and neutral (75% either way) skills, checked after every
+    # rated answer: the helpful never, the neutral at most alpha of the time (1 of 100).
+    assert [retired_after(0.85, 0.5, s) for s in range(50)] == [None] * 50
+    alarms = sum(retired_after(0.75, 0.75, s, 200) is not None for s in range(100))
+    assert alarms <= RULE.alpha * 100
 
 
 async def test_the_gateway_withholds_an_always_on_skill_at_the_start_share_and_retires_it(
@@ -97,7 +67,7 @@ async def test_the_gateway_withholds_an_always_on_skill_at_the_start_share_and_r
             made = [p for p in run["proposed"] if p["kind"] == "retire"]
         effect = (await gw.parts.synthesizer.effects())[KITCHEN]
         assert [p["target"] for p in made] == [KITCHEN]
-        assert effect.loaded.rated + effect.without.rated <= BOUND
+        assert effect.loaded.rated + effect.without.rated <= TAIL
         assert effect.offered.rated == 0 and effect.withheld.rated >= RULE.min_evidence
         # Withheld at the start share while its comparison lagged, not at the base tenth.
         assert effect.withheld.rated >= 0.3 * (effect.loaded.rated + effect.withheld.rated)
