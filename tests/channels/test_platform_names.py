@@ -31,10 +31,6 @@ OWN = {"channels/registry.py"} | {
 ALLOWED = {
     "config.py": "the settings are fields of one Settings class (pydantic-settings reads the"
     " environment and .env into it, documented in README); each platform's spec reads them",
-    "ops/init/": "`skillgate init` interviews for the built-in platforms, question by question,"
-    " with each platform's checks (its `setup` module); a platform from another package is"
-    " set up by its own settings",
-    "cli/init.py": "the flags of `skillgate init --non-interactive`, the same interview",
     "core/secrets.py": "a proposed skill is screened for every known kind of token,"
     " whichever platforms are installed (detect-secrets' Telegram detector among them)",
 }

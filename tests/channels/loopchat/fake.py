@@ -2,6 +2,7 @@
 
 A message is `{"chat", "text", "buttons": [{"label", "data"}]}`; anything else is a 400,
 and a request without the bot's token is a 401, as a real platform's API would answer.
+`GET /me` names the bot (what `skillgate init` checks the token with).
 """
 
 from __future__ import annotations
@@ -31,9 +32,15 @@ class FakeLoopchat:
         self.sent.append(message)
         return web.json_response({"id": message["id"]})
 
+    async def _me(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return web.json_response({"error": "unauthorized"}, status=401)
+        return web.json_response({"name": "Loopbot", "handle": "loopbot"})
+
     async def __aenter__(self) -> FakeLoopchat:
         app = web.Application()
         app.router.add_post("/send", self._send)
+        app.router.add_get("/me", self._me)
         runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
