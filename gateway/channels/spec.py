@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
 from gateway.channels.interview import Setting
+from gateway.core.capabilities import Capabilities
 
 if TYPE_CHECKING:
     from gateway.channels.base import Channel
@@ -47,20 +48,6 @@ class Entry(Protocol):
     ) -> list[Step]:
         """`skillgate set-webhook`: register the webhook (or remove it)."""
         ...
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What the platform can do, as the gateway uses it."""
-
-    edit: bool = False
-    """Change a message it sent: a card shows its decision in place, a press shows its rating."""
-    drafts: bool = False
-    """Show an answer while the model writes it."""
-    quick_replies: bool = False
-    """Buttons under an answer that go away once used (else they stay, as inline buttons)."""
-    push: bool = True
-    """Send without an update to answer: cards to admins, notices after a decision."""
 
 
 def id_list(one: str) -> str:

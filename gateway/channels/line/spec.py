@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.channels.interview import Setting
-from gateway.channels.spec import Capabilities, PlatformSpec, id_list
+from gateway.channels.spec import PlatformSpec, id_list
+from gateway.core.capabilities import Capabilities
 from gateway.i18n import N_
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ SPEC = PlatformSpec(
     user_label=N_("LINE user {who}…"),
     user_id_shown=9,
     # No edit API: a decided card gets a notice, a rated answer keeps its buttons.
-    capabilities=Capabilities(quick_replies=True),
+    capabilities=Capabilities(),
     settings=SETTINGS,
     setup="gateway.channels.line.interview",
 )

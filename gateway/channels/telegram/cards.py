@@ -94,7 +94,7 @@ class TelegramCards:
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await self.sender.send(Target(int(chat_id)), Part.of_text(text))
 
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
+    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
         if copy.platform_message_id is None:
             return
         await self.edit(int(copy.chat_id), int(copy.platform_message_id), card)

@@ -104,6 +104,7 @@ class TelegramChannel(Channel):
             signer=CardSigner(self.token),
             # A reason is a reply to the prompt, so a Telegram card has no Skip.
             card_actions=frozenset(("approve", "reject", "diff")),
+            capabilities=SPEC.capabilities,
         )
         self.session: TelegramSession | None = None
         """The running bot, between `start` and `stop`."""

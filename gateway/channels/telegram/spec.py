@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.channels.interview import Setting
-from gateway.channels.spec import Capabilities, PlatformSpec, id_list
+from gateway.channels.spec import PlatformSpec, id_list
+from gateway.core.capabilities import Capabilities
 from gateway.i18n import N_
 
 if TYPE_CHECKING:

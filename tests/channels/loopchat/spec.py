@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.channels.interview import Setting
-from gateway.channels.spec import Capabilities, PlatformSpec, id_list
+from gateway.channels.spec import PlatformSpec, id_list
+from gateway.core.capabilities import Capabilities
 from tests.channels.loopchat.settings import LoopSettings
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ SPEC = PlatformSpec(
     user_id=USER_ID,
     user_id_hint="u and digits",
     user_label="Loopchat user {who}",
-    capabilities=Capabilities(),
+    # Edits, unlike LINE; no drafts, unlike Telegram: the answer arrives whole.
+    capabilities=Capabilities(edit=True),
     secrets=_secrets,
     token_shapes=(r"loop-token-[0-9a-f]{16}",),
     settings=SETTINGS,
