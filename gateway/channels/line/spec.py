@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 
 def _configured(settings: Settings) -> bool:
-    return settings.line_enabled
+    return (
+        settings.line_channel_secret is not None and settings.line_channel_access_token is not None
+    )
 
 
 USER_ID = r"U[0-9a-f]{32}"

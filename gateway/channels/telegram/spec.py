@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _configured(settings: Settings) -> bool:
-    return settings.telegram_enabled
+    return settings.telegram_bot_token is not None
 
 
 def _polls(settings: Settings) -> bool:
