@@ -24,7 +24,7 @@ from gateway.admin.console import SECURITY_HEADERS
 from gateway.admin.console_app import add_console
 from gateway.admin.metrics import metrics_endpoint
 from gateway.channels.base import INTAKE, Channel, Ports
-from gateway.channels.registry import by_name, configured_channels, polling
+from gateway.channels.registry import by_name, capabilities, configured_channels, polling
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
 from gateway.conversation.context import ContextLimits
@@ -460,7 +460,12 @@ async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[No
         started.append(channel)
     transports = [channel.card_transport() for channel in started]
     cards = start_cards(
-        parts.review, parts.store, transports, catch_up=False, languages=parts.languages
+        parts.review,
+        parts.store,
+        transports,
+        catch_up=False,
+        languages=parts.languages,
+        capabilities=capabilities(),
     )
     parts.cards = cards
     try:
@@ -562,7 +567,11 @@ def build_app(
                 await watcher.start()
             transports = [channel.card_transport() for channel in started]
             parts.cards = start_cards(
-                parts.review, parts.store, transports, languages=parts.languages
+                parts.review,
+                parts.store,
+                transports,
+                languages=parts.languages,
+                capabilities=capabilities(),
             )
             if watch:
                 limits = alert_thresholds(settings)

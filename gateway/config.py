@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -14,7 +14,6 @@ from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, language_of
 from gateway.usage import parse_prices, price_of
 
-_TELEGRAM_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 """A named admin: lower-case letters, digits, `_` and `-`, at most 32 characters."""
 
@@ -410,7 +409,7 @@ class Settings(BaseSettings):
     @field_validator("telegram_webhook_secret")
     @classmethod
     def _telegram_secret(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not _TELEGRAM_SECRET.match(value.get_secret_value()):
+        if value is not None and not re.match(r"^[A-Za-z0-9_-]{1,256}$", value.get_secret_value()):
             raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
@@ -483,14 +482,6 @@ class Settings(BaseSettings):
         return parse_prices(self.llm_prices)
 
     @property
-    def telegram_enabled(self) -> bool:
-        return self.telegram_bot_token is not None
-
-    @property
-    def line_enabled(self) -> bool:
-        return self.line_channel_secret is not None and self.line_channel_access_token is not None
-
-    @property
     def model_configured(self) -> bool:
         return self.llm_base_url is not None and self.llm_model is not None
 
@@ -498,13 +489,6 @@ class Settings(BaseSettings):
     def stt_configured(self) -> bool:
         """Voice can be transcribed: a model, and an endpoint of its own or the LLM's."""
         return self.stt_model is not None and (self.stt_base_url or self.llm_base_url) is not None
-
-    @property
-    def telegram_file_base_url(self) -> str:
-        """Where the Bot API serves downloads: its base with `/bot` as `/file/bot`."""
-        base = self.telegram_api_base_url
-        head, sep, _ = base.rpartition("/bot")
-        return f"{head}/file/bot" if sep else f"{base.rstrip('/')}/file/bot"
 
     @property
     def shared_database(self) -> bool:
@@ -521,17 +505,10 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for redaction."""
-        fields = (
-            self.admin_token,
-            self.telegram_bot_token,
-            self.telegram_webhook_secret,
-            self.line_channel_secret,
-            self.line_channel_access_token,
-            self.llm_api_key,
-            self.stt_api_key,
-            self.brave_api_key,
-        )
-        values = [f.get_secret_value() for f in fields if f is not None]
+        # Every SecretStr field, a platform's included; these three are read in parts below.
+        parts = ("llm_fallback_api_keys", "admin_tokens", "database_url")
+        whole = (v for k, v in self if k not in parts)
+        values = [v.get_secret_value() for v in whole if isinstance(v, SecretStr)]
         if self.llm_fallback_api_keys is not None:
             keys = self.llm_fallback_api_keys.get_secret_value().split(",")
             values.extend(k.strip() for k in keys if k.strip())
@@ -546,17 +523,11 @@ class Settings(BaseSettings):
 
 
 _SECRET_FIELDS = {
-    "SKILLGATE_DATABASE_URL",
-    "SKILLGATE_ADMIN_TOKEN",
-    "SKILLGATE_ADMIN_TOKENS",
-    "TELEGRAM_BOT_TOKEN",
-    "TELEGRAM_WEBHOOK_SECRET",
-    "LINE_CHANNEL_SECRET",
-    "LINE_CHANNEL_ACCESS_TOKEN",
-    "LLM_API_KEY",
-    "LLM_FALLBACK_API_KEYS",
-    "STT_API_KEY",
+    str(f.validation_alias)
+    for f in Settings.model_fields.values()
+    if SecretStr in (f.annotation, *get_args(f.annotation))
 }
+"""The variables whose values are never echoed in an error: every SecretStr field."""
 
 
 def describe_validation_error(exc: ValidationError) -> str:

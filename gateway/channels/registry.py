@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from gateway.channels.spec import PlatformSpec
+from gateway.core.capabilities import Capabilities
 
 if TYPE_CHECKING:
     from gateway.channels.base import Channel
@@ -82,6 +83,11 @@ def platform(name: str) -> PlatformSpec | None:
 def by_name() -> dict[str, PlatformSpec]:
     """Every platform by name: how cards name each platform's users, for instance."""
     return {p.name: p for p in platforms()}
+
+
+def capabilities() -> dict[str, Capabilities]:
+    """What each platform can do, by name: what the card delivery decides by."""
+    return {p.name: p.capabilities for p in platforms()}
 
 
 def configured_platforms(settings: Settings) -> list[PlatformSpec]:

@@ -15,8 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
+from gateway.channels.interview import Setting
+from gateway.core.capabilities import Capabilities
+
 if TYPE_CHECKING:
     from gateway.channels.base import Channel
+    from gateway.channels.interview import Setup
     from gateway.config import Settings
     from gateway.operator import Check, Step
 
@@ -46,18 +50,9 @@ class Entry(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What the platform can do, as the gateway uses it."""
-
-    edit: bool = False
-    """Change a message it sent: a card shows its decision in place, a press shows its rating."""
-    drafts: bool = False
-    """Show an answer while the model writes it."""
-    quick_replies: bool = False
-    """Buttons under an answer that go away once used (else they stay, as inline buttons)."""
-    push: bool = True
-    """Send without an update to answer: cards to admins, notices after a decision."""
+def id_list(one: str) -> str:
+    """A regular expression of comma-separated ids, each matching `one`."""
+    return rf"\s*(?:{one})(?:\s*,\s*(?:{one}))*\s*"
 
 
 def _never(settings: Settings) -> bool:
@@ -107,6 +102,13 @@ class PlatformSpec:
     """Regular expressions of its credentials, masked in every log line, configured or not."""
     sdk_loggers: tuple[str, ...] = ()
     """Its SDK's loggers that log every request: kept at WARNING, like the HTTP clients'."""
+    settings: tuple[Setting, ...] = ()
+    """What `skillgate init` asks for (or takes from flags), in the env file's order."""
+    setup: str | None = None
+    """The module with its `Setup` functions for `skillgate init`: checking the settings
+    against the platform, and what else to ask; None: the settings are asked, unchecked."""
+    polling_var: str | None = None
+    """The variable that makes it poll ("true"), which `skillgate init --polling` sets."""
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -119,8 +121,7 @@ class PlatformSpec:
 
     def user_ids(self) -> re.Pattern[str]:
         """Comma-separated user ids of this platform (for the admins' settings)."""
-        one = self.user_id
-        return re.compile(rf"^\s*(?:{one})(?:\s*,\s*(?:{one}))*\s*$")
+        return re.compile(rf"^{id_list(self.user_id)}$")
 
     def banner(self, settings: Settings) -> str:
         """What `skillgate serve` says about it at start."""
@@ -134,3 +135,7 @@ class PlatformSpec:
 
     def load(self) -> Entry:
         return cast("Entry", importlib.import_module(self.entry))
+
+    def load_setup(self) -> Setup | None:
+        """Its setup module, imported when `skillgate init` gets to it."""
+        return None if self.setup is None else cast("Setup", importlib.import_module(self.setup))

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from gateway.config import Settings, describe_validation_error
 from gateway.errors import ChannelError
-from gateway.ops.init.answers import MANAGED, Answers, new_secret
+from gateway.ops.init.answers import Answers, PlatformAnswers, interviewed, managed, new_secret
 from gateway.ops.init.envfile import read_values, write_private
 
 DEFAULT_WAIT = 120.0
@@ -37,33 +37,41 @@ def add_arguments(init: argparse.ArgumentParser) -> None:
             "LLM_LOCAL_MODEL",
             "smollm2 (a tiny model on this machine, installed if missing) or a .gguf path",
         ),
-        ("--telegram-token", "TELEGRAM_BOT_TOKEN", "the Telegram bot token"),
-        ("--telegram-admin-ids", "TELEGRAM_ADMIN_IDS", "comma-separated Telegram user ids"),
-        ("--line-channel-secret", "LINE_CHANNEL_SECRET", "the LINE channel secret"),
-        ("--line-access-token", "LINE_CHANNEL_ACCESS_TOKEN", "the LINE channel access token"),
-        ("--line-admin-ids", "LINE_ADMIN_IDS", "comma-separated LINE user ids"),
         ("--public-url", "SKILLGATE_PUBLIC_URL", "the https address the platforms post to"),
         ("--data-dir", "SKILLGATE_DATA_DIR", "the data dir (written only when given)"),
         ("--admin-token", "SKILLGATE_ADMIN_TOKEN", "the console's token (default: a new one)"),
-        ("--webhook-secret", "TELEGRAM_WEBHOOK_SECRET", "Telegram's webhook secret (default: new)"),
     ):
         init.add_argument(flag, metavar=var, help=f"{what} (default ${var})")
+    for spec in interviewed():
+        for s in (s for s in spec.settings if s.flag):
+            init.add_argument(
+                s.flag, dest=s.var, metavar=s.var, help=f"{s.help} (default ${s.var})"
+            )
+    init.add_argument(
+        "--webhook-secret",
+        metavar="SECRET",
+        help="the webhook secret of each platform that has one (default: its variable, or new)",
+    )
     updates = init.add_mutually_exclusive_group()
     updates.add_argument(
-        "--polling", dest="polling", action="store_true", default=None, help="Telegram by polling"
+        "--polling",
+        dest="polling",
+        action="store_true",
+        default=None,
+        help="platforms that can poll: by polling",
     )
     updates.add_argument(
         "--webhook",
         dest="polling",
         action="store_false",
-        help="Telegram by webhook (the default when --public-url is given)",
+        help="platforms that can poll: by webhook (the default when --public-url is given)",
     )
     init.add_argument(
         "--listen",
         default="127.0.0.1:8080",
         metavar="HOST:PORT",
-        help="where the proxy forwards SKILLGATE_PUBLIC_URL, to receive the LINE admin's code"
-        " (default 127.0.0.1:8080, where `skillgate serve` listens)",
+        help="where the proxy forwards SKILLGATE_PUBLIC_URL, to receive an admin's message"
+        " by webhook (default 127.0.0.1:8080, where `skillgate serve` listens)",
     )
     init.add_argument(
         "--wait",
@@ -124,7 +132,7 @@ async def _init(args: argparse.Namespace, path: Path) -> int:
     if problem is not None:
         print(f"skillgate init: {problem}; {path} was not written", file=sys.stderr)
         return 1
-    answers.kept = {k: v for k, v in old.items() if k not in MANAGED and v}
+    answers.kept = {k: v for k, v in old.items() if k not in managed() and v}
     kept = write_private(path, answers.render())
     print(f"wrote {path} (mode 600): {_summary(answers)}")
     if kept is not None:
@@ -134,32 +142,21 @@ async def _init(args: argparse.Namespace, path: Path) -> int:
     return 0
 
 
-def _platform_urls() -> tuple[str, str]:
-    defaults = Answers()
-    return (
-        os.environ.get("TELEGRAM_API_BASE_URL") or defaults.telegram_api_base_url,
-        os.environ.get("LINE_API_BASE_URL") or defaults.line_api_base_url,
-    )
-
-
 async def _interview(args: argparse.Namespace, old: dict[str, str]) -> Answers:
     from gateway.ops.init.flow import Interview, Where
 
-    telegram_api, line_api = _platform_urls()
     host, _, port = str(args.listen).rpartition(":")
-    where = Where(telegram_api, line_api, host or "127.0.0.1", int(port), args.wait)
-    answers = await Interview(where, old).run()
-    return _normalised(answers)
+    where = Where(host or "127.0.0.1", int(port), args.wait)
+    return await Interview(where, old).run()
 
 
 def _value(args: argparse.Namespace, name: str, var: str) -> str:
-    given = getattr(args, name)
+    given = getattr(args, name, None)
     return str(given if given is not None else os.environ.get(var, "")).strip()
 
 
 def _from_flags(args: argparse.Namespace) -> tuple[Answers, str | None]:
     """The answers the flags (or the variables) give, and what is wrong with them."""
-    telegram_api, line_api = _platform_urls()
     public_url = _value(args, "public_url", "SKILLGATE_PUBLIC_URL").rstrip("/")
     polling = args.polling if args.polling is not None else not public_url
     answers = Answers(
@@ -167,49 +164,41 @@ def _from_flags(args: argparse.Namespace) -> tuple[Answers, str | None]:
         llm_model=_value(args, "llm_model", "LLM_MODEL"),
         llm_api_key=_value(args, "llm_api_key", "LLM_API_KEY"),
         llm_local_model=_value(args, "local_model", "LLM_LOCAL_MODEL"),
-        telegram_token=_value(args, "telegram_token", "TELEGRAM_BOT_TOKEN"),
-        telegram_polling=polling,
-        telegram_api_base_url=telegram_api,
-        line_secret=_value(args, "line_channel_secret", "LINE_CHANNEL_SECRET"),
-        line_token=_value(args, "line_access_token", "LINE_CHANNEL_ACCESS_TOKEN"),
-        line_api_base_url=line_api,
         public_url=public_url,
         data_dir=_value(args, "data_dir", "SKILLGATE_DATA_DIR"),
         admin_token=_value(args, "admin_token", "SKILLGATE_ADMIN_TOKEN") or new_secret(),
     )
     problem = None
-    ids = [p.strip() for p in _value(args, "telegram_admin_ids", "TELEGRAM_ADMIN_IDS").split(",")]
-    if not all(p.isascii() and p.isdigit() for p in ids if p):
-        problem = "TELEGRAM_ADMIN_IDS: comma-separated numeric Telegram user ids"
-    answers.telegram_admin_ids = [int(p) for p in ids if p.isascii() and p.isdigit()]
-    line_ids = _value(args, "line_admin_ids", "LINE_ADMIN_IDS")
-    answers.line_admin_ids = [p.strip() for p in line_ids.split(",") if p.strip()]
-    if answers.telegram_token and not polling:
-        answers.telegram_webhook_secret = (
-            _value(args, "webhook_secret", "TELEGRAM_WEBHOOK_SECRET") or new_secret()
-        )
-    return _normalised(answers), problem
-
-
-def _normalised(answers: Answers) -> Answers:
-    if not answers.telegram_token:
-        answers.telegram_admin_ids, answers.telegram_webhook_secret = [], ""
-    if answers.telegram_token and answers.telegram_polling:
-        answers.telegram_webhook_secret = ""
-    return answers
+    for spec in interviewed():
+        values = {s.var: _value(args, s.var, s.var) or s.default for s in spec.settings}
+        bad = [s for s in spec.settings if values[s.var] and not s.valid(values[s.var])]
+        problem = problem or next((f"{s.var}: {s.hint}" for s in bad), None)
+        if not any(values[s.var] for s in spec.settings if s.required):
+            continue  # not this platform
+        if spec.polling_var is not None:
+            values[spec.polling_var] = "true" if polling else ""
+        platform = PlatformAnswers(spec, values)
+        if spec.webhook_secret is not None and platform.webhook:
+            given = _value(args, "webhook_secret", spec.webhook_secret)
+            values[spec.webhook_secret] = given or new_secret()
+        answers.platforms.append(platform)
+    return answers, problem
 
 
 def _incomplete(answers: Answers) -> str | None:
-    if bool(answers.line_secret) != bool(answers.line_token):
-        return "LINE needs both LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN"
+    for platform in answers.platforms:
+        if platform.missing():
+            needed = [s.var for s in platform.spec.settings if s.required]
+            return f"{platform.spec.label} needs {' and '.join(needed)}"
     if answers.llm_local_model and answers.llm_base_url:
         return "choose one model: --local-model, or --llm-base-url and --llm-model"
     if bool(answers.llm_base_url) != bool(answers.llm_model):
         return "the model needs both LLM_BASE_URL and LLM_MODEL"
     if answers.webhook and not answers.public_url:
+        webhooks = [p.spec.label for p in answers.platforms if p.webhook]
         return (
-            "webhooks (LINE, or Telegram without --polling) need SKILLGATE_PUBLIC_URL,"
-            " the https address of this server (--public-url)"
+            f"webhooks ({', '.join(webhooks)}) need SKILLGATE_PUBLIC_URL, the https address"
+            " of this server (--public-url; --polling where a platform can poll)"
         )
     return None
 
@@ -251,18 +240,11 @@ async def _check(answers: Answers) -> str | None:
         if failed:
             return f"the model check failed ({failed[0].detail}); --no-check writes it anyway"
     try:
-        if answers.telegram_token:
-            from gateway.channels.telegram import setup as tg
-
-            bot = await tg.bot_info(answers.telegram_token, answers.telegram_api_base_url)
-            answers.telegram_bot = bot.username
-            print(f"OK   telegram bot: @{bot.username} ({bot.name})")
-        if answers.line_token:
-            from gateway.channels.line import setup as ln
-
-            info = await ln.bot_info(answers.line_token, answers.line_api_base_url)
-            answers.line_bot = info.name
-            print(f"OK   line bot: {info.name} ({info.basic_id})")
+        for platform in answers.platforms:
+            setup = platform.spec.load_setup()
+            if setup is not None:
+                platform.found = found = await setup.check(platform.values)
+                print(f"OK   {platform.spec.name} bot: {found.shown}")
     except ChannelError as exc:
         return f"{exc}; --no-check writes it anyway"
     return None
@@ -272,12 +254,10 @@ def _summary(answers: Answers) -> str:
     parts = [f"model {answers.llm_model}" if answers.llm_model else "no model yet"]
     if answers.llm_local_model:
         parts = [f"the local model {answers.llm_local_model} (tiny, for trying)"]
-    if answers.telegram_token:
-        how = "polling" if answers.telegram_polling else "webhook"
-        bot = f"@{answers.telegram_bot}" if answers.telegram_bot else "Telegram"
-        parts.append(f"{bot} ({how}, {len(answers.telegram_admin_ids)} admin(s))")
-    if answers.line_token:
-        parts.append(f"LINE {answers.line_bot} ({len(answers.line_admin_ids)} admin(s))".strip())
+    for platform in answers.platforms:
+        how = "polling" if platform.polling else "webhook"
+        bot = platform.found.name if platform.found is not None else platform.spec.label
+        parts.append(f"{bot} ({how})")
     parts.append("the console token")
     return ", ".join(p for p in parts if p)
 
@@ -302,8 +282,8 @@ def _next_steps(answers: Answers, env_file: Path | None) -> list[str]:
         steps.append(f"  {skillgate} doctor        # every check should say OK")
     else:
         steps.append(f"  {serve}")
-        if answers.telegram_bot:
-            steps.append(f"  then write to https://t.me/{answers.telegram_bot}")
-        elif not answers.telegram_token:
+        links = [p.found.link for p in answers.platforms if p.found and p.found.link]
+        steps += [f"  then write to {link}" for link in links]
+        if not answers.platforms:
             steps.append(f"  or talk to it here: {skillgate} chat")
     return steps

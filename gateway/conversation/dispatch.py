@@ -415,7 +415,9 @@ class Conversation:
             group=incoming.chat.is_group,
             confirm=self.confirmations.asker(incoming.chat, out),
         )
-        async with out.working() as partial:
+        async with out.working() as preview:
+            # Only a platform that shows drafts gets the answer as the model writes it.
+            partial = preview if self.profile.capabilities.drafts else None
             reply = await self.turns.respond(incoming, partial, access, turn=turn, spend=spend)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)

@@ -78,10 +78,11 @@ class Feedback:
             return
         await out.acknowledge(texts(THANKS_UP if value > 0 else THANKS_DOWN), courtesy=True)
         stored = await self.store.set_feedback(answer_id, user, value)
-        try:
-            await out.show_rating(answer_id, value)
-        except ChannelError as exc:  # the rating is stored; showing it is a courtesy
-            log.warning("could not show the rating on the answer: %s", exc)
+        if self.profile.capabilities.edit:  # else the buttons stay as they were sent
+            try:
+                await out.show_rating(answer_id, value)
+            except ChannelError as exc:  # the rating is stored; showing it is a courtesy
+                log.warning("could not show the rating on the answer: %s", exc)
         asked = await self.questions.open(press.chat, user, COMMENT_PURPOSE)
         about_this = asked is not None and asked.ref == str(answer_id)
         commented = stored is not None and bool(stored.comment)

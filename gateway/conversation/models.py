@@ -7,9 +7,10 @@ speaks (`Dialect`) and who may use the bot there (`Audience`); the layer decides
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from gateway.core.capabilities import Capabilities
 from gateway.core.models import ChatRef
 from gateway.media.remote import Remote
 from gateway.review.buttons import CardAction, CardSigner
@@ -134,6 +135,8 @@ class Profile:
     """The card buttons this platform shows; data for any other is refused."""
     label: str = ""
     """How log lines name the platform ("telegram", "LINE"); the channel name if empty."""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    """What the platform can do (its spec's): what the layer does where platforms differ."""
 
     @property
     def who(self) -> str:

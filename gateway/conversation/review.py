@@ -212,7 +212,8 @@ class ReviewChat:
             )
             return
         await out.acknowledge(result.text)
-        if result.decision is not None and result.decision.outcome == "decided":
+        edits = self.profile.capabilities.edit  # else the acknowledgement said the decision
+        if edits and result.decision is not None and result.decision.outcome == "decided":
             # Perhaps an older copy that no sync edits: show the decision on this one too.
             p = await self.review.get(result.decision.proposal.id)
             card = await self.card(p, out.texts)

@@ -2,8 +2,9 @@
 
 `ReviewCards` listens to the review operations. A staged proposal is sent to
 every configured admin of every channel; a decision (or a reason given later)
-is shown on every copy: Telegram edits its messages, LINE, which cannot edit,
-pushes a short notice. The database remembers each copy (`card_deliveries`),
+is shown on every copy: a platform that can edit (its spec's `Capabilities.edit`)
+edits its messages; one that cannot gets a short notice, except in the chat where the
+decision was made, which was answered already. The database remembers each copy (`card_deliveries`),
 so a restart sends nothing twice, and `sync` at start-up (and every few
 minutes) catches up with whatever a crash, an outage or another process
 (`skillgate proposals approve`, `skillgate synthesize`) left behind.
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
+from gateway.core.capabilities import Capabilities
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card, CardSource, build_card
@@ -53,8 +56,9 @@ class CardTransport(NoticeTransport, Protocol):
         """A plain message to an admin (`ref` keeps a retried push from arriving twice)."""
         ...
 
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
-        """Make an admin's copy show the decision (edit it, or send a notice); CopyGone if lost."""
+    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
+        """Make an admin's copy show the card as it stands; CopyGone if lost. Called only
+        where the platform can edit."""
         ...
 
     async def look_up_language(self, user_id: str) -> str | None:
@@ -110,8 +114,11 @@ class ReviewCards:
         resync_interval: float = RESYNC_INTERVAL,
         clock: Callable[[], float] = time.time,
         languages: AdminLanguages | None = None,
+        capabilities: Mapping[str, Capabilities] | None = None,
     ) -> None:
         self.review = review
+        self.capabilities = dict(capabilities or {})
+        """Each channel's, by name (its spec's); a channel not named here edits nothing."""
         self.languages = languages
         self.store = store
         self.transports = {t.channel: t for t in transports}
@@ -291,7 +298,7 @@ class ReviewCards:
                 continue  # that channel is not configured in this process
             card = await self._card_for(p, copy.channel, copy.chat_id, made)
             try:
-                await transport.show_decision(copy, card)
+                await self._show_decision(transport, copy, card)
             except CopyGone as exc:
                 log.warning("proposal #%d: the copy in %s is gone: %s", p.id, copy.chat_id, exc)
             except ChannelError as exc:
@@ -301,6 +308,23 @@ class ReviewCards:
                 continue
             await self.store.card_shown(p.id, copy.channel, copy.chat_id, p.status, p.reason)
 
+    async def _show_decision(
+        self, transport: CardTransport, copy: CardDelivery, card: Card
+    ) -> None:
+        """Edit the copy where the platform can; else tell the admin in a short notice."""
+        if self.capabilities.get(copy.channel, NO_EDITS).edit:
+            await transport.edit_card(copy, card)
+            return
+        p = card.proposal
+        if p.decided_by == f"{copy.channel}:{copy.chat_id}":
+            return  # the admin who decided in this chat was answered there
+        reason = hashlib.sha256((p.reason or "").encode()).hexdigest()[:12]
+        ref = f"card-notice:{p.id}:{copy.chat_id}:{p.status}:{reason}"
+        await transport.send_notice(copy.chat_id, card.notice(), ref)
+
+
+NO_EDITS = Capabilities()
+
 
 def start_cards(
     review: Reviewer,
@@ -309,12 +333,16 @@ def start_cards(
     *,
     catch_up: bool = True,
     languages: AdminLanguages | None = None,
+    capabilities: Mapping[str, Capabilities] | None = None,
 ) -> ReviewCards | None:
-    """Cards for the transports that have admins (app.py tells them each review event);
-    None when none has."""
-    useful = [t for t in transports if t is not None and t.admins()]
+    """Cards for the transports that have admins and can push to them (app.py tells them
+    each review event); None when none has."""
+    can = dict(capabilities or {})
+    useful = [
+        t for t in transports if t is not None and t.admins() and can.get(t.channel, NO_EDITS).push
+    ]
     if not useful:
         return None
-    cards = ReviewCards(review, store, useful, languages=languages)
+    cards = ReviewCards(review, store, useful, languages=languages, capabilities=can)
     cards.start(catch_up=catch_up)
     return cards

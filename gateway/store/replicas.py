@@ -42,10 +42,12 @@ class ReplicaQueries(InboxQueries):
         at = time.time() if now is None else now
         if limit <= 0 or not channels:
             return []
+        # The candidates are picked once, in a materialized CTE: as `where id in (...)`,
+        # PostgreSQL could evaluate the `limit ... skip locked` subquery more than once,
+        # and one claim took every chat's head, whatever `limit` said.
         rows = await c.fetch(
             f"""
-            update inbox set claimed_by = ?, lease_until = ?, claim = claim + 1
-            where id in (
+            with picked as materialized (
                 select i.id from inbox i
                 where i.processed_at is null
                   and i.channel in ({marks(channels)})
@@ -59,15 +61,17 @@ class ReplicaQueries(InboxQueries):
                 limit ?
                 {c.dialect.skip_locked}
             )
+            update inbox set claimed_by = ?, lease_until = ?, claim = claim + 1
+            where id in (select id from picked)
             and processed_at is null
             and (lease_until is null or lease_until < ?)
             returning {ITEM}
             """,
-            holder,
-            at + lease,
             *channels,
             at,
             limit,
+            holder,
+            at + lease,
             at,
         )
         return sorted((InboxItem.model_validate(r) for r in rows), key=lambda item: item.id)

@@ -29,6 +29,9 @@ SCANNED = sorted(
     ]
 )
 MARKS = {"N_", "Np_"}
+OPERATOR = {"Setting"}
+"""Calls whose texts the operator reads in a terminal (`skillgate init`'s questions and
+flags), in English like every other CLI text: not a chat's."""
 SENDS = {
     # the Responder and what the channels send or show with
     "notice", "acknowledge", "deliver", "ask_reason", "show_cards", "send_diff",
@@ -71,7 +74,7 @@ def reads_as_text(value: str) -> bool:
 
 def strings(node: ast.AST) -> Iterator[ast.Constant]:
     """The string literals in `node`, leaving out those inside N_(...) and Np_(...)."""
-    if isinstance(node, ast.Call) and _name(node.func) in MARKS:
+    if isinstance(node, ast.Call) and _name(node.func) in MARKS | OPERATOR:
         return
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         yield node

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.core.records import InboxItem
 from gateway.store import SqliteStore, Store
 from gateway.store.postgres import numbered
 from gateway.store.sql import Conn
@@ -135,9 +136,8 @@ async def test_the_registry_fingerprint_changes_with_any_row(any_store: Store) -
 
 
 async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> None:
-    """Many replicas claiming at once on a real server: each update goes to exactly one."""
-    import asyncio
-
+    """Many replicas claiming at once on a real server: each update goes to exactly one,
+    every update is done once, and each chat's updates in order."""
     from gateway.store.postgres import PostgresStore
 
     replicas = [await PostgresStore(postgres_url).open() for _ in range(4)]
@@ -147,23 +147,35 @@ async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> Non
         claimed: dict[int, str] = {}
         order: dict[str, list[int]] = {}
 
-        async def work(store: PostgresStore, name: str) -> None:
-            while True:
-                items = await store.inbox_claim(name, 30, channels=["telegram"], limit=7)
-                if not items:
-                    if await store.inbox_pending_count() == 0:
-                        return
-                    await asyncio.sleep(0.01)
-                    continue
-                for item in items:
-                    assert item.id not in claimed, f"{item.id} claimed twice"
-                    claimed[item.id] = name
-                    order.setdefault(item.chat_key, []).append(item.id)
-                    await store.inbox_done(item.id)
+        def take(name: str, items: list[InboxItem]) -> None:
+            for item in items:
+                assert item.id not in claimed, f"{item.id} claimed by {claimed[item.id]} too"
+                claimed[item.id] = name
+                order.setdefault(item.chat_key, []).append(item.id)
 
-        await asyncio.gather(*(work(s, f"r{n}") for n, s in enumerate(replicas)))
-        assert len(claimed) == 200
-        assert len(set(claimed.values())) > 1  # the work was really shared
+        async def claim(n: int) -> list[InboxItem]:
+            return await replicas[n].inbox_claim(f"r{n}", 30, channels=["telegram"], limit=7)
+
+        # Each replica in turn while the others still hold theirs: the work is shared, by
+        # construction rather than by how the machine schedules four tasks.
+        held = [await claim(n) for n in range(len(replicas))]
+        assert [len(h) for h in held] == [7, 7, 7, 7]  # each its limit, no more
+        for n, items in enumerate(held):
+            take(f"r{n}", items)
+        for item in (i for items in held for i in items):
+            await replicas[0].inbox_done(item.id)
+        # Then all at once, round after round, until nothing is left.
+        for _ in range(200):
+            rounds = await asyncio.gather(*(claim(n) for n in range(len(replicas))))
+            if not any(rounds):
+                break
+            for n, items in enumerate(rounds):
+                take(f"r{n}", items)
+            await asyncio.gather(
+                *(replicas[n].inbox_done(i.id) for n, items in enumerate(rounds) for i in items)
+            )
+        assert await replicas[0].inbox_pending_count() == 0
+        assert len(claimed) == 200  # every update once: none twice (take), none left
         for ids in order.values():
             assert ids == sorted(ids)
     finally:

@@ -9,7 +9,6 @@ second message.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
 
 from linebot.v3.messaging import (
@@ -28,6 +27,7 @@ from gateway.channels.line.client import text_messages
 from gateway.channels.line.delivery import LineOutbox
 from gateway.channels.line.spec import SPEC
 from gateway.channels.text import utf16_len
+from gateway.errors import ChannelError
 from gateway.i18n import N_, Texts
 from gateway.review.buttons import CardAction, CardSigner
 from gateway.review.cards import Card, clip, fit, trimmed_note
@@ -165,11 +165,6 @@ class LineCards:
         ids = await self.outbox.deliver_messages(chat_id, [repeats_message(view)], ref)
         return ids[0] if ids else None
 
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
-        """Push a short notice; the admin who decided in this chat was already answered."""
-        p = card.proposal
-        if p.decided_by == f"line:{copy.chat_id}":
-            return
-        reason = hashlib.sha256((p.reason or "").encode()).hexdigest()[:12]
-        ref = f"card-notice:{p.id}:{copy.chat_id}:{p.status}:{reason}"
-        await self.outbox.deliver_messages(copy.chat_id, text_messages([card.notice()]), ref)
+    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
+        """Never called: the spec says LINE cannot edit, so a decision comes as a notice."""
+        raise ChannelError("LINE cannot edit a sent message")

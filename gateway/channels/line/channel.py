@@ -97,6 +97,7 @@ class LineChannel(Channel):
             audience=Audience.of(settings.line_allowed_user_ids, settings.line_admin_ids),
             signer=CardSigner(secret),
             label=SPEC.label,
+            capabilities=SPEC.capabilities,
         )
         self.session: LineSession | None = None
         """The open client and outbox, between `start` (once loaded) and `stop`."""
@@ -241,8 +242,8 @@ class LaterCards:
     async def send_card(self, chat_id: str, card: Card) -> str | None:
         return await (await self._line.ready()).cards.send_card(chat_id, card)
 
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
-        await (await self._line.ready()).cards.show_decision(copy, card)
+    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
+        await (await self._line.ready()).cards.edit_card(copy, card)
 
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await (await self._line.ready()).cards.send_notice(chat_id, text, ref)

@@ -108,7 +108,7 @@ class TelegramCards:
         )
         return str(message.message_id)
 
-    async def show_decision(self, copy: CardDelivery, card: Card) -> None:
+    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
         if copy.platform_message_id is None:
             return
         await self.edit(int(copy.chat_id), int(copy.platform_message_id), card)

@@ -61,6 +61,12 @@ from gateway.review.buttons import CardSigner
 log = logging.getLogger(__name__)
 
 
+def file_base_url(api_base_url: str) -> str:
+    """Where the Bot API serves downloads: its base with `/bot` as `/file/bot`."""
+    head, sep, _ = api_base_url.rpartition("/bot")
+    return f"{head}/file/bot" if sep else f"{api_base_url.rstrip('/')}/file/bot"
+
+
 class TelegramChannel(Channel):
     """Telegram through python-telegram-bot, fed by the webhook route or by polling."""
 
@@ -104,6 +110,7 @@ class TelegramChannel(Channel):
             signer=CardSigner(self.token),
             # A reason is a reply to the prompt, so a Telegram card has no Skip.
             card_actions=frozenset(("approve", "reject", "diff")),
+            capabilities=SPEC.capabilities,
         )
         self.session: TelegramSession | None = None
         """The running bot, between `start` and `stop`."""
@@ -117,7 +124,7 @@ class TelegramChannel(Channel):
             Application.builder()
             .token(self.token)
             .base_url(self.settings.telegram_api_base_url)
-            .base_file_url(self.settings.telegram_file_base_url)
+            .base_file_url(file_base_url(self.settings.telegram_api_base_url))
             .request(bot_request())
             .updater(None)
             .job_queue(None)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.channels.spec import Capabilities, PlatformSpec
+from gateway.channels.interview import Setting
+from gateway.channels.spec import PlatformSpec, id_list
+from gateway.core.capabilities import Capabilities
 from gateway.i18n import N_
 
 if TYPE_CHECKING:
@@ -12,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _configured(settings: Settings) -> bool:
-    return settings.telegram_enabled
+    return settings.telegram_bot_token is not None
 
 
 def _polls(settings: Settings) -> bool:
@@ -23,6 +25,29 @@ def _set_polling(settings: Settings, on: bool) -> Settings:
     return settings.model_copy(update={"telegram_polling": on})
 
 
+USER_ID = r"[0-9]+"
+
+SETTINGS = (
+    Setting(
+        "TELEGRAM_BOT_TOKEN",
+        "the Telegram bot token",
+        ask="Telegram bot token (from @BotFather, /newbot):",
+        flag="--telegram-token",
+        secret=True,
+        required=True,
+    ),
+    Setting(
+        "TELEGRAM_ADMIN_IDS",
+        "comma-separated Telegram user ids",
+        flag="--telegram-admin-ids",
+        pattern=id_list(USER_ID),
+        hint="comma-separated numeric Telegram user ids",
+    ),
+    Setting(
+        "TELEGRAM_API_BASE_URL", "the Bot API's base URL", default="https://api.telegram.org/bot"
+    ),
+)
+
 SPEC = PlatformSpec(
     name="telegram",
     label="Telegram",
@@ -31,7 +56,7 @@ SPEC = PlatformSpec(
     needs="TELEGRAM_BOT_TOKEN",
     needs_short="TELEGRAM_BOT_TOKEN",
     settings_prefix="TELEGRAM_",
-    user_id=r"[0-9]+",
+    user_id=USER_ID,
     user_id_hint="a number",
     user_label=N_("Telegram user {who}"),
     capabilities=Capabilities(edit=True, drafts=True),
@@ -42,4 +67,7 @@ SPEC = PlatformSpec(
     # httpx logs, is masked even when it is not the configured one.
     token_shapes=(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}",),
     sdk_loggers=("telegram.ext",),
+    settings=SETTINGS,
+    setup="gateway.channels.telegram.interview",
+    polling_var="TELEGRAM_POLLING",
 )

@@ -7,38 +7,79 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from gateway import __version__
-from gateway.config import Settings
+from gateway.channels.interview import Found
+from gateway.channels.registry import platforms
+from gateway.channels.spec import PlatformSpec
 from gateway.ops.init.envfile import quote
 
-DEFAULT_TELEGRAM_API = str(Settings.model_fields["telegram_api_base_url"].default)
-DEFAULT_LINE_API = str(Settings.model_fields["line_api_base_url"].default)
-
-MANAGED = frozenset(
-    {
-        "SKILLGATE_DATA_DIR",
-        "SKILLGATE_PUBLIC_URL",
-        "SKILLGATE_ADMIN_TOKEN",
-        "LLM_BASE_URL",
-        "LLM_API_KEY",
-        "LLM_MODEL",
-        "LLM_LOCAL_MODEL",
-        "TELEGRAM_BOT_TOKEN",
-        "TELEGRAM_WEBHOOK_SECRET",
-        "TELEGRAM_API_BASE_URL",
-        "TELEGRAM_ADMIN_IDS",
-        "TELEGRAM_POLLING",
-        "LINE_CHANNEL_SECRET",
-        "LINE_CHANNEL_ACCESS_TOKEN",
-        "LINE_API_BASE_URL",
-        "LINE_ADMIN_IDS",
-    }
+BASE = (
+    "SKILLGATE_DATA_DIR",
+    "SKILLGATE_PUBLIC_URL",
+    "SKILLGATE_ADMIN_TOKEN",
+    "LLM_BASE_URL",
+    "LLM_API_KEY",
+    "LLM_MODEL",
+    "LLM_LOCAL_MODEL",
 )
-"""The settings init asks about; any other line of a replaced env file is carried over."""
+
+
+def interviewed() -> list[PlatformSpec]:
+    """The platforms `skillgate init` asks about: each that declares its settings."""
+    return [p for p in platforms() if p.settings]
+
+
+def managed() -> frozenset[str]:
+    """The settings init asks about; any other line of a replaced env file is carried over."""
+    return frozenset(BASE).union(*(PlatformAnswers(p).variables() for p in interviewed()))
 
 
 def new_secret() -> str:
-    """A random token for SKILLGATE_ADMIN_TOKEN or TELEGRAM_WEBHOOK_SECRET (URL-safe)."""
+    """A random token for SKILLGATE_ADMIN_TOKEN or a webhook secret (URL-safe)."""
     return secrets.token_urlsafe(32)
+
+
+@dataclass
+class PlatformAnswers:
+    """One platform's settings as init learned them, and what the platform said of the bot."""
+
+    spec: PlatformSpec
+    values: dict[str, str] = field(default_factory=dict)
+    found: Found | None = None
+
+    def variables(self) -> list[str]:
+        """Every variable of the platform init writes, in the env file's order."""
+        extra = (self.spec.polling_var, self.spec.webhook_secret)
+        return [s.var for s in self.spec.settings] + [v for v in extra if v is not None]
+
+    @property
+    def polling(self) -> bool:
+        var = self.spec.polling_var
+        return var is not None and self.values.get(var, "").lower() in ("true", "1", "yes")
+
+    @property
+    def webhook(self) -> bool:
+        return not self.polling
+
+    def missing(self) -> list[str]:
+        """The required settings not given."""
+        return [s.var for s in self.spec.settings if s.required and not self.values.get(s.var)]
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(KEY, value) of what is set and not the default."""
+        defaults = {s.var: s.default for s in self.spec.settings}
+        out = [(v, self.values.get(v, "")) for v in self.variables()]
+        if self.spec.webhook_secret is not None and self.polling:
+            out = [(k, v) for k, v in out if k != self.spec.webhook_secret]
+        return [(k, v) for k, v in out if v and v != defaults.get(k)]
+
+    def comment(self) -> str:
+        bot = self.found.name if self.found is not None else "the bot"
+        how = f"updates by webhook at SKILLGATE_PUBLIC_URL{self.spec.route}"
+        if self.polling:
+            how = "updates by polling (no public address needed)"
+        elif self.spec.set_polling is not None:
+            how += "; run `skillgate set-webhook` once"
+        return f"{self.spec.label}: {bot}, {how}. Admins review skill proposals."
 
 
 @dataclass
@@ -49,26 +90,16 @@ class Answers:
     llm_model: str = ""
     llm_api_key: str = ""
     llm_local_model: str = ""
-    telegram_token: str = ""
-    telegram_bot: str = ""
-    telegram_polling: bool = True
-    telegram_webhook_secret: str = ""
-    telegram_admin_ids: list[int] = field(default_factory=list)
-    telegram_api_base_url: str = DEFAULT_TELEGRAM_API
-    line_secret: str = ""
-    line_token: str = ""
-    line_bot: str = ""
-    line_admin_ids: list[str] = field(default_factory=list)
-    line_api_base_url: str = DEFAULT_LINE_API
     public_url: str = ""
     data_dir: str = ""
     admin_token: str = field(default_factory=new_secret)
     kept: dict[str, str] = field(default_factory=dict)
+    platforms: list[PlatformAnswers] = field(default_factory=list)
 
     @property
     def webhook(self) -> bool:
-        """Something arrives by webhook: LINE always, Telegram unless it polls."""
-        return bool(self.line_token) or (bool(self.telegram_token) and not self.telegram_polling)
+        """Something arrives by webhook: a platform that does not poll."""
+        return any(p.webhook for p in self.platforms)
 
     def sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """(comment, [(KEY, value), ...]) blocks, in the order they are written."""
@@ -98,42 +129,7 @@ class Answers:
                     ],
                 )
             )
-        if self.telegram_token:
-            how = "updates by polling (no public address needed)"
-            if not self.telegram_polling:
-                how = "updates by webhook; run `skillgate set-webhook` once"
-            bot = f"@{self.telegram_bot}" if self.telegram_bot else "the bot"
-            api = (
-                ""
-                if self.telegram_api_base_url == DEFAULT_TELEGRAM_API
-                else self.telegram_api_base_url
-            )
-            blocks.append(
-                (
-                    f"Telegram: {bot}, {how}. Admins review skill proposals.",
-                    [
-                        ("TELEGRAM_BOT_TOKEN", self.telegram_token),
-                        ("TELEGRAM_POLLING", "true" if self.telegram_polling else ""),
-                        ("TELEGRAM_WEBHOOK_SECRET", self.telegram_webhook_secret),
-                        ("TELEGRAM_ADMIN_IDS", ",".join(map(str, self.telegram_admin_ids))),
-                        ("TELEGRAM_API_BASE_URL", api),
-                    ],
-                )
-            )
-        if self.line_token:
-            api = "" if self.line_api_base_url == DEFAULT_LINE_API else self.line_api_base_url
-            bot = self.line_bot or "the bot"
-            blocks.append(
-                (
-                    f"LINE: {bot}, by webhook at SKILLGATE_PUBLIC_URL/webhook/line.",
-                    [
-                        ("LINE_CHANNEL_SECRET", self.line_secret),
-                        ("LINE_CHANNEL_ACCESS_TOKEN", self.line_token),
-                        ("LINE_ADMIN_IDS", ",".join(self.line_admin_ids)),
-                        ("LINE_API_BASE_URL", api),
-                    ],
-                )
-            )
+        blocks += [(p.comment(), p.lines()) for p in self.platforms]
         blocks.append(
             (
                 "The admin console (/admin/) and its API: sign in with this token.",

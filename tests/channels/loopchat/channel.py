@@ -1,7 +1,8 @@
 """The Loopchat channel: a webhook checked by its secret header, stored, then answered.
 
-An update is `{"id", "chat", "user", "text" | "press", "group", "mention"}`: a text
-(in a group, `mention` says it is addressed to the bot) or a button press.
+An update is `{"id", "chat", "user", "text" | "press", "group", "mention", "message"}`: a
+text (in a group, `mention` says it is addressed to the bot) or a button press (`message`:
+the id of the message whose button it was).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class LoopChannel(Channel):
             audience=Audience.of(settings.allowed_user_ids, settings.admin_ids),
             signer=CardSigner(self.secret),
             label=SPEC.label,
+            capabilities=SPEC.capabilities,
         )
         self.ports: Ports | None = None
 
@@ -94,7 +96,9 @@ class LoopChannel(Channel):
         chat = ChatRef(
             channel=self.name, chat_id=update["chat"], user_id=update.get("user"), is_group=group
         )
-        out = self.ports.fenced(LoopResponder(self.client, chat, self.ports.deliveries), item)
+        pressed = update.get("message") if isinstance(update.get("message"), str) else None
+        responder = LoopResponder(self.client, chat, self.ports.deliveries, pressed)
+        out = self.ports.fenced(responder, item)
         conversation = self.ports.conversation
         if "press" in update:
             press = Press(chat=chat, data=str(update["press"]), inbox_id=item.id)

@@ -79,7 +79,9 @@ class LoopDriver:
 
     async def press(self, data: str, *, user: str | None = None) -> None:
         uid = user or self.user
-        await self._deliver({"id": f"e{next(_ids)}", "chat": uid, "user": uid, "press": data})
+        update = {"id": f"e{next(_ids)}", "chat": uid, "user": uid, "press": data}
+        under = [m["id"] for m in self.fake.messages(uid) if data in _data(m)]
+        await self._deliver({**update, "message": under[-1]} if under else update)
 
     async def redeliver_last(self) -> ClientResponse:
         assert self._last is not None
@@ -97,6 +99,10 @@ class LoopDriver:
         answers = [m for m in self.fake.messages(user or self.user) if m["buttons"]]
         assert answers, "no answer with buttons"
         return [b["data"] for b in answers[-1]["buttons"]]
+
+
+def _data(message: dict[str, Any]) -> list[str]:
+    return [b["data"] for b in message["buttons"]]
 
 
 @asynccontextmanager

@@ -1,4 +1,9 @@
-"""How Loopchat answers in a chat: every text is one message, buttons under it; no edits."""
+"""How Loopchat answers in a chat: every text is one message, buttons under it, which an edit
+changes (a rating shown on the pressed answer).
+
+Its responder offers a preview of the answer as the model writes it, which Loopchat shows
+as a "draft:" message; its spec declares no drafts, so the conversation layer never fills it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from typing import Any
 import aiohttp
 
 from gateway.channels.base import DeliveryLog
-from gateway.core.models import Button, ChatRef, Reply
+from gateway.core.models import Button, ChatRef, Reply, rating_buttons
+from gateway.core.stream import PartialText
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card
@@ -31,29 +37,40 @@ class LoopClient:
             await self.http.close()
 
     async def send(self, chat: str, text: str, buttons: Sequence[Button] = ()) -> str:
+        body = {"chat": chat, "text": text, "buttons": _buttons(buttons)}
+        return str((await self._call("/send", body))["id"])
+
+    async def edit(self, message: str, buttons: Sequence[Button]) -> None:
+        await self._call("/edit", {"id": message, "buttons": _buttons(buttons)})
+
+    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         assert self.http is not None, "the client is opened when the channel starts"
-        body: dict[str, Any] = {
-            "chat": chat,
-            "text": text,
-            "buttons": [{"label": b.label, "data": f"{b.action}:{b.value}"} for b in buttons],
-        }
         headers = {"Authorization": f"Bearer {self.token}"}
         try:
-            async with self.http.post(f"{self.url}/send", json=body, headers=headers) as resp:
+            async with self.http.post(f"{self.url}{path}", json=body, headers=headers) as resp:
                 if resp.status != 200:
                     raise ChannelError(f"Loopchat answered HTTP {resp.status}")
-                return str((await resp.json())["id"])
+                answer: dict[str, Any] = await resp.json()
+                return answer
         except aiohttp.ClientError as exc:
             raise ChannelError(f"Loopchat is unreachable: {exc}") from exc
+
+
+def _buttons(buttons: Sequence[Button]) -> list[dict[str, str]]:
+    return [{"label": b.label, "data": f"{b.action}:{b.value}"} for b in buttons]
 
 
 class LoopResponder:
     """The conversation layer's `Responder` for one Loopchat update."""
 
-    def __init__(self, client: LoopClient, chat: ChatRef, log: DeliveryLog) -> None:
+    def __init__(
+        self, client: LoopClient, chat: ChatRef, log: DeliveryLog, pressed: str | None = None
+    ) -> None:
         self.client = client
         self.chat = chat
         self.log = log
+        self.pressed = pressed
+        """The message whose button was pressed, for a press."""
         self.texts: Texts = ENGLISH
 
     @property
@@ -76,8 +93,11 @@ class LoopResponder:
             await self._say(text)
 
     @contextlib.asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
-        yield  # no typing indicator, no partial text
+    async def working(self) -> AsyncIterator[PartialText]:
+        partial = PartialText()
+        yield partial
+        if partial.visible():  # filled only where the spec declares drafts
+            await self._say(f"draft: {partial.visible()}")
 
     async def deliver(self, reply: Reply) -> list[str]:
         if reply.delivered_ids:
@@ -88,7 +108,17 @@ class LoopResponder:
         return ids
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
-        return None  # no edits: the buttons stay as they are
+        if self.pressed is None:
+            return
+        shown = [
+            Button(
+                label=f"{b.label} ✓" if b.value.endswith(f"{rating:+d}") else b.label,
+                action=b.action,
+                value=b.value,
+            )
+            for b in rating_buttons(answer_id)
+        ]
+        await self.client.edit(self.pressed, shown)
 
     async def ask_comment(self, answer_id: int) -> str | None:
         await self._say(self.texts("What went wrong? Tell me in your next message (optional)."))

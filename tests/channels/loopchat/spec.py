@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.channels.spec import Capabilities, PlatformSpec
+from gateway.channels.interview import Setting
+from gateway.channels.spec import PlatformSpec, id_list
+from gateway.core.capabilities import Capabilities
 from tests.channels.loopchat.settings import LoopSettings
 
 if TYPE_CHECKING:
@@ -20,6 +22,36 @@ def _secrets(settings: Settings) -> list[str]:
     return [] if secret is None else [secret.get_secret_value()]
 
 
+USER_ID = r"u[0-9]+"
+
+SETTINGS = (
+    Setting(
+        "LOOPCHAT_API_URL",
+        "the Loopchat API's address",
+        ask="Loopchat API address (http://...):",
+        flag="--loopchat-api-url",
+        required=True,
+        pattern=r"https?://\S+",
+        hint="an http(s) address",
+    ),
+    Setting(
+        "LOOPCHAT_SECRET",
+        "the Loopchat bot's secret",
+        ask="Loopchat bot secret:",
+        flag="--loopchat-secret",
+        secret=True,
+        required=True,
+    ),
+    Setting(
+        "LOOPCHAT_ADMIN_IDS",
+        "comma-separated Loopchat user ids",
+        ask="Loopchat admin ids (u and digits, comma-separated):",
+        flag="--loopchat-admin-ids",
+        pattern=id_list(USER_ID),
+        hint="comma-separated Loopchat user ids (u and digits)",
+    ),
+)
+
 SPEC = PlatformSpec(
     name="loopchat",
     label="Loopchat",
@@ -28,10 +60,13 @@ SPEC = PlatformSpec(
     needs="LOOPCHAT_API_URL + LOOPCHAT_SECRET",
     needs_short="LOOPCHAT_*",
     settings_prefix="LOOPCHAT_",
-    user_id=r"u[0-9]+",
+    user_id=USER_ID,
     user_id_hint="u and digits",
     user_label="Loopchat user {who}",
-    capabilities=Capabilities(),
+    # Edits, unlike LINE; no drafts, unlike Telegram: the answer arrives whole.
+    capabilities=Capabilities(edit=True),
     secrets=_secrets,
     token_shapes=(r"loop-token-[0-9a-f]{16}",),
+    settings=SETTINGS,
+    setup="tests.channels.loopchat.setup",
 )

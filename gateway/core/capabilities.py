@@ -1,0 +1,23 @@
+"""What a platform can do, as the channel-neutral layers decide by it (its spec declares it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the platform can do, as the gateway uses it.
+
+    The conversation layer and the card delivery read these (from the channel's `Profile`
+    and the registry's specs) instead of asking which platform it is.
+    """
+
+    edit: bool = False
+    """Change a message it sent: a press shows its rating and a card its decision in place;
+    without it, a decision reaches the other admins' copies as a notice."""
+    drafts: bool = False
+    """Show an answer while the model writes it: the model's text is streamed to the
+    responder's preview; without it the answer arrives whole."""
+    push: bool = True
+    """Send without an update to answer: proposal cards go to its admins only then."""
