@@ -577,7 +577,8 @@ def build_app(
                 limits = alert_thresholds(settings)
                 look = looker(settings, parts.store, limits.synthesis_failures, parts.tools)
                 tell = parts.cards.tell_admins if parts.cards is not None else log_only
-                alerting = AlertWatcher(parts.store, look, tell, limits)
+                revive = parts.tools.probe if parts.tools is not None else None
+                alerting = AlertWatcher(parts.store, look, tell, limits, revive=revive)
                 alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(

@@ -175,9 +175,12 @@ class AlertWatcher:
         thresholds: Thresholds,
         *,
         clock: Callable[[], float] = time.time,
+        revive: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.store, self.look, self.tell = store, look, tell
         self.thresholds, self.clock = thresholds, clock
+        self.revive = revive
+        """On a replica that does not watch, what keeps its own tool servers alive."""
         self.holder = uuid.uuid4().hex
         self._scheduler: Any = None
 
@@ -194,7 +197,10 @@ class AlertWatcher:
             if not await self.store.acquire_lock(
                 LOCK_NAME, self.holder, self.clock(), LEASE_SECONDS
             ):
-                return  # another replica watches
+                # Another replica watches and tells; this one's tool servers are its own.
+                if self.revive is not None:
+                    await self.revive()
+                return
             await self.check(await self.look())
         except Exception:
             log.exception("the alert check failed; the next one tries again")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.runtime.alerts import TOOL_BACK, TOOL_DOWN, AlertWatcher, Thresholds, looker
+from gateway.runtime.alerts import LOCK_NAME, TOOL_BACK, TOOL_DOWN, AlertWatcher, Thresholds, looker
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.runtime.test_alerts import Clock
@@ -77,3 +77,36 @@ async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_ba
 def _alerts(gw: object) -> list[str]:
     texts: list[str] = gw.fake.sent_texts(ADMIN)  # type: ignore[attr-defined]
     return [t for t in texts if "tool server" in t]
+
+
+async def test_a_replica_that_does_not_watch_still_starts_its_own_dead_tool_server_again(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Each replica holds its own tool sessions: the one without the alert lease revives its own,
+    and tells nobody (the watching replica tells)."""
+    served = ToyServer().running()
+    toy = await served.__aenter__()
+    port = int(toy.url.rsplit(":", 1)[1].split("/", 1)[0])
+    path = tools_file(tmp_path, servers={"toy": {"url": toy.url, "trusted": True}})
+    async with telegram_gateway(
+        make_settings, fake_llm, tools_file=path, telegram_admin_ids=[ADMIN]
+    ) as gw:
+        await gw.deliver(make_text_update(1, "/start", user_id=ADMIN, chat_id=ADMIN))
+        cards, tools, store = gw.parts.cards, gw.parts.tools, gw.parts.store
+        assert cards is not None and tools is not None
+        clock = Clock()
+        limits = Thresholds(model_minutes=0, webhook_hours=0, disk_mb=0, tool_minutes=5)
+        look = looker(gw.parts.settings, store, 0, tools)
+        other = AlertWatcher(store, look, cards.tell_admins, limits, clock=clock)
+        assert await store.acquire_lock(LOCK_NAME, other.holder, clock(), 3600)  # it watches
+        mine = AlertWatcher(store, look, cards.tell_admins, limits, clock=clock, revive=tools.probe)
+
+        await served.__aexit__(None, None, None)  # the server goes away
+        await mine.tick()
+        assert [s.alive for s in tools.status()] == [False]
+        async with ToyServer().running(port):  # back on the same address
+            clock.now += 10 * MINUTE
+            await mine.tick()
+            assert [s.alive for s in tools.status()] == [True]
+        assert _alerts(gw) == []  # telling is the watching replica's
+        await store.release_lock(LOCK_NAME, other.holder)
