@@ -24,7 +24,16 @@ from eval.figures import CycleStats, HeldOut, Result, audit
 from eval.model import ScriptedModel
 from eval.reviewer import ScriptedReviewer
 from eval.rig import ADMIN_TOKEN, REVIEWER_ID, WEBHOOK_SECRET, Gateway
-from eval.world import User, pleased, population, questions_for, rate
+from eval.world import (
+    BANKS,
+    User,
+    applies,
+    meets,
+    pleased,
+    population,
+    questions_for,
+    rate,
+)
 from gateway.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -84,6 +93,7 @@ class Simulation:
         self.config = config
         self.progress = progress or (lambda line: None)
         self.users = population(config.seed, config.users, TRAINING_IDS)
+        self.bank = BANKS[config.bank]
         self.held = population(config.seed, config.held_out, HELD_OUT_IDS)
         self.held_questions = {
             u.user_id: questions_for(random.Random(f"{u.seed}:held-out"), config.held_out_questions)
@@ -168,7 +178,7 @@ class Simulation:
                 stats.errors += 1
                 continue
             stats.costs.append(await gw.cost(answer.answer_id))
-            rating = rate(user, answer.text, question, rng, self.config.habits)
+            rating = rate(user, answer.text, question, rng, self.config.habits, self.bank)
             if rating.value is None:
                 continue
             prompt = await gw.rate(user.user_id, answer, rating.value)
@@ -193,5 +203,9 @@ class Simulation:
                 stats.costs.append(await gw.cost(answer.answer_id))
                 good = pleased(user.preferences, answer.text, question)
                 point.pleased += good
+                for preference in user.preferences:
+                    if applies(preference, question):
+                        point.held[preference] += 1
+                        point.met[preference] += meets(preference, answer.text, question)
                 point.up += good != (rng.random() < self.config.habits.noise)
         return point
