@@ -5,7 +5,8 @@ on the data dir the previous cycle left, lets the training users ask, rate and
 comment, runs one synthesis pass, lets the reviewer take a second look at the
 rejections it repeats, has it decide every card, and stops the gateway. A last
 start measures the held-out users once more. Held-out users never press a button:
-their sessions carry no signal, so nothing they say is learned from.
+their sessions carry no signal, so nothing they say is learned from, and their turns
+skip the skill holdout, so both measurements see every enabled skill.
 """
 
 from __future__ import annotations
@@ -193,19 +194,24 @@ class Simulation:
     async def _held_out(self, gw: Gateway, after: int, stats: CycleStats) -> HeldOut:
         """The held-out users ask their fixed questions; they judge but never press a button."""
         point = HeldOut(after)
-        for user in self.held:
-            rng = random.Random(f"{user.seed}:held-out:{after}")
-            for question in self.held_questions[user.user_id]:
-                answer = await gw.ask(user.user_id, question.text)
-                point.answers += 1
-                if answer.answer_id is None:
-                    continue  # an error placeholder pleases nobody
-                stats.costs.append(await gw.cost(answer.answer_id))
-                good = pleased(user.preferences, answer.text, question)
-                point.pleased += good
-                for preference in user.preferences:
-                    if applies(preference, question):
-                        point.held[preference] += 1
-                        point.met[preference] += meets(preference, answer.text, question)
-                point.up += good != (rng.random() < self.config.habits.noise)
+        with gw.every_skill():
+            for user in self.held:
+                await self._panel(gw, user, point, stats)
         return point
+
+    async def _panel(self, gw: Gateway, user: User, point: HeldOut, stats: CycleStats) -> None:
+        """One held-out user's fixed questions, judged without noise and with it."""
+        rng = random.Random(f"{user.seed}:held-out:{point.after}")
+        for question in self.held_questions[user.user_id]:
+            answer = await gw.ask(user.user_id, question.text)
+            point.answers += 1
+            if answer.answer_id is None:
+                continue  # an error placeholder pleases nobody
+            stats.costs.append(await gw.cost(answer.answer_id))
+            good = pleased(user.preferences, answer.text, question)
+            point.pleased += good
+            for preference in user.preferences:
+                if applies(preference, question):
+                    point.held[preference] += 1
+                    point.met[preference] += meets(preference, answer.text, question)
+            point.up += good != (rng.random() < self.config.habits.noise)
