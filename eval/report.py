@@ -263,11 +263,13 @@ def settings(suite: Suite) -> list[str]:
         f"- seeds {', '.join(str(s) for s in suite.seeds)}; {c.cycles} cycles; by default"
         f" {c.users} training users asking {c.questions} questions per cycle; {c.held_out}"
         f" held-out users asking the same {c.held_out_questions} questions before the first"
-        " cycle and after the last.",
+        " cycle and after the last (their turns skip the skill holdout).",
         f"- preferences (share of users): {shares}; nobody holds both of the last two.",
         f"- by default users rate {c.habits.rate:.0%} of answers, press the other button"
         f" {c.habits.noise:.0%} of the time, and explain {c.habits.comment:.0%} of their 👎"
-        " in words from their own phrase bank.",
+        " in words from a phrase bank: "
+        + "; ".join(f"*{b}*, {BANKS[b].what}" for b in suite.banks)
+        + ".",
         f"- scripted model's share of poor proposals, repeats and copies: {c.bad_share:g} per"
         " batch by default.",
         f"- `SKILLGATE_SKILL_HOLDOUT` = {c.skill_holdout:g}, `SKILLGATE_SKILL_INDEX_TOKENS` ="
