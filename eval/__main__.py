@@ -20,6 +20,7 @@ from eval.config import WORLD_NAMES, WORLDS, Config, RealModel
 from eval.report import render as render_report
 from eval.simulation import Simulation
 from eval.suite import Suite, default_jobs, run_suite
+from eval.world import BANKS
 from gateway.logs import setup_logging
 
 REPORT = "LEARNING-REPORT.md"
@@ -42,6 +43,13 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         choices=WORLD_NAMES,
         help="only this world (repeat for more; default: all of them)",
+    )
+    p.add_argument(
+        "--bank",
+        action="append",
+        choices=tuple(BANKS),
+        help="only this phrase bank for the users' comments (repeat for both; default: both,"
+        " the held-out one as the headline)",
     )
     p.add_argument(
         "--cycles", type=int, default=defaults.cycles, help="learning cycles (default %(default)s)"
@@ -85,6 +93,7 @@ def command(args: argparse.Namespace) -> str:
     parts = ["python -m eval", f"--seeds {args.seeds}"]
     for world in args.world or ():
         parts.append(f"--world {world!r}" if " " in world else f"--world {world}")
+    parts += [f"--bank {bank}" for bank in args.bank or ()]
     for flag, value, default in (
         ("--cycles", args.cycles, defaults.cycles),
         ("--users", args.users, defaults.users),
@@ -112,8 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     worlds = [w for w in WORLDS if not args.world or w.name in args.world]
     if worlds[0].name != "default":
         worlds = [WORLDS[0], *worlds]  # the detailed run and the chart are the default world's
+    # The held-out bank leads whenever it runs: the headline is its figure.
+    banks = [b for b in BANKS if not args.bank or b in args.bank]
     try:
-        suite = run_suite(base, range(1, args.seeds + 1), worlds, jobs=args.jobs, progress=progress)
+        suite = run_suite(
+            base, range(1, args.seeds + 1), worlds, banks, jobs=args.jobs, progress=progress
+        )
     except (RuntimeError, TimeoutError) as exc:
         why = str(exc) or "the gateway did not finish its work in time"
         print(f"evaluation failed: {why}", file=sys.stderr)
@@ -122,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in suite.worlds:
         after = w.spread(lambda r: r.after.pleased_rate)
         print(
-            f"{w.world.name}: every preference met after {base.cycles} cycles,"
+            f"{w.world.name}, {w.bank} bank: every preference met after {base.cycles} cycles,"
             f" median {after.median:.0%} ({after.low:.0%} to {after.high:.0%})"
         )
     print(f"wrote {args.out / REPORT} and {args.out / CHART} in {time.monotonic() - started:.0f} s")
@@ -130,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(suite: Suite, out: Path, how: str) -> None:
-    """The report and the chart (of the default world's first seed), side by side in `out`."""
+    """The report and the chart (of the headline's default world, first seed) side by side."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / CHART).write_text(render_chart(suite.worlds[0].runs[0]), encoding="utf-8")
+    (out / CHART).write_text(render_chart(suite.headline[0].runs[0]), encoding="utf-8")
     (out / REPORT).write_text(render_report(suite, how, CHART), encoding="utf-8")
 
 

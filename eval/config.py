@@ -40,6 +40,8 @@ class Config:
     false_approve: float = 0.0
     """How often the reviewer approves a proposal it would reject."""
     habits: Habits = field(default_factory=Habits)
+    bank: str = "held-out"
+    """The users' phrase bank (`world.BANKS`): `held-out`, or `tuned` (the reader's own)."""
     real_model: RealModel | None = None
     world: str = "default"
 
@@ -52,8 +54,8 @@ class World:
     what: str
     changes: dict[str, Any]
 
-    def config(self, base: Config, seed: int) -> Config:
-        return replace(base, seed=seed, world=self.name, **self.changes)
+    def config(self, base: Config, seed: int, bank: str | None = None) -> Config:
+        return replace(base, seed=seed, world=self.name, bank=bank or base.bank, **self.changes)
 
 
 WORLDS: tuple[World, ...] = (

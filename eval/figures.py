@@ -107,6 +107,14 @@ class HeldOut:
     """Answers they would rate 👍 (with the same noise as everyone's ratings)."""
     pleased: int = 0
     """Answers that met every preference of the user who asked (no noise)."""
+    held: Counter[str] = field(default_factory=Counter)
+    """Per preference: answers to users who hold it, where it matters (units: measurements)."""
+    met: Counter[str] = field(default_factory=Counter)
+    """Of those, the answers that met it."""
+
+    def met_rate(self, preference: str) -> float | None:
+        """The share of answers that met one preference, of those where it mattered."""
+        return _rate(self.met[preference], self.held[preference])
 
     @property
     def rate(self) -> float:

@@ -1,12 +1,32 @@
-"""What simulated users say after 👎: the users' own phrase bank.
+"""What simulated users say after 👎: the phrase bank the model's reader was built beside.
 
 Only the users (`world`) read this module; the scripted model, the answer style and
-the reviewer never import it, so nothing on the learning side knows these words in
-advance. Some phrasings name what is wrong plainly, some only hint at it, and a
-model that reads comments by their words will miss those, as real models sometimes do.
+the reviewer never import it. The scripted model's reader of comments was written
+beside this bank, though, so most of its patterns match these phrases: figures
+measured with it flatter the reader, and the report leads with the held-out bank
+(`phrases_held_out`) instead. Some phrasings name what is wrong plainly, some only
+hint at it, and a model that reads comments by their words will miss those, as real
+models sometimes do.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PhraseBank:
+    """What users say after 👎: per missed preference, for no reason, when asked for a password."""
+
+    name: str
+    what: str
+    complaints: dict[str, tuple[str, ...]]
+    """Per preference: how a user who misses it may say so (one is picked at random)."""
+    vague: tuple[str, ...]
+    """What a user says after a 👎 that nothing in particular caused (their noise)."""
+    password: tuple[str, ...]
+    """What a user says when asked for a password."""
+
 
 COMPLAINTS: dict[str, tuple[str, ...]] = {
     "bullets": (
@@ -50,10 +70,14 @@ COMPLAINTS: dict[str, tuple[str, ...]] = {
         "more detail and background please",
     ),
 }
-"""Per preference: how a user who misses it may say so (one is picked at random)."""
 
 VAGUE = ("meh", "not great", "hmm, not what I wanted", "no", "could be better")
-"""What a user says after a 👎 that nothing in particular caused (their noise)."""
-
 PASSWORD = ("Why would you need my password? No.", "I'm not giving you my login!")
-"""What a user says when asked for a password."""
+
+TUNED = PhraseBank(
+    name="tuned",
+    what="the bank the model's reader of comments was written beside",
+    complaints=COMPLAINTS,
+    vague=VAGUE,
+    password=PASSWORD,
+)

@@ -1,12 +1,24 @@
-"""The suite as Markdown: noise-free rates and their spread per world, then one run in detail."""
+"""The suite as Markdown: noise-free rates and their spread per world and bank, one run in detail.
+
+The headline is the held-out phrase bank's: the users' words there were written apart
+from the model's reader of comments. The bank that reader was built beside follows
+beside it, world by world, to show what that closeness is worth.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from eval.figures import CycleStats, Result
-from eval.suite import Suite, WorldRuns, noise_free_after, noise_free_before, noise_free_gain
-from eval.world import PREFERENCES, SHARE
+from eval.suite import (
+    Spread,
+    Suite,
+    WorldRuns,
+    noise_free_after,
+    noise_free_before,
+    noise_free_gain,
+)
+from eval.world import BANKS, PREFERENCES, SHARE
 
 
 def _pct(value: float | None) -> str:
@@ -90,7 +102,7 @@ def _span(w: WorldRuns, figure: Any, fmt: Any = _pct) -> str:
 def headline(suite: Suite) -> list[str]:
     """The leading table: per world, the noise-free rate before and after, and its spread."""
     rows = []
-    for w in suite.worlds:
+    for w in suite.headline:
         runs = w.runs
         back = sum(len(r.repeats) for r in runs)
         leaked = sum(len(r.leaked) for r in runs)
@@ -126,6 +138,41 @@ def headline(suite: Suite) -> list[str]:
     return _table(head, rows)
 
 
+def banks(suite: Suite) -> list[str]:
+    """Per world, the noise-free rate after and its change with each bank, side by side."""
+    head = ["world"]
+    for bank in suite.banks:
+        head += [f"after, {bank} bank", f"change, {bank} bank"]
+    rows = []
+    for n, w in enumerate(suite.headline):
+        row: list[Any] = [f"**{w.world.name}**"]
+        for bank in suite.banks:
+            other = suite.of(bank)[n]
+            row += [_span(other, noise_free_after), _span(other, noise_free_gain, _pp)]
+        rows.append(row)
+    return _table(head, rows)
+
+
+def _met(w: WorldRuns, preference: str, moment: int) -> str:
+    """A preference's met rate over the seeds where some held-out user holds it."""
+    values = [rate for r in w.runs if (rate := r.held_out[moment].met_rate(preference)) is not None]
+    if not values:
+        return "-"
+    spread = Spread(values)
+    return f"{_pct(spread.median)} ({_pct(spread.low)} to {_pct(spread.high)})"
+
+
+def preferences(suite: Suite) -> list[str]:
+    """Per preference, in the default world: how often answers met it, before and after."""
+    first = suite.headline[0]
+    head = ["preference", "met, before"] + [f"after, {bank} bank" for bank in suite.banks]
+    rows = [
+        [PREFERENCES[p], _met(first, p, 0)] + [_met(suite.of(b)[0], p, -1) for b in suite.banks]
+        for p in PREFERENCES
+    ]
+    return _table(head, rows)
+
+
 def per_seed(suite: Suite) -> list[str]:
     rows = []
     for w in suite.worlds:
@@ -134,6 +181,7 @@ def per_seed(suite: Suite) -> list[str]:
             rows.append(
                 [
                     w.world.name,
+                    w.bank,
                     r.config.seed,
                     _pct(r.before.pleased_rate),
                     _pct(r.after.pleased_rate),
@@ -151,6 +199,7 @@ def per_seed(suite: Suite) -> list[str]:
             )
     head = [
         "world",
+        "bank",
         "seed",
         "every preference met, before",
         "after",
@@ -214,11 +263,13 @@ def settings(suite: Suite) -> list[str]:
         f"- seeds {', '.join(str(s) for s in suite.seeds)}; {c.cycles} cycles; by default"
         f" {c.users} training users asking {c.questions} questions per cycle; {c.held_out}"
         f" held-out users asking the same {c.held_out_questions} questions before the first"
-        " cycle and after the last.",
+        " cycle and after the last (their turns skip the skill holdout).",
         f"- preferences (share of users): {shares}; nobody holds both of the last two.",
         f"- by default users rate {c.habits.rate:.0%} of answers, press the other button"
         f" {c.habits.noise:.0%} of the time, and explain {c.habits.comment:.0%} of their 👎"
-        " in words from their own phrase bank.",
+        " in words from a phrase bank: "
+        + "; ".join(f"*{b}*, {BANKS[b].what}" for b in suite.banks)
+        + ".",
         f"- scripted model's share of poor proposals, repeats and copies: {c.bad_share:g} per"
         " batch by default.",
         f"- `SKILLGATE_SKILL_HOLDOUT` = {c.skill_holdout:g}, `SKILLGATE_SKILL_INDEX_TOKENS` ="
@@ -231,9 +282,39 @@ def settings(suite: Suite) -> list[str]:
     ]
 
 
+def _comparison(suite: Suite) -> list[str]:
+    """The banks side by side, when more than one ran."""
+    if len(suite.banks) < 2:
+        return []
+    gains = ", ".join(
+        f"{_span(suite.of(b)[0], noise_free_gain, _pp)} with the {b} bank" for b in suite.banks
+    )
+    return [
+        "## Two phrase banks",
+        "",
+        "The same worlds, seeds, users and questions, with the users' 👎 comments drawn from"
+        " each bank: "
+        + "; ".join(f"*{b}*, {BANKS[b].what}" for b in suite.banks)
+        + ". Each bank words the same five preferences in six phrases each, so a seed draws the"
+        " same ratings with either until the answers differ. The gap between them is how much"
+        " the reader's closeness to its own bank flatters the figures.",
+        "",
+        *banks(suite),
+        "",
+        f"- Default world, change in points (median, lowest to highest): {gains}.",
+        "",
+        "Each preference in the default world: of the held-out answers to users who hold it"
+        " (units only where the answer states a measurement), the share that met it (median"
+        " over the seeds, lowest to highest).",
+        "",
+        *preferences(suite),
+        "",
+    ]
+
+
 def render(suite: Suite, command: str, chart: str) -> str:
     """The whole report."""
-    default = suite.worlds[0]
+    default = suite.headline[0]
     first = default.runs[0]
     gain = default.spread(noise_free_gain)
     lines = [
@@ -250,23 +331,27 @@ def render(suite: Suite, command: str, chart: str) -> str:
         " met every preference of the user who asked, before the first cycle and after the"
         f" last, for each of {len(suite.seeds)} seeds (median, and lowest to highest). The held-"
         "out users never rate, so nothing they say is learned from. *👍* is the rate they would"
-        " press, with the users' 10% noise.",
+        f" press, with the users' 10% noise. The training users' 👎 comments come from the"
+        f" *{default.bank}* phrase bank ({BANKS[default.bank].what}).",
         "",
         *headline(suite),
         "",
-        f"- In the default world the noise-free rate changes by {_pp(gain.median)} points"
-        f" (median; {_pp(gain.low)} to {_pp(gain.high)} over the seeds).",
+        f"- In the default world, with the {default.bank} bank, the noise-free rate changes by"
+        f" {_pp(gain.median)} points (median; {_pp(gain.low)} to {_pp(gain.high)} over the"
+        " seeds).",
         "- *Rejections back in review* is counted after each run from the admin API's records:"
         " a proposal made after a rejection with the same body hash or the same normalised name"
         " and description (a reopened rejection no longer counts). *Repeats that got through*"
         " are the model's own repeats and copies (it knows which they were) that reached review"
         " anyway, reworded or renamed past the gateway's comparison.",
         "",
+        *_comparison(suite),
         "## Every run",
         "",
         *per_seed(suite),
         "",
-        f"## One run in detail: {default.world.name} world, seed {first.config.seed}",
+        f"## One run in detail: {default.world.name} world, {default.bank} bank, seed"
+        f" {first.config.seed}",
         "",
         *detail(first, chart),
         "",

@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
@@ -108,6 +110,22 @@ class Gateway:
         self.parts.agent.rng = random.Random(holdout_seed)
         self.starts += 1
         await self.idle()
+
+    @contextmanager
+    def every_skill(self) -> Iterator[None]:
+        """Turns without the holdout: a panel that never rates gives its comparison nothing.
+
+        Withholding skills from the held-out users would only add the holdout's draws to
+        what they measure, and at first far more than later: a skill whose comparison lags
+        is withheld from half the turns until the ratings catch up.
+        """
+        agent = self.parts.agent
+        kept = agent.config
+        agent.config = replace(kept, skill_holdout=0.0)
+        try:
+            yield
+        finally:
+            agent.config = kept
 
     async def stop(self) -> None:
         """Stop the app as a service manager would (stored work resumes at the next start)."""

@@ -5,7 +5,8 @@ on the data dir the previous cycle left, lets the training users ask, rate and
 comment, runs one synthesis pass, lets the reviewer take a second look at the
 rejections it repeats, has it decide every card, and stops the gateway. A last
 start measures the held-out users once more. Held-out users never press a button:
-their sessions carry no signal, so nothing they say is learned from.
+their sessions carry no signal, so nothing they say is learned from, and their turns
+skip the skill holdout, so both measurements see every enabled skill.
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ from eval.figures import CycleStats, HeldOut, Result, audit
 from eval.model import ScriptedModel
 from eval.reviewer import ScriptedReviewer
 from eval.rig import ADMIN_TOKEN, REVIEWER_ID, WEBHOOK_SECRET, Gateway
-from eval.world import User, pleased, population, questions_for, rate
+from eval.world import (
+    BANKS,
+    User,
+    applies,
+    meets,
+    pleased,
+    population,
+    questions_for,
+    rate,
+)
 from gateway.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -84,6 +94,7 @@ class Simulation:
         self.config = config
         self.progress = progress or (lambda line: None)
         self.users = population(config.seed, config.users, TRAINING_IDS)
+        self.bank = BANKS[config.bank]
         self.held = population(config.seed, config.held_out, HELD_OUT_IDS)
         self.held_questions = {
             u.user_id: questions_for(random.Random(f"{u.seed}:held-out"), config.held_out_questions)
@@ -168,7 +179,7 @@ class Simulation:
                 stats.errors += 1
                 continue
             stats.costs.append(await gw.cost(answer.answer_id))
-            rating = rate(user, answer.text, question, rng, self.config.habits)
+            rating = rate(user, answer.text, question, rng, self.config.habits, self.bank)
             if rating.value is None:
                 continue
             prompt = await gw.rate(user.user_id, answer, rating.value)
@@ -183,15 +194,24 @@ class Simulation:
     async def _held_out(self, gw: Gateway, after: int, stats: CycleStats) -> HeldOut:
         """The held-out users ask their fixed questions; they judge but never press a button."""
         point = HeldOut(after)
-        for user in self.held:
-            rng = random.Random(f"{user.seed}:held-out:{after}")
-            for question in self.held_questions[user.user_id]:
-                answer = await gw.ask(user.user_id, question.text)
-                point.answers += 1
-                if answer.answer_id is None:
-                    continue  # an error placeholder pleases nobody
-                stats.costs.append(await gw.cost(answer.answer_id))
-                good = pleased(user.preferences, answer.text, question)
-                point.pleased += good
-                point.up += good != (rng.random() < self.config.habits.noise)
+        with gw.every_skill():
+            for user in self.held:
+                await self._panel(gw, user, point, stats)
         return point
+
+    async def _panel(self, gw: Gateway, user: User, point: HeldOut, stats: CycleStats) -> None:
+        """One held-out user's fixed questions, judged without noise and with it."""
+        rng = random.Random(f"{user.seed}:held-out:{point.after}")
+        for question in self.held_questions[user.user_id]:
+            answer = await gw.ask(user.user_id, question.text)
+            point.answers += 1
+            if answer.answer_id is None:
+                continue  # an error placeholder pleases nobody
+            stats.costs.append(await gw.cost(answer.answer_id))
+            good = pleased(user.preferences, answer.text, question)
+            point.pleased += good
+            for preference in user.preferences:
+                if applies(preference, question):
+                    point.held[preference] += 1
+                    point.met[preference] += meets(preference, answer.text, question)
+            point.up += good != (rng.random() < self.config.habits.noise)

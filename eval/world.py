@@ -5,7 +5,10 @@ conflict (short answers, detailed answers), so no one set of skills pleases ever
 An answer pleases a user when it meets every preference they hold; the judgement
 reads only the text the user was shown, so it applies to a real model's answers too.
 Ratings carry noise: with probability `noise` a user presses the other button. What
-they say after 👎 comes from their own phrase bank (`phrases`).
+they say after 👎 comes from a phrase bank: the held-out one (`phrases_held_out`),
+which the model's reader of comments never saw, or the one that reader was written
+beside (`phrases`). Both banks hold as many phrases per case, so the same seed draws
+the same users, questions and ratings with either until the answers differ.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import re
 from dataclasses import dataclass
 
 from eval.corpus import CORPUS, Question, words
-from eval.phrases import COMPLAINTS, PASSWORD, VAGUE
+from eval.phrases import TUNED, PhraseBank
+from eval.phrases_held_out import HELD_OUT
 
 PREFERENCES: dict[str, str] = {
     "bullets": "wants the facts as bullet points",
@@ -33,6 +37,8 @@ SHARE: dict[str, float] = {
 }
 """How common each preference is among users; `brief` and `detail` exclude each other."""
 CONFLICTS = (("brief", "detail"),)
+BANKS: dict[str, PhraseBank] = {b.name: b for b in (HELD_OUT, TUNED)}
+"""The phrase banks by name, the headline's (held-out) first."""
 BRIEF_WORDS = 60
 DETAIL_WORDS = 100
 
@@ -56,7 +62,7 @@ def meets(preference: str, text: str, question: Question) -> bool:
     if preference == "bullets":
         return sum(1 for line in text.splitlines() if _LIST_LINE.match(line)) >= 2
     if preference == "metric":
-        if not question.measurement:
+        if not applies(preference, question):
             return True
         return bool(_METRIC.search(text)) and not _IMPERIAL.search(text)
     if preference == "citation":
@@ -66,6 +72,11 @@ def meets(preference: str, text: str, question: Question) -> bool:
     if preference == "detail":
         return words(text) >= DETAIL_WORDS
     raise ValueError(f"unknown preference {preference!r}")
+
+
+def applies(preference: str, question: Question) -> bool:
+    """Whether an answer to this question can miss a preference (units need a measurement)."""
+    return preference != "metric" or question.measurement
 
 
 def unmet(preferences: frozenset[str], text: str, question: Question) -> list[str]:
@@ -123,8 +134,15 @@ class Habits:
     comment: float = 0.6
 
 
-def rate(user: User, text: str, question: Question, rng: random.Random, habits: Habits) -> Rating:
-    """The user's reaction to an answer (drawn from their own stream)."""
+def rate(
+    user: User,
+    text: str,
+    question: Question,
+    rng: random.Random,
+    habits: Habits,
+    bank: PhraseBank,
+) -> Rating:
+    """The user's reaction to an answer (drawn from their own stream), in the bank's words."""
     if rng.random() >= habits.rate:
         return Rating(None)
     good = pleased(user.preferences, text, question)
@@ -136,10 +154,10 @@ def rate(user: User, text: str, question: Question, rng: random.Random, habits: 
         return Rating(-1)
     missed = unmet(user.preferences, text, question)
     if PASSWORD_ASK.search(text):
-        return Rating(-1, rng.choice(PASSWORD))
+        return Rating(-1, rng.choice(bank.password))
     if not missed:
-        return Rating(-1, rng.choice(VAGUE))
-    return Rating(-1, rng.choice(COMPLAINTS[rng.choice(missed)]))
+        return Rating(-1, rng.choice(bank.vague))
+    return Rating(-1, rng.choice(bank.complaints[rng.choice(missed)]))
 
 
 def questions_for(rng: random.Random, count: int) -> list[Question]:
