@@ -171,6 +171,34 @@ async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> Non
             await store.close()
 
 
+async def test_a_connection_the_server_dropped_is_replaced(postgres_url: str) -> None:
+    """A server that ends the store's connection (a restart, a failover) fails at most the
+    call in flight, as busy (worth retrying); the calls after it get a new connection."""
+    import asyncpg
+
+    from gateway.errors import StoreBusy
+    from gateway.store.postgres import PostgresStore
+
+    async with PostgresStore(postgres_url, max_size=1) as store:
+        first = await store.inbox_add("telegram", "1", "chat-a", "{}")
+        assert first is not None
+        async with store.connection() as conn:
+            pid = conn.get_server_pid()
+        admin = await asyncpg.connect(postgres_url)
+        try:
+            assert await admin.fetchval("select pg_terminate_backend($1)", pid)
+        finally:
+            await admin.close()
+        try:
+            await store.inbox_done(first.id)
+        except StoreBusy:
+            await store.inbox_done(first.id)
+        assert await store.inbox_pending() == []
+        assert await store.inbox_add("telegram", "2", "chat-a", "{}") is not None
+        async with store.connection() as conn:
+            assert conn.get_server_pid() != pid
+
+
 async def test_a_transaction_that_fails_midway_leaves_nothing(any_store: Store) -> None:
     async def half(c: Conn) -> None:
         await c.execute("insert into meta (key, value) values (?, ?)", "half", "written")
