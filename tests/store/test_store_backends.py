@@ -84,6 +84,10 @@ async def test_a_send_is_fenced_by_the_claim_it_was_made_under(any_store: Store)
     # r1 stalls past the lease; r2 takes the update over, with the next claim number.
     (theirs,) = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1, now=116)
     assert theirs.claim == 2
+    # The first claim works on the attempt counted as the update was stored; a takeover
+    # counts its own (the work before it may have killed its replica).
+    assert mine.started and mine.attempts == 1
+    assert not theirs.started
     assert not await any_store.inbox_fence("r1", a1, mine.claim, 10, now=117)
     assert await any_store.inbox_fence("r2", a1, theirs.claim, 10, now=117)
     # The stalled replica's bookkeeping no longer counts either.
