@@ -423,6 +423,24 @@ async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[Messa
     return messages
 
 
+async def inbox_turn(c: Conn, inbox_id: int) -> tuple[MessageRecord | None, MessageRecord | None]:
+    """The user's message and the answer already stored for an inbox update, in one statement
+    (a turn resumed after a crash has one or both)."""
+    rows = await c.fetch(
+        "select * from messages where inbox_id = ? and role in ('user', 'assistant')"
+        " order by id desc",
+        inbox_id,
+    )
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest.setdefault(row["role"], row)
+    user, answer = latest.get("user"), latest.get("assistant")
+    return (
+        None if user is None else message_record(user),
+        None if answer is None else message_record(answer),
+    )
+
+
 async def inbox_message(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
     row = await c.fetchrow(
         "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",

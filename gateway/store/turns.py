@@ -15,7 +15,7 @@ from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
 from gateway.store.conversations import (
-    inbox_message,
+    inbox_turn,
     insert_message,
     lock_chat,
     read_history,
@@ -135,11 +135,9 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
     if start.user_name and start.user_id is not None:
         await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
     inbox_id = start.inbox_id
-    if inbox_id is not None:
-        done = await inbox_message(c, inbox_id, "assistant")
-        if done is not None:
-            return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
-    stored = None if inbox_id is None else await inbox_message(c, inbox_id, "user")
+    stored, done = (None, None) if inbox_id is None else await inbox_turn(c, inbox_id)
+    if done is not None:
+        return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
     if stored is not None:
         # Resumed after a crash: the turn stays in the session of its question, even if
         # that session went idle meanwhile; it was admitted when it was first stored.
