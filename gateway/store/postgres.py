@@ -182,6 +182,8 @@ class PostgresStore(Store):
         """Two connections for `@urgent` methods, apart from the handlers' pool."""
         self._kept: list[asyncpg.Connection] = []
         """Connections of the pool that came back clean, held for the next unit of work."""
+        self._waiting = 0
+        """Units waiting in the pool's acquire: while there are any, connections go back."""
 
     @property
     def location(self) -> str:
@@ -240,7 +242,9 @@ class PostgresStore(Store):
         store's CPU on an answer of five units; a connection that finished its unit cleanly
         (no open transaction, not closed) needs nothing of what release does, so it is kept
         for the next unit (at most the pool's size of them) until a unit fails on it or the
-        store closes. A unit that fails hands its connection back for the pool to reset.
+        store closes. A unit that fails hands its connection back for the pool to reset, and
+        so does every unit while another waits in the pool's acquire (a kept connection
+        would never reach it).
         """
         pool = self._pool
         if pool is None:
@@ -252,10 +256,11 @@ class PostgresStore(Store):
             except BaseException:
                 await pool.release(conn)
                 raise
-            if conn.is_closed() or conn.is_in_transaction() or self._pool is not pool:
-                await pool.release(conn)
-            else:
+            clean = not (conn.is_closed() or conn.is_in_transaction())
+            if clean and not self._waiting and self._pool is pool:
                 self._kept.append(conn)
+            else:
+                await pool.release(conn)
 
     async def _borrow(self, pool: asyncpg.Pool) -> asyncpg.Connection:
         while self._kept:
@@ -263,7 +268,11 @@ class PostgresStore(Store):
             if not conn.is_closed():
                 return conn
             await pool.release(conn)
-        return await pool.acquire()
+        self._waiting += 1  # before the first await: a unit ending meanwhile releases
+        try:
+            return await pool.acquire()
+        finally:
+            self._waiting -= 1
 
     async def _run(self, work: Work[T], *, transaction: bool, urgent: bool = False) -> T:
         if urgent and self._urgent is not None:

@@ -175,6 +175,18 @@ async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> Non
             await store.close()
 
 
+async def test_more_units_at_once_than_connections_all_finish(postgres_url: str) -> None:
+    """Units queued for a connection get one as others end (none is kept from them)."""
+    from gateway.store.postgres import PostgresStore
+
+    async with PostgresStore(postgres_url, max_size=2) as store:
+        adds = [store.inbox_add("telegram", str(n), f"chat-{n % 3}", "{}") for n in range(30)]
+        # The guard only turns a hang into a failure: the work takes milliseconds.
+        stored = await asyncio.wait_for(asyncio.gather(*adds), 60)
+        assert all(item is not None for item in stored)
+        assert await store.inbox_pending_count() == 30
+
+
 async def test_a_connection_the_server_dropped_is_replaced(postgres_url: str) -> None:
     """A server that ends the store's connection (a restart, a failover) fails at most the
     call in flight, as busy (worth retrying); the calls after it get a new connection."""
