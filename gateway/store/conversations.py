@@ -295,6 +295,13 @@ async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
 async def session_for_turn(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
+    return (await open_session(c, channel, chat_id, user_id, now, idle))[0]
+
+
+async def open_session(
+    c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
+) -> tuple[SessionRecord, bool]:
+    """The chat's open session, continued, or a new one; and whether it is new (empty)."""
     # Called inside a transaction that holds the chat's lock; the row lock keeps a
     # concurrent /new from finishing the session underneath.
     found = await c.fetchrow(
@@ -306,7 +313,7 @@ async def session_for_turn(
     if found is not None and now - found["last_activity_at"] <= idle:
         await c.execute("update sessions set last_activity_at = ? where id = ?", now, found["id"])
         found["last_activity_at"] = now
-        return SessionRecord.model_validate(found)
+        return SessionRecord.model_validate(found), False
     if found is not None:
         await c.execute(
             "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
@@ -322,7 +329,7 @@ async def session_for_turn(
         now,
         now,
     )
-    return SessionRecord.model_validate(row)
+    return SessionRecord.model_validate(row), True
 
 
 async def insert_message(

@@ -18,9 +18,9 @@ from gateway.store.conversations import (
     inbox_turn,
     insert_message,
     lock_chat,
+    open_session,
     read_history,
     remember_name,
-    session_for_turn,
     store_attachments,
 )
 from gateway.store.languages import read_language_state
@@ -135,6 +135,7 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
     if start.user_name and start.user_id is not None:
         await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
     inbox_id = start.inbox_id
+    history: list[MessageRecord] | None = None
     stored, done = (None, None) if inbox_id is None else await inbox_turn(c, inbox_id)
     if done is not None:
         return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
@@ -147,7 +148,7 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
             over = await admit(c, start.admission.day, start.admission.checks)
             if over is not None:
                 return OpenedTurn(over=over)
-        session = await session_for_turn(
+        session, new = await open_session(
             c, start.channel, start.chat_id, start.user_id, start.now, start.idle_seconds
         )
         session_id = session.id
@@ -164,7 +165,12 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
             user_id=start.user_id,
         )
         await store_attachments(c, message.id, start.attachments, start.now)
-    found = await read_history(c, session_id, start.history_limit, start.exclude_kinds)
+        if new and not start.attachments:
+            # A session opened by this message holds only it: no need to read it back.
+            only = start.history_limit != 0 and "normal" not in start.exclude_kinds
+            history = [message] if only else []
+    if history is None:
+        history = await read_history(c, session_id, start.history_limit, start.exclude_kinds)
     # The user's memory where this chat may use it, the group's unaddressed lines since the
     # bot last answered there (taken: cleared), and the chat's persona, in the same go.
     entries = (
@@ -179,7 +185,7 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
     )
     return OpenedTurn(
         session_id=session_id,
-        history=found,
+        history=history,
         resumed=stored is not None,
         memory=entries,
         context=lines,
