@@ -23,10 +23,10 @@ from gateway.store.conversations import (
     remember_name,
     store_attachments,
 )
-from gateway.store.languages import read_language_state
+from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
 from gateway.store.memory import turn_memory
-from gateway.store.personas import chat_persona
-from gateway.store.registry import peek
+from gateway.store.personas import PERSONA_COLUMN, chat_persona
+from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
 from gateway.store.sql import Conn, QueriesBase, transaction
 from gateway.store.usage import admit, spend
 
@@ -46,12 +46,26 @@ class TurnQueries(QueriesBase):
     ) -> ChatState:
         """The chat's languages and the user's open question; and `turn` opened, unless the
         user has an open question (which the message may answer instead)."""
-        language = await read_language_state(c, channel, chat_id, user_id)
-        awaiting = None if user_id is None else await peek(c, channel, chat_id, user_id, now)
+        # The language, the open question and (for a turn) the persona: one statement.
+        items, joins = [LANGUAGE_COLUMNS], [LANGUAGE_JOIN]
+        args: list[object] = [channel, chat_id]
+        if turn is not None:
+            items.append(PERSONA_COLUMN)
+            args += [channel, chat_id]
+        args += [channel, user_id or ""]
+        if user_id is not None:
+            items.append(AWAITING_COLUMNS)
+            joins.append(AWAITING_JOIN)
+            args += [channel, chat_id, user_id, now]
+        row = await c.fetchrow(
+            f"select {', '.join(items)} from (select 1 as one) as x {' '.join(joins)}", *args
+        )
+        assert row is not None  # the select always gives one row
+        awaiting = None if user_id is None else awaiting_in(row)
         opened = None
         if turn is not None and awaiting is None:
-            opened = await _open_turn(c, turn)
-        return ChatState(language=language, awaiting=awaiting, turn=opened)
+            opened = await _open_turn(c, turn, persona=(row["persona"],))
+        return ChatState(language=language_in(row), awaiting=awaiting, turn=opened)
 
     @transaction
     async def open_turn(
@@ -129,8 +143,13 @@ class TurnQueries(QueriesBase):
         return answer
 
 
-async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
-    """The turn's start; with an admission, nothing is written when a daily limit refuses it."""
+async def _open_turn(
+    c: Conn, start: TurnStart, persona: tuple[str | None] | None = None
+) -> OpenedTurn:
+    """The turn's start; with an admission, nothing is written when a daily limit refuses it.
+
+    `persona` is the chat's persona where it was read with the chat's state (else read here).
+    """
     await lock_chat(c, start.channel, start.chat_id)
     if start.user_name and start.user_id is not None:
         await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
@@ -189,5 +208,5 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
         resumed=stored is not None,
         memory=entries,
         context=lines,
-        persona=await chat_persona(c, start.channel, start.chat_id),
+        persona=persona[0] if persona else await chat_persona(c, start.channel, start.chat_id),
     )
