@@ -5,7 +5,8 @@ CPU time per call, so the gap between the bare limit and a bot built on the offi
 clients can be read step by step. On its own, a quick look at one step:
 
     python -m bench.floor model [--rounds 5] [--calls 300]   # the model call, bare and ours
-    python -m bench.floor store [--postgres URL]              # the store's five calls
+    python -m bench.floor store [--rounds 5] [--postgres URL] # the store's five calls, SQLite
+                                                              # and PostgreSQL alternately
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.pg import Server
 from bench.procs import Child
 from bench.report import median, spread
 from gateway.core.llm import OpenAIChat
@@ -135,6 +137,20 @@ async def store_turn(calls: int, postgres: str | None = None) -> float:
             return await cpu_per_call(turn, calls)
 
 
+async def store_rounds(rounds: int, calls: int, postgres: str | None) -> dict[str, list[float]]:
+    """CPU ms per answer of the store's calls, SQLite and PostgreSQL alternately, each round
+    on a fresh database (PostgreSQL: a server of this run's own unless `postgres` names one)."""
+    server = Server(postgres)
+    out: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+    try:
+        for r in range(rounds):
+            out["sqlite"].append(await store_turn(calls))
+            out["postgres"].append(await store_turn(calls, await server.database(f"floor{r}")))
+    finally:
+        server.stop()
+    return out
+
+
 async def model_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
     """CPU ms per model call, bare and ours, alternating, against the fake model's process."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -174,11 +190,17 @@ def main() -> None:
     parser.add_argument("step", choices=("model", "store"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--postgres", help="an empty PostgreSQL database's URL, for `store`")
+    parser.add_argument(
+        "--postgres", help="a PostgreSQL server's URL for `store` (default: start one)"
+    )
     args = parser.parse_args()
     if args.step == "store":
-        cpu = asyncio.run(store_turn(args.calls, args.postgres))
-        print(f"store: {cpu:.3f} CPU ms per answer")
+        stored = asyncio.run(store_rounds(args.rounds, args.calls, args.postgres))
+        for name, values in stored.items():
+            print(f"store, {name:>8}: {spread(values, '{:.3f}')} CPU ms per answer")
+        pairs = zip(stored["postgres"], stored["sqlite"], strict=True)
+        ratios = [p / s for p, s in pairs]
+        print(f"postgres / sqlite, per round: {spread(ratios, '{:.2f}')}")
         return
     out = asyncio.run(model_rounds(args.rounds, args.calls))
     ratios = [s / b for s, b in zip(out["streamed"], out["bare"], strict=True)]

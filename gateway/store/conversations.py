@@ -295,6 +295,13 @@ async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
 async def session_for_turn(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> SessionRecord:
+    return (await open_session(c, channel, chat_id, user_id, now, idle))[0]
+
+
+async def open_session(
+    c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
+) -> tuple[SessionRecord, bool]:
+    """The chat's open session, continued, or a new one; and whether it is new (empty)."""
     # Called inside a transaction that holds the chat's lock; the row lock keeps a
     # concurrent /new from finishing the session underneath.
     found = await c.fetchrow(
@@ -306,7 +313,7 @@ async def session_for_turn(
     if found is not None and now - found["last_activity_at"] <= idle:
         await c.execute("update sessions set last_activity_at = ? where id = ?", now, found["id"])
         found["last_activity_at"] = now
-        return SessionRecord.model_validate(found)
+        return SessionRecord.model_validate(found), False
     if found is not None:
         await c.execute(
             "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
@@ -322,7 +329,7 @@ async def session_for_turn(
         now,
         now,
     )
-    return SessionRecord.model_validate(row)
+    return SessionRecord.model_validate(row), True
 
 
 async def insert_message(
@@ -421,6 +428,24 @@ async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[Messa
     for message in messages:
         message.attachments = found.get(message.id, [])
     return messages
+
+
+async def inbox_turn(c: Conn, inbox_id: int) -> tuple[MessageRecord | None, MessageRecord | None]:
+    """The user's message and the answer already stored for an inbox update, in one statement
+    (a turn resumed after a crash has one or both)."""
+    rows = await c.fetch(
+        "select * from messages where inbox_id = ? and role in ('user', 'assistant')"
+        " order by id desc",
+        inbox_id,
+    )
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest.setdefault(row["role"], row)
+    user, answer = latest.get("user"), latest.get("assistant")
+    return (
+        None if user is None else message_record(user),
+        None if answer is None else message_record(answer),
+    )
 
 
 async def inbox_message(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:

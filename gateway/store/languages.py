@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from gateway.core.records import LanguageState
 from gateway.store.sql import Conn, QueriesBase, query
@@ -72,14 +73,28 @@ class LanguageQueries(QueriesBase):
         )
 
 
+LANGUAGE_COLUMNS = (
+    "(select language from chat_languages where channel = ? and chat_id = ?) as chosen,"
+    " u.tag, u.ok, u.checked_at"
+)
+"""The select items of a chat's language state; their marks take the channel and the chat."""
+LANGUAGE_JOIN = "left join user_languages u on u.channel = ? and u.user_id = ?"
+"""Its from-clause item after `(select 1 as one) as x`; the marks take the channel and user."""
+
+
+def language_in(row: dict[str, Any]) -> LanguageState:
+    """The language state in a row selected with `LANGUAGE_COLUMNS`."""
+    return LanguageState(
+        chosen=row["chosen"], tag=row["tag"], ok=bool(row["ok"]), checked_at=row["checked_at"]
+    )
+
+
 async def read_language_state(
     c: Conn, channel: str, chat_id: str, user_id: str | None
 ) -> LanguageState:
     """The chat's choice and the user's platform language, in one statement."""
     row = await c.fetchrow(
-        "select (select language from chat_languages where channel = ? and chat_id = ?)"
-        " as chosen, u.tag, u.ok, u.checked_at from (select 1 as one) as x"
-        " left join user_languages u on u.channel = ? and u.user_id = ?",
+        f"select {LANGUAGE_COLUMNS} from (select 1 as one) as x {LANGUAGE_JOIN}",
         channel,
         chat_id,
         channel,
@@ -87,9 +102,4 @@ async def read_language_state(
     )
     if row is None:  # pragma: no cover - the select always gives one row
         return LanguageState()
-    return LanguageState(
-        chosen=row["chosen"],
-        tag=row["tag"],
-        ok=bool(row["ok"]),
-        checked_at=row["checked_at"],
-    )
+    return language_in(row)

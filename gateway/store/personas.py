@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from gateway.store.sql import Conn, QueriesBase, query
 
+PERSONA_COLUMN = "(select text from chat_personas where channel = ? and chat_id = ?) as persona"
+"""The chat's persona as a select item; the marks take the channel and the chat."""
+
 
 async def chat_persona(c: Conn, channel: str, chat_id: str) -> str | None:
     """The chat's persona, read in the turn's own transaction."""
-    value = await c.fetchval(
-        "select text from chat_personas where channel = ? and chat_id = ?", channel, chat_id
-    )
+    value = await c.fetchval(f"select {PERSONA_COLUMN}", channel, chat_id)
     return None if value is None else str(value)
 
 

@@ -169,3 +169,21 @@ async def peek(c: Conn, channel: str, chat_id: str, user_id: str, now: float) ->
         f"select * from awaiting where {_PK} and expires_at >= ?", channel, chat_id, user_id, now
     )
     return None if row is None else Awaiting.model_validate(row)
+
+
+AWAITING_COLUMNS = ", ".join(f"a.{name} as awaiting_{name}" for name in Awaiting.model_fields)
+"""`peek`'s row as select items of a larger statement (no marks), each named `awaiting_...`."""
+AWAITING_JOIN = (
+    "left join awaiting a on a.channel = ? and a.chat_id = ? and a.user_id = ?"
+    " and a.expires_at >= ?"
+)
+"""Their from-clause item; the marks take what `peek` takes, in its order."""
+
+
+def awaiting_in(row: dict[str, Any]) -> Awaiting | None:
+    """The open question in a row selected with `AWAITING_COLUMNS`, if there is one."""
+    if row["awaiting_channel"] is None:
+        return None
+    return Awaiting.model_validate(
+        {name: row[f"awaiting_{name}"] for name in Awaiting.model_fields}
+    )

@@ -37,7 +37,8 @@ class ReplicaQueries(InboxQueries):
         replicas claim at the same moment without waiting on each other; a row another
         replica claimed meanwhile is checked again on its new version (its lease now
         runs), so no row is claimed twice. Each claim counts up the row's `claim`: the
-        number the work is fenced by (`inbox_fence`).
+        number the work is fenced by (`inbox_fence`). A first claim is `started`: its
+        attempt was counted as the update was stored (`inbox_add`).
         """
         at = time.time() if now is None else now
         if limit <= 0 or not channels:
@@ -74,7 +75,10 @@ class ReplicaQueries(InboxQueries):
             at + lease,
             at,
         )
-        return sorted((InboxItem.model_validate(r) for r in rows), key=lambda item: item.id)
+        # An update's first claim finds the attempt its storing counted unused (nothing could
+        # work on it unclaimed): the worker starts on it without counting another.
+        items = (InboxItem.model_validate({**r, "started": r["claim"] == 1}) for r in rows)
+        return sorted(items, key=lambda item: item.id)
 
     @urgent
     async def inbox_renew(

@@ -15,18 +15,18 @@ from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
 from gateway.store.conversations import (
-    inbox_message,
+    inbox_turn,
     insert_message,
     lock_chat,
+    open_session,
     read_history,
     remember_name,
-    session_for_turn,
     store_attachments,
 )
-from gateway.store.languages import read_language_state
+from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
 from gateway.store.memory import turn_memory
-from gateway.store.personas import chat_persona
-from gateway.store.registry import peek
+from gateway.store.personas import PERSONA_COLUMN, chat_persona
+from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
 from gateway.store.sql import Conn, QueriesBase, transaction
 from gateway.store.usage import admit, spend
 
@@ -46,12 +46,26 @@ class TurnQueries(QueriesBase):
     ) -> ChatState:
         """The chat's languages and the user's open question; and `turn` opened, unless the
         user has an open question (which the message may answer instead)."""
-        language = await read_language_state(c, channel, chat_id, user_id)
-        awaiting = None if user_id is None else await peek(c, channel, chat_id, user_id, now)
+        # The language, the open question and (for a turn) the persona: one statement.
+        items, joins = [LANGUAGE_COLUMNS], [LANGUAGE_JOIN]
+        args: list[object] = [channel, chat_id]
+        if turn is not None:
+            items.append(PERSONA_COLUMN)
+            args += [channel, chat_id]
+        args += [channel, user_id or ""]
+        if user_id is not None:
+            items.append(AWAITING_COLUMNS)
+            joins.append(AWAITING_JOIN)
+            args += [channel, chat_id, user_id, now]
+        row = await c.fetchrow(
+            f"select {', '.join(items)} from (select 1 as one) as x {' '.join(joins)}", *args
+        )
+        assert row is not None  # the select always gives one row
+        awaiting = None if user_id is None else awaiting_in(row)
         opened = None
         if turn is not None and awaiting is None:
-            opened = await _open_turn(c, turn)
-        return ChatState(language=language, awaiting=awaiting, turn=opened)
+            opened = await _open_turn(c, turn, persona=(row["persona"],))
+        return ChatState(language=language_in(row), awaiting=awaiting, turn=opened)
 
     @transaction
     async def open_turn(
@@ -129,17 +143,21 @@ class TurnQueries(QueriesBase):
         return answer
 
 
-async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
-    """The turn's start; with an admission, nothing is written when a daily limit refuses it."""
+async def _open_turn(
+    c: Conn, start: TurnStart, persona: tuple[str | None] | None = None
+) -> OpenedTurn:
+    """The turn's start; with an admission, nothing is written when a daily limit refuses it.
+
+    `persona` is the chat's persona where it was read with the chat's state (else read here).
+    """
     await lock_chat(c, start.channel, start.chat_id)
     if start.user_name and start.user_id is not None:
         await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
     inbox_id = start.inbox_id
-    if inbox_id is not None:
-        done = await inbox_message(c, inbox_id, "assistant")
-        if done is not None:
-            return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
-    stored = None if inbox_id is None else await inbox_message(c, inbox_id, "user")
+    history: list[MessageRecord] | None = None
+    stored, done = (None, None) if inbox_id is None else await inbox_turn(c, inbox_id)
+    if done is not None:
+        return OpenedTurn(session_id=done.session_id, answer=done, resumed=True)
     if stored is not None:
         # Resumed after a crash: the turn stays in the session of its question, even if
         # that session went idle meanwhile; it was admitted when it was first stored.
@@ -149,7 +167,7 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
             over = await admit(c, start.admission.day, start.admission.checks)
             if over is not None:
                 return OpenedTurn(over=over)
-        session = await session_for_turn(
+        session, new = await open_session(
             c, start.channel, start.chat_id, start.user_id, start.now, start.idle_seconds
         )
         session_id = session.id
@@ -166,7 +184,12 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
             user_id=start.user_id,
         )
         await store_attachments(c, message.id, start.attachments, start.now)
-    found = await read_history(c, session_id, start.history_limit, start.exclude_kinds)
+        if new and not start.attachments:
+            # A session opened by this message holds only it: no need to read it back.
+            only = start.history_limit != 0 and "normal" not in start.exclude_kinds
+            history = [message] if only else []
+    if history is None:
+        history = await read_history(c, session_id, start.history_limit, start.exclude_kinds)
     # The user's memory where this chat may use it, the group's unaddressed lines since the
     # bot last answered there (taken: cleared), and the chat's persona, in the same go.
     entries = (
@@ -181,9 +204,9 @@ async def _open_turn(c: Conn, start: TurnStart) -> OpenedTurn:
     )
     return OpenedTurn(
         session_id=session_id,
-        history=found,
+        history=history,
         resumed=stored is not None,
         memory=entries,
         context=lines,
-        persona=await chat_persona(c, start.channel, start.chat_id),
+        persona=persona[0] if persona else await chat_persona(c, start.channel, start.chat_id),
     )

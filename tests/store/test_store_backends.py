@@ -85,6 +85,10 @@ async def test_a_send_is_fenced_by_the_claim_it_was_made_under(any_store: Store)
     # r1 stalls past the lease; r2 takes the update over, with the next claim number.
     (theirs,) = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1, now=116)
     assert theirs.claim == 2
+    # The first claim works on the attempt counted as the update was stored; a takeover
+    # counts its own (the work before it may have killed its replica).
+    assert mine.started and mine.attempts == 1
+    assert not theirs.started
     assert not await any_store.inbox_fence("r1", a1, mine.claim, 10, now=117)
     assert await any_store.inbox_fence("r2", a1, theirs.claim, 10, now=117)
     # The stalled replica's bookkeeping no longer counts either.
@@ -181,6 +185,46 @@ async def test_concurrent_claims_never_share_an_update(postgres_url: str) -> Non
     finally:
         for store in replicas:
             await store.close()
+
+
+async def test_more_units_at_once_than_connections_all_finish(postgres_url: str) -> None:
+    """Units queued for a connection get one as others end (none is kept from them)."""
+    from gateway.store.postgres import PostgresStore
+
+    async with PostgresStore(postgres_url, max_size=2) as store:
+        adds = [store.inbox_add("telegram", str(n), f"chat-{n % 3}", "{}") for n in range(30)]
+        # The guard only turns a hang into a failure: the work takes milliseconds.
+        stored = await asyncio.wait_for(asyncio.gather(*adds), 60)
+        assert all(item is not None for item in stored)
+        assert await store.inbox_pending_count() == 30
+
+
+async def test_a_connection_the_server_dropped_is_replaced(postgres_url: str) -> None:
+    """A server that ends the store's connection (a restart, a failover) fails at most the
+    call in flight, as busy (worth retrying); the calls after it get a new connection."""
+    import asyncpg
+
+    from gateway.errors import StoreBusy
+    from gateway.store.postgres import PostgresStore
+
+    async with PostgresStore(postgres_url, max_size=1) as store:
+        first = await store.inbox_add("telegram", "1", "chat-a", "{}")
+        assert first is not None
+        async with store.connection() as conn:
+            pid = conn.get_server_pid()
+        admin = await asyncpg.connect(postgres_url)
+        try:
+            assert await admin.fetchval("select pg_terminate_backend($1)", pid)
+        finally:
+            await admin.close()
+        try:
+            await store.inbox_done(first.id)
+        except StoreBusy:
+            await store.inbox_done(first.id)
+        assert await store.inbox_pending() == []
+        assert await store.inbox_add("telegram", "2", "chat-a", "{}") is not None
+        async with store.connection() as conn:
+            assert conn.get_server_pid() != pid
 
 
 async def test_a_transaction_that_fails_midway_leaves_nothing(any_store: Store) -> None:
