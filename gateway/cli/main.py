@@ -5,52 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-import json
 import logging
 import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import IO
 
 from gateway import __version__
 from gateway.channels.registry import polling
-from gateway.config import Settings, load_settings
-from gateway.errors import ConfigError, SkillgateError
-
-
-def _load(args: argparse.Namespace) -> Settings:
-    """Settings from the environment and the env file (default `.env`); ConfigError if invalid."""
-    env_file: Path | None = args.env_file
-    if env_file is None:
-        return load_settings()
-    if not env_file.is_file():
-        raise ConfigError(f"env file {env_file} not found")
-    return load_settings(_env_file=env_file)
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    try:
-        return _load(args)
-    except ConfigError as exc:
-        print(f"skillgate: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-def start_logging(
-    settings: Settings,
-    level: str = "WARNING",
-    log_format: str = "text",
-    stream: IO[str] | None = None,
-) -> None:
-    """Log (to stderr) with every configured secret, and each platform's token shapes, masked."""
-    from gateway.channels.registry import sdk_loggers, secrets, token_shapes
-    from gateway.logs import setup_logging
-
-    shapes, quiet = token_shapes(), sdk_loggers()
-    setup_logging(level, secrets(settings), log_format, stream, shapes=shapes, quiet=quiet)
+from gateway.cli.common import cli_decider, quiet, settings_of, start_logging
+from gateway.cli.ops import add_ops
+from gateway.config import Settings
+from gateway.errors import SkillgateError
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -63,7 +30,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the HTTP server (webhooks, health, metrics, admin)."""
-    settings = _settings(args)
+    settings = settings_of(args)
     # Bind first, then hold the data dir, then start: a taken port or a data dir in use
     # stops here with one line, before anything touches the database or the skills.
     url = f"http://{args.host}:{args.port}"
@@ -128,7 +95,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from gateway.cli.chat import run_chat
     from gateway.runtime.local_model import local_model
 
-    settings = _settings(args)
+    settings = settings_of(args)
     start_logging(settings)
     with local_model(settings) as settings:
         return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
@@ -139,7 +106,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from gateway.cli.synthesize import run_synthesize
     from gateway.runtime.local_model import local_model
 
-    settings = _settings(args)
+    settings = settings_of(args)
     start_logging(settings)
     with local_model(settings) as settings:
         return asyncio.run(run_synthesize(settings))
@@ -149,13 +116,13 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     """List, show, approve, reject, roll back or reopen proposals; chat cards follow."""
     from gateway.cli import review as cli_review
 
-    settings = _settings(args)
+    settings = settings_of(args)
     start_logging(settings)
     if args.action == "list":
         return asyncio.run(cli_review.list_proposals(settings, args.status, args.limit))
     if args.action == "show":
         return asyncio.run(cli_review.show_proposal(settings, args.id))
-    decider = _cli_decider()
+    decider = cli_decider()
     reason = getattr(args, "reason", None)
     if args.action == "rollback":
         return asyncio.run(cli_review.rollback(settings, args.id, decider, reason))
@@ -166,25 +133,16 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     )
 
 
-def _cli_decider() -> str:
-    """`cli:<login>`: who a decision made in this terminal is recorded as."""
-    try:
-        login = getpass.getuser()
-    except (OSError, KeyError):  # no login name in this environment (a bare container)
-        login = "unknown"
-    return f"cli:{login}"
-
-
 def cmd_skills(args: argparse.Namespace) -> int:
     """List the registered skills, or disable or enable one by hand (recorded with who and why)."""
     from gateway.cli import review as cli_review
 
-    settings = _settings(args)
+    settings = settings_of(args)
     start_logging(settings)
     if args.action in ("disable", "enable"):
         enabled = args.action == "enable"
         return asyncio.run(
-            cli_review.switch_skill(settings, args.name, enabled, _cli_decider(), args.reason)
+            cli_review.switch_skill(settings, args.name, enabled, cli_decider(), args.reason)
         )
     return asyncio.run(cli_review.list_skills(settings))
 
@@ -193,7 +151,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     """List the tool servers (started now), their tools, each tool's policy and any error."""
     from gateway.cli.tools import list_tools
 
-    settings = _settings(args)
+    settings = settings_of(args)
     start_logging(settings, "ERROR")
     return asyncio.run(list_tools(settings))
 
@@ -239,148 +197,32 @@ def _add_skills(skills: argparse.ArgumentParser) -> None:
         switch.add_argument("--reason", metavar="TEXT", help="why; kept with the switch")
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check settings, data dir, disk, database, model and the bots' webhooks; say how to fix."""
-    from gateway.operator import Check
-    from gateway.ops.doctor import run_doctor
-
-    try:
-        settings = _load(args)
-    except ConfigError as exc:
-        where = args.env_file or ".env"
-        check = Check(
-            "settings",
-            "fail",
-            str(exc),
-            f"correct it in {where} (or the environment), or run `skillgate init`",
-        )
-        if args.json:
-            print(json.dumps([asdict(check)], indent=2))
-        else:
-            print("\n".join(check.lines()))
-        return 1
-    return asyncio.run(
-        run_doctor(
-            settings,
-            as_json=args.json,
-            fix=args.fix,
-            env_file=args.env_file or Path(".env"),
-            unit=args.unit,
-            reload=lambda: _settings(args),
-        )
-    )
-
-
-def cmd_set_webhook(args: argparse.Namespace) -> int:
-    """Register the configured platforms' webhooks at SKILLGATE_PUBLIC_URL (only what differs)."""
-    from gateway.ops.webhooks import run_set_webhook
-
-    settings = _settings(args)
-    return asyncio.run(
-        run_set_webhook(
-            settings,
-            delete=args.delete,
-            max_connections=args.max_connections,
-            force=args.force,
-        )
-    )
-
-
-def cmd_backup(args: argparse.Namespace) -> int:
-    """Write the database (online copy), skills and persona to one .tar.gz archive."""
-    from gateway.ops.backup import create_backup
-
-    settings = _settings(args)
-    try:
-        summary = create_backup(settings, args.path)
-    except SkillgateError as exc:
-        print(f"skillgate backup: {exc}", file=sys.stderr)
-        return 1
-    size = summary.path.stat().st_size
-    print(f"wrote {summary.path} ({size // 1024 + 1} KB): {summary.describe()}")
-    return 0
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    """Unpack a backup archive into SKILLGATE_DATA_DIR (stop the gateway first)."""
-    from gateway.ops.backup import restore_backup
-
-    settings = _settings(args)
-    try:
-        summary, aside = restore_backup(settings, args.archive, force=args.force)
-    except SkillgateError as exc:
-        print(f"skillgate restore: {exc}", file=sys.stderr)
-        return 1
-    made = f" (made {summary.created})" if summary.created else ""
-    print(f"restored {summary.path}{made} into {settings.data_dir}: {summary.describe()}")
-    if aside is not None:
-        print(f"the previous data is in {aside}")
-    return 0
-
-
-def _connections(value: str) -> int:
-    number = int(value)
-    if not 1 <= number <= 100:
-        raise argparse.ArgumentTypeError("must be between 1 and 100")
-    return number
-
-
-def cmd_migrate_to_postgres(args: argparse.Namespace) -> int:
-    """Copy the SQLite database of SKILLGATE_DATA_DIR into an empty PostgreSQL database."""
-    from gateway.ops.migrate import migrate_to_postgres
-
-    settings = _settings(args)
-    url = args.url or (
-        settings.database_url.get_secret_value() if settings.database_url is not None else None
-    )
-    if url is None:
-        print(
-            "skillgate migrate-to-postgres: set SKILLGATE_DATABASE_URL or give --url",
-            file=sys.stderr,
-        )
-        return 2
-    source = args.source or settings.db_path
-    try:
-        copied = asyncio.run(migrate_to_postgres(source, url))
-    except SkillgateError as exc:
-        print(f"skillgate migrate-to-postgres: {exc}", file=sys.stderr)
-        return 1
-    print(copied.describe())
-    return 0
-
-
-def _quiet(args: argparse.Namespace) -> Settings:
-    settings = _settings(args)
-    start_logging(settings)
-    return settings
-
-
 def cmd_usage(args: argparse.Namespace) -> int:
     """Answers, tokens and cost per day, user, chat, channel and model, and synthesis's share."""
     from gateway.cli.privacy import run_usage
 
-    return asyncio.run(run_usage(_quiet(args), args.days, args.json))
+    return asyncio.run(run_usage(quiet(args), args.days, args.json))
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     """Delete everything stored about one user (messages, answers, ratings, stored updates)."""
     from gateway.cli.privacy import run_forget
 
-    return asyncio.run(run_forget(_quiet(args), args.channel, args.user, args.yes))
+    return asyncio.run(run_forget(quiet(args), args.channel, args.user, args.yes))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """One user's stored data as JSON (for an access request)."""
     from gateway.cli.privacy import run_export
 
-    return asyncio.run(run_export(_quiet(args), args.channel, args.user, args.output))
+    return asyncio.run(run_export(quiet(args), args.channel, args.user, args.output))
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
     """Delete conversations older than SKILLGATE_RETENTION_DAYS now (the server does it hourly)."""
     from gateway.cli.privacy import run_retention
 
-    return asyncio.run(run_retention(_quiet(args)))
+    return asyncio.run(run_retention(quiet(args)))
 
 
 def _days(value: str) -> int:
@@ -467,50 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.required = True
     tools.add_parser("list", help="servers, tools, policies and last errors")
 
-    doctor = command("doctor", cmd_doctor)
-    doctor.add_argument("--json", action="store_true", help="print the checks as a JSON list")
-    doctor.add_argument(
-        "--fix",
-        action="store_true",
-        help="first fix what is safe to fix (data dir mode, persona, secrets, webhooks)",
-    )
-    doctor.add_argument(
-        "--unit",
-        type=Path,
-        default=Path("/etc/systemd/system/skillgate.service"),
-        metavar="PATH",
-        help="the systemd unit whose data dir is compared (default: %(default)s, if present)",
-    )
-
-    hook = command("set-webhook", cmd_set_webhook)
-    hook.add_argument("--delete", action="store_true", help="remove the webhooks instead")
-    hook.add_argument(
-        "--max-connections",
-        type=_connections,
-        default=40,
-        help="simultaneous webhook connections, where the platform has the setting, 1-100"
-        " (default 40)",
-    )
-    hook.add_argument("--force", action="store_true", help="set everything even if unchanged")
-
-    backup = command("backup", cmd_backup)
-    backup.add_argument("path", type=Path, help="archive to write, or a folder for a dated one")
-
-    restore = command("restore", cmd_restore)
-    restore.add_argument("archive", type=Path, help="archive written by `skillgate backup`")
-    restore.add_argument(
-        "--force", action="store_true", help="move existing data aside instead of refusing"
-    )
-
-    migrate = command("migrate-to-postgres", cmd_migrate_to_postgres)
-    migrate.add_argument("--url", help="target postgresql:// URL (default SKILLGATE_DATABASE_URL)")
-    migrate.add_argument(
-        "--from",
-        dest="source",
-        type=Path,
-        metavar="PATH",
-        help="SQLite file to copy (default SKILLGATE_DATA_DIR/skillgate.db)",
-    )
+    add_ops(command)
     return parser
 
 
