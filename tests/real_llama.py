@@ -53,7 +53,8 @@ def serve(port: int) -> None:
     params.sampling.temp = 0.0  # the same answer each run, as far as the hardware allows
     params.sampling.seed = 1
     # One thread, and no busy-waiting between steps: with two threads on two busy cores
-    # SmolLM2 wrote 1 token a second here, with one thread 10 (the prompt as fast either way).
+    # SmolLM2 wrote 1 token a second on a loaded machine, with one thread 10 (the prompt as
+    # fast either way).
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1
     params.cpuparams.poll = 0
