@@ -401,6 +401,7 @@ def synthesis_config(settings: Settings) -> SynthesisConfig:
         batch_sessions=settings.synthesis_batch_sessions,
         batch_tokens=settings.synthesis_batch_tokens,
         max_skill_bytes=settings.max_skill_bytes,
+        temperature=settings.synthesis_temperature,
         session_idle_seconds=settings.session_idle_minutes * 60,
         secrets=tuple(settings.secrets()),
         comparands=settings.same_claim_comparands,

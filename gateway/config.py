@@ -160,6 +160,10 @@ class Settings(BaseSettings):
     max_skill_bytes: int = Field(
         16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
     )
+    # Synthesis samples near-greedily: a proposal is drafted from evidence, not invented.
+    synthesis_temperature: float = Field(
+        0.2, ge=0, le=2, validation_alias="SKILLGATE_SYNTHESIS_TEMPERATURE"
+    )
 
     # Learning on real conversations: recognising a claim in other words, evidence that
     # accumulates across passes, and how often a skill short of comparison is withheld.

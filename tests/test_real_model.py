@@ -24,7 +24,7 @@ from gateway.config import Settings
 from gateway.core.agent import APOLOGY
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.ops.doctor import check_model
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, forwarded_text
 from tests.fakes.telegram_api import make_text_update
 from tests.real_llama import INSTALL, MODEL_NAME, available, llama_server
 from tests.serve_process import free_port, skillgate
@@ -185,9 +185,9 @@ def drafts_in(proxy: FakeOpenAI, start: int) -> int:
     """How many proposals the real model's JSON-mode answers held, from request `start` on."""
     count = 0
     for status, body in proxy.forwarded[start:]:
-        if status != 200 or not isinstance(body, dict):
+        if status != 200:
             continue
-        text = str((body.get("choices") or [{}])[0].get("message", {}).get("content") or "")
+        text = forwarded_text(body)
         try:
             proposals = json.loads(text).get("proposals", [])
         except (json.JSONDecodeError, AttributeError):

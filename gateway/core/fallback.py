@@ -32,6 +32,7 @@ class FallbackLLM:
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
         partial: PartialText | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         failures: list[str] = []
         last: ModelError | None = None
@@ -45,6 +46,7 @@ class FallbackLLM:
                     max_tokens=max_tokens,
                     retry_timeouts=retry_timeouts,
                     partial=partial,  # each model resets it as it starts
+                    temperature=temperature,
                 )
             except (ModelNotConfigured, ContextOverflow):
                 raise  # the caller's to handle: another model would not help it

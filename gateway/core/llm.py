@@ -6,9 +6,9 @@ times the socket work); the client itself serves `/models`. The retries are ours
 so that a timed-out chat turn is not silently re-run from scratch while the user
 waits, and so that an error inside an HTTP 200 is retried like a 503. Responses
 are read by `llm_wire` as raw JSON, which tolerates the shapes real servers send.
-What a server refuses once (tools, a JSON mode, the `max_tokens` field,
-`stream_options`, streaming itself) is remembered for the process and not asked
-again. The client is imported on first use: it costs about a second at start-up.
+What a server refuses once (tools, a JSON mode, the `max_tokens` field, a
+`temperature`, `stream_options`, streaming itself) is remembered for the process and
+not asked again. The client is imported on first use: it costs about a second at start-up.
 
 Answers are streamed (`stream: true`): a model that is slow to start gets
 `first_token_timeout` seconds, and one that has started may go quiet for at
@@ -68,6 +68,7 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
         partial: PartialText | None = None,
+        temperature: float | None = None,
     ) -> Completion: ...
 
     async def ping(self) -> str: ...
@@ -90,6 +91,7 @@ class UnconfiguredLLM:
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
         partial: PartialText | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         raise ModelNotConfigured("no model configured: set LLM_BASE_URL and LLM_MODEL")
 
@@ -139,6 +141,8 @@ class OpenAIChat:
         self._json_memory = json_memory
         self._json_recalled = json_memory is None
         self._max_tokens_field = "max_tokens"
+        self.temperature_refused = False
+        """Reasoning models (OpenAI's o-series, gpt-5) take only their default temperature."""
         self.streaming = True
         self.stream_usage = True
 
@@ -162,6 +166,7 @@ class OpenAIChat:
         max_tokens: int | None = None,
         retry_timeouts: bool = False,
         partial: PartialText | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         """One answer; what the server refuses (tools, a JSON mode) is dropped and retried."""
         notes: list[str] = []
@@ -183,6 +188,9 @@ class OpenAIChat:
                 body["response_format"] = mode
             if limit:
                 body[self._max_tokens_field] = limit
+            send_temperature = temperature is not None and not self.temperature_refused
+            if send_temperature:
+                body["temperature"] = temperature
             try:
                 completion = await self._send(body, retry_timeouts=retry_timeouts, partial=partial)
             except ToolsUnsupported as exc:
@@ -207,6 +215,12 @@ class OpenAIChat:
             except ModelError as exc:
                 if "max_completion_tokens" in str(exc) and self._max_tokens_field == "max_tokens":
                     self._max_tokens_field = "max_completion_tokens"
+                    continue
+                if send_temperature and "temperature" in str(exc):
+                    self.temperature_refused = True
+                    log.warning(
+                        "model %s refuses a temperature, now its default: %s", self.model, exc
+                    )
                     continue
                 raise
             completion.notes[:0] = notes

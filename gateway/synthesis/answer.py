@@ -3,13 +3,16 @@
 The answer follows `{"proposals": [{"kind", "target", "name", "description", "content",
 "based_on", "rationale", "allowed_tools"}]}` (the last optional); anything else fails the
 batch with SynthesisError. Rule checks (names, sizes, secrets, duplicates, tools) come
-later, per proposal, in `screening`.
+later, per proposal, in `screening`. The schema the model is asked for (`answer_schema`)
+carries each field's real bounds, so a server that constrains output to it stops a small
+model's runaway field at its limit instead of at the token cap.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,8 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.core.llm_wire import strip_think
 from gateway.errors import SynthesisError
 from gateway.review.proposals import DraftKind
+from gateway.skills.library import MAX_DESCRIPTION
 
 _CODE_FENCE = re.compile(r"\A```[a-zA-Z]*\s*\n(.*)\n```\s*\Z", re.DOTALL)
+MAX_RATIONALE = 600
+NEW_NAME = r"^[a-z0-9]{1,15}(-[a-z0-9]{1,15}){0,3}$"
+"""A new skill's name in the schema: the slug rule, with its length in the pattern itself
+(four words of up to 15, 63 characters), because llama.cpp ignores `maxLength` beside a
+`pattern`: SmolLM2 wrote a 1,400-character `target` under `maxLength: 64`."""
+"""Characters of a rationale: one or two sentences for the reviewer, with room to spare."""
 
 
 class ProposalDraft(BaseModel):
@@ -83,3 +93,48 @@ def _json_object(raw: str) -> str:
         if isinstance(value, dict) and "proposals" in value:
             return json.dumps(value)
     return raw
+
+
+def answer_schema(
+    max_proposals: int,
+    max_bytes: int,
+    shown: Sequence[int] = (),
+    tools: Sequence[str] = (),
+    skills: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The answer's JSON schema, with the bounds screening enforces.
+
+    A name is an enabled skill's (`skills`) or a new slug (NEW_NAME); a target only an
+    enabled skill's; the texts keep their size limits (a body's bytes are at least its
+    characters); `based_on` names only sessions shown and `allowed_tools` only tools
+    listed; at most `max_proposals` proposals.
+    """
+    existing: list[dict[str, Any]] = [{"type": "string", "enum": sorted(set(skills))}]
+    if not skills:
+        existing = []
+    sessions: dict[str, Any] = {"type": "integer"}
+    if shown:
+        sessions["enum"] = sorted(set(shown))
+    tool_names: dict[str, Any] = {"type": "string"}
+    if tools:
+        tool_names["enum"] = sorted(set(tools))
+    draft = {
+        "type": "object",
+        "properties": {
+            # Evidence and reason first: the fields after them are written in their light.
+            "based_on": {"type": "array", "items": sessions, "maxItems": len(set(shown)) or 50},
+            "rationale": {"type": "string", "maxLength": MAX_RATIONALE},
+            "kind": {"type": "string", "enum": ["create", "update"]},
+            "target": {"anyOf": [*existing, {"type": "null"}]} if existing else {"type": "null"},
+            "name": {"anyOf": [*existing, {"type": "string", "pattern": NEW_NAME}]},
+            "description": {"type": "string", "minLength": 1, "maxLength": MAX_DESCRIPTION},
+            "content": {"type": "string", "minLength": 1, "maxLength": max_bytes},
+            "allowed_tools": {
+                "type": "array",
+                "items": tool_names,
+                "maxItems": len(set(tools)),
+            },
+        },
+    }
+    proposals = {"type": "array", "items": draft, "maxItems": max(max_proposals, 0)}
+    return {"type": "object", "properties": {"proposals": proposals}}

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.skills.library import MAX_DESCRIPTION
+from gateway.synthesis.answer import MAX_RATIONALE
+
 # The system prompt, the skills index and the pending and rejected lists, about.
 PROMPT_OVERHEAD = 1500
 MIN_ANSWER = 256
@@ -17,9 +20,14 @@ MIN_BATCH = 200
 
 
 def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
-    """Room for the most proposals a pass may make: each a skill of the largest size, and JSON."""
-    # About 3.5 bytes a token for English prose; 300 tokens of fields and JSON per proposal.
-    return max_proposals * (max_skill_bytes * 2 // 7 + 300) + 200
+    """Room for the most proposals a pass may make, every field at the schema's bound.
+
+    A constrained answer then always closes its JSON within the limit: a small model that
+    repeats itself up to each bound (SmolLM2 did) is not cut.
+    """
+    # About 3.5 bytes a token for English prose; 300 tokens of names, ids and JSON each.
+    texts = max_skill_bytes + MAX_DESCRIPTION + MAX_RATIONALE
+    return max_proposals * (texts * 2 // 7 + 300) + 200
 
 
 @dataclass(frozen=True)

@@ -47,12 +47,20 @@ class Verdict(BaseModel):
     why: str
 
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"same_as": {"type": "integer"}, "why": {"type": "string"}},
-    "required": ["same_as", "why"],
-    "additionalProperties": False,
-}
+WHY_CHARS = 200
+
+
+def schema(shown: int) -> dict[str, Any]:
+    """The answer's schema: a number from 0 to `shown`, and a short reason."""
+    return {
+        "type": "object",
+        "properties": {
+            "same_as": {"type": "integer", "enum": list(range(shown + 1))},
+            "why": {"type": "string", "minLength": 1, "maxLength": WHY_CHARS},
+        },
+        "required": ["same_as", "why"],
+        "additionalProperties": False,
+    }
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,10 @@ async def ask(llm: LLM, candidate: Claim, shown: Sequence[Known]) -> Answered:
         completion = await llm.complete(
             question(candidate, shown),
             json_mode=True,
-            json_schema=SCHEMA,
+            json_schema=schema(len(shown)),
             max_tokens=ANSWER_TOKENS,
             retry_timeouts=True,
+            temperature=0.0,  # a yes-or-no question: the model's most likely answer, every time
         )
     except ModelError as exc:
         raise Unanswered(f"the model could not be asked: {exc}") from exc
@@ -105,7 +114,7 @@ def read(text: str | None, shown: int) -> Answered:
         raise Unanswered(f"the model's answer is not the same-claim JSON: {raw[:80]!r}") from exc
     if not 0 <= verdict.same_as <= shown:
         raise Unanswered(f"the model named instruction {verdict.same_as}, not one of 0-{shown}")
-    why = " ".join(verdict.why.split())[:200] or "no reason given"
+    why = " ".join(verdict.why.split())[:WHY_CHARS] or "no reason given"
     return Answered(verdict.same_as - 1 if verdict.same_as else None, why)
 
 

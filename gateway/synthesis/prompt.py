@@ -24,11 +24,12 @@ MAX_TARGET_CHARS = 4000
 MAX_LISTED = 20
 MAX_TOOLS = 60
 _CONTRACT = (
-    '{"proposals": [{"kind": "create" | "update", "target": <name of the skill an update '
-    'changes, or null>, "name": <skill name>, "description": <when to use the skill>, '
-    '"content": <markdown body, no frontmatter>, "based_on": [<session ids>], '
-    '"rationale": <one or two sentences for the reviewer>, "allowed_tools": [<names of the '
-    "listed tools the skill tells the assistant to call; [] for none>]}]}"
+    '{"proposals": [{"based_on": [<ids of the sessions it draws on>], "rationale": <one or '
+    'two sentences for the reviewer: what the evidence shows>, "kind": "create" | "update", '
+    '"target": <name of the skill an update changes, or null>, "name": <skill name>, '
+    '"description": <when to use the skill>, "content": <markdown body, no frontmatter>, '
+    '"allowed_tools": [<names of the listed tools the skill tells the assistant to call; [] '
+    "for none>]}]}"
 )
 
 

@@ -46,13 +46,13 @@ from gateway.skills.effect import (
     skill_effects,
 )
 from gateway.skills.live import load_live
-from gateway.synthesis.answer import ProposalDraft, SynthesisAnswer, parse_answer
+from gateway.synthesis.answer import ProposalDraft, answer_schema, parse_answer
 from gateway.synthesis.budget import Budget, fit
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.ports import SynthesisStore
-from gateway.synthesis.prompt import build_messages
+from gateway.synthesis.prompt import MAX_TOOLS, build_messages
 from gateway.synthesis.retire import propose_retirements
 from gateway.synthesis.runs import RunDropped, RunRecord
 from gateway.synthesis.sameness import Known, SameClaim, SameClaimConfig
@@ -90,7 +90,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 BATCH_ATTEMPTS = 3
 FAILED_BATCH_KEY = "synthesis.failed_batch"
-ANSWER_SCHEMA = SynthesisAnswer.model_json_schema()
 
 
 @dataclass(frozen=True)
@@ -102,6 +101,8 @@ class SynthesisConfig:
     batch_sessions: int = 20
     batch_tokens: int = 6000
     max_skill_bytes: int = 16_384
+    temperature: float | None = 0.2
+    """Of the synthesis call (None: the server's default)."""
     session_idle_seconds: float = 1800.0
     secrets: Sequence[str] = ()
     lease_seconds: float = 900.0
@@ -341,21 +342,27 @@ class Synthesizer:
         cfg = self.config
         pending = await self.store.pending_proposals()
         rejections = await self.store.rejections()
+        tools = self.tools.directory() if self.tools is not None else ()
+        room = cfg.max_proposals - drafted(summary)
         messages = build_messages(
             batch,
             self.catalog,
             pending,
             rejections,
-            max_proposals=cfg.max_proposals - drafted(summary),
+            max_proposals=room,
             max_bytes=cfg.max_skill_bytes,
-            tools=self.tools.directory() if self.tools is not None else (),
+            tools=tools,
         )
+        listed = [t.name for t in tools[:MAX_TOOLS]]
         completion = await self.llm.complete(
             messages,
             json_mode=True,
-            json_schema=ANSWER_SCHEMA,
+            json_schema=answer_schema(
+                room, cfg.max_skill_bytes, batch.shown_ids, listed, sorted(self.catalog.enabled)
+            ),
             max_tokens=cfg.budget.answer_tokens,
             retry_timeouts=True,  # nobody waits on a pass; a slow model deserves a second try
+            temperature=cfg.temperature,
         )
         run.prompt_tokens += completion.prompt_tokens
         run.completion_tokens += completion.completion_tokens

@@ -576,6 +576,18 @@ class FakeOpenAI:
         return str(self.requests[index]["messages"][0]["content"])
 
 
+def forwarded_text(body: Any) -> str:
+    """The answer's text in a body `forwarded` recorded, streamed (its chunks) or whole."""
+    if not isinstance(body, dict):
+        return ""
+    if "chunks" in body:
+        return "".join(
+            str((c.get("choices") or [{}])[0].get("delta", {}).get("content") or "")
+            for c in body["chunks"]
+        )
+    return str((body.get("choices") or [{}])[0].get("message", {}).get("content") or "")
+
+
 def _read_stream(raw: bytes) -> dict[str, Any]:
     """A recorded stream: its decoded chunks, and the usage its last chunks carried."""
     chunks = []

@@ -143,6 +143,12 @@ async def test_the_decision_what_was_compared_and_why_are_on_the_run_page_and_ap
         # LLM_SAME_CLAIM_MODEL answers the question; LLM_MODEL still synthesizes.
         assert {b["model"] for b in fake_llm.same_claim_requests} == {"judge-model"}
         assert fake_llm.requests[-1]["model"] == "fake-model"
+        # Its answer can only name one of the claims shown, or none (0), and it is greedy.
+        for body in fake_llm.same_claim_requests:
+            shown = len(claims_asked(body)[0])
+            schema = body["response_format"]["json_schema"]["schema"]["properties"]
+            assert schema["same_as"]["enum"] == list(range(shown + 1)), schema
+            assert body["temperature"] == 0
 
         status, detail = await gw.call("GET", f"/runs/{run['run_id']}")
         assert status == 200 and detail["suppressed_items"] == [item]

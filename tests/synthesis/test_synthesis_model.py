@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -27,9 +28,9 @@ LM_STUDIO = "'response_format.type' must be 'json_schema' or 'text'"
 async def test_a_strict_schema_is_asked_first_then_json_mode_then_plain_text(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    settings = synth_settings(make_settings, fake_llm)
+    settings = synth_settings(make_settings, fake_llm, max_proposals_per_run=2)
     async with gateway(settings) as gw:
-        await gw.seed()
+        shown = [await gw.seed(), await gw.seed()]
         fake_llm.error(400, message="json_schema is not supported by this server")
         fake_llm.error(400, message="response_format json_object is not supported")
         fake_llm.reply(answer(proposal()))
@@ -39,8 +40,24 @@ async def test_a_strict_schema_is_asked_first_then_json_mode_then_plain_text(
         assert formats[0]["type"] == "json_schema" and formats[0]["json_schema"]["strict"]
         schema = formats[0]["json_schema"]["schema"]
         assert schema["required"] == ["proposals"] and schema["additionalProperties"] is False
-        draft = schema["$defs"]["ProposalDraft"]
+        proposals = schema["properties"]["proposals"]
+        draft = proposals["items"]
         assert draft["required"] == list(draft["properties"]) and not draft["additionalProperties"]
+        # The real bounds, so a constraining server stops a runaway field at its limit.
+        fields = draft["properties"]
+        assert proposals["maxItems"] == 2  # SKILLGATE_MAX_PROPOSALS_PER_RUN
+        existing, new = fields["name"]["anyOf"]  # an enabled skill's name, or a new slug
+        assert existing["enum"] == ["summarize-text", "troubleshooting-steps", "writing-for-chat"]
+        assert fields["target"]["anyOf"] == [existing, {"type": "null"}]
+        assert re.fullmatch(new["pattern"], "keep-chat-answers-short")
+        for bad in ("A b", "two--hyphens", "-edge", "five-words-are-one-too", "x" * 16):
+            assert not re.fullmatch(new["pattern"], bad), bad
+        assert fields["description"]["maxLength"] == 1024
+        assert fields["content"]["maxLength"] == settings.max_skill_bytes
+        assert fields["based_on"]["items"]["enum"] == shown  # only sessions it was shown
+        assert fields["kind"]["enum"] == ["create", "update"]
+        assert fields["allowed_tools"]["maxItems"] == 0  # no tools are configured
+        assert fake_llm.requests[0]["temperature"] == settings.synthesis_temperature
         assert formats[1] == {"type": "json_object"}
         assert formats[2] is None  # plain text: the contract is in the prompt
         # Remembered: the next pass asks in plain text at once.
@@ -174,3 +191,26 @@ async def test_the_context_the_server_reports_at_start_sizes_synthesis(
     sent = [r for r in fake_llm.requests if r.get("response_format")][-1]
     assert answer_tokens(3, settings.max_skill_bytes) > 4096
     assert 256 <= sent["max_tokens"] <= 4096 // 2
+
+
+async def test_a_model_that_takes_only_its_default_temperature_is_asked_without_one(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.error(
+            400,
+            message="Unsupported value: 'temperature' does not support 0.2 with this model."
+            " Only the default (1) value is supported.",
+        )
+        fake_llm.reply(answer(proposal()))
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and len(run["proposed"]) == 1, run
+        refused, retried = fake_llm.requests
+        assert refused["temperature"] == 0.2 and "temperature" not in retried
+        assert retried["response_format"]["type"] == "json_schema"  # the schema still stands
+        await gw.seed()
+        fake_llm.reply(answer())
+        await gw.synthesize()
+        assert "temperature" not in fake_llm.requests[-1]  # not asked again
