@@ -1,10 +1,13 @@
 """`python -m eval.retirement`: how much evidence the retirement verdict needs, over seeded runs.
 
-A skill loaded on every answer (the hardest case: its only comparison is what the holdout
-withholds) goes through the gateway's own rule, answer by answer: withheld at
+Two cases, each a skill offered on every answer: one loaded on every answer it is not
+withheld from (the hardest case: its only comparison is what the holdout withholds), and
+one loaded on `LOADED_SHARE` of them, the rest *offered only* and rated like answers
+without it, so its comparison grows faster than its own uses. Each goes through the
+gateway's own rule, answer by answer: withheld at
 `SKILLGATE_SKILL_HOLDOUT_START` while its comparison lags, else at `SKILLGATE_SKILL_HOLDOUT`,
 never once settled; each answer is rated with the given share; users rate 👍 with one
-probability when the skill shaped the answer and another when it was withheld; the verdict
+probability when the skill shaped the answer and another when it did not; the verdict
 (`gateway/skills/effect.py`, `verdict.py`) is checked after every rated answer, as if a
 synthesis pass ran after each. A run ends at a *harmful* verdict (a retirement would be
 proposed), when the skill settles otherwise (the holdout ends: no retirement will come), or
@@ -33,13 +36,19 @@ BASE_RATE = 0.75
 HARMS = (0.10, 0.50, 0.60)
 SHARES = (0.85, 0.20)
 HOLDOUT, HOLDOUT_START = 0.1, 0.5  # the settings' defaults
+LOADED_SHARE = 0.2
+"""The second case: the share of answers offered the skill (not withheld) that load it."""
+CASES = {"every": 1.0, "share": LOADED_SHARE}
+"""Each case's loaded share, by the name `--case` takes."""
 
 
 @dataclass(frozen=True)
 class Run:
-    """One seeded run: the rated answers and all answers when it was retired, else None."""
+    """One seeded run when it was retired (else None): rated answers, the skill's own rated
+    answers (those that loaded it) and all answers."""
 
     rated: int | None
+    uses: int | None
     answers: int | None
 
 
@@ -51,6 +60,7 @@ def one_run(
     rated_share: float,
     horizon: int,
     rule: EffectThresholds,
+    loaded_share: float = 1.0,
 ) -> Run:
     """Answers eligible for the skill until it is judged harmful, settles, or `horizon` rated."""
     rng = random.Random(seed)
@@ -59,21 +69,23 @@ def one_run(
     rated = answers = 0
     while rated < horizon:
         share = HOLDOUT_START if short_of_comparison({"s": effect}, rule) else HOLDOUT
-        withheld = rng.random() < share
+        arm = "withheld" if rng.random() < share else "loaded"
+        # No draw when every answer loads it: the first case keeps its seeds' streams.
+        if arm == "loaded" and loaded_share < 1.0 and rng.random() >= loaded_share:
+            arm = "offered"
         answers += 1
         if rng.random() >= rated_share:
             continue
         rated += 1
-        up = rng.random() < (p_without if withheld else p_with)
+        up = rng.random() < (p_with if arm == "loaded" else p_without)
         bump = Tally(answers=1, up=int(up), down=int(not up))
-        arm = "withheld" if withheld else "loaded"
         tallies = tallies.model_copy(update={arm: getattr(tallies, arm) + bump})
         effect = measure(tallies, rule)
         if effect.verdict == "harmful":
-            return Run(rated, answers)
+            return Run(rated, tallies.loaded.rated, answers)
         if is_settled(effect, rule):
             break
-    return Run(None, None)
+    return Run(None, None, None)
 
 
 @dataclass(frozen=True)
@@ -83,10 +95,13 @@ class Row:
     p_with: float
     p_without: float
     rated_share: float
+    loaded_share: float
     runs: int
     retired: int
     rated: tuple[float, float]
     """Median and 90th percentile of rated answers to the verdict (inf: not within the horizon)."""
+    uses: tuple[float, float]
+    """The same in the skill's own rated answers, those that loaded it."""
     answers: tuple[float, float]
     """The same in answers, rated or not: the traffic it takes."""
 
@@ -97,42 +112,74 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def case(p_with: float, p_without: float, rated_share: float, seeds: int, horizon: int) -> Row:
+def _spread(counts: Sequence[int | None]) -> tuple[float, float]:
+    values = [math.inf if c is None else float(c) for c in counts]
+    return percentile(values, 0.5), percentile(values, 0.9)
+
+
+def case(
+    p_with: float,
+    p_without: float,
+    rated_share: float,
+    seeds: int,
+    horizon: int,
+    loaded_share: float = 1.0,
+) -> Row:
+    rule = EffectThresholds()
     runs = [
         one_run(
-            p_with, p_without, s, rated_share=rated_share, horizon=horizon, rule=EffectThresholds()
+            p_with,
+            p_without,
+            s,
+            rated_share=rated_share,
+            horizon=horizon,
+            rule=rule,
+            loaded_share=loaded_share,
         )
         for s in range(seeds)
     ]
-    rated = [math.inf if r.rated is None else float(r.rated) for r in runs]
-    answers = [math.inf if r.answers is None else float(r.answers) for r in runs]
     return Row(
         p_with,
         p_without,
         rated_share,
+        loaded_share,
         len(runs),
         sum(r.rated is not None for r in runs),
-        (percentile(rated, 0.5), percentile(rated, 0.9)),
-        (percentile(answers, 0.5), percentile(answers, 0.9)),
+        _spread([r.rated for r in runs]),
+        _spread([r.uses for r in runs]),
+        _spread([r.answers for r in runs]),
     )
 
 
-def simulate(seeds: int, horizon: int, harms: Sequence[float] = HARMS) -> list[Row]:
+def simulate(
+    seeds: int, horizon: int, harms: Sequence[float] = HARMS, loaded_share: float = 1.0
+) -> list[Row]:
     """Every harm at every rated share, then the neutral skill (false alarms) at each share."""
-    rows = [case(p, BASE_RATE, share, seeds, horizon) for share in SHARES for p in harms]
-    return rows + [case(BASE_RATE, BASE_RATE, share, seeds, horizon) for share in SHARES]
+    pairs = [(p, share) for share in SHARES for p in harms]
+    pairs += [(BASE_RATE, share) for share in SHARES]
+    return [case(p, BASE_RATE, share, seeds, horizon, loaded_share) for p, share in pairs]
 
 
 def _count(value: float, horizon: int) -> str:
     return f"> {horizon} rated" if math.isinf(value) else f"{value:.0f}"
 
 
+def _title(loaded_share: float) -> str:
+    if loaded_share >= 1.0:
+        return "A skill loaded on every answer it is not withheld from:"
+    return (
+        f"A skill loaded on {loaded_share:.0%} of the answers it is offered in, else offered only:"
+    )
+
+
 def render(rows: Sequence[Row], horizon: int) -> str:
-    """A Markdown table: rated answers and answers to a verdict, then the false alarms."""
+    """The case, a Markdown table of rated answers and answers to a verdict, the false alarms."""
     lines = [
+        _title(rows[0].loaded_share),
+        "",
         "| 👍 with it / without | rated | retired | rated answers: median | 90th pct"
-        " | answers: median | 90th pct |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        " | its rated uses: median | 90th pct | answers: median | 90th pct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         if r.p_with == r.p_without:
@@ -140,6 +187,7 @@ def render(rows: Sequence[Row], horizon: int) -> str:
         lines.append(
             f"| {r.p_with:.0%} / {r.p_without:.0%} | {r.rated_share:.0%} | {r.retired} of "
             f"{r.runs} | {_count(r.rated[0], horizon)} | {_count(r.rated[1], horizon)} | "
+            f"{_count(r.uses[0], horizon)} | {_count(r.uses[1], horizon)} | "
             f"{_count(r.answers[0], horizon)} | {_count(r.answers[1], horizon)} |"
         )
     for r in rows:
@@ -158,10 +206,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument(
         "--horizon", type=int, default=1000, help="rated answers a run may take (default 1000)"
     )
+    p.add_argument(
+        "--case", choices=[*CASES, "both"], default="both", help="which skill (default both)"
+    )
     args = p.parse_args(argv)
     started = time.monotonic()
-    rows = simulate(args.seeds, args.horizon)
-    print(render(rows, args.horizon), end="")
+    names = list(CASES) if args.case == "both" else [args.case]
+    print(
+        "\n".join(
+            render(simulate(args.seeds, args.horizon, loaded_share=CASES[n]), args.horizon)
+            for n in names
+        ),
+        end="",
+    )
     print(f"\n{args.seeds} seeds, horizon {args.horizon}, {time.monotonic() - started:.0f} s")
 
 
