@@ -602,7 +602,9 @@ def build_app(
                 settings.llm_model or "not configured",
             )
             if settle_after_start:
-                settling = asyncio.create_task(settle(settings.model_configured), name="settle")
+                settling = asyncio.create_task(
+                    settle(settings.model_configured, parts.catalog.index.build), name="settle"
+                )
             if watch:  # one look at the model, in the background: serve starts anyway
                 looking = asyncio.create_task(
                     look_at_start(settings, parts.synthesizer), name="model check"
