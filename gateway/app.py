@@ -61,7 +61,7 @@ from gateway.runtime.replicas import (
     startup_lock,
 )
 from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
-from gateway.runtime.settle import settle
+from gateway.runtime.settle import freeze_imports, settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
@@ -544,6 +544,8 @@ def build_app(
     metrics = app[METRICS] = Metrics()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        if settle_after_start:
+            freeze_imports()
         parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog

@@ -22,6 +22,12 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 
+def freeze_imports() -> None:
+    """Keep what the imports made out of start-up's own collections: building a large
+    library's records would otherwise walk every library object a few times over."""
+    gc.freeze()
+
+
 async def settle(load_model_client: bool, prepare: Callable[[], None] = lambda: None) -> None:
     """Import the model client if one is configured, `prepare`, then collect and freeze."""
     started = time.monotonic()

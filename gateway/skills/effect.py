@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
@@ -62,12 +62,14 @@ class SkillTallies(BaseModel):
     name: str
     content_hash: str
     since: float | None = None
-    loaded: Tally = Tally()
-    offered: Tally = Tally()
-    withheld: Tally = Tally()
-    tools_loaded: ToolTally = ToolTally()
-    tools_offered: ToolTally = ToolTally()
-    tools_withheld: ToolTally = ToolTally()
+    # Factories: a model default is deep-copied for every instance, ten times the cost
+    # (a start with a large library makes one of these per skill).
+    loaded: Tally = Field(default_factory=Tally)
+    offered: Tally = Field(default_factory=Tally)
+    withheld: Tally = Field(default_factory=Tally)
+    tools_loaded: ToolTally = Field(default_factory=ToolTally)
+    tools_offered: ToolTally = Field(default_factory=ToolTally)
+    tools_withheld: ToolTally = Field(default_factory=ToolTally)
 
 
 class SkillEffect(SkillTallies):
