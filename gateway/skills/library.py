@@ -187,7 +187,7 @@ class SkillLibrary:
             if not (SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME):
                 continue
             try:
-                path = os.path.join(entry.path, filename)  # strings: pathlib costs here
+                path = entry.path + os.sep + filename  # strings: even os.path.join costs here
                 info = os.lstat(path) if entry.is_dir(follow_symlinks=False) else None
                 if info is None or stat.S_ISLNK(info.st_mode):
                     resolved = self.path_for(entry.name, filename)  # a link: where does it lead?
