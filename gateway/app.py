@@ -61,7 +61,7 @@ from gateway.runtime.replicas import (
     startup_lock,
 )
 from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
-from gateway.runtime.settle import settle
+from gateway.runtime.settle import freeze_imports, settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
@@ -545,6 +545,8 @@ def build_app(
     metrics = app[METRICS] = Metrics()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        if settle_after_start:
+            freeze_imports()
         parts = await open_parts(settings, llm=llm, clock=clock, metrics=metrics)
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
@@ -603,7 +605,9 @@ def build_app(
                 settings.llm_model or "not configured",
             )
             if settle_after_start:
-                settling = asyncio.create_task(settle(settings.model_configured), name="settle")
+                settling = asyncio.create_task(
+                    settle(settings.model_configured, parts.catalog.index.build), name="settle"
+                )
             if watch:  # one look at the model, in the background: serve starts anyway
                 looking = asyncio.create_task(
                     look_at_start(settings, parts.synthesizer), name="model check"

@@ -12,8 +12,6 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
-
 from gateway.errors import InvalidSkill
 from gateway.review.staging import APPROVAL_KEYS, PROVENANCE_KEYS
 from gateway.skills.library import parse_skill
@@ -165,6 +163,8 @@ def _split(text: str) -> tuple[list[Line], dict[str, Any]] | None:
     front: dict[str, Any] = {"name": skill.name, "description": skill.description}
     if metadata:
         front["metadata"] = metadata
+    import yaml  # with its first use, like the rest of skill parsing
+
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000).strip()
     lines: list[Line] = [(None, "---"), *((None, h) for h in head.splitlines()), (None, "---")]
     all_lines = text.splitlines()

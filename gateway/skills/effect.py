@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
@@ -62,12 +62,14 @@ class SkillTallies(BaseModel):
     name: str
     content_hash: str
     since: float | None = None
-    loaded: Tally = Tally()
-    offered: Tally = Tally()
-    withheld: Tally = Tally()
-    tools_loaded: ToolTally = ToolTally()
-    tools_offered: ToolTally = ToolTally()
-    tools_withheld: ToolTally = ToolTally()
+    # Factories: a model default is deep-copied for every instance, ten times the cost
+    # (a start with a large library makes one of these per skill).
+    loaded: Tally = Field(default_factory=Tally)
+    offered: Tally = Field(default_factory=Tally)
+    withheld: Tally = Field(default_factory=Tally)
+    tools_loaded: ToolTally = Field(default_factory=ToolTally)
+    tools_offered: ToolTally = Field(default_factory=ToolTally)
+    tools_withheld: ToolTally = Field(default_factory=ToolTally)
 
 
 class SkillEffect(SkillTallies):
@@ -257,12 +259,28 @@ async def holdout_state(
     (no intervals: only the verdict and the counts matter here)."""
     done: dict[str, str] = {}
     lagging: set[str] = set()
+    # Most skills of a large library share their counts (none yet): each outcome once.
+    outcomes: dict[tuple[int, ...], tuple[bool, bool]] = {}
     for name, t in (await store.skill_tallies()).items():
-        without = t.offered + t.withheld
-        interval = difference_interval(t.loaded, without, thresholds.z)
-        verdict = _verdict(t.loaded, without, interval, thresholds)
-        if _settles(verdict, t.loaded, without, interval, thresholds):
+        key = (*_counts(t.loaded), *_counts(t.offered), *_counts(t.withheld))
+        outcome = outcomes.get(key)
+        if outcome is None:
+            outcome = outcomes[key] = _holdout(t.loaded, t.offered + t.withheld, thresholds)
+        if outcome[0]:
             done[name] = t.content_hash
-        elif _lags(t.loaded, without, thresholds):
+        elif outcome[1]:
             lagging.add(name)
     return done, lagging
+
+
+def _counts(t: Tally) -> tuple[int, int, int]:
+    return t.answers, t.up, t.down
+
+
+def _holdout(loaded: Tally, without: Tally, th: EffectThresholds) -> tuple[bool, bool]:
+    """Whether a skill with these counts is settled, and whether its comparison lags."""
+    interval = difference_interval(loaded, without, th.z)
+    verdict = _verdict(loaded, without, interval, th)
+    if _settles(verdict, loaded, without, interval, th):
+        return True, False
+    return False, _lags(loaded, without, th)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field
 
 from gateway.errors import InvalidSkill, InvalidSlug, PathEscape, SkillNotFound
@@ -27,7 +26,6 @@ SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 SOURCES = ("bundled", "custom", "auto")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
 
@@ -75,8 +73,11 @@ def parse_skill(text: str, *, expect_name: str | None = None) -> Skill:
     match = _FRONTMATTER.match(text.lstrip("\ufeff"))
     if not match:
         raise InvalidSkill("SKILL.md must start with YAML frontmatter between --- lines")
+    import yaml  # here: a warm start parses no skill file, so it never loads yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
     try:
-        front = yaml.load(match.group(1), Loader=_LOADER) or {}
+        front = yaml.load(match.group(1), Loader=loader) or {}
     except yaml.YAMLError as exc:
         raise InvalidSkill(f"frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(front, dict):
@@ -118,6 +119,8 @@ def render_skill(skill: Skill) -> str:
         front["allowed-tools"] = " ".join(skill.allowed_tools)
     if skill.metadata:
         front["metadata"] = skill.metadata
+    import yaml
+
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000).strip()
     return f"---\n{head}\n---\n\n{skill.body.strip()}\n"
 
@@ -184,7 +187,7 @@ class SkillLibrary:
             if not (SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME):
                 continue
             try:
-                path = os.path.join(entry.path, filename)  # strings: pathlib costs here
+                path = entry.path + os.sep + filename  # strings: even os.path.join costs here
                 info = os.lstat(path) if entry.is_dir(follow_symlinks=False) else None
                 if info is None or stat.S_ISLNK(info.st_mode):
                     resolved = self.path_for(entry.name, filename)  # a link: where does it lead?

@@ -52,17 +52,29 @@ def index_entry(name: str, description: str) -> IndexEntry:
 
 
 class SkillIndex:
-    """Enabled skills, ready for relevance-ordered selection under a budget."""
+    """Enabled skills, ready for relevance-ordered selection under a budget.
+
+    `replace` only takes the pairs; the entries and the inverted index are built on first
+    use, so that start-up with a large library reaches healthy before paying for them.
+    """
 
     def __init__(self, skills: Iterable[tuple[str, str]] = ()) -> None:
         self._entries: list[IndexEntry] = []
         self._postings: dict[str, list[int]] = defaultdict(list)
         self._idf: dict[str, float] = {}
+        self._pending: list[tuple[str, str]] | None = None
         self.replace(skills)
 
     def replace(self, skills: Iterable[tuple[str, str]]) -> None:
-        """Rebuild from (name, description) pairs."""
-        entries = sorted((index_entry(n, d) for n, d in skills), key=lambda e: e.name)
+        """Rebuild from (name, description) pairs (built when next used)."""
+        self._pending = list(skills)
+
+    def build(self) -> None:
+        """Build what the last `replace` gave, if not built yet."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        entries = sorted((index_entry(n, d) for n, d in pending), key=lambda e: e.name)
         postings: dict[str, list[int]] = defaultdict(list)
         for i, entry in enumerate(entries):
             for term in terms(entry.name.replace("-", " ") + " " + entry.description):
@@ -73,15 +85,18 @@ class SkillIndex:
         self._idf = {t: math.log(1 + total / len(ids)) for t, ids in postings.items()}
 
     def __len__(self) -> int:
+        self.build()
         return len(self._entries)
 
     def names(self) -> list[str]:
+        self.build()
         return [e.name for e in self._entries]
 
     def select(
         self, query: str, budget_tokens: int, exclude: Collection[str] = ()
     ) -> list[IndexEntry]:
         """Entries that fit the budget (header included), most relevant to `query` first."""
+        self.build()
         room = budget_tokens - estimate_tokens(INDEX_HEADER) - 1
         if room <= 0 or not self._entries:
             return []

@@ -27,7 +27,6 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.config import Settings
@@ -147,6 +146,8 @@ def load_tools_file(path: Path) -> ToolsFile:
         return ToolsFile()
     except OSError as exc:
         raise ConfigError(f"cannot read the tools file {path}: {exc.strerror}") from exc
+    import yaml  # only where a tools file exists
+
     try:
         data = yaml.safe_load(text) or {}
         return ToolsFile.model_validate(data)

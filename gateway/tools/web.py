@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
-import lxml.html
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
@@ -103,6 +102,8 @@ def readable_text(body: bytes, content_type: str) -> str:
     """A page's words: HTML without scripts, styles and navigation; text as it is."""
     if "html" not in content_type:
         return body.decode("utf-8", errors="replace")
+    import lxml.html  # with the first page read, not at start-up
+
     root = lxml.html.fromstring(body)
     title = (root.findtext(".//title") or "").strip()
     for element in root.xpath("//head|//script|//style|//noscript|//nav|//header|//footer"):
