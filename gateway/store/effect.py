@@ -39,13 +39,14 @@ rated as (
 _SINCE = "a.created_at >= (select s.content_since from skills s where s.slug = j.value)"
 
 
+def _not_loaded(d: Dialect) -> str:
+    """Only answers that did not load the skill (an arm that counts it offered or withheld)."""
+    loaded = d.json_elements("a.skills_loaded", "k")
+    return f"and not exists (select 1 from {loaded} where k.value = j.value)"
+
+
 def _arm(d: Dialect, arm: str, source: str, column: str, only_unloaded: bool) -> str:
-    extra = (
-        f"and not exists (select 1 from {d.json_elements('a.skills_loaded', 'k')}"
-        " where k.value = j.value)"
-        if only_unloaded
-        else ""
-    )
+    extra = _not_loaded(d) if only_unloaded else ""
     return f"""
 select '{arm}' as arm, j.value as slug, count(*) as answers,
     count(case when a.vote > 0 then 1 end) as up, count(case when a.vote < 0 then 1 end) as down
@@ -89,12 +90,7 @@ with answers as (
 
 
 def _tool_arm(d: Dialect, arm: str, column: str, only_unloaded: bool) -> str:
-    extra = (
-        f"and not exists (select 1 from {d.json_elements('a.skills_loaded', 'k')}"
-        " where k.value = j.value)"
-        if only_unloaded
-        else ""
-    )
+    extra = _not_loaded(d) if only_unloaded else ""
     return f"""
 select '{arm}' as arm, j.value as slug, count(*) as answers,
     count(case when a.calls > 0 then 1 end) as calling,
