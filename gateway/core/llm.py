@@ -20,6 +20,7 @@ are read either way (see `llm_stream`).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from contextlib import aclosing
@@ -380,6 +381,9 @@ class OpenAIChat:
 
     async def models(self) -> list[dict[str, Any]]:
         """The endpoint's /models list, raw; ModelError or ModelUnavailable with the cause."""
+        # The first import of the SDK takes about a second of CPU: not on the event loop,
+        # where serve's look at the model and the alerts' first look would hold up /healthz.
+        await asyncio.to_thread(importlib.import_module, "openai")
         import openai
 
         try:
