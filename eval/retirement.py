@@ -7,9 +7,10 @@ without it, so its comparison grows faster than its own uses. Each goes through 
 gateway's own rule, answer by answer: withheld at
 `SKILLGATE_SKILL_HOLDOUT_START` while its comparison lags, else at `SKILLGATE_SKILL_HOLDOUT`,
 never once settled; each answer is rated with the given share; users rate 👍 with one
-probability when the skill shaped the answer and another when it did not; the verdict
-(`gateway/skills/effect.py`, `verdict.py`) is checked after every rated answer, as if a
-synthesis pass ran after each. A run ends at a *harmful* verdict (a retirement would be
+probability when the skill shaped the answer and another when it did not; the skill is
+measured after every rated answer, as if a synthesis pass ran after each, which takes the
+look that has come due and records it as the store would (`gateway/skills/effect.py`,
+`looks.py`). A run ends at a *harmful* verdict (a retirement would be
 proposed), when the skill settles otherwise (the holdout ends: no retirement will come), or
 at the horizon. Every draw comes from the seed: the same command gives the same table.
 """
@@ -30,6 +31,7 @@ from gateway.skills.effect import (
     is_settled,
     measure,
     short_of_comparison,
+    take_look,
 )
 
 BASE_RATE = 0.75
@@ -81,6 +83,12 @@ def one_run(
         bump = Tally(answers=1, up=int(up), down=int(not up))
         tallies = tallies.model_copy(update={arm: getattr(tallies, arm) + bump})
         effect = measure(tallies, rule)
+        looked = take_look(effect, rule)
+        if looked is not None:  # recorded, as the synthesizer records it
+            tallies = tallies.model_copy(
+                update={"looked": looked.looked, "reached": looked.reached}
+            )
+            effect = looked
         if effect.verdict == "harmful":
             return Run(rated, tallies.loaded.rated, answers)
         if is_settled(effect, rule):

@@ -60,6 +60,7 @@ TABLES = (
     "tool_confirmations",
     "tool_usage",
     "user_names",
+    "skill_looks",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

@@ -14,9 +14,10 @@ an answer with as many 👍 as 👎 counts as unrated. A thumbs-up rate comes wi
 Wilson score interval, the difference of two rates with Newcombe's interval built
 from them (both shown to people).
 
-The verdict is a sequential test, because it is looked at after every pass: see
-`gateway/skills/verdict.py` for the rule and why it keeps false alarms under its bound
-however often it is checked.
+The verdict is a group-sequential test: `measure` reads the verdict a recorded look
+reached, and `take_looks` takes the looks that have come due, which the caller records
+(see `gateway/skills/looks.py` for the rule and why it keeps false alarms under its bound
+however often the skill is measured).
 
 The statistics themselves are in `rates`; the tool calls of each arm, and the flag for a
 skill that fails tools more often, in `tool_effect`.
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
+from gateway.skills.looks import at_look, look_due
 
 # Re-exported: callers name the measurement's parts from this module.
 from gateway.skills.rates import Z95 as Z95
@@ -41,7 +43,7 @@ from gateway.skills.rates import wilson as wilson
 from gateway.skills.tool_effect import ToolTally as ToolTally
 from gateway.skills.tool_effect import tool_figures
 from gateway.skills.tool_effect import tools_fail as tools_fail
-from gateway.skills.verdict import Verdict, decide, settles
+from gateway.skills.verdict import Verdict, settles
 
 Interval = tuple[float, float] | None
 VERDICT_TEXT: dict[str, str] = {
@@ -70,6 +72,10 @@ class SkillTallies(BaseModel):
     tools_loaded: ToolTally = Field(default_factory=ToolTally)
     tools_offered: ToolTally = Field(default_factory=ToolTally)
     tools_withheld: ToolTally = Field(default_factory=ToolTally)
+    looked: int = -1
+    """The last look the test took at this text (-1: none yet)."""
+    reached: Verdict | None = None
+    """The verdict a look reached on this text, harmful or helpful; it stands."""
 
 
 class SkillEffect(SkillTallies):
@@ -85,6 +91,8 @@ class SkillEffect(SkillTallies):
     tool_difference_low: float | None = None
     tool_difference_high: float | None = None
     fails_tools: bool = False
+    new_look: bool = False
+    """A look was taken by this measurement: record it before acting on it."""
 
     @property
     def without(self) -> Tally:
@@ -135,19 +143,50 @@ def _arm(t: Tally, z: float) -> dict[str, Any]:
 
 
 def judge(loaded: Tally, without: Tally, thresholds: EffectThresholds) -> Verdict:
-    """The verdict on a skill from its loaded and without-it tallies."""
-    return _verdict(loaded, without, difference_interval(loaded, without, thresholds.z), thresholds)
-
-
-def _verdict(loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds) -> Verdict:
-    return decide(
-        loaded,
-        without,
-        interval,
-        min_evidence=th.min_evidence,
-        margin=th.margin,
-        false_alarms=th.alpha,
+    """The verdict of the look these tallies have reached, on a skill never looked at."""
+    effect = measure(
+        SkillTallies(name="", content_hash="", loaded=loaded, offered=without), thresholds
     )
+    return (take_look(effect, thresholds) or effect).verdict
+
+
+def _verdict(
+    loaded: Tally, without: Tally, interval: Interval, th: EffectThresholds, reached: Verdict | None
+) -> Verdict:
+    """The verdict a recorded look reached, else whether there is enough to look at."""
+    if reached is not None:
+        return reached
+    if min(loaded.rated, without.rated) < th.min_evidence or interval is None:
+        return "collecting"
+    return "unclear"
+
+
+def take_look(effect: SkillEffect, thresholds: EffectThresholds) -> SkillEffect | None:
+    """The effect after the look its tallies have come to, or None when none is due."""
+    th, loaded, without = thresholds, effect.loaded, effect.without
+    due = look_due(
+        loaded, without, min_evidence=th.min_evidence, margin=th.margin, false_alarms=th.alpha
+    )
+    low, high = effect.difference_low, effect.difference_high
+    if effect.reached is not None or due <= effect.looked or low is None or high is None:
+        return None
+    verdict = at_look(due, loaded, without, (low, high), margin=th.margin, false_alarms=th.alpha)
+    reached = verdict if verdict in ("harmful", "helpful") else None
+    return effect.model_copy(
+        update={
+            "looked": due,
+            "reached": reached,
+            "verdict": reached or effect.verdict,
+            "new_look": True,
+        }
+    )
+
+
+def take_looks(
+    effects: Mapping[str, SkillEffect], thresholds: EffectThresholds
+) -> dict[str, SkillEffect]:
+    """Every effect after the look it has come to; those with `new_look` are to be recorded."""
+    return {n: take_look(e, thresholds) or e for n, e in effects.items()}
 
 
 def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
@@ -168,7 +207,7 @@ def measure(tallies: SkillTallies, thresholds: EffectThresholds) -> SkillEffect:
         difference=difference,
         difference_low=interval[0] if interval else None,
         difference_high=interval[1] if interval else None,
-        verdict=_verdict(tallies.loaded, without, interval, thresholds),
+        verdict=_verdict(tallies.loaded, without, interval, thresholds, tallies.reached),
         z=thresholds.z,
         tool_difference=tool_difference,
         tool_difference_low=tool_interval[0] if tool_interval else None,
@@ -260,12 +299,13 @@ async def holdout_state(
     done: dict[str, str] = {}
     lagging: set[str] = set()
     # Most skills of a large library share their counts (none yet): each outcome once.
-    outcomes: dict[tuple[int, ...], tuple[bool, bool]] = {}
+    outcomes: dict[tuple[object, ...], tuple[bool, bool]] = {}
     for name, t in (await store.skill_tallies()).items():
-        key = (*_counts(t.loaded), *_counts(t.offered), *_counts(t.withheld))
+        key = (*_counts(t.loaded), *_counts(t.offered), *_counts(t.withheld), t.reached)
         outcome = outcomes.get(key)
         if outcome is None:
-            outcome = outcomes[key] = _holdout(t.loaded, t.offered + t.withheld, thresholds)
+            without = t.offered + t.withheld
+            outcome = outcomes[key] = _holdout(t.loaded, without, thresholds, t.reached)
         if outcome[0]:
             done[name] = t.content_hash
         elif outcome[1]:
@@ -277,10 +317,12 @@ def _counts(t: Tally) -> tuple[int, int, int]:
     return t.answers, t.up, t.down
 
 
-def _holdout(loaded: Tally, without: Tally, th: EffectThresholds) -> tuple[bool, bool]:
+def _holdout(
+    loaded: Tally, without: Tally, th: EffectThresholds, reached: Verdict | None
+) -> tuple[bool, bool]:
     """Whether a skill with these counts is settled, and whether its comparison lags."""
     interval = difference_interval(loaded, without, th.z)
-    verdict = _verdict(loaded, without, interval, th)
+    verdict = _verdict(loaded, without, interval, th, reached)
     if _settles(verdict, loaded, without, interval, th):
         return True, False
     return False, _lags(loaded, without, th)

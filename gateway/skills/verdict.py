@@ -1,7 +1,10 @@
-"""The verdict on a skill's effect: a sequential test that may be looked at after every rating.
+"""A sequential test that may be looked at after every count: the flag on failing tools.
 
-The question is whether answers that loaded a skill are rated 👍 less often than the
-comparable answers without it. It is asked again after every synthesis pass, so a
+The ratings' verdict is taken at recorded looks instead (`gateway/skills/looks.py`, which
+needs fewer ratings because each look is taken once); the tool-failure flag, a figure on
+the skill's page and no retirement, keeps this always-valid test. The question is whether
+one share is lower than another (answers that loaded a skill rated 👍, against the
+comparable answers without it). It is asked again after every synthesis pass, so a
 fixed-sample test (an interval that excludes zero) would raise a false alarm with every
 look. The test here is a one-sided mixture sequential probability ratio test (mSPRT,
 Johari, Pekelis and Walsh 2017, "Always valid inference", the normal approximation of the
@@ -10,17 +13,14 @@ difference of two rates, each smoothed by one 👍 and one 👎): its likelihood
 that does no harm with probability at most `false_alarms`, however long the looking goes on
 (exactly so for normal data; for ratings, measured at 5%: 1.3 to 5.0% of neutral runs).
 
-Its mixture over harms is a half-normal whose scale is the margin, the smallest harm worth
-retiring a skill for: a test tuned to that size reaches a verdict on milder harms sooner
-than one spread over large ones, at the cost of a few more ratings for stark ones. No rule
-can do much better: with 30 rated answers a side, the most powerful test that looks once at
-5% finds a 15-point harm about a third of the time (`python -m eval.retirement` measures
-this rule; docs/LEARNING.md has the figures).
+Its mixture over harms is a half-normal whose scale is the margin, the smallest difference
+worth flagging: a test tuned to that size reaches a verdict on milder ones sooner than one
+spread over large ones.
 
-A skill is *harmful* when both samples hold the minimum evidence, the ratio has reached
-`1/false_alarms`, and a harm of the margin's size is within the difference's 95% interval
-(a small harm proven by a great many ratings is not one worth retiring for). *Helpful* is
-the mirror image. *Unclear* is neither; it settles (the holdout may end) once both samples
+`decide` calls one side *harmful* (for tools: fails them) when both samples hold the
+minimum evidence, the ratio has reached `1/false_alarms`, and a difference of the margin's
+size is within the difference's 95% interval. *Helpful* is the mirror image. For both
+rules, *unclear* is neither; a skill's ratings settle (the holdout may end) once both samples
 hold `settle_factor` times the minimum and the interval lies within the margin both ways,
 so a mild harm that has not yet shown itself keeps being measured.
 """

@@ -3,6 +3,8 @@ and the tool calls of every answer in those arms."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gateway.core.tools import TOOL_FAILURES
 from gateway.skills.effect import SkillTallies, Tally, ToolTally
 from gateway.store.sql import Conn, Dialect, QueriesBase, query, transaction
@@ -144,7 +146,25 @@ class EffectQueries(QueriesBase):
         for r in await c.fetch(_tool_tallies(c.dialect)):
             counts = {k: int(r[k]) for k in ("answers", "calling", "failing", "calls", "failed")}
             setattr(out[r["slug"]], r["arm"], ToolTally(**counts))
+        for r in await c.fetch("select slug, content_hash, look, verdict from skill_looks"):
+            tallies = out.get(r["slug"])
+            if tallies is not None and tallies.content_hash == r["content_hash"]:
+                # Looks at an earlier text do not count for this one.
+                tallies.looked, tallies.reached = int(r["look"]), r["verdict"]
         return out
+
+    @transaction
+    async def record_looks(self, c: Conn, looks: Sequence[SkillTallies], at: float) -> None:
+        """Record the last look taken at each skill's text and the verdict it reached."""
+        if not looks:
+            return
+        await c.executemany(
+            "insert into skill_looks (slug, content_hash, look, verdict, taken_at)"
+            " values (?, ?, ?, ?, ?) on conflict (slug) do update set"
+            " content_hash = excluded.content_hash, look = excluded.look,"
+            " verdict = excluded.verdict, taken_at = excluded.taken_at",
+            [(t.name, t.content_hash, t.looked, t.reached, at) for t in looks],
+        )
 
     @query
     async def exposure_sessions(self, c: Conn, name: str, limit: int = 50) -> list[int]:

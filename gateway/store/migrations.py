@@ -726,6 +726,20 @@ _SHOWINGS: list[Step] = [
 # Rejections that keep coming back: one notice per synthesis pass that suppressed repeats of
 # standing rejections, each rejection it names with the wording that came back (for 🔍), and
 # which admin chat got its copy (claimed before sending, as cards are).
+_SKILL_LOOKS: list[Step] = [
+    # The last look the retirement test took at a skill's text, and the verdict it reached
+    # (null: none yet), so no look is taken twice (see gateway.skills.looks).
+    """
+    create table skill_looks (
+        slug text primary key,
+        content_hash text not null,
+        look integer not null,
+        verdict text,
+        taken_at {time} not null
+    )
+    """,
+]
+
 _REPEAT_NOTICES: list[Step] = [
     """
     create table repeat_notices (
@@ -817,6 +831,11 @@ MIGRATIONS: list[Migration] = [
         46,
         "repeat notices: rejections a pass found repeated, the new wording, each copy",
         _REPEAT_NOTICES,
+    ),
+    (
+        47,
+        "the looks the retirement test took at each skill's text, and their verdicts",
+        _SKILL_LOOKS,
     ),
 ]
 

@@ -8,13 +8,16 @@ from typing import Protocol
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Proposal, Rejection
 from gateway.review.repeats import RejectedRepeat
-from gateway.skills.effect import EffectStore
+from gateway.skills.effect import EffectStore, SkillTallies
 from gateway.synthesis.evidence import EvidenceSource
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
 
 class RetireStore(EffectStore, Protocol):
-    """What proposing retirements reads: tallies, exposures, open and refused proposals."""
+    """What proposing retirements reads, tallies, exposures, open and refused proposals,
+    and where the looks of the retirement test are recorded."""
+
+    async def record_looks(self, looks: Sequence[SkillTallies], at: float) -> None: ...
 
     async def exposure_sessions(self, name: str, limit: int = 50) -> list[int]: ...
 

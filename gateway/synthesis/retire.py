@@ -19,7 +19,7 @@ from gateway.review.reviewer import Reviewer
 from gateway.skills.effect import EffectThresholds, SkillEffect, Tally, harmful
 from gateway.skills.library import SkillLibrary, content_hash
 from gateway.skills.live import LiveSkill, load_live
-from gateway.skills.verdict import evidence_ratio
+from gateway.skills.looks import boundary, share, z_score
 from gateway.synthesis.ports import RetireStore
 from gateway.synthesis.screening import Dropped
 
@@ -54,20 +54,22 @@ def _share(t: Tally, z: float) -> str:
 
 def rationale(effect: SkillEffect, thresholds: EffectThresholds) -> str:
     """The figures behind a retirement, in words, for the reviewer."""
-    z = thresholds.z
+    z, alpha = thresholds.z, thresholds.alpha
     points = round(-(effect.difference or 0.0) * 100)
     low = round(-(effect.difference_high or 0.0) * 100)
     high = round(-(effect.difference_low or 0.0) * 100)
-    ratio = evidence_ratio(effect.loaded, effect.without, thresholds.margin)
     margin = round(thresholds.margin * 100)
+    look = max(effect.looked, 0)
     return (
         f"Answers that loaded {effect.name} were rated 👍 {_share(effect.loaded, z)}; "
         f"comparable answers without it {_share(effect.without, z)}. That is {points} points "
         f"worse (95% interval {low}-{high}, which reaches the {margin}-point margin), with at "
-        f"least {thresholds.min_evidence} rated answers on each side. The sequential test, "
-        f"tuned to harms of {margin} points, has a likelihood ratio against 'no harm' of "
-        f"{ratio:.0f}, past the {1 / thresholds.alpha:.0f} that keeps false alarms under "
-        f"{thresholds.alpha:.0%} however often it is checked. "
+        f"least {thresholds.min_evidence} rated answers on each side. At look {look + 1} of "
+        f"the sequential test, tuned to harms of {margin} points, the difference was "
+        f"{z_score(effect.loaded, effect.without):.1f} standard errors, past the "
+        f"{boundary(look, alpha):.2f} of that look, which spends {share(look) * alpha:.2%} "
+        f"of the {alpha:.0%} bound on false alarms (the looks together spend no more, "
+        "however often it is checked). "
         "Retiring disables the skill; its files are kept and a rollback enables it again."
     )
 

@@ -44,6 +44,7 @@ from gateway.skills.effect import (
     settled,
     short_of_comparison,
     skill_effects,
+    take_looks,
 )
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, answer_schema, parse_answer
@@ -291,8 +292,13 @@ class Synthesizer:
         return await skill_effects(self.store, self.config.effect)
 
     async def _retirements(self, run: RunRecord, summary: RunSummary) -> None:
-        """Measure every skill; propose retiring the harmful ones; end holdout for settled ones."""
-        effects = await self.effects()
+        """Measure every skill, take and record the looks due; propose retiring the harmful
+        ones; end holdout for settled ones."""
+        effects = take_looks(await self.effects(), self.config.effect)
+        # Recorded before anything acts on them: a look is never taken twice, and a verdict
+        # reached survives a crash before its retirement is proposed.
+        looks = [e for e in effects.values() if e.new_look]
+        await self.store.record_looks(looks, self.clock())
         done = await propose_retirements(
             self.store,
             self.catalog.library,

@@ -13,6 +13,7 @@ from gateway.skills.effect import (
     harmful,
     judge,
     measure,
+    take_look,
     wilson,
 )
 
@@ -72,7 +73,7 @@ def test_a_real_but_small_gap_below_the_margin_is_not_harmful() -> None:
 
 
 def test_the_comparison_pools_offered_only_and_withheld_answers() -> None:
-    effect = measure(
+    measured = measure(
         SkillTallies(
             name="kitchen-tips",
             content_hash="h",
@@ -82,6 +83,11 @@ def test_the_comparison_pools_offered_only_and_withheld_answers() -> None:
         ),
         RULE,
     )
+    # The figures are known at once; the verdict waits for the look they have come to.
+    assert measured.verdict == "unclear" and measured.looked == -1
+    effect = take_look(measured, RULE)
+    assert effect is not None and effect.new_look and effect.looked >= 0
+    assert take_look(effect, RULE) is None  # the same look is not taken twice
     assert (effect.without.up, effect.without.rated) == (16, 21)
     assert effect.difference == pytest.approx(5 / 20 - 16 / 21)
     assert effect.verdict == "harmful" and harmful(effect)

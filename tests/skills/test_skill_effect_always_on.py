@@ -1,4 +1,4 @@
-"""A skill loaded on every answer: the adaptive holdout and the sequential test judge it fast.
+"""A skill loaded on every answer: the adaptive holdout and the looks of the test judge it fast.
 
 Such a skill has no "offered but not loaded" answers, so its comparison is only what the
 holdout withholds. Two checks: the verdict rule itself over hundreds of seeded runs (the
@@ -20,8 +20,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import gateway, synth_settings
 
 RULE = EffectThresholds()  # the defaults: 5 rated answers a side, 15 points, alpha 5%
-BOUND = 30
-TAIL = 40  # the 90th percentile over 300 seeds is 37 (docs/LEARNING.md)
+BOUND = 45
+TAIL = 50  # the 90th percentile over 300 seeds is 44 (docs/LEARNING.md)
 RUNS = 200
 
 
@@ -30,13 +30,13 @@ def retired_after(p_with: float, p_without: float, seed: int, horizon: int = 300
     return one_run(p_with, p_without, seed, rated_share=0.85, horizon=horizon, rule=RULE).rated
 
 
-def test_a_harmful_always_on_skill_is_retired_within_30_rated_answers_a_helpful_never() -> None:
+def test_a_harmful_always_on_skill_is_retired_within_45_rated_answers_a_helpful_never() -> None:
     # Harmful: users rate 10% of its answers 👍 (their noise), 75% of the answers without it.
     harmful = [retired_after(0.10, 0.75, seed) for seed in range(RUNS)]
     found = [n for n in harmful if n is not None]
     assert len(found) == RUNS  # always, in the end
-    assert sum(n <= BOUND for n in found) >= 0.75 * RUNS  # 157 of the 200 seeds
-    assert statistics.median(found) <= 20
+    assert sum(n <= BOUND for n in found) >= 0.9 * RUNS  # 193 of the 200 seeds
+    assert statistics.median(found) <= 25  # 23: most at the look near 21 rated answers
     # Helpful (85% against 50%) and neutral (75% either way) skills, checked after every
     # rated answer: the helpful never, the neutral at most alpha of the time (1 of 100).
     assert [retired_after(0.85, 0.5, s) for s in range(50)] == [None] * 50

@@ -59,11 +59,14 @@ async def test_a_harmful_skill_draws_a_retirement_within_the_bound_and_a_helpful
         # Holdout turns went without the skills under evaluation, and count as comparisons.
         assert kitchen.withheld.answers > 0
 
-        # The helpful skill, with more evidence than that, is never proposed for retirement.
-        for _ in range(3):
+        # The helpful skill, with more evidence than that, is never proposed for retirement;
+        # it is judged helpful at a later look, once it has more evidence.
+        for _ in range(MAX_ROUNDS):
             await world.round(gw.parts, times=4)
             await gw.synthesize()
-        bike = (await gw.parts.synthesizer.effects())[BIKE]
+            bike = (await gw.parts.synthesizer.effects())[BIKE]
+            if bike.verdict == "helpful":
+                break
         assert bike.loaded.rated > kitchen.loaded.rated and bike.verdict == "helpful"
         assert [p["target"] for p in await retirements(gw)] == [KITCHEN]  # and not twice
         # Once both have their evidence, holdout ends for them.

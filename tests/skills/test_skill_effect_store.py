@@ -73,6 +73,24 @@ async def test_a_skill_is_measured_from_when_its_current_text_took_effect(any_st
     assert soup.since == changed and soup.content_hash == "h2"
 
 
+async def test_a_recorded_look_holds_for_its_text_only(any_store: Store) -> None:
+    await any_store.put_skill_records([record("soup"), record("bikes")])
+    soup = (await any_store.skill_tallies())["soup"]
+    assert (soup.looked, soup.reached) == (-1, None)  # never looked at
+    bikes = (await any_store.skill_tallies())["bikes"].model_copy(update={"looked": 2})
+    await any_store.record_looks([soup.model_copy(update={"looked": 3}), bikes], at=1.0)
+    await any_store.record_looks(
+        [soup.model_copy(update={"looked": 5, "reached": "harmful"})], at=2.0
+    )
+    tallies = await any_store.skill_tallies()
+    assert (tallies["soup"].looked, tallies["soup"].reached) == (5, "harmful")
+    assert (tallies["bikes"].looked, tallies["bikes"].reached) == (2, None)
+    # A new text starts from no look: the verdict was on the old one.
+    await any_store.put_skill_records([record("soup", digest="h2", at=time.time())])
+    soup = (await any_store.skill_tallies())["soup"]
+    assert (soup.looked, soup.reached) == (-1, None)
+
+
 async def test_exposure_sessions_are_those_with_rated_loaded_answers_newest_first(
     any_store: Store,
 ) -> None:
@@ -194,6 +212,9 @@ async def test_start_up_finds_the_same_settled_skills_without_measuring_each_in_
         )
         for i, (lr, lu, wr, wu) in enumerate(shapes)
     }
+    # Verdicts reached at recorded looks (the counts alone decide nothing).
+    tallies["s2"].looked, tallies["s2"].reached = 5, "harmful"
+    tallies["s3"].looked, tallies["s3"].reached = 5, "helpful"
 
     class Tallies:
         async def skill_tallies(self) -> dict[str, SkillTallies]:

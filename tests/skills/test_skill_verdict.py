@@ -1,4 +1,5 @@
-"""The retirement verdict through the gateway: mild harm is caught, a neutral skill is not.
+"""The retirement verdict through the gateway: mild harm is caught, a neutral skill is not,
+and a look once taken is not taken again, restarts included.
 
 Rated answers are seeded in the store, a synthesis pass runs over HTTP, and what the
 admins would see (a retirement proposal, the skill's verdict) is checked.
@@ -42,22 +43,24 @@ async def test_a_mild_harm_is_retired_once_the_evidence_holds_and_not_before(
     settings = synth_settings(make_settings, quiet_model)
     await plant(settings, KITCHEN, KITCHEN_DESCRIPTION, RAMBLE)
     async with gateway(settings) as gw:
-        # 60% against 75%, a harm of exactly the margin: 100 rated answers a side are not
-        # enough for the sequential test, and the skill is still measured (not settled).
-        await rate(gw, (100, 60), (100, 75))
+        # 60% against 75%, a harm of exactly the margin: 40 rated answers a side are not
+        # enough for the look they come to, and the skill is still measured (not settled).
+        await rate(gw, (40, 24), (40, 30))
         assert await retirements(gw) == []
         effect = (await gw.parts.synthesizer.effects())[KITCHEN]
         assert effect.verdict == "unclear" and KITCHEN in gw.parts.catalog.evaluating
-        # 50 more a side at the same rates (89 of 150 against 113 of 150): now it is.
-        await rate(gw, (50, 29), (50, 38))
+        # 60 more a side at the same rates (60 of 100 against 75 of 100): the design look
+        # (half the false-alarm bound, z past 1.96) finds it.
+        await rate(gw, (60, 36), (60, 45))
         assert await retirements(gw) == [KITCHEN]
         effect = (await gw.parts.synthesizer.effects())[KITCHEN]
-        assert (effect.loaded.rated, effect.without.rated) == (150, 150)
-        assert effect.verdict == "harmful"
+        assert (effect.loaded.rated, effect.without.rated) == (100, 100)
+        assert effect.verdict == "harmful" and effect.reached == "harmful"
         _, listed = await gw.call("GET", "/proposals")
         (proposal,) = [p for p in listed if p["kind"] == "retire"]
         _, detail = await gw.call("GET", f"/proposals/{proposal['id']}")
         assert "tuned to harms of 15 points" in detail["rationale"]
+        assert "past the 1.96 of that look" in detail["rationale"]
 
 
 async def test_a_neutral_skill_is_not_retired_however_often_it_is_judged(
@@ -77,17 +80,43 @@ async def test_a_neutral_skill_is_not_retired_however_often_it_is_judged(
         assert effect.verdict == "unclear" and KITCHEN not in gw.parts.catalog.evaluating
 
 
-MILD = ((150, 89), (150, 113))  # the harm the defaults retire (the first test)
-EARLY = ((100, 60), (100, 75))  # the same harm on less evidence, which they do not
+async def test_a_look_once_taken_is_not_taken_again_after_a_restart(
+    make_settings: Callable[..., Settings], quiet_model: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, quiet_model)
+    await plant(settings, KITCHEN, KITCHEN_DESCRIPTION, RAMBLE)
+    async with gateway(settings) as gw:
+        # 58 of 90 against 68 of 90: the design look is due, and it finds no clear harm.
+        await rate(gw, (90, 58), (90, 68))
+        assert await retirements(gw) == []
+        before = (await gw.parts.synthesizer.effects())[KITCHEN]
+        assert before.verdict == "unclear" and before.looked >= 0
+        # Ten more a side, 3 against 9 👍: a first look at these counts would retire it...
+        await rate(gw, (10, 3), (10, 9))
+    assert judge(Tally(up=61, down=39), Tally(up=77, down=23), EffectThresholds()) == "harmful"
+    async with gateway(settings) as gw:
+        # ...but this look was taken before the restart, and the next is not due yet.
+        assert await retirements(gw) == []
+        effect = (await gw.parts.synthesizer.effects())[KITCHEN]
+        assert (effect.looked, effect.verdict) == (before.looked, "unclear")
+        # At 125 a side (76 against 96) the next look is due, and the harm holds there.
+        await rate(gw, (25, 15), (25, 19))
+        assert await retirements(gw) == [KITCHEN]
+        effect = (await gw.parts.synthesizer.effects())[KITCHEN]
+        assert effect.looked == before.looked + 1 and effect.verdict == "harmful"
+
+
+MILD = ((150, 89), (150, 113))  # a harm the defaults retire
+SMALL = ((30, 15), (30, 22))  # a larger one on less evidence, which they do not
 
 
 @pytest.mark.parametrize(
     ("env", "value", "seen", "verdict"),
     [
-        # A stricter bound: a ratio of 20 is short of 1,000.
+        # A stricter bound: its looks come later and ask more (z past 3.84, not 2.5).
         ("SKILLGATE_RETIRE_FALSE_ALARMS", "0.001", MILD, "unclear"),
         # A looser one (a false alarm in three) is content with less.
-        ("SKILLGATE_RETIRE_FALSE_ALARMS", "0.3", EARLY, "harmful"),
+        ("SKILLGATE_RETIRE_FALSE_ALARMS", "0.3", SMALL, "harmful"),
         # A wider margin: a harm of 30 points is ruled out.
         ("SKILLGATE_RETIRE_MARGIN", "0.3", MILD, "unclear"),
         ("SKILLGATE_RETIRE_MIN_EVIDENCE", "200", MILD, "collecting"),
@@ -109,6 +138,8 @@ async def test_the_false_alarm_bound_the_margin_and_the_minimum_are_settings(
         await rate(gw, *seen)
         assert await retirements(gw) == ([KITCHEN] if verdict == "harmful" else [])
         assert (await gw.parts.synthesizer.effects())[KITCHEN].verdict == verdict
+    loaded, without = (Tally(up=up, down=n - up) for n, up in seen)
+    assert judge(loaded, without, EffectThresholds()) == ("unclear" if seen == SMALL else "harmful")
 
 
 @pytest.mark.parametrize("env", ["SKILLGATE_RETIRE_MARGIN", "SKILLGATE_RETIRE_FALSE_ALARMS"])
@@ -122,7 +153,8 @@ def test_a_margin_or_bound_of_zero_is_refused_by_name(
 
 
 def test_the_rule_catches_the_mild_harm_the_earlier_one_missed() -> None:
-    loaded, without = Tally(up=89, down=61), Tally(up=113, down=37)
+    # 60 of 100 against 75 of 100: the mixture test of before needed 150 a side.
+    loaded, without = Tally(up=60, down=40), Tally(up=75, down=25)
     assert judge(loaded, without, EffectThresholds()) == "harmful"
     # Far more ratings of a small, certain harm (70% against 75%) are not worth a retirement.
     small = judge(Tally(up=1400, down=600), Tally(up=1500, down=500), EffectThresholds())
