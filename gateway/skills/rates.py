@@ -72,7 +72,8 @@ class EffectThresholds:
     z: float = Z95
     """For the intervals shown to people."""
     alpha: float = 0.05
-    """The sequential test's error bound: a harmless skill is called harmful at most this often."""
+    """The test's error bound, shared out over its looks: a harmless skill is called harmful
+    at most this often."""
     settle_factor: int = 10
     """An unclear skill is measured until both samples hold this many times the minimum (and
     its difference's interval lies within the margin)."""

@@ -60,11 +60,6 @@ def log_evidence(worse: Counts, better: Counts, scale: float) -> float:
     )
 
 
-def evidence_ratio(worse: Counts, better: Counts, scale: float) -> float:
-    """The likelihood ratio itself, capped where a float would overflow."""
-    return math.exp(min(log_evidence(worse, better, scale), 700.0))
-
-
 def decide(
     loaded: Counts,
     without: Counts,
