@@ -117,6 +117,7 @@ class SkillEffect(SkillTallies):
             "difference_low": _round(self.difference_low),
             "difference_high": _round(self.difference_high),
             "verdict": self.verdict,
+            "look": self.looked + 1,
             "tools": {
                 "loaded": tool_figures(self.tools_loaded, self.z),
                 "without": tool_figures(self.tools_without, self.z),

@@ -12,7 +12,7 @@ harmful at most `false_alarms` of the time, over every look it will ever have: t
 that any look errs is at most the sum of the looks' chances (the union bound), whatever
 the passes' timing and whichever looks are skipped (a pass that finds two steps passed
 takes the later look only). That holds to the normal approximation; the simulation
-(`python -m eval.retirement`) measures it on ratings: 1.7 to 4.7% of neutral runs at 5%.
+(`python -m eval.retirement`) measures it on ratings: 2.0 to 4.7% of neutral runs at 5%.
 
 The evidence of a look is the effective sample size of the difference, `n = L*W/(L+W)`
 for L rated answers with the skill and W without it. The schedule is tuned to the margin

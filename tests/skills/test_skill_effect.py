@@ -96,7 +96,7 @@ def test_the_comparison_pools_offered_only_and_withheld_answers() -> None:
     assert figures["rate"] == 0.25 and figures["low"] == pytest.approx(0.1119, abs=1e-4)
     assert figures["offered_only"]["answers"] == 15 and figures["withheld"]["rated"] == 9
     assert figures["without"]["rate"] == pytest.approx(0.7619, abs=1e-4)
-    assert figures["verdict"] == "harmful"
+    assert figures["verdict"] == "harmful" and figures["look"] == effect.looked + 1 > 0
     line = describe(effect)
     assert line.startswith("31 uses, 👍 5 👎 15, rate 25% (11-47%)")
     assert "without it 76% of 21" in line and line.endswith(
@@ -107,4 +107,5 @@ def test_the_comparison_pools_offered_only_and_withheld_answers() -> None:
 def test_a_skill_never_rated_is_described_as_collecting_evidence() -> None:
     effect = measure(SkillTallies(name="x", content_hash="h"), RULE)
     assert effect.verdict == "collecting" and effect.summary()["rate"] is None
+    assert effect.summary()["look"] == 0
     assert describe(effect) == "0 uses, 👍 0 👎 0, rate -; without it - of 0; collecting evidence"

@@ -102,6 +102,7 @@ async def test_a_retirement_is_reviewed_disables_the_skill_and_a_rollback_brings
         assert effect["high"] == pytest.approx(high, abs=1e-4)
         assert effect["offered_only"]["answers"] == 20 and effect["without"]["rate"] == 0.8
         assert effect["verdict"] == "harmful" and effect["under_evaluation"] is False
+        assert effect["look"] >= 1  # reached at a look a pass took and recorded
 
         status, body = await gw.call("POST", f"/proposals/{made['id']}/approve")
         assert status == 200 and body["outcome"] == "approved"
