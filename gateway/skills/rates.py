@@ -1,5 +1,5 @@
 """The statistics the effect measurement uses: Wilson and Newcombe intervals of thumbs-up
-rates, and the log-likelihood ratio of the sequential test (see `gateway.skills.effect`)."""
+rates, and the tallies they are taken from (the tests themselves: `looks`, `verdict`)."""
 
 from __future__ import annotations
 
