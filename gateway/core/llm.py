@@ -266,8 +266,7 @@ class OpenAIChat:
                 if not retry_timeouts or attempt >= self._max_retries:
                     raise ModelUnavailable(str(exc)) from exc
             except Unreachable as exc:
-                # The aiohttp transport reports a refused connection as a connect timeout.
-                refused = not exc.timed_out or _refused(exc) is not None
+                refused = not exc.timed_out
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
                     raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
