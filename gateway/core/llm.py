@@ -23,14 +23,13 @@ import asyncio
 import importlib
 import json
 import logging
-from contextlib import aclosing
 from typing import Any, Protocol
 
 import jiter
 
 from gateway.core.json_modes import JSON_MODES, MEMORY_KEY, JsonModeMemory, after, response_format
 from gateway.core.llm_http import ModelHTTP, Refusal, Reply, Unreachable
-from gateway.core.llm_stream import StreamAssembler, sse_data
+from gateway.core.llm_stream import EventStream, StreamAssembler
 from gateway.core.llm_wire import (
     Completion,
     ToolCall,
@@ -328,19 +327,27 @@ class OpenAIChat:
             ):
                 if not reply.streams:  # a server that ignores `stream` answers whole
                     return self._read_whole(await self._bounded_body(reply))
-                async with aclosing(sse_data(reply.pieces())) as events:
-                    async for data in events:
+                events = EventStream()
+                while piece := await reply.read_some():
+                    if events.done:
+                        continue  # read to its end: the connection goes back to the pool
+                    found = events.feed(piece)
+                    if found:
                         # Moving the deadline costs a timer: it is moved a little further
                         # than needed, and only once less than `idle` is left.
                         due = loop.time() + idle
                         if assembler.chunks == 0 or (deadline.when() or 0) < due:
                             deadline.reschedule(min(due + slack, ends))
+                        for data in found:
+                            assembler.feed(jiter.from_json(data))
+                    # Bytes as read off the connection, whatever the chunks hold; leaving
+                    # the block unread closes the connection.
+                    if reply.received > self._stream_bytes:
+                        cut = f"more than {self._stream_bytes:,} bytes"
+                        break
+                else:
+                    for data in events.end():
                         assembler.feed(jiter.from_json(data))
-                        # Bytes as read off the connection, whatever the chunks hold; leaving
-                        # the block unread closes the connection.
-                        if reply.received > self._stream_bytes:
-                            cut = f"more than {self._stream_bytes:,} bytes"
-                            break
         except TimeoutError as exc:
             if assembler.chunks and loop.time() >= ends:
                 return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
@@ -357,7 +364,7 @@ class OpenAIChat:
     async def _bounded_body(self, reply: Reply) -> str:
         """A whole answer to a streamed request, read up to `_stream_bytes`."""
         body = bytearray()
-        async for piece in reply.pieces():
+        while piece := await reply.read_some():
             body += piece
             if len(body) > self._stream_bytes:
                 raise ModelError(f"model answered more than {self._stream_bytes:,} bytes")

@@ -51,7 +51,7 @@ class Refusal(Exception):
 
 
 class Reply:
-    """A 2xx answer being read; `pieces` and `read` report transport errors as Unreachable."""
+    """A 2xx answer being read; `read_some` and `read` report transport errors as Unreachable."""
 
     def __init__(self, response: Any) -> None:
         self._response = response
@@ -60,15 +60,15 @@ class Reply:
         """Bytes of the body read so far, as they came off the connection (decoded, if the
         server compressed them)."""
 
-    async def pieces(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive: the one place an answer is read from the socket."""
-        readany = self._response.content.readany
+    async def read_some(self) -> bytes:
+        """The body's next bytes as they arrive (b"" at its end): the one place an answer is
+        read from the socket, a call per piece rather than a generator's frames."""
         try:
-            while piece := await readany():
-                self.received += len(piece)
-                yield piece
+            piece: bytes = await self._response.content.readany()
         except Exception as exc:
             raise _translated(exc) from exc
+        self.received += len(piece)
+        return piece
 
     async def read(self) -> str:
         """The whole body as text (an answer that is not streamed)."""
