@@ -479,7 +479,9 @@ def _refused(exc: BaseException) -> OSError | None:
 def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
     """'connection refused' and friends, rather than the SDK's generic class name."""
     seen: BaseException | None = exc
+    root = exc
     while seen is not None:
+        root = seen
         if isinstance(seen, ConnectionRefusedError):
             return "connection refused"
         if timeout is not None and (
@@ -493,7 +495,7 @@ def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
         if "name or service not known" in text or "nodename nor servname" in text:
             return "host name not found"
         seen = seen.__cause__ or seen.__context__
-    return f"connection failed ({type(exc).__name__})"
+    return f"connection failed ({type(root).__name__})"  # the first failure, not its wrapper
 
 
 def _retry_after(headers: Any) -> float | None:

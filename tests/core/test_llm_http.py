@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from gateway.core.llm import OpenAIChat
-from gateway.errors import ModelMisconfigured
+from gateway.errors import ModelMisconfigured, ModelUnavailable
 from tests.fakes.openai_server import FakeOpenAI
 
 HI = [{"role": "user", "content": "hi"}]
@@ -47,3 +49,24 @@ async def test_nothing_listening_is_named_at_once_not_waited_for_as_a_timeout(
             await llm.complete(HI)
     finally:
         await llm.close()
+
+
+async def test_a_server_that_hangs_up_unanswered_is_asked_again_then_named() -> None:
+    hung_up = 0
+
+    async def hang_up(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal hung_up
+        hung_up += 1
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    llm = OpenAIChat(f"http://127.0.0.1:{port}/v1", "m", backoff=0, max_retries=2)
+    try:
+        with pytest.raises(ModelUnavailable, match=r"connection failed \(ServerDisconnected"):
+            await llm.complete(HI)
+    finally:
+        await llm.close()
+        server.close()
+        await server.wait_closed()
+    assert hung_up == 3  # a connection that fails at once is tried again, unlike a timeout
