@@ -50,20 +50,24 @@ class EventStream:
         """The events this piece completes."""
         if self.done:
             return []
-        events: list[bytes] = []
-        if not self._buffer and not self._data and piece.endswith(b"\n\n") and b"\r" not in piece:
-            # Nearly every piece: whole events of one `data: ` line each.
-            for event in piece[:-2].split(b"\n\n"):
-                if event.startswith(b"data: ") and b"\n" not in event:
-                    if event.startswith(DONE, 6):
-                        self.done = True
-                        break
-                    events.append(event[6:])
-                else:
-                    self._lines([*event.split(b"\n"), b""], events)
-                    if self.done:
-                        break
-            return events
+        if (
+            not self._buffer
+            and not self._data
+            and piece.startswith(b"data: ")
+            and piece.endswith(b"\n\n")
+            and b"\r" not in piece
+        ):
+            # Nearly every piece: whole events of one `data: ` line each, split in one go
+            # when the blank lines between them are its only line ends.
+            events = piece[6:-2].split(b"\n\ndata: ")
+            if piece.count(b"\n") == 2 * len(events):
+                if DONE in piece:
+                    for n, event in enumerate(events):
+                        if event.startswith(DONE):
+                            self.done = True
+                            return events[:n]
+                return events
+        events = []
         buffer = self._buffer + piece
         if b"\r" in buffer:
             held = buffer.endswith(b"\r")  # maybe half of a CRLF: wait for the next piece
