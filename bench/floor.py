@@ -50,6 +50,22 @@ async def cpu_per_call(step: Step, calls: int) -> float:
     return (time.process_time() - started) / calls * 1000
 
 
+async def cpu_interleaved(steps: dict[str, Step], calls: int, block: int = 25) -> dict[str, float]:
+    """CPU milliseconds per call of each step, the steps taking turns `block` calls at a
+    time, so that a machine whose other load comes and goes weighs on each alike."""
+    for step in steps.values():
+        for i in range(5):
+            await step(-i - 1)
+    spent = dict.fromkeys(steps, 0.0)
+    for start in range(0, calls, block):
+        for name, step in steps.items():
+            started = time.process_time()
+            for i in range(start, min(start + block, calls)):
+                await step(i)
+            spent[name] += time.process_time() - started
+    return {name: total / calls * 1000 for name, total in spent.items()}
+
+
 async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> list[list[str]]:
     """One row per step: what it is, how the bare handler does it, how the gateway does."""
     from telegram import Update
@@ -152,7 +168,7 @@ async def store_rounds(rounds: int, calls: int, postgres: str | None) -> dict[st
 
 
 async def model_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
-    """CPU ms per model call, bare and ours, alternating, against the fake model's process."""
+    """CPU ms per model call, bare and ours, taking turns, against the fake model's process."""
     with tempfile.TemporaryDirectory() as tmp:
         fake = Child.python("fake-model", "bench.fakes", "openai", log_dir=Path(tmp))
         url = fake.ready_line()["base_url"]
@@ -174,10 +190,10 @@ async def model_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
                 async def unstreamed(_i: int) -> None:
                     await whole.complete(MESSAGES)
 
+                steps: dict[str, Step] = {"bare": bare, "streamed": streamed, "whole": unstreamed}
                 for _ in range(rounds):
-                    out["bare"].append(await cpu_per_call(bare, calls))
-                    out["streamed"].append(await cpu_per_call(streamed, calls))
-                    out["whole"].append(await cpu_per_call(unstreamed, calls))
+                    for name, cost in (await cpu_interleaved(steps, calls)).items():
+                        out[name].append(cost)
         finally:
             await llm.close()
             await whole.close()

@@ -23,14 +23,13 @@ import asyncio
 import importlib
 import json
 import logging
-from contextlib import aclosing
 from typing import Any, Protocol
 
 import jiter
 
 from gateway.core.json_modes import JSON_MODES, MEMORY_KEY, JsonModeMemory, after, response_format
 from gateway.core.llm_http import ModelHTTP, Refusal, Reply, Unreachable
-from gateway.core.llm_stream import StreamAssembler, sse_data
+from gateway.core.llm_stream import EventStream, StreamAssembler
 from gateway.core.llm_wire import (
     Completion,
     ToolCall,
@@ -266,8 +265,7 @@ class OpenAIChat:
                 if not retry_timeouts or attempt >= self._max_retries:
                     raise ModelUnavailable(str(exc)) from exc
             except Unreachable as exc:
-                # The aiohttp transport reports a refused connection as a connect timeout.
-                refused = not exc.timed_out or _refused(exc) is not None
+                refused = not exc.timed_out
                 if not refused and (not retry_timeouts or attempt >= self._max_retries):
                     raise ModelUnavailable(f"model timed out after {self._timeout:g} s") from exc
                 if refused and attempt >= self._max_retries:
@@ -329,19 +327,27 @@ class OpenAIChat:
             ):
                 if not reply.streams:  # a server that ignores `stream` answers whole
                     return self._read_whole(await self._bounded_body(reply))
-                async with aclosing(sse_data(reply.pieces())) as events:
-                    async for data in events:
+                events = EventStream()
+                while piece := await reply.read_some():
+                    if events.done:
+                        continue  # read to its end: the connection goes back to the pool
+                    found = events.feed(piece)
+                    if found:
                         # Moving the deadline costs a timer: it is moved a little further
                         # than needed, and only once less than `idle` is left.
                         due = loop.time() + idle
                         if assembler.chunks == 0 or (deadline.when() or 0) < due:
                             deadline.reschedule(min(due + slack, ends))
+                        for data in found:
+                            assembler.feed(jiter.from_json(data))
+                    # Bytes as read off the connection, whatever the chunks hold; leaving
+                    # the block unread closes the connection.
+                    if reply.received > self._stream_bytes:
+                        cut = f"more than {self._stream_bytes:,} bytes"
+                        break
+                else:
+                    for data in events.end():
                         assembler.feed(jiter.from_json(data))
-                        # Bytes as read off the connection, whatever the chunks hold; leaving
-                        # the block unread closes the connection.
-                        if reply.received > self._stream_bytes:
-                            cut = f"more than {self._stream_bytes:,} bytes"
-                            break
         except TimeoutError as exc:
             if assembler.chunks and loop.time() >= ends:
                 return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
@@ -358,7 +364,7 @@ class OpenAIChat:
     async def _bounded_body(self, reply: Reply) -> str:
         """A whole answer to a streamed request, read up to `_stream_bytes`."""
         body = bytearray()
-        async for piece in reply.pieces():
+        while piece := await reply.read_some():
             body += piece
             if len(body) > self._stream_bytes:
                 raise ModelError(f"model answered more than {self._stream_bytes:,} bytes")
@@ -473,7 +479,9 @@ def _refused(exc: BaseException) -> OSError | None:
 def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
     """'connection refused' and friends, rather than the SDK's generic class name."""
     seen: BaseException | None = exc
+    root = exc
     while seen is not None:
+        root = seen
         if isinstance(seen, ConnectionRefusedError):
             return "connection refused"
         if timeout is not None and (
@@ -487,7 +495,7 @@ def _connection_cause(exc: BaseException, timeout: float | None = None) -> str:
         if "name or service not known" in text or "nodename nor servname" in text:
             return "host name not found"
         seen = seen.__cause__ or seen.__context__
-    return f"connection failed ({type(exc).__name__})"
+    return f"connection failed ({type(root).__name__})"  # the first failure, not its wrapper
 
 
 def _retry_after(headers: Any) -> float | None:

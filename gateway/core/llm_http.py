@@ -1,22 +1,23 @@
 """The chat-completions POST on the connection pool the openai client uses, without its objects.
 
-Every answer makes this call, so it goes straight to the httpx transport under the client:
-one request, the status, the body's bytes as they arrive. The client's per-call machinery
-(typed options, request and response models, its SSE decoder) cost 4-5 times what the
-socket work does; the client stays for what is not hot (`/models`, embeddings, speech),
-on the same pool. Transport errors become `Unreachable` (a timeout or a refused connection,
-the cause kept), an HTTP error status `Refusal` with its body; `llm` decides what each means.
+Every answer makes this call, so it goes straight to the aiohttp session under the client's
+transport: one request, the status, the body's bytes as they arrive. httpx's request and
+response objects, header merging and stream layers over that session cost as much again as
+the socket work, and the client's own (typed options, models, its SSE decoder) several times
+more; the client stays for what is not hot (`/models`, embeddings, speech), on the same pool.
+Transport errors become `Unreachable` (a timeout or a failed connection, the cause kept), an
+HTTP error status `Refusal` with its body; `llm` decides what each means.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
+    from httpx_aiohttp import AiohttpTransport
     from openai import AsyncOpenAI
 
 # As the openai client's own pool: many chats answered at once each hold a connection.
@@ -34,7 +35,7 @@ class Unreachable(Exception):
 class Refusal(Exception):
     """An HTTP error status, with the body the server sent."""
 
-    def __init__(self, status: int, text: str, headers: httpx.Headers) -> None:
+    def __init__(self, status: int, text: str, headers: Mapping[str, str]) -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
         self.text = text
@@ -50,100 +51,91 @@ class Refusal(Exception):
 
 
 class Reply:
-    """A 2xx answer being read; `pieces` and `read` report transport errors as Unreachable."""
+    """A 2xx answer being read; `read_some` and `read` report transport errors as Unreachable."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: Any) -> None:
         self._response = response
-        self.streams = "event-stream" in response.headers.get("content-type", "")
+        self.streams = "event-stream" in response.headers.get("Content-Type", "")
         self.received = 0
-        """Bytes of the body read so far, as they came off the connection."""
+        """Bytes of the body read so far, as they came off the connection (decoded, if the
+        server compressed them)."""
 
-    async def pieces(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive: the one place an answer is read from the socket."""
-        import httpx
-
-        response = self._response
-        # Read straight from the transport unless the body needs decoding (gzip and the like):
-        # httpx's layers over it cost more than the parsing, a dozen pieces an answer.
-        raw = response.stream
-        plain = "content-encoding" not in response.headers
-        stream = raw if plain and isinstance(raw, httpx.AsyncByteStream) else response.aiter_bytes()
+    async def read_some(self) -> bytes:
+        """The body's next bytes as they arrive (b"" at its end): the one place an answer is
+        read from the socket, a call per piece rather than a generator's frames."""
         try:
-            async for piece in stream:
-                self.received += len(piece)
-                yield piece
-        except Exception as exc:  # the transport lets some of aiohttp's own errors through
+            piece: bytes = await self._response.content.readany()
+        except Exception as exc:
             raise _translated(exc) from exc
+        self.received += len(piece)
+        return piece
 
     async def read(self) -> str:
         """The whole body as text (an answer that is not streamed)."""
         try:
-            await self._response.aread()
+            raw: bytes = await self._response.read()
         except Exception as exc:
             raise _translated(exc) from exc
-        return self._response.text
+        return raw.decode(self._response.charset or "utf-8", errors="replace")
 
 
 class ModelHTTP:
     """One OpenAI-compatible `/v1`: the lean chat POST, and the openai client on the same pool."""
 
     def __init__(self, base_url: str, api_key: str | None, *, timeout: float) -> None:
-        import httpx  # here, not at start-up: it is made for the first answer
-
         self.base_url = base_url
-        self._url = httpx.URL(base_url.rstrip("/") + "/chat/completions")
-        headers = [(b"content-type", b"application/json"), (b"accept", b"*/*")]
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json", "Accept": "*/*"}
         if api_key:
-            headers.append((b"authorization", f"Bearer {api_key}".encode()))
-        self._headers = httpx.Headers(headers)
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self._api_key = api_key
         self._timeout = timeout
-        self._extensions = {"timeout": {"connect": timeout, "read": timeout, "pool": timeout}}
-        self._transport: httpx.AsyncBaseTransport | None = None
+        self._proxy: str | None = None
+        self._transport: AiohttpTransport | None = None
+        self._session: Any = None
         self._sdk: AsyncOpenAI | None = None
 
-    def _pool(self) -> httpx.AsyncBaseTransport:
+    def _pool(self) -> AiohttpTransport:
+        """The transport the openai client uses; its aiohttp session serves the chat POST."""
         if self._transport is None:
+            import urllib.parse
             import urllib.request
 
-            import httpx
+            import httpx  # here, not at start-up: it is made for the first answer
             from httpx_aiohttp import AiohttpTransport
 
             # A proxy named in the environment is honoured, as the openai client does.
-            found = urllib.request.getproxies().get(self._url.scheme)
-            bypass = urllib.request.proxy_bypass(self._url.host)
-            proxy = httpx.Proxy(found) if found and not bypass else None
+            parts = urllib.parse.urlsplit(self._url)
+            found = urllib.request.getproxies().get(parts.scheme)
+            bypass = urllib.request.proxy_bypass(parts.hostname or "")
+            self._proxy = found if found and not bypass else None
+            proxy = httpx.Proxy(self._proxy) if self._proxy else None
             limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100)
-            self._transport = AiohttpTransport(limits=limits, proxy=proxy)
+            transport = AiohttpTransport(limits=limits, proxy=proxy)
+            # Made now rather than on the transport's first request, so both share it.
+            transport.client = self._session = transport.get_client()
+            self._transport = transport
         return self._transport
 
     @asynccontextmanager
     async def post(self, body: dict[str, Any]) -> AsyncIterator[Reply]:
         """POST `body` to chat/completions; the reply is open while the block runs."""
-        import httpx
-
         content = json.dumps(body).encode()
-        # A ready stream skips httpx's content encoding (a sixth of the call's CPU); the
-        # transport fills in Host and Content-Length.
-        request = httpx.Request(
-            "POST",
-            self._url,
-            headers=self._headers,
-            stream=httpx.ByteStream(content),
-            extensions=self._extensions,
-        )
-        request.read()
+        if self._session is None:
+            self._pool()
+        # No timeout of the session's own: the caller's deadlines (first token, idle, the
+        # whole stream) are the only ones. Leaving the block before the end of the body
+        # closes the connection rather than handing it back half read.
         try:
-            response = await self._pool().handle_async_request(request)
+            response = await self._session.post(
+                self._url, data=content, headers=self._headers, proxy=self._proxy, timeout=None
+            )
         except Exception as exc:
             raise _translated(exc) from exc
-        try:
-            if response.status_code >= 400:
-                reply = Reply(response)
-                raise Refusal(response.status_code, await reply.read(), response.headers)
+        async with response:
+            if response.status >= 400:
+                raise Refusal(response.status, await Reply(response).read(), response.headers)
             yield Reply(response)
-        finally:
-            await response.aclose()
 
     def sdk(self) -> AsyncOpenAI:
         """The openai client, on the same pool, for the calls that are not hot."""
@@ -165,11 +157,9 @@ class ModelHTTP:
             await self._sdk.close()  # closes the pool too
         elif self._transport is not None:
             await self._transport.aclose()
-        self._sdk = self._transport = None
+        self._sdk = self._transport = self._session = None
 
 
 def _translated(exc: Exception) -> Unreachable:
-    import httpx
-
-    timed_out = isinstance(exc, httpx.TimeoutException)
-    return Unreachable(str(exc) or type(exc).__name__, timed_out=timed_out)
+    # aiohttp's socket timeouts are TimeoutErrors; every other failure is the connection's.
+    return Unreachable(str(exc) or type(exc).__name__, timed_out=isinstance(exc, TimeoutError))

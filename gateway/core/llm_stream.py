@@ -12,7 +12,6 @@ streamed answer is normalised exactly like a whole one (missing ids, `<think>` b
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from gateway.core.llm_wire import (
@@ -30,25 +29,57 @@ from gateway.errors import ModelError
 DONE = b"[DONE]"
 
 
-async def sse_data(pieces: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
-    """Each server-sent event's data, as the pieces of the body arrive, up to `[DONE]`.
+class EventStream:
+    """Each server-sent event's data, fed the pieces of the body as they arrive, up to `[DONE]`.
 
     Lines end with LF, CRLF or CR; an event's `data:` lines are joined with LF and it ends
-    at a blank line (or at the end of the body). After `[DONE]` the body is read to its
-    end without looking, so the connection goes back to the pool.
+    at a blank line (or at the end of the body, `end`). Fed synchronously, piece by piece:
+    an answer's dozen pieces cost no generator frames. After `[DONE]` it is `done` and
+    takes no more, so the caller reads the body to its end and the connection goes back to
+    the pool.
     """
-    buffer = b""
-    data: list[bytes] = []
-    done = False
-    async for piece in pieces:
-        if done:
-            continue
-        buffer += piece
+
+    __slots__ = ("_buffer", "_data", "done")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[bytes] = []
+        self.done = False
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The events this piece completes."""
+        if self.done:
+            return []
+        if (
+            not self._buffer
+            and not self._data
+            and piece.startswith(b"data: ")
+            and piece.endswith(b"\n\n")
+            and b"\r" not in piece
+        ):
+            # Nearly every piece: whole events of one `data: ` line each, split in one go
+            # when the blank lines between them are its only line ends.
+            events = piece[6:-2].split(b"\n\ndata: ")
+            if piece.count(b"\n") == 2 * len(events):
+                if DONE in piece:
+                    for n, event in enumerate(events):
+                        if event.startswith(DONE):
+                            self.done = True
+                            return events[:n]
+                return events
+        events = []
+        buffer = self._buffer + piece
         if b"\r" in buffer:
             held = buffer.endswith(b"\r")  # maybe half of a CRLF: wait for the next piece
             body = buffer[:-1] if held else buffer
             buffer = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
-        *lines, buffer = buffer.split(b"\n")
+        *lines, self._buffer = buffer.split(b"\n")
+        self._lines(lines, events)
+        return events
+
+    def _lines(self, lines: list[bytes], events: list[bytes]) -> None:
+        """Whole lines, each event they end added to `events`."""
+        data = self._data
         for line in lines:
             if line:
                 if line.startswith(b"data:"):
@@ -59,15 +90,21 @@ async def sse_data(pieces: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
                 event = data[0] if len(data) == 1 else b"\n".join(data)
                 data = []
                 if event.startswith(DONE):
-                    done = True
+                    self.done = True
                     break
-                yield event
-    if not done:
-        buffer = buffer.removesuffix(b"\r")
+                events.append(event)
+        self._data = data
+
+    def end(self) -> list[bytes]:
+        """The event the body ended in without its blank line, if any."""
+        if self.done:
+            return []
+        buffer = self._buffer.removesuffix(b"\r")
+        data = self._data
         if buffer.startswith(b"data:"):
             data.append(buffer[6:] if buffer[5:6] == b" " else buffer[5:])
-        if data and not data[0].startswith(DONE):
-            yield b"\n".join(data)
+        self._buffer, self._data = b"", []
+        return [b"\n".join(data)] if data and not data[0].startswith(DONE) else []
 
 
 class _Call:
@@ -128,30 +165,38 @@ class StreamAssembler:
             code = error.get("code") if isinstance(error, dict) else None
             status = code if isinstance(code, int) and not isinstance(code, bool) else 0
             raise classify(status, message)(f"model streamed an error: {message}")
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = chunk["usage"]
-        if isinstance(chunk.get("model"), str):
-            self._model = chunk["model"]
-        choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        usage, model, choices = chunk.get("usage"), chunk.get("model"), chunk.get("choices")
+        if isinstance(usage, dict):
+            self._usage = usage
+        if isinstance(model, str):
+            self._model = model
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             return  # the usage chunk, or a keep-alive
         choice = choices[0]
         finish = choice.get("finish_reason")
         if isinstance(finish, str):
             self._finish = finish
         delta = choice.get("delta") or choice.get("message")
-        if isinstance(delta, dict):
+        if not isinstance(delta, dict):
+            return
+        content = delta.get("content")
+        if isinstance(content, str) and (len(delta) == 1 or (len(delta) == 2 and "role" in delta)):
+            # Nearly every chunk: a piece of text and nothing else to look for.
+            self._text(content)
+        else:
             self._delta(delta)
+
+    def _text(self, piece: str) -> None:
+        self._has_content = True
+        if piece:
+            self._content.append(piece)
+            if self.partial is not None:
+                self.partial.add(piece)
 
     def _delta(self, delta: dict[str, Any]) -> None:
         content = delta.get("content")
         if content is not None:
-            piece = content_text(content)
-            self._has_content = True
-            if piece:
-                self._content.append(piece)
-                if self.partial is not None:
-                    self.partial.add(piece)
+            self._text(content_text(content) or "")
         for key in ("reasoning_content", "reasoning"):
             value = delta.get(key)
             if isinstance(value, str) and value:

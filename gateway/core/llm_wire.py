@@ -155,6 +155,8 @@ def classify(status: int, message: str) -> type[ModelError]:
 
 def strip_think(text: str) -> tuple[str, str | None]:
     """Content without `<think>` blocks, and what they held."""
+    if "<" not in text:
+        return text, None
     found = [m.group(0) for m in _THINK.finditer(text)]
     text = _THINK.sub("", text)
     unclosed = _OPEN_THINK.search(text)
@@ -194,9 +196,8 @@ def parse_completion(data: Any, model: str | None) -> Completion:
         tool_calls=_tool_calls(reply),
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),
-        usage_known=any(
-            isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
-        ),
+        usage_known=isinstance(usage.get("prompt_tokens"), int)
+        or isinstance(usage.get("completion_tokens"), int),
         model=data.get("model") if isinstance(data.get("model"), str) else model,
         finish_reason=finish if isinstance(finish, str) else None,
         reasoning=reasoning,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.core.llm import OpenAIChat
-from gateway.core.llm_stream import sse_data
+from gateway.core.llm_stream import EventStream
 from gateway.errors import ModelError
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -42,6 +42,10 @@ def framed(end: str, *, comments: bool = False, space: str = " ") -> bytes:
     return "".join(lines).encode()
 
 
+# One event's JSON over two data lines (joined with a line feed, which JSON allows).
+MULTI_LINE = b"data: " + EVENTS[1].encode().replace(b", ", b",\ndata: ", 1) + b"\n\n"
+
+
 @pytest.fixture
 async def model(fake_llm: FakeOpenAI) -> AsyncIterator[OpenAIChat]:
     llm = OpenAIChat(fake_llm.base_url, "fake-model", "sk-test-key-123456", backoff=0)
@@ -58,8 +62,7 @@ async def model(fake_llm: FakeOpenAI) -> AsyncIterator[OpenAIChat]:
         framed("\r\n", comments=True),
         framed("\n", space=""),
         framed("\n").removesuffix(b"data: [DONE]\n\n").rstrip(b"\n"),  # no [DONE], no blank
-        # One event's JSON over two data lines (joined with a line feed, which JSON allows).
-        b"data: " + EVENTS[1].encode().replace(b", ", b",\ndata: ", 1) + b"\n\n" + framed("\n"),
+        MULTI_LINE + framed("\n"),
     ],
     ids=["lf", "crlf", "cr", "keep-alives", "no-space", "no-done", "multi-line"],
 )
@@ -74,17 +77,26 @@ async def test_every_framing_of_the_stream_gives_the_same_answer(
     assert (completion.prompt_tokens, completion.completion_tokens) == (7, 3)
 
 
-async def test_the_events_are_the_same_wherever_the_bytes_are_split() -> None:
-    stream = framed("\r\n", comments=True)
-
-    async def pieces(cut: int) -> AsyncIterator[bytes]:
-        yield stream[:cut]
-        yield stream[cut:]
-
+@pytest.mark.parametrize(
+    ("stream", "events"),
+    [
+        (framed("\n"), EVENTS),
+        (framed("\r\n", comments=True), EVENTS),
+        (framed("\n", comments=True), EVENTS),
+        (framed("\n", space=""), EVENTS),
+        (MULTI_LINE + framed("\n"), [EVENTS[1], *EVENTS]),
+    ],
+    ids=["lf", "crlf-keep-alives", "lf-keep-alives", "no-space", "multi-line"],
+)
+def test_the_events_are_the_same_wherever_the_bytes_are_split(
+    stream: bytes, events: list[str]
+) -> None:
+    expected = [json.loads(e) for e in events]
     for cut in range(len(stream) + 1):
-        assert [json.loads(e) async for e in sse_data(pieces(cut))] == [
-            json.loads(e) for e in EVENTS
-        ], cut
+        decoder = EventStream()
+        found = [*decoder.feed(stream[:cut]), *decoder.feed(stream[cut:]), *decoder.end()]
+        assert [json.loads(e) for e in found] == expected, cut
+        assert decoder.done, cut
 
 
 @pytest.mark.parametrize(

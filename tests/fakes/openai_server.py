@@ -10,7 +10,8 @@ name then its arguments in two halves, the finish reason, then the usage when
 `stream_options.include_usage` asks for it; `raw` bodies are sent whole (a
 server that ignores `stream`), `raw_stream` sends exactly the bytes given, piece by
 piece (the event-stream framings servers use), and `refuse_stream_options` answers 400
-to a request that carries them, as some servers do. Each chat request's headers are
+to a request that carries them, as some servers do; `gzip_streams` compresses the
+streamed answers, as some proxies do. Each chat request's headers are
 kept in `headers`, the client's address and port in `peers`. `/v1/embeddings` answers with
 `fake_embedding`: a hashed bag of normalised words in which a few synonyms share a
 word, so paraphrases land close, as a real embedding model's do. `pause()` holds
@@ -179,6 +180,8 @@ class FakeOpenAI:
         self.flooded = 0
         """Content characters streamed by `flood` answers."""
         self.refuse_stream_options = False
+        self.gzip_streams = False
+        """Streamed answers sent gzip-compressed (`Content-Encoding: gzip`), as some proxies do."""
         self.first_chunks: list[tuple[float, str]] = []
         """When each streamed answer's first content chunk was written (monotonic), and the
         last message of the request it answered."""
@@ -446,6 +449,8 @@ class FakeOpenAI:
     ) -> web.StreamResponse:
         """The answer as server-sent chunks, the way OpenAI-compatible servers stream."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        if self.gzip_streams:
+            response.enable_compression(web.ContentCoding.gzip)
         await response.prepare(request)
         base = {
             "id": f"chatcmpl-{next(self._ids)}",
