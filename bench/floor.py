@@ -52,10 +52,11 @@ async def cpu_per_call(step: Step, calls: int) -> float:
 
 async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> list[list[str]]:
     """One row per step: what it is, how the bare handler does it, how the gateway does."""
-    from telegram import Update
     from telegram.ext import ExtBot
 
-    from gateway.channels.telegram.send import bot_request
+    from gateway.channels.telegram.format import Part
+    from gateway.channels.telegram.incoming import read_message
+    from gateway.channels.telegram.send import Sender, SendPolicy, Target, bot_request
 
     messages = MESSAGES
     update = make_text_update(1, "q0-1 how do I renew my passport?", chat_id=42, user_id=42)
@@ -65,6 +66,8 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
         llm = OpenAIChat(llm_url, "fake-model")
         bot = ExtBot(token, base_url=api_url, request=bot_request())
         await bot.initialize()
+        # Unpaced, as the benchmark's gateway runs (TELEGRAM_MAX_MESSAGES_PER_SECOND=0).
+        sender = Sender(bot, SendPolicy(private_interval=0, overall_per_second=0))
 
         async def bare_model(_i: int) -> None:
             body = {"model": "fake-model", "messages": messages}
@@ -80,13 +83,13 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
             await llm.complete(messages)
 
         async def gateway_send(i: int) -> None:
-            await bot.send_message(42, f"answer {i}", parse_mode="HTML")
+            await sender.send(Target(42), Part.of_text(f"answer {i}"))
 
         async def bare_parse(_i: int) -> None:
             json.loads(raw)
 
         async def gateway_parse(_i: int) -> None:
-            Update.de_json(json.loads(raw), bot)
+            read_message(json.loads(raw)["message"])
 
         try:
             for label, bare, ours in (

@@ -18,12 +18,12 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from html import escape
 
-from telegram import CallbackQuery, ForceReply, InlineKeyboardMarkup
+from telegram import CallbackQuery, ForceReply
 from telegram.constants import ChatMemberStatus
 from telegram.helpers import mention_html
 
 from gateway.channels.base import DeliveryLog
-from gateway.channels.telegram.buttons import keyboard
+from gateway.channels.telegram.buttons import Keyboard, keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.incoming import Person
@@ -184,7 +184,7 @@ class TelegramResponder:
         return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
 
     async def _finish_shown(
-        self, message_id: int, part: Part, markup: InlineKeyboardMarkup | None, last: bool
+        self, message_id: int, part: Part, markup: Keyboard | None, last: bool
     ) -> str | None:
         """Edit the streamed message into the answer's first part; None if it is gone."""
         try:
@@ -207,7 +207,7 @@ class TelegramResponder:
             await self.sender.call(
                 "editMessageReplyMarkup",
                 lambda: self.sender.bot.edit_message_reply_markup(
-                    self.target.chat_id, message_id, reply_markup=markup
+                    self.target.chat_id, message_id, reply_markup=markup.markup()
                 ),
             )
 

@@ -35,6 +35,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
 from gateway.core.models import ChatRef
@@ -43,7 +44,7 @@ from gateway.errors import ChannelError, RateLimited
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Markup = InlineKeyboardMarkup | ForceReply
+Markup = InlineKeyboardMarkup | ForceReply | Keyboard
 # BadRequest descriptions that no retry can fix: the chat or the message is gone.
 _GONE = ("chat not found", "message to edit not found", "message can't be edited")
 
@@ -243,7 +244,7 @@ class Sender:
         message_id: int,
         part: Part,
         *,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | Keyboard | None = None,
         retries: int | None = None,
     ) -> None:
         """Replace a message's text; its inline keyboard becomes `markup` (None removes it)."""
@@ -259,9 +260,11 @@ class Sender:
         message_id: int,
         text: str,
         parse_mode: str | None,
-        markup: InlineKeyboardMarkup | None,
+        markup: InlineKeyboardMarkup | Keyboard | None,
         retries: int | None = None,
     ) -> None:
+        if isinstance(markup, Keyboard):
+            markup = markup.markup()
         await self.call(
             "editMessageText",
             lambda: self.bot.edit_message_text(
@@ -317,21 +320,30 @@ class Sender:
         """Show "typing…" after `policy.typing_delay` s, renewed every `typing_interval` s.
 
         Yields a function that stops it early (once the answer itself shows, as a draft).
+        Most answers are done before the delay: they get a timer, not a task.
         """
-        task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
+        tasks: list[asyncio.Task[None]] = []
+
+        def begin() -> None:
+            name = f"typing:{target.chat_id}"
+            tasks.append(asyncio.create_task(self._keep_typing(target), name=name))
+
+        timer = asyncio.get_running_loop().call_later(self.policy.typing_delay, begin)
 
         def stop() -> None:
-            task.cancel()
+            timer.cancel()
+            for task in tasks:
+                task.cancel()
 
         try:
             yield stop
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            stop()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _keep_typing(self, target: Target) -> None:
-        await asyncio.sleep(self.policy.typing_delay)
         while True:
             try:
                 await self.bot.send_chat_action(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from gateway.channels.base import storable
+from gateway.channels.base import stored_json
 from gateway.channels.telegram.incoming import Incoming
 from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
@@ -63,7 +64,15 @@ async def read_bounded(request: web.Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int, str]:
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A webhook body that is a Telegram update: the parsed JSON and the text to store."""
+
+    update: dict[str, Any]
+    payload: str
+
+
+async def read_update(request: web.Request) -> tuple[Received | None, int, str]:
     """(update, 200, "") for a well-formed body, else (None, status, what is wrong)."""
     body = await read_bounded(request, MAX_UPDATE_BYTES)
     if body is None:
@@ -74,9 +83,10 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
         return None, 400, f"body is not JSON: {exc}"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
-    if not storable(update):
+    payload = stored_json(update)
+    if payload is None:
         return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
-    return update, 200, ""
+    return Received(update, payload), 200, ""
 
 
 def chat_key(update: dict[str, Any]) -> str:
