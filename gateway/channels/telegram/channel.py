@@ -12,12 +12,9 @@ keyed by the message they belong to, so they never wait behind an answer being w
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 import json
 import logging
-import warnings
 from typing import Any, ClassVar
 
 from aiohttp import web
@@ -26,23 +23,22 @@ from telegram import Message as TgMessage
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
-from telegram.warnings import PTBUserWarning
 
-from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
+from gateway.channels.base import INTAKE, Channel, Handler, Ports
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
 from gateway.channels.telegram.files import remote_of
 from gateway.channels.telegram.incoming import Incoming, Person, read_message
+from gateway.channels.telegram.polling import Poller
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read_press
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
 from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import (
-    ALLOWED_UPDATES,
     JSON,
     WEBHOOK_PATH,
+    accept,
     addressed,
-    chat_key,
     command_of,
     media_of,
     read_update,
@@ -183,15 +179,6 @@ _OK = b'{"ok":true}'
 """Every stored update's answer, the same bytes each time."""
 
 
-async def accept(intake: Intake, update: dict[str, Any], payload: str | None = None) -> bool:
-    """Store one update (raw Bot API JSON, `payload` if made already); False when seen before."""
-    if payload is None:
-        payload = json.dumps(update, ensure_ascii=False, separators=(",", ":"))
-    return await intake.accept(
-        TelegramChannel.name, str(update["update_id"]), chat_key(update), payload
-    )
-
-
 class TelegramSession:
     """A started bot: decodes stored updates for the conversation layer, polls if asked."""
 
@@ -209,71 +196,15 @@ class TelegramSession:
         )
         self.ports = ports
         self.conversation = ports.conversation
-        self.poll_timeout = channel.poll_timeout
         self.streaming = channel.settings.telegram_streaming
-        self._poller: asyncio.Task[None] | None = None
+        self.poller = Poller(self.sender, ports.intake, channel.poll_timeout)
 
     async def start_polling(self) -> None:
-        try:
-            await self.sender.call("deleteWebhook", self._drop_webhook)
-        except ChannelError as exc:
-            log.warning("%s; continuing without it", exc)
-        self._poller = asyncio.create_task(self._poll(), name="telegram:polling")
-
-    async def _drop_webhook(self) -> None:
-        """getUpdates is refused while a webhook is set; remove one only if there is one."""
-        if (await self.bot.get_webhook_info()).url:
-            await self.bot.delete_webhook()
+        await self.poller.start()
 
     async def close(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
+        await self.poller.stop()
         await self.app.shutdown()
-
-    async def _poll(self) -> None:
-        """Long-poll getUpdates; an update is confirmed (offset) only once it is stored."""
-        offset: int | None = None
-        delay = 1.0
-        while True:
-            try:
-                for update in await self._get_updates(offset):
-                    await accept(self.ports.intake, update)
-                    offset = update["update_id"] + 1
-                delay = 1.0
-            except Exception as exc:  # the poller outlives any one failure
-                reason = (
-                    self.sender.translate("getUpdates", exc)
-                    if isinstance(exc, TelegramError)
-                    else exc
-                )
-                log.warning("polling Telegram failed (%s); retrying in %.0f s", reason, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
-
-    async def _get_updates(self, offset: int | None) -> list[dict[str, Any]]:
-        """getUpdates as raw JSON, so one update PTB cannot model does not stall polling.
-
-        PTB's typed `get_updates` refuses the whole batch then, and would again on every try.
-        """
-        timeout = max(1, int(self.poll_timeout))
-        with warnings.catch_warnings():
-            # PTB suggests its typed method, which is the one that cannot be used here.
-            warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
-            result = await self.bot.do_api_request(
-                "getUpdates",
-                api_kwargs={
-                    "offset": offset,
-                    "timeout": timeout,
-                    "allowed_updates": list(ALLOWED_UPDATES),
-                },
-                read_timeout=timeout + 10,
-            )
-        if not isinstance(result, list):
-            raise ChannelError("getUpdates answered something that is not a list")
-        return [u for u in result if isinstance(u, dict) and _is_int(u.get("update_id"))]
 
     async def process(self, item: InboxItem) -> None:
         """Handle one stored update: a button press or a message (an edit too)."""
@@ -416,10 +347,6 @@ class TelegramSession:
             streaming=self.streaming,
         )
         return self.ports.fenced(out, item)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _from_a_user(raw: dict[str, Any], bot_id: int) -> bool:

@@ -137,7 +137,7 @@ def read_message(raw: Any, *, nested: bool = False) -> Incoming | None:
     kind = chat.get("type")
     if kind not in CHAT_TYPES:
         kind = "private" if chat["id"] > 0 else "supergroup"
-    date = _int(raw.get("date"))
+    date = as_int(raw.get("date"))
     sender = read_user(raw.get("from"))
     replied = None if nested else read_message(raw.get("reply_to_message"), nested=True)
     return Incoming(
@@ -151,7 +151,7 @@ def read_message(raw: Any, *, nested: bool = False) -> Incoming | None:
         caption=_str(raw.get("caption")),
         entities=_entities(raw.get("entities")),
         caption_entities=_entities(raw.get("caption_entities")),
-        thread_id=_int(raw.get("message_thread_id")),
+        thread_id=as_int(raw.get("message_thread_id")),
         is_topic_message=raw.get("is_topic_message") is True,
         album=_str(raw.get("media_group_id")),
         reply_to=replied,
@@ -179,7 +179,7 @@ def _entities(raw: Any) -> tuple[Entity, ...]:
     for item in raw:
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             continue
-        offset, length = _int(item.get("offset")), _int(item.get("length"))
+        offset, length = as_int(item.get("offset")), as_int(item.get("length"))
         if offset is not None and length is not None:
             user = read_user(item.get("user"))
             out.append(Entity(item["type"], offset, length, user.id if user else None))
@@ -206,9 +206,10 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """`value` if it is an integer (JSON's true and false are not)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _is_int(value: Any) -> bool:
-    return _int(value) is not None
+    return as_int(value) is not None

@@ -21,8 +21,8 @@ import aiohttp
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
-# PTB's own parameter holder, marked internal but unchanged since 20.0: a string value is
-# sent as it is, so nothing is converted again.
+# PTB's own parameter holder (documented as internal to PTB): a string value is sent as it
+# is, so fields already encoded are not converted again.
 from telegram.request._requestparameter import RequestParameter
 
 from gateway.errors import MediaTooBig, MediaUnavailable

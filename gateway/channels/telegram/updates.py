@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from gateway.channels.base import stored_json
+from gateway.channels.base import Intake, stored_json
 from gateway.channels.telegram.incoming import Incoming
 from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
@@ -87,6 +88,14 @@ async def read_update(request: web.Request) -> tuple[Received | None, int, str]:
     if payload is None:
         return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
     return Received(update, payload), 200, ""
+
+
+async def accept(intake: Intake, update: dict[str, Any], payload: str | None = None) -> bool:
+    """Store one update (raw Bot API JSON, `payload` if made already); False when seen before."""
+    if payload is None:
+        payload = json.dumps(update, ensure_ascii=False, separators=(",", ":"))
+    key = chat_key(update)
+    return await intake.accept(SPEC.name, str(update["update_id"]), key, payload)
 
 
 def chat_key(update: dict[str, Any]) -> str:
