@@ -53,6 +53,12 @@ async def read_bounded(request: web.Request, limit: int) -> bytes | None:
     """The request body, or None as soon as it is longer than `limit` bytes (408 if slow)."""
     if request.content_length is not None and request.content_length > limit:
         return None
+    content = request.content
+    if content.is_eof():
+        # The whole body came with the head (an update is a few KB): nothing to wait for,
+        # so no deadline to set and no chunks to iterate.
+        whole = content.read_nowait()
+        return whole if len(whole) <= limit else None
     body = bytearray()
     try:
         async with asyncio.timeout(body_seconds(request)):
