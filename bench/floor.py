@@ -7,16 +7,18 @@ clients can be read step by step. On its own, a quick look at one step:
     python -m bench.floor model [--rounds 5] [--calls 300]   # the model call, bare and ours
     python -m bench.floor store [--rounds 5] [--postgres URL] # the store's five calls, SQLite
                                                               # and PostgreSQL alternately
+    python -m bench.floor telegram [--rounds 5]  # sendMessage and reading the update
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,48 +70,21 @@ async def cpu_interleaved(steps: dict[str, Step], calls: int, block: int = 25) -
 
 async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> list[list[str]]:
     """One row per step: what it is, how the bare handler does it, how the gateway does."""
-    from telegram import Update
-    from telegram.ext import ExtBot
-
-    from gateway.channels.telegram.send import bot_request
-
     messages = MESSAGES
-    update = make_text_update(1, "q0-1 how do I renew my passport?", chat_id=42, user_id=42)
-    raw = json.dumps(update)
     rows: list[list[str]] = []
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession() as session, telegram_steps(api_url, token) as telegram:
         llm = OpenAIChat(llm_url, "fake-model")
-        bot = ExtBot(token, base_url=api_url, request=bot_request())
-        await bot.initialize()
 
         async def bare_model(_i: int) -> None:
             body = {"model": "fake-model", "messages": messages}
             async with session.post(f"{llm_url}/chat/completions", json=body) as resp:
                 await resp.json()
 
-        async def bare_send(i: int) -> None:
-            form = {"chat_id": "42", "text": f"answer {i}"}
-            async with session.post(f"{api_url}{token}/sendMessage", data=form) as resp:
-                await resp.read()
-
         async def gateway_model(_i: int) -> None:
             await llm.complete(messages)
 
-        async def gateway_send(i: int) -> None:
-            await bot.send_message(42, f"answer {i}", parse_mode="HTML")
-
-        async def bare_parse(_i: int) -> None:
-            json.loads(raw)
-
-        async def gateway_parse(_i: int) -> None:
-            Update.de_json(json.loads(raw), bot)
-
         try:
-            for label, bare, ours in (
-                ("model call", bare_model, gateway_model),
-                ("sendMessage", bare_send, gateway_send),
-                ("parse the update", bare_parse, gateway_parse),
-            ):
+            for label, bare, ours in [("model call", bare_model, gateway_model), *telegram]:
                 rows.append(
                     [
                         label,
@@ -119,9 +94,65 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
                 )
         finally:
             await llm.close()
-            await bot.shutdown()
     rows.append(["store: inbox, turn, answer, ids, done", "-", f"{await store_turn(calls):.3f}"])
     return rows
+
+
+@contextlib.asynccontextmanager
+async def telegram_steps(api_url: str, token: str) -> AsyncIterator[list[tuple[str, Step, Step]]]:
+    """(step, bare, ours) for sendMessage and for reading the update, against this Bot API."""
+    from telegram.ext import ExtBot
+
+    from gateway.channels.telegram.format import Part
+    from gateway.channels.telegram.incoming import read_message
+    from gateway.channels.telegram.send import Sender, SendPolicy, Target, bot_request
+
+    update = make_text_update(1, "q0-1 how do I renew my passport?", chat_id=42, user_id=42)
+    raw = json.dumps(update)
+    async with aiohttp.ClientSession() as session:
+        bot = ExtBot(token, base_url=api_url, request=bot_request())
+        await bot.initialize()
+        # Unpaced, as the benchmark's gateway runs (TELEGRAM_MAX_MESSAGES_PER_SECOND=0).
+        sender = Sender(bot, SendPolicy(private_interval=0, overall_per_second=0))
+
+        async def bare_send(i: int) -> None:
+            form = {"chat_id": "42", "text": f"answer {i}"}
+            async with session.post(f"{api_url}{token}/sendMessage", data=form) as resp:
+                await resp.read()
+
+        async def gateway_send(i: int) -> None:
+            await sender.send(Target(42), Part.of_text(f"answer {i}"))
+
+        async def bare_parse(_i: int) -> None:
+            json.loads(raw)
+
+        async def gateway_parse(_i: int) -> None:
+            read_message(json.loads(raw)["message"])
+
+        try:
+            yield [
+                ("sendMessage", bare_send, gateway_send),
+                ("parse the update", bare_parse, gateway_parse),
+            ]
+        finally:
+            await bot.shutdown()
+
+
+async def telegram_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
+    """CPU ms per call of each Telegram step, bare and ours alternately, against the fake."""
+    out: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Child.python("fake-bot-api", "bench.fakes", "telegram", log_dir=Path(tmp))
+        ready = fake.ready_line()
+        try:
+            async with telegram_steps(ready["base_url"], ready["token"]) as steps:
+                for _ in range(rounds):
+                    for label, bare, ours in steps:
+                        out.setdefault(f"{label}, bare", []).append(await cpu_per_call(bare, calls))
+                        out.setdefault(f"{label}, ours", []).append(await cpu_per_call(ours, calls))
+        finally:
+            fake.stop()
+    return out
 
 
 async def store_turn(calls: int, postgres: str | None = None) -> float:
@@ -203,7 +234,7 @@ async def model_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", choices=("model", "store"))
+    parser.add_argument("step", choices=("model", "store", "telegram"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
@@ -217,6 +248,11 @@ def main() -> None:
         pairs = zip(stored["postgres"], stored["sqlite"], strict=True)
         ratios = [p / s for p, s in pairs]
         print(f"postgres / sqlite, per round: {spread(ratios, '{:.2f}')}")
+        return
+    if args.step == "telegram":
+        steps = asyncio.run(telegram_rounds(args.rounds, args.calls))
+        for name, values in steps.items():
+            print(f"{name:>24}: {spread(values, '{:.3f}')} CPU ms per call")
         return
     out = asyncio.run(model_rounds(args.rounds, args.calls))
     ratios = [s / b for s, b in zip(out["streamed"], out["bare"], strict=True)]

@@ -35,11 +35,17 @@ def storable(value: Any) -> bool:
     Valid JSON may spell half of an emoji as "\\ud83d"; no platform sends that, and storing
     it would fail after the webhook had already been let through.
     """
+    return stored_json(value) is not None
+
+
+def stored_json(value: Any) -> str | None:
+    """`value` as the compact JSON text the inbox keeps, or None when it is not `storable`."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return None
+    return text
 
 
 class Intake(Protocol):

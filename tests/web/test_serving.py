@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,7 +18,9 @@ from gateway.logs import Throttle, make_handler
 from gateway.web import serving
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegramAPI, make_text_update
 from tests.line_support import line_settings
+from tests.telegram_harness import SECRET as TELEGRAM_SECRET
 
 LIMITS = serving.Limits(head_seconds=0.5, body_seconds=0.5, max_connections=6)
 
@@ -138,3 +141,35 @@ def test_the_shipped_handler_thins_floods() -> None:
     finally:
         logger.removeHandler(handler)
     assert len(stream.getvalue().splitlines()) <= 20
+
+
+async def test_a_telegram_update_is_read_whole_however_its_body_arrives(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with FakeTelegramAPI() as fake:
+        settings = make_settings(
+            telegram_bot_token=fake.token,
+            telegram_webhook_secret=TELEGRAM_SECRET,
+            telegram_api_base_url=fake.base_url,
+            telegram_max_messages_per_second=0,
+            llm_base_url=fake_llm.base_url,
+            llm_model="fake-model",
+        )
+        body = json.dumps(make_text_update(1, "in two pieces")).encode()
+        head = (
+            b"POST /webhook/telegram HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"X-Telegram-Bot-Api-Secret-Token: {TELEGRAM_SECRET}\r\n".encode()
+        )
+        async with served(settings) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+            await writer.drain()
+            writer.write(body[10:])  # the rest in a second write
+            assert (await asyncio.wait_for(reader.readline(), 3)).startswith(b"HTTP/1.1 200")
+            writer.close()
+            await fake.wait_for("sendMessage")
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head + b"Content-Length: 1000\r\n\r\n{")  # and never the rest
+            assert (await closed_within(reader, 3)).startswith(b"HTTP/1.1 408")
+            writer.close()
+        assert fake.sent_texts(1001) == ["Hello from the fake model."]

@@ -88,10 +88,10 @@ class TelegramCards:
         return InlineKeyboardMarkup([decide, diff])
 
     async def send_card(self, chat_id: str, card: Card) -> str | None:
-        message = await self.sender.send(
+        sent = await self.sender.send(
             Target(int(chat_id)), card_part(card), markup=self.keyboard(card)
         )
-        return str(message.message_id)
+        return str(sent)
 
     async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
         await self.sender.send(Target(int(chat_id)), Part.of_text(text))
@@ -103,10 +103,10 @@ class TelegramCards:
             [InlineKeyboardButton(b.label, callback_data=callback_data(b)) for b in row]
             for row in view.rows
         ]
-        message = await self.sender.send(
+        sent = await self.sender.send(
             Target(int(chat_id)), Part.of_text(view.text), markup=InlineKeyboardMarkup(rows)
         )
-        return str(message.message_id)
+        return str(sent)
 
     async def edit_card(self, copy: CardDelivery, card: Card) -> None:
         if copy.platform_message_id is None:

@@ -12,36 +12,33 @@ keyed by the message they belong to, so they never wait behind an answer being w
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 import json
 import logging
-import warnings
 from typing import Any, ClassVar
 
 from aiohttp import web
-from telegram import Bot, CallbackQuery, User
+from telegram import Bot, CallbackQuery
 from telegram import Message as TgMessage
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
-from telegram.warnings import PTBUserWarning
 
-from gateway.channels.base import INTAKE, Channel, Handler, Intake, Ports
+from gateway.channels.base import INTAKE, Channel, Handler, Ports
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
 from gateway.channels.telegram.files import remote_of
+from gateway.channels.telegram.incoming import Incoming, Person, read_message
+from gateway.channels.telegram.polling import Poller
 from gateway.channels.telegram.responder import TelegramResponder
-from gateway.channels.telegram.salvage import query_id, raw_message, read
+from gateway.channels.telegram.salvage import query_id, raw_message, read_press
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
 from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import (
-    ALLOWED_UPDATES,
     JSON,
     WEBHOOK_PATH,
+    accept,
     addressed,
-    chat_key,
     command_of,
     media_of,
     read_update,
@@ -166,23 +163,20 @@ class TelegramChannel(Channel):
             return web.json_response({"error": "missing or wrong secret token"}, status=401)
         if request.content_type != JSON:
             return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
-        update, status, problem = await read_update(request)
-        if update is None:
+        received, status, problem = await read_update(request)
+        if received is None:
             return web.json_response({"error": problem}, status=status)
+        update = received.update
         try:
-            await accept(request.config_dict[INTAKE], update)
+            await accept(request.config_dict[INTAKE], update, received.payload)
         except StoreError:
             log.exception("could not store Telegram update %s", update["update_id"])
             return web.json_response({"error": "not stored, try again"}, status=503)
-        return web.json_response({"ok": True})
+        return web.Response(body=_OK, content_type=JSON)
 
 
-async def accept(intake: Intake, update: dict[str, Any]) -> bool:
-    """Store one update (raw Bot API JSON) in the inbox; False when seen before."""
-    payload = json.dumps(update, ensure_ascii=False, separators=(",", ":"))
-    return await intake.accept(
-        TelegramChannel.name, str(update["update_id"]), chat_key(update), payload
-    )
+_OK = b'{"ok":true}'
+"""Every stored update's answer, the same bytes each time."""
 
 
 class TelegramSession:
@@ -202,95 +196,42 @@ class TelegramSession:
         )
         self.ports = ports
         self.conversation = ports.conversation
-        self.poll_timeout = channel.poll_timeout
         self.streaming = channel.settings.telegram_streaming
-        self._poller: asyncio.Task[None] | None = None
+        self.poller = Poller(self.sender, ports.intake, channel.poll_timeout)
 
     async def start_polling(self) -> None:
-        try:
-            await self.sender.call("deleteWebhook", self._drop_webhook)
-        except ChannelError as exc:
-            log.warning("%s; continuing without it", exc)
-        self._poller = asyncio.create_task(self._poll(), name="telegram:polling")
-
-    async def _drop_webhook(self) -> None:
-        """getUpdates is refused while a webhook is set; remove one only if there is one."""
-        if (await self.bot.get_webhook_info()).url:
-            await self.bot.delete_webhook()
+        await self.poller.start()
 
     async def close(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
+        await self.poller.stop()
         await self.app.shutdown()
-
-    async def _poll(self) -> None:
-        """Long-poll getUpdates; an update is confirmed (offset) only once it is stored."""
-        offset: int | None = None
-        delay = 1.0
-        while True:
-            try:
-                for update in await self._get_updates(offset):
-                    await accept(self.ports.intake, update)
-                    offset = update["update_id"] + 1
-                delay = 1.0
-            except Exception as exc:  # the poller outlives any one failure
-                reason = (
-                    self.sender.translate("getUpdates", exc)
-                    if isinstance(exc, TelegramError)
-                    else exc
-                )
-                log.warning("polling Telegram failed (%s); retrying in %.0f s", reason, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
-
-    async def _get_updates(self, offset: int | None) -> list[dict[str, Any]]:
-        """getUpdates as raw JSON, so one update PTB cannot model does not stall polling.
-
-        PTB's typed `get_updates` refuses the whole batch then, and would again on every try.
-        """
-        timeout = max(1, int(self.poll_timeout))
-        with warnings.catch_warnings():
-            # PTB suggests its typed method, which is the one that cannot be used here.
-            warnings.filterwarnings("ignore", "Please use 'Bot.getUpdates'", PTBUserWarning)
-            result = await self.bot.do_api_request(
-                "getUpdates",
-                api_kwargs={
-                    "offset": offset,
-                    "timeout": timeout,
-                    "allowed_updates": list(ALLOWED_UPDATES),
-                },
-                read_timeout=timeout + 10,
-            )
-        if not isinstance(result, list):
-            raise ChannelError("getUpdates answered something that is not a list")
-        return [u for u in result if isinstance(u, dict) and _is_int(u.get("update_id"))]
 
     async def process(self, item: InboxItem) -> None:
         """Handle one stored update: a button press or a message (an edit too)."""
         raw = json.loads(item.payload)
-        update, problem = read(raw, self.bot)
-        query = update.callback_query if update is not None else None
-        if query is not None and query.from_user is None:  # PTB lets this through
-            update, problem = None, "a button press without its user"
-        if update is None:
-            self.conversation.unreadable(item.update_id, problem)
-            await self._answer_unreadable(raw)
-            return
         try:
-            if update.callback_query is not None:
-                if item.given_up:
-                    return  # a press has nobody to tell: it is set aside
-                await self._on_press(update.callback_query, item)
-            elif update.message is not None:
-                await self._on_message(update.message, raw_message(raw) or {}, item)
-            elif update.edited_message is not None:
-                message = update.edited_message
-                await self._on_message(message, raw_message(raw) or {}, item, edited=True)
+            if raw.get("callback_query") is not None:
+                await self._press(raw, item)
+                return
+            found = raw_message(raw)
+            if found is None:
+                return  # an update the gateway does not handle (a member change): no loss
+            key, value = found
+            message = read_message(value)
+            if message is None:
+                self.conversation.unreadable(item.update_id, "a message without its id or chat")
+                return
+            await self._on_message(message, value, item, edited=key == "edited_message")
         except Undeliverable as exc:
             log.warning("%s; dropping update %s", exc, item.update_id)
+
+    async def _press(self, raw: dict[str, Any], item: InboxItem) -> None:
+        query, problem = read_press(raw, self.bot)
+        if query is None:
+            self.conversation.unreadable(item.update_id, problem)
+            await self._answer_unreadable(raw)
+        elif not item.given_up:  # a press given up on has nobody to tell: it is set aside
+            await self._on_press(query, item)
 
     async def _answer_unreadable(self, raw: dict[str, Any]) -> None:
         """A press nobody can read still gets its answer, or the button keeps spinning."""
@@ -309,10 +250,10 @@ class TelegramSession:
 
     async def _on_press(self, query: CallbackQuery, item: InboxItem) -> None:
         message = query.message
-        user = query.from_user
+        user = Person.of(query.from_user)
         if not isinstance(message, TgMessage):  # too old for Telegram to say which
             chat = ChatRef(channel=TelegramChannel.name, chat_id=str(user.id))
-            out = self._responder(item, chat, user=query.from_user, query=query)
+            out = self._responder(item, chat, user=user, query=query)
             await self.conversation.on_stale_press(chat, out)
             return
         is_group = message.chat.type != ChatType.PRIVATE
@@ -324,26 +265,26 @@ class TelegramSession:
             thread_id=str(topic) if topic else None,
             is_group=is_group,
         )
-        out = self._responder(item, chat, user=user, message=message, query=query)
+        out = self._responder(item, chat, user=user, message_id=message.message_id, query=query)
         press = Press(
             chat=chat, data=query.data or "", message_id=str(message.message_id), inbox_id=item.id
         )
         await self.conversation.on_press(press, out)
 
     async def _on_message(
-        self, message: TgMessage, raw: dict[str, Any], item: InboxItem, *, edited: bool = False
+        self, message: Incoming, raw: dict[str, Any], item: InboxItem, *, edited: bool = False
     ) -> None:
-        user, chat = message.from_user, message.chat
-        if user is None and chat.type == ChatType.PRIVATE:
+        user = message.sender
+        if user is None and message.chat_type == ChatType.PRIVATE:
             # Some sources leave `from` out; in a 1:1 chat the chat is the user.
-            user = User(id=chat.id, first_name=chat.first_name or "", is_bot=False)
-        if user is None or user.is_bot or chat.type == ChatType.CHANNEL:
+            user = Person(id=message.chat_id, first_name=message.chat_name)
+        if user is None or user.is_bot or message.chat_type == ChatType.CHANNEL:
             return
-        is_group = chat.type != ChatType.PRIVATE
-        topic = message.message_thread_id if message.is_topic_message else None
+        is_group = message.is_group
+        topic = message.topic
         ref = ChatRef(
             channel=TelegramChannel.name,
-            chat_id=str(chat.id),
+            chat_id=str(message.chat_id),
             user_id=str(user.id),
             thread_id=str(topic) if topic else None,
             is_group=is_group,
@@ -365,13 +306,13 @@ class TelegramSession:
                 found = media_of(quoted)[0]
                 if found is not None and found in READABLE:
                     media, attachment = found, remote_of(quoted, found, self.bot)
-        replied = message.reply_to_message
+        replied = message.reply_to
         decoded = Message(
             chat=ref,
             text=without_mention(words, username) if words is not None else None,
             media=media,
             details=details,
-            album=message.media_group_id,
+            album=message.album,
             attachment=attachment,
             edited=edited,
             message_id=str(message.message_id),
@@ -382,7 +323,7 @@ class TelegramSession:
             inbox_id=item.id,
             given_up=item.given_up,
         )
-        out = self._responder(item, ref, user=user, message=message)
+        out = self._responder(item, ref, user=user, message_id=message.message_id)
         await self.conversation.on_message(decoded, out)
 
     def _responder(
@@ -390,8 +331,8 @@ class TelegramSession:
         item: InboxItem,
         chat: ChatRef,
         *,
-        user: User,
-        message: TgMessage | None = None,
+        user: Person,
+        message_id: int | None = None,
         query: CallbackQuery | None = None,
     ) -> Responder:
         """Replies for the update `item`, fenced by its inbox claim."""
@@ -401,15 +342,11 @@ class TelegramSession:
             self.cards,
             self.ports.deliveries,
             user=user,
-            message=message,
+            message_id=message_id,
             query=query,
             streaming=self.streaming,
         )
         return self.ports.fenced(out, item)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _from_a_user(raw: dict[str, Any], bot_id: int) -> bool:

@@ -6,15 +6,24 @@ transport. The gateway already runs on aiohttp, so this request class hands PTB'
 encoded parameters to one pooled aiohttp session and gives back the status and the body,
 which is all `BaseRequest.do_request` asks for; PTB still does the encoding, the parsing
 of the answer and the error mapping (`BadRequest`, `RetryAfter`, ...) itself.
+
+`post_fields` is the answer's own path: parameters the caller already holds as form fields
+go through the same `BaseRequest.post`, so its status and error mapping still apply,
+without the typed call's defaults, parameter conversion and the object built from the result.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import aiohttp
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+# PTB's own parameter holder (documented as internal to PTB): a string value is sent as it
+# is, so fields already encoded are not converted again.
+from telegram.request._requestparameter import RequestParameter
 
 from gateway.errors import MediaTooBig, MediaUnavailable
 
@@ -100,6 +109,14 @@ class AiohttpRequest(BaseRequest):
             # aiohttp may quote the URL, whose path carries the bot's token.
             text = _TOKEN_IN_PATH.sub("/bot<token>", f"aiohttp.{type(err).__name__}: {err}")
             raise NetworkError(text) from err
+
+    async def post_fields(self, url: str, fields: dict[str, str]) -> Any:
+        """The `result` of one Bot API call whose parameters are form fields (objects as JSON).
+
+        Errors are PTB's (`RetryAfter`, `BadRequest`, ...), as for its typed calls.
+        """
+        data = RequestData([RequestParameter(name, value, None) for name, value in fields.items()])
+        return await self.post(url, data)
 
     async def download(self, url: str, limit: int) -> bytes:
         """A file's bytes, read in chunks and refused (MediaTooBig) as soon as they pass `limit`.

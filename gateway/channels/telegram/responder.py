@@ -18,15 +18,15 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from html import escape
 
-from telegram import CallbackQuery, ForceReply, InlineKeyboardMarkup, User
-from telegram import Message as TgMessage
+from telegram import CallbackQuery, ForceReply
 from telegram.constants import ChatMemberStatus
 from telegram.helpers import mention_html
 
 from gateway.channels.base import DeliveryLog
-from gateway.channels.telegram.buttons import keyboard
+from gateway.channels.telegram.buttons import Keyboard, keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
+from gateway.channels.telegram.incoming import Person
 from gateway.channels.telegram.send import NotModified, Sender, Target
 from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
 from gateway.channels.text import CUT_NOTE, split_text, utf16_len
@@ -54,7 +54,7 @@ MAX_PLACEHOLDER = 64
 """Telegram's limit on a ForceReply's input field placeholder, in characters."""
 
 
-def readable(user: User) -> str:
+def readable(user: Person) -> str:
     """How a Telegram user is shown on cards: "Alice Smith (@alice)"."""
     return user.full_name + (f" (@{user.username})" if user.username else "")
 
@@ -69,8 +69,8 @@ class TelegramResponder:
         cards: TelegramCards,
         parts_log: DeliveryLog,
         *,
-        user: User,
-        message: TgMessage | None = None,
+        user: Person,
+        message_id: int | None = None,
         query: CallbackQuery | None = None,
         streaming: Streaming = "off",
     ) -> None:
@@ -79,7 +79,7 @@ class TelegramResponder:
         self.cards = cards
         self.parts_log = parts_log
         self.user = user
-        self.message = message
+        self.message_id = message_id
         """The message handled, or the one whose button was pressed."""
         self.query = query
         self.target = Target.of(chat)
@@ -98,14 +98,14 @@ class TelegramResponder:
     @property
     def _reply_to(self) -> int | None:
         """In a group, answers reply to the message they answer."""
-        if self.query is None and self.message is not None and self.chat.is_group:
-            return self.message.message_id
+        if self.query is None and self.chat.is_group:
+            return self.message_id
         return None
 
     async def notice(
         self, text: str, *, buttons: Sequence[Button] = (), quote: bool = False
     ) -> None:
-        reply_to = self.message.message_id if quote and self.message else self._reply_to
+        reply_to = self.message_id if quote and self.message_id is not None else self._reply_to
         markup = keyboard(list(buttons)) if buttons else None
         chunks = split_text(text, MAX_TEXT, utf16_len) or [text]
         for n, chunk in enumerate(chunks):
@@ -131,9 +131,13 @@ class TelegramResponder:
     async def working(self) -> AsyncIterator[PartialText | None]:
         """ "typing…", and the answer as it grows where TELEGRAM_STREAMING shows it here."""
         async with self.sender.typing(self.target) as stop_typing:
-            message_id = self.message.message_id if self.message is not None else None
             stream = preview_for(
-                self.streaming, self.sender, self.target, message_id, self._reply_to, self.parts_log
+                self.streaming,
+                self.sender,
+                self.target,
+                self.message_id,
+                self._reply_to,
+                self.parts_log,
             )
             if stream is None:
                 yield None
@@ -151,8 +155,8 @@ class TelegramResponder:
         markup = keyboard(reply.buttons) if reply.buttons else None
         if not ids and self._shown is None and self._edits_in_place():
             # A retry of an answer already written: its streamed message may be waiting.
-            assert self.message is not None
-            ref = preview_ref(self.target, self.message.message_id)
+            assert self.message_id is not None
+            ref = preview_ref(self.target, self.message_id)
             self._shown = await stored_preview(self.parts_log, ref)
         if not ids and self._shown is not None:
             # The message that grew with the answer becomes its first part.
@@ -169,7 +173,7 @@ class TelegramResponder:
                 markup=markup if last else None,
                 reply_to=self._reply_to if index == 0 else None,
             )
-            ids.append(str(sent.message_id))
+            ids.append(str(sent))
             if reply.message_id is not None:
                 # Each part is recorded as it goes out, so a retry after a failure (a 429 that
                 # outlasted the retries, a network error) continues with the next part.
@@ -180,7 +184,7 @@ class TelegramResponder:
         return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
 
     async def _finish_shown(
-        self, message_id: int, part: Part, markup: InlineKeyboardMarkup | None, last: bool
+        self, message_id: int, part: Part, markup: Keyboard | None, last: bool
     ) -> str | None:
         """Edit the streamed message into the answer's first part; None if it is gone."""
         try:
@@ -195,13 +199,16 @@ class TelegramResponder:
         return str(message_id)
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
-        message = self.message
-        if message is None:
+        message_id = self.message_id
+        if message_id is None:
             return
         markup = keyboard(rating_buttons(answer_id), f"{answer_id}:{rating:+d}")
         with contextlib.suppress(NotModified):  # a second tap on the same button
             await self.sender.call(
-                "editMessageReplyMarkup", lambda: message.edit_reply_markup(markup)
+                "editMessageReplyMarkup",
+                lambda: self.sender.bot.edit_message_reply_markup(
+                    self.target.chat_id, message_id, reply_markup=markup.markup()
+                ),
             )
 
     async def ask_comment(self, answer_id: int) -> str | None:
@@ -219,7 +226,7 @@ class TelegramResponder:
             part,
             markup=ForceReply(selective=True, input_field_placeholder=placeholder),
         )
-        return str(prompt.message_id)
+        return str(prompt)
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
         await self.acknowledge(decided)
@@ -231,7 +238,7 @@ class TelegramResponder:
                 input_field_placeholder=self.texts(REASON_PLACEHOLDER)[:MAX_PLACEHOLDER],
             ),
         )
-        return str(prompt.message_id)
+        return str(prompt)
 
     async def reviewer_name(self) -> str | None:
         return readable(self.user)
@@ -259,8 +266,8 @@ class TelegramResponder:
         return ids
 
     async def show_card(self, card: Card) -> None:
-        if self.message is not None:
-            await self.cards.edit(self.message.chat.id, self.message.message_id, card)
+        if self.message_id is not None:
+            await self.cards.edit(self.target.chat_id, self.message_id, card)
 
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
         await self.acknowledge(self.texts(SENDING_DIFF))

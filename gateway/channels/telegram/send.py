@@ -3,12 +3,18 @@
 Every call goes through `Sender.call`, which waits out Telegram's 429 (`retry_after`) a
 bounded number of times and translates PTB's errors into the gateway's tree, so nothing
 above this module catches a `telegram.error` type.
+
+sendMessage, once per part of every answer, is sent as form fields built here and read
+back for its message id only (`AiohttpRequest.post_fields`); PTB's typed `send_message`
+would build its parameter objects and a whole `Message` (some 200 attributes) per call for
+that one number. Every other method goes through PTB's typed calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +23,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from aiolimiter import AsyncLimiter
-from telegram import Bot, ForceReply, InlineKeyboardMarkup, InputFile, Message, ReplyParameters
+from telegram import Bot, ForceReply, InlineKeyboardMarkup, InputFile, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
@@ -29,6 +35,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
 from gateway.core.models import ChatRef
@@ -37,7 +44,7 @@ from gateway.errors import ChannelError, RateLimited
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Markup = InlineKeyboardMarkup | ForceReply
+Markup = InlineKeyboardMarkup | ForceReply | Keyboard
 # BadRequest descriptions that no retry can fix: the chat or the message is gone.
 _GONE = ("chat not found", "message to edit not found", "message can't be edited")
 
@@ -78,6 +85,11 @@ def bot_request(pool_size: int = 256, timeout: float = 5.0) -> AiohttpRequest:
     return AiohttpRequest(pool_size=pool_size, timeout=timeout)
 
 
+def _json(value: object) -> str:
+    """A parameter that is an object, as the Bot API reads it inside a form field."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def retry_seconds(exc: RetryAfter) -> float:
     """`retry_after` in seconds, whether PTB gives an int or (PTB_TIMEDELTA=1) a timedelta."""
     with warnings.catch_warnings():
@@ -114,7 +126,11 @@ class Sender:
     """Sends, edits and acknowledges through one PTB bot."""
 
     def __init__(self, bot: Bot, policy: SendPolicy | None = None) -> None:
+        request = bot.request
+        if not isinstance(request, AiohttpRequest):
+            raise ChannelError("sending needs the gateway's own Bot API client (`bot_request`)")
         self.bot = bot
+        self._request = request
         self.policy = policy or SendPolicy()
         rate = self.policy.overall_per_second
         self._overall = AsyncLimiter(rate, 1) if rate else None
@@ -163,8 +179,8 @@ class Sender:
         markup: Markup | None = None,
         reply_to: int | None = None,
         retries: int | None = None,
-    ) -> Message:
-        """Send one part as HTML; resent as plain text if Telegram cannot parse it."""
+    ) -> int:
+        """Send one part as HTML (resent as plain text if Telegram cannot parse it): its id."""
         await self._pace(target)
         try:
             return await self._send(target, part.html, ParseMode.HTML, markup, reply_to, retries)
@@ -180,24 +196,26 @@ class Sender:
         markup: Markup | None,
         reply_to: int | None,
         retries: int | None = None,
-    ) -> Message:
-        reply = (
-            ReplyParameters(reply_to, allow_sending_without_reply=True)
-            if reply_to is not None
-            else None
+    ) -> int:
+        fields = {"chat_id": str(target.chat_id), "text": text}
+        if parse_mode is not None:
+            fields["parse_mode"] = parse_mode
+        if target.thread_id is not None:
+            fields["message_thread_id"] = str(target.thread_id)
+        if reply_to is not None:
+            fields["reply_parameters"] = _json(
+                {"message_id": reply_to, "allow_sending_without_reply": True}
+            )
+        if markup is not None:
+            fields["reply_markup"] = _json(markup.to_dict())
+        url = f"{self.bot.base_url}/sendMessage"
+        sent = await self.call(
+            "sendMessage", lambda: self._request.post_fields(url, fields), retries=retries
         )
-        return await self.call(
-            "sendMessage",
-            lambda: self.bot.send_message(
-                target.chat_id,
-                text,
-                parse_mode=parse_mode,
-                reply_markup=markup,
-                message_thread_id=target.thread_id,
-                reply_parameters=reply,
-            ),
-            retries=retries,
-        )
+        message_id = sent.get("message_id") if isinstance(sent, dict) else None
+        if not isinstance(message_id, int) or isinstance(message_id, bool):
+            raise ChannelError("Telegram answered sendMessage without a message id")
+        return message_id
 
     async def draft(self, target: Target, draft_id: int, text: str) -> None:
         """Show `text` (plain, so it always parses) as the draft of the answer being written.
@@ -226,7 +244,7 @@ class Sender:
         message_id: int,
         part: Part,
         *,
-        markup: InlineKeyboardMarkup | None = None,
+        markup: InlineKeyboardMarkup | Keyboard | None = None,
         retries: int | None = None,
     ) -> None:
         """Replace a message's text; its inline keyboard becomes `markup` (None removes it)."""
@@ -242,9 +260,11 @@ class Sender:
         message_id: int,
         text: str,
         parse_mode: str | None,
-        markup: InlineKeyboardMarkup | None,
+        markup: InlineKeyboardMarkup | Keyboard | None,
         retries: int | None = None,
     ) -> None:
+        if isinstance(markup, Keyboard):
+            markup = markup.markup()
         await self.call(
             "editMessageText",
             lambda: self.bot.edit_message_text(
@@ -300,21 +320,30 @@ class Sender:
         """Show "typing…" after `policy.typing_delay` s, renewed every `typing_interval` s.
 
         Yields a function that stops it early (once the answer itself shows, as a draft).
+        Most answers are done before the delay: they get a timer, not a task.
         """
-        task = asyncio.create_task(self._keep_typing(target), name=f"typing:{target.chat_id}")
+        tasks: list[asyncio.Task[None]] = []
+
+        def begin() -> None:
+            name = f"typing:{target.chat_id}"
+            tasks.append(asyncio.create_task(self._keep_typing(target), name=name))
+
+        timer = asyncio.get_running_loop().call_later(self.policy.typing_delay, begin)
 
         def stop() -> None:
-            task.cancel()
+            timer.cancel()
+            for task in tasks:
+                task.cancel()
 
         try:
             yield stop
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            stop()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _keep_typing(self, target: Target) -> None:
-        await asyncio.sleep(self.policy.typing_delay)
         while True:
             try:
                 await self.bot.send_chat_action(

@@ -94,9 +94,10 @@ class EditPreview:
         if self.message_id is None:
             self.message_id = await stored_preview(self.log, self.ref)
         if self.message_id is None:
-            sent = await self.sender.send(self.target, part, reply_to=self.reply_to, retries=0)
-            self.message_id = sent.message_id
-            await self.log.delivery_sent(CHANNEL, self.ref, 0, [str(sent.message_id)])
+            self.message_id = await self.sender.send(
+                self.target, part, reply_to=self.reply_to, retries=0
+            )
+            await self.log.delivery_sent(CHANNEL, self.ref, 0, [str(self.message_id)])
             return
         with contextlib.suppress(NotModified):  # the escaped text came out the same
             await self.sender.edit(self.target.chat_id, self.message_id, part, retries=0)

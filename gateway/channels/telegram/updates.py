@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from telegram import Message, MessageEntity
 
-from gateway.channels.base import storable
+from gateway.channels.base import Intake, stored_json
+from gateway.channels.telegram.incoming import Incoming
 from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
 from gateway.web.serving import body_seconds
@@ -51,6 +53,12 @@ async def read_bounded(request: web.Request, limit: int) -> bytes | None:
     """The request body, or None as soon as it is longer than `limit` bytes (408 if slow)."""
     if request.content_length is not None and request.content_length > limit:
         return None
+    content = request.content
+    if content.is_eof():
+        # The whole body came with the head (an update is a few KB): nothing to wait for,
+        # so no deadline to set and no chunks to iterate.
+        whole = content.read_nowait()
+        return whole if len(whole) <= limit else None
     body = bytearray()
     try:
         async with asyncio.timeout(body_seconds(request)):
@@ -63,7 +71,15 @@ async def read_bounded(request: web.Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int, str]:
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A webhook body that is a Telegram update: the parsed JSON and the text to store."""
+
+    update: dict[str, Any]
+    payload: str
+
+
+async def read_update(request: web.Request) -> tuple[Received | None, int, str]:
     """(update, 200, "") for a well-formed body, else (None, status, what is wrong)."""
     body = await read_bounded(request, MAX_UPDATE_BYTES)
     if body is None:
@@ -74,9 +90,18 @@ async def read_update(request: web.Request) -> tuple[dict[str, Any] | None, int,
         return None, 400, f"body is not JSON: {exc}"
     if not isinstance(update, dict) or not _is_int(update.get("update_id")):
         return None, 400, "not a Telegram update: no integer update_id"
-    if not storable(update):
+    payload = stored_json(update)
+    if payload is None:
         return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
-    return update, 200, ""
+    return Received(update, payload), 200, ""
+
+
+async def accept(intake: Intake, update: dict[str, Any], payload: str | None = None) -> bool:
+    """Store one update (raw Bot API JSON, `payload` if made already); False when seen before."""
+    if payload is None:
+        payload = json.dumps(update, ensure_ascii=False, separators=(",", ":"))
+    key = chat_key(update)
+    return await intake.accept(SPEC.name, str(update["update_id"]), key, payload)
 
 
 def chat_key(update: dict[str, Any]) -> str:
@@ -124,34 +149,31 @@ def _coordinates(location: dict[str, Any]) -> str | None:
     return None
 
 
-def addressed(message: Message, bot_id: int, username: str) -> bool:
+_ADDRESSING = frozenset(("mention", "text_mention", "bot_command"))
+_COMMAND = frozenset(("bot_command",))
+
+
+def addressed(message: Incoming, bot_id: int, username: str) -> bool:
     """Whether a group message is for the bot: it is mentioned, replied to or given a command."""
     username = username.lower()
-    kinds: list[str | None] = [
-        MessageEntity.MENTION,
-        MessageEntity.TEXT_MENTION,
-        MessageEntity.BOT_COMMAND,
-    ]
-    found = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
-    for entity, value in found.items():
+    for entity, value in message.spans(_ADDRESSING):
         # Usernames are case-insensitive on Telegram.
-        if entity.type == MessageEntity.MENTION and value[1:].lower() == username:
+        if entity.type == "mention" and value[1:].lower() == username:
             return True
-        mentioned = entity.user.id if entity.user is not None else None
-        if entity.type == MessageEntity.TEXT_MENTION and mentioned == bot_id:
+        if entity.type == "text_mention" and entity.user_id == bot_id:
             return True
-        if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
+        if entity.type == "bot_command" and entity.offset == 0:
             target = value.partition("@")[2]
             if not target or target.lower() == username:
                 return True
-    replied = message.reply_to_message
-    if replied is None or replied.from_user is None or replied.from_user.id != bot_id:
+    replied = message.reply_to
+    if replied is None or replied.sender is None or replied.sender.id != bot_id:
         return False
     # In a forum every message replies to its topic's first message; that is no reply to us.
-    return not (message.is_topic_message and replied.message_id == message.message_thread_id)
+    return not (message.is_topic_message and replied.message_id == message.thread_id)
 
 
-def command_of(message: Message, username: str) -> str | None:
+def command_of(message: Incoming, username: str) -> str | None:
     """The command starting the message ("/new", "/help@this_bot"), unless meant for another bot.
 
     Telegram's apps mark a command with a `bot_command` entity; an update without any
@@ -159,9 +181,7 @@ def command_of(message: Message, username: str) -> str | None:
     by the same rule from its text.
     """
     found = [
-        value
-        for entity, value in message.parse_entities([MessageEntity.BOT_COMMAND]).items()
-        if entity.offset == 0
+        value for entity, value in message.spans(_COMMAND, caption=False) if entity.offset == 0
     ]
     if not found and not message.entities and message.text:
         bare = _BARE_COMMAND.match(message.text)
