@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from gateway.channels.base import Intake, stored_json
 from gateway.channels.telegram.incoming import Incoming
 from gateway.channels.telegram.spec import SPEC
 from gateway.web import jsonlimits
-from gateway.web.serving import body_seconds
+from gateway.web.serving import read_body
 
 WEBHOOK_PATH = SPEC.route
 JSON = "application/json"
@@ -49,28 +48,6 @@ _MEDIA = {
 (the first present wins: a venue also carries its location)."""
 
 
-async def read_bounded(request: web.Request, limit: int) -> bytes | None:
-    """The request body, or None as soon as it is longer than `limit` bytes (408 if slow)."""
-    if request.content_length is not None and request.content_length > limit:
-        return None
-    content = request.content
-    if content.is_eof():
-        # The whole body came with the head (an update is a few KB): nothing to wait for,
-        # so no deadline to set and no chunks to iterate.
-        whole = content.read_nowait()
-        return whole if len(whole) <= limit else None
-    body = bytearray()
-    try:
-        async with asyncio.timeout(body_seconds(request)):
-            async for chunk in request.content.iter_chunked(64 * 1024):
-                body += chunk
-                if len(body) > limit:
-                    return None
-    except TimeoutError:
-        raise web.HTTPRequestTimeout(text="the body was not sent in time") from None
-    return bytes(body)
-
-
 @dataclass(frozen=True, slots=True)
 class Received:
     """A webhook body that is a Telegram update: the parsed JSON and the text to store."""
@@ -81,8 +58,9 @@ class Received:
 
 async def read_update(request: web.Request) -> tuple[Received | None, int, str]:
     """(update, 200, "") for a well-formed body, else (None, status, what is wrong)."""
-    body = await read_bounded(request, MAX_UPDATE_BYTES)
-    if body is None:
+    try:
+        body = await read_body(request, MAX_UPDATE_BYTES)
+    except web.HTTPRequestEntityTooLarge:
         return None, 413, f"update larger than {MAX_UPDATE_BYTES} bytes"
     try:
         update = jsonlimits.loads(body)
