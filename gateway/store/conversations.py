@@ -7,6 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import (
     FeedbackRecord,
@@ -38,6 +40,34 @@ _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 _ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
 _INSERT_ATTACHMENT = insert_sql("attachments", (*_ATTACHMENT_COLUMNS, "created_at"))
+_MESSAGE_COLUMNS = (
+    "session_id",
+    "role",
+    "text",
+    "kind",
+    "inbox_id",
+    "created_at",
+    "platform_message_id",
+    "user_id",
+)
+_INSERT_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+_THEN_TRACE = (
+    f"insert into traces ({', '.join(_TRACE_COLUMNS)})"
+    f" select m.id, {marks(_TRACE_COLUMNS[1:])} from m returning message_id"
+)
+_IDLE = "last_activity_at < ?"
+_CONTINUE_SESSION = (
+    "update sessions set"
+    f" last_activity_at = case when {_IDLE} then last_activity_at"
+    " else cast(? as double precision) end,"
+    f" finished_at = case when {_IDLE} then cast(? as double precision) end,"
+    f" finish_reason = case when {_IDLE} then 'idle' end"
+    " where id = (select max(id) from sessions"
+    " where channel = ? and chat_id = ? and finished_at is null)"
+    " and finished_at is null returning *"
+)
+"""Continue the chat's open session at `now`, or finish it when idle since before `now - idle`
+(every `set` reads the row as it was); marks: since, now, since, now, since, channel, chat."""
 
 
 def message_record(row: dict[str, Any]) -> MessageRecord:
@@ -287,9 +317,14 @@ class ConversationQueries(QueriesBase):
         return [FeedbackRecord.model_validate(r) for r in rows]
 
 
+def chat_lock_key(channel: str, chat_id: str) -> str:
+    """The name of the lock that queues replicas opening the same chat's session."""
+    return f"chat\0{channel}\0{chat_id}"
+
+
 async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
     """Queue replicas opening the same chat's session, until the transaction ends."""
-    await c.lock(f"chat\0{channel}\0{chat_id}")
+    await c.lock(chat_lock_key(channel, chat_id))
 
 
 async def session_for_turn(
@@ -302,24 +337,13 @@ async def open_session(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> tuple[SessionRecord, bool]:
     """The chat's open session, continued, or a new one; and whether it is new (empty)."""
-    # Called inside a transaction that holds the chat's lock; the row lock keeps a
-    # concurrent /new from finishing the session underneath.
-    found = await c.fetchrow(
-        "select * from sessions where channel = ? and chat_id = ?"
-        f" and finished_at is null order by id desc limit 1 {c.dialect.for_update}",
-        channel,
-        chat_id,
-    )
-    if found is not None and now - found["last_activity_at"] <= idle:
-        await c.execute("update sessions set last_activity_at = ? where id = ?", now, found["id"])
-        found["last_activity_at"] = now
+    # Called inside a transaction that holds the chat's lock. One statement continues the
+    # chat's open session, or finishes it when it went idle; its row lock (and the re-check
+    # of `finished_at` on PostgreSQL) keeps a concurrent /new from finishing it underneath.
+    since = now - idle
+    found = await c.fetchrow(_CONTINUE_SESSION, since, now, since, now, since, channel, chat_id)
+    if found is not None and found["finished_at"] is None:
         return SessionRecord.model_validate(found), False
-    if found is not None:
-        await c.execute(
-            "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
-            now,
-            found["id"],
-        )
     row = await c.fetchrow(
         "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
         " values (?, ?, ?, ?, ?) returning *",
@@ -345,30 +369,42 @@ async def insert_message(
     platform_message_id: str | None = None,
     user_id: str | None = None,
 ) -> MessageRecord:
-    row = await c.fetchrow(
-        "insert into messages"
-        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id, user_id)"
-        " values (?, ?, ?, ?, ?, ?, ?, ?) returning *",
-        session_id,
-        role,
-        text,
-        kind,
-        inbox_id,
-        at,
-        platform_message_id,
-        user_id,
+    args = (session_id, role, text, kind, inbox_id, at, platform_message_id, user_id)
+    if trace is None:
+        message_id = await c.fetchval(f"{_INSERT_MESSAGE} returning id", *args)
+    elif c.dialect.writable_cte:  # the answer and its trace in one statement
+        message_id = await c.fetchval(
+            f"with m as ({_INSERT_MESSAGE} returning id) {_THEN_TRACE}", *args, *trace_args(trace)
+        )
+    else:  # in the unit's transaction, which is all of it here
+        message_id = await c.fetchval(f"{_INSERT_MESSAGE} returning id", *args)
+        await c.execute(_INSERT_TRACE, message_id, *trace_args(trace))
+    # Built from what was written: the row read back and decoded would be the same.
+    return MessageRecord(
+        id=message_id,
+        session_id=session_id,
+        role=role,
+        text=text,
+        kind=kind,
+        inbox_id=inbox_id,
+        created_at=at,
+        platform_message_id=platform_message_id,
+        user_id=user_id,
     )
-    assert row is not None
-    message = message_record(row)
-    if trace is not None:
-        values: dict[str, Any] = {"message_id": message.id, **trace.model_dump()}
-        for key in TRACE_LISTS:
-            values[key] = json.dumps(values[key])
-        values["completed"] = int(values["completed"])
-        values["tokens_known"] = int(values["tokens_known"])
-        values["operator_error"] = int(values["operator_error"])
-        await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
-    return message
+
+
+def trace_args(trace: Trace) -> list[Any]:
+    """A trace's column values after `message_id`, as `traces` keeps them (lists as JSON)."""
+    values: list[Any] = []
+    for name in _TRACE_COLUMNS[1:]:
+        value = getattr(trace, name)
+        if name in TRACE_LISTS:
+            items = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
+            value = json.dumps(items) if items else "[]"
+        elif isinstance(value, bool):
+            value = int(value)
+        values.append(value)
+    return values
 
 
 async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:

@@ -90,12 +90,22 @@ def affected(status: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+def lock_key(key: str) -> int:
+    """The second key of the named advisory lock `key` (the lock takes an int4)."""
+    digest = zlib.crc32(key.encode())
+    return digest if digest < 1 << 31 else digest - (1 << 32)
+
+
 class PgDialect:
     name = "postgresql"
     for_update = "for update"
     skip_locked = "for update skip locked"
 
     snapshot = "set transaction isolation level repeatable read, read only"
+    writable_cte = True
+
+    def lock_item(self, key: str) -> tuple[str, tuple[int, int]]:
+        return "pg_advisory_xact_lock(?, ?) as locked", (_LOCKS, lock_key(key))
 
     def json_elements(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) as {alias} (value)"
@@ -142,9 +152,7 @@ class PgConn:
             yield
 
     async def lock(self, key: str) -> None:
-        digest = zlib.crc32(key.encode())
-        signed = digest if digest < 1 << 31 else digest - (1 << 32)  # the lock takes an int4
-        await self.conn.execute("select pg_advisory_xact_lock($1, $2)", _LOCKS, signed)
+        await self.conn.execute("select pg_advisory_xact_lock($1, $2)", _LOCKS, lock_key(key))
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:

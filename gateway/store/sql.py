@@ -48,6 +48,15 @@ class Dialect(Protocol):
     snapshot: str
     """First statement of a read-only transaction that must see one snapshot ("": all do)."""
 
+    writable_cte: bool
+    """A `with` may hold an `insert ... returning` whose rows the statement's own insert reads
+    (one statement for two tables' rows)."""
+
+    def lock_item(self, key: str) -> tuple[str, tuple[Any, ...]] | None:
+        """A select item taking the named lock as `Conn.lock` does, and its arguments; None
+        where there is nothing to take."""
+        ...
+
     def json_elements(self, expr: str, alias: str) -> str:
         """A from-clause item `alias` with a column `value` per element of a JSON text list."""
         ...

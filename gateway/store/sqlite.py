@@ -43,6 +43,10 @@ class SqliteDialect:
     skip_locked = ""
 
     snapshot = ""  # a transaction here sees one snapshot: no other writer runs meanwhile
+    writable_cte = False
+
+    def lock_item(self, key: str) -> None:
+        return None  # units of work never overlap on the one store thread
 
     def json_elements(self, expr: str, alias: str) -> str:
         return f"json_each({expr}) as {alias}"
