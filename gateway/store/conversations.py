@@ -55,19 +55,16 @@ _THEN_TRACE = (
     f"insert into traces ({', '.join(_TRACE_COLUMNS)})"
     f" select m.id, {marks(_TRACE_COLUMNS[1:])} from m returning message_id"
 )
-_IDLE = "last_activity_at < ?"
 _CONTINUE_SESSION = (
-    "update sessions set"
-    f" last_activity_at = case when {_IDLE} then last_activity_at"
-    " else cast(? as double precision) end,"
-    f" finished_at = case when {_IDLE} then cast(? as double precision) end,"
-    f" finish_reason = case when {_IDLE} then 'idle' end"
+    "update sessions set last_activity_at = case when last_activity_at < ? then last_activity_at"
+    " else cast(? as double precision) end"
     " where id = (select max(id) from sessions"
     " where channel = ? and chat_id = ? and finished_at is null)"
     " and finished_at is null returning *"
 )
-"""Continue the chat's open session at `now`, or finish it when idle since before `now - idle`
-(every `set` reads the row as it was); marks: since, now, since, now, since, channel, chat."""
+"""The chat's open session, its activity moved to `now` unless it was idle since before `since`
+(only that column is set: the indexes of `finished_at` stay untouched); marks: since, now,
+channel, chat."""
 
 
 def message_record(row: dict[str, Any]) -> MessageRecord:
@@ -338,12 +335,18 @@ async def open_session(
 ) -> tuple[SessionRecord, bool]:
     """The chat's open session, continued, or a new one; and whether it is new (empty)."""
     # Called inside a transaction that holds the chat's lock. One statement continues the
-    # chat's open session, or finishes it when it went idle; its row lock (and the re-check
-    # of `finished_at` on PostgreSQL) keeps a concurrent /new from finishing it underneath.
+    # chat's open session; its row lock (and the re-check of `finished_at` on PostgreSQL)
+    # keeps a concurrent /new from finishing it underneath.
     since = now - idle
-    found = await c.fetchrow(_CONTINUE_SESSION, since, now, since, now, since, channel, chat_id)
-    if found is not None and found["finished_at"] is None:
+    found = await c.fetchrow(_CONTINUE_SESSION, since, now, channel, chat_id)
+    if found is not None and found["last_activity_at"] >= since:
         return SessionRecord.model_validate(found), False
+    if found is not None:  # idle: finished, and a new one opened
+        await c.execute(
+            "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
+            now,
+            found["id"],
+        )
     row = await c.fetchrow(
         "insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)"
         " values (?, ?, ?, ?, ?) returning *",
