@@ -17,7 +17,8 @@ SQL is written once, with `?` marks, in the subset SQLite and PostgreSQL share
 (`returning`, `on conflict`, `coalesce`, ...). What truly differs lives in the two
 backends (`gateway.store.sqlite`, `gateway.store.postgres`): how a unit of work
 reaches its connection (SQLite: the one store thread; PostgreSQL: a pool), the
-placeholders, row locks, JSON list expansion, advisory locks and `limit`.
+placeholders, row locks, JSON list expansion, advisory locks (also as a select item),
+`limit` and whether a `with` may insert.
 
 A method never calls another decorated method: shared steps are plain module
 functions taking the `Conn`, so a unit of work stays on one connection.

@@ -14,18 +14,10 @@ from gateway.core.models import AttachmentRecord, MessageKind
 from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
-from gateway.store.conversations import (
-    chat_lock_key,
-    inbox_turn,
-    insert_message,
-    lock_chat,
-    open_session,
-    read_history,
-    remember_name,
-    store_attachments,
-)
+from gateway.store.conversations import chat_lock_key, lock_chat, open_session, remember_name
 from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
 from gateway.store.memory import turn_memory
+from gateway.store.messages import inbox_turn, insert_message, read_history, store_attachments
 from gateway.store.personas import PERSONA_COLUMN, chat_persona
 from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
 from gateway.store.sql import Conn, QueriesBase, query, transaction
