@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from gateway.core.records import FeedbackRecord, MessageRecord, Trace
 from gateway.review.proposals import Proposal, SkillVersion
-from gateway.store.conversations import TRACE_LISTS, message_record, with_attachments
+from gateway.store.messages import TRACE_LISTS, message_record, with_attachments
 from gateway.store.proposals import proposal_record
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 

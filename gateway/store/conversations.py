@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.records import (
@@ -14,35 +12,34 @@ from gateway.core.records import (
     SessionRecord,
     Trace,
 )
+from gateway.store.messages import (
+    TRACE_LISTS,
+    attachments_by_message,
+    inbox_message,
+    insert_message,
+    message_record,
+    read_history,
+    set_platform_ids,
+)
 from gateway.store.sql import (
     Conn,
     QueriesBase,
     decode_json_fields,
-    insert_sql,
-    marks,
     query,
     transaction,
 )
 
 MAX_NAME = 64
-TRACE_LISTS = (
-    "skills_offered",
-    "skills_loaded",
-    "skills_withheld",
-    "skills_unavailable",
-    "tools_used",
-    "tool_calls",
-    "notes",
+_CONTINUE_SESSION = (
+    "update sessions set last_activity_at = case when last_activity_at < ? then last_activity_at"
+    " else cast(? as double precision) end"
+    " where id = (select max(id) from sessions"
+    " where channel = ? and chat_id = ? and finished_at is null)"
+    " and finished_at is null returning *"
 )
-_TRACE_COLUMNS = ("message_id", *Trace.model_fields)
-_INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
-_ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
-_INSERT_ATTACHMENT = insert_sql("attachments", (*_ATTACHMENT_COLUMNS, "created_at"))
-
-
-def message_record(row: dict[str, Any]) -> MessageRecord:
-    """A messages row as a record."""
-    return MessageRecord.model_validate(decode_json_fields(row, "platform_message_ids"))
+"""The chat's open session, its activity moved to `now` unless it was idle since before `since`
+(only that column is set: the indexes of `finished_at` stay untouched); marks: since, now,
+channel, chat."""
 
 
 class ConversationQueries(QueriesBase):
@@ -287,9 +284,14 @@ class ConversationQueries(QueriesBase):
         return [FeedbackRecord.model_validate(r) for r in rows]
 
 
+def chat_lock_key(channel: str, chat_id: str) -> str:
+    """The name of the lock that queues replicas opening the same chat's session."""
+    return f"chat\0{channel}\0{chat_id}"
+
+
 async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
     """Queue replicas opening the same chat's session, until the transaction ends."""
-    await c.lock(f"chat\0{channel}\0{chat_id}")
+    await c.lock(chat_lock_key(channel, chat_id))
 
 
 async def session_for_turn(
@@ -302,19 +304,14 @@ async def open_session(
     c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
 ) -> tuple[SessionRecord, bool]:
     """The chat's open session, continued, or a new one; and whether it is new (empty)."""
-    # Called inside a transaction that holds the chat's lock; the row lock keeps a
-    # concurrent /new from finishing the session underneath.
-    found = await c.fetchrow(
-        "select * from sessions where channel = ? and chat_id = ?"
-        f" and finished_at is null order by id desc limit 1 {c.dialect.for_update}",
-        channel,
-        chat_id,
-    )
-    if found is not None and now - found["last_activity_at"] <= idle:
-        await c.execute("update sessions set last_activity_at = ? where id = ?", now, found["id"])
-        found["last_activity_at"] = now
+    # Called inside a transaction that holds the chat's lock. One statement continues the
+    # chat's open session; its row lock (and the re-check of `finished_at` on PostgreSQL)
+    # keeps a concurrent /new from finishing it underneath.
+    since = now - idle
+    found = await c.fetchrow(_CONTINUE_SESSION, since, now, channel, chat_id)
+    if found is not None and found["last_activity_at"] >= since:
         return SessionRecord.model_validate(found), False
-    if found is not None:
+    if found is not None:  # idle: finished, and a new one opened
         await c.execute(
             "update sessions set finished_at = ?, finish_reason = 'idle' where id = ?",
             now,
@@ -332,45 +329,6 @@ async def open_session(
     return SessionRecord.model_validate(row), True
 
 
-async def insert_message(
-    c: Conn,
-    session_id: int,
-    role: Role,
-    text: str,
-    kind: MessageKind,
-    inbox_id: int | None,
-    trace: Trace | None,
-    at: float,
-    *,
-    platform_message_id: str | None = None,
-    user_id: str | None = None,
-) -> MessageRecord:
-    row = await c.fetchrow(
-        "insert into messages"
-        " (session_id, role, text, kind, inbox_id, created_at, platform_message_id, user_id)"
-        " values (?, ?, ?, ?, ?, ?, ?, ?) returning *",
-        session_id,
-        role,
-        text,
-        kind,
-        inbox_id,
-        at,
-        platform_message_id,
-        user_id,
-    )
-    assert row is not None
-    message = message_record(row)
-    if trace is not None:
-        values: dict[str, Any] = {"message_id": message.id, **trace.model_dump()}
-        for key in TRACE_LISTS:
-            values[key] = json.dumps(values[key])
-        values["completed"] = int(values["completed"])
-        values["tokens_known"] = int(values["tokens_known"])
-        values["operator_error"] = int(values["operator_error"])
-        await c.execute(_INSERT_TRACE, *(values[col] for col in _TRACE_COLUMNS))
-    return message
-
-
 async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:
     """The user's display name as the platform sent it this time (bounded)."""
     await c.execute(
@@ -381,99 +339,4 @@ async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: floa
         user_id,
         name.strip()[:MAX_NAME],
         at,
-    )
-
-
-async def read_history(
-    c: Conn, session_id: int, limit: int, exclude_kinds: Sequence[MessageKind]
-) -> list[MessageRecord]:
-    kinds = list(exclude_kinds)
-    rows = await c.fetch(
-        "select * from messages where session_id = ? and unsent_at is null"
-        + (f" and kind not in ({marks(kinds)})" if kinds else "")
-        + " order by id desc limit ?",
-        session_id,
-        *kinds,
-        c.dialect.limit(limit),
-    )
-    messages = [message_record(r) for r in rows][::-1]
-    carrying = [r["id"] for r in rows if r["attachment_count"]]
-    if carrying:  # a history of text alone costs no second query
-        found = await attachments_by_message(c, carrying)
-        for message in messages:
-            message.attachments = found.get(message.id, [])
-    return messages
-
-
-async def attachments_by_message(
-    c: Conn, message_ids: Sequence[int]
-) -> dict[int, list[AttachmentRecord]]:
-    """The attachments of each of `message_ids` that has any, in order."""
-    ids = list(dict.fromkeys(message_ids))
-    found: dict[int, list[AttachmentRecord]] = {}
-    if not ids:
-        return found
-    rows = await c.fetch(
-        f"select * from attachments where message_id in ({marks(ids)}) order by id", *ids
-    )
-    for row in rows:
-        row.pop("created_at", None)
-        found.setdefault(row["message_id"], []).append(AttachmentRecord.model_validate(row))
-    return found
-
-
-async def with_attachments(c: Conn, messages: list[MessageRecord]) -> list[MessageRecord]:
-    """The messages with their attachments filled in (users' messages only carry any)."""
-    found = await attachments_by_message(c, [m.id for m in messages if m.role == "user"])
-    for message in messages:
-        message.attachments = found.get(message.id, [])
-    return messages
-
-
-async def inbox_turn(c: Conn, inbox_id: int) -> tuple[MessageRecord | None, MessageRecord | None]:
-    """The user's message and the answer already stored for an inbox update, in one statement
-    (a turn resumed after a crash has one or both)."""
-    rows = await c.fetch(
-        "select * from messages where inbox_id = ? and role in ('user', 'assistant')"
-        " order by id desc",
-        inbox_id,
-    )
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        latest.setdefault(row["role"], row)
-    user, answer = latest.get("user"), latest.get("assistant")
-    return (
-        None if user is None else message_record(user),
-        None if answer is None else message_record(answer),
-    )
-
-
-async def inbox_message(c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
-    row = await c.fetchrow(
-        "select * from messages where inbox_id = ? and role = ? order by id desc limit 1",
-        inbox_id,
-        role,
-    )
-    return None if row is None else message_record(row)
-
-
-async def store_attachments(
-    c: Conn, message_id: int, attachments: Sequence[AttachmentRecord], now: float
-) -> None:
-    """Keep what a user's message carried, and how many, with the message."""
-    for attachment in attachments:
-        values = {**attachment.model_dump(), "message_id": message_id}
-        await c.execute(_INSERT_ATTACHMENT, *(values[k] for k in _ATTACHMENT_COLUMNS), now)
-    if attachments:
-        await c.execute(
-            "update messages set attachment_count = ? where id = ?", len(attachments), message_id
-        )
-
-
-async def set_platform_ids(c: Conn, message_id: int, ids: Sequence[str]) -> None:
-    """The platform's ids of every message that carried this one so far."""
-    await c.execute(
-        "update messages set platform_message_ids = ? where id = ?",
-        json.dumps(list(ids)),
-        message_id,
     )

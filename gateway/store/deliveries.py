@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from gateway.store.conversations import set_platform_ids
+from gateway.store.messages import set_platform_ids
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, transaction
 
 

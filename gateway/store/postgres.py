@@ -11,10 +11,12 @@ update that only one writer can win.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import re
 import zlib
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -90,12 +92,22 @@ def affected(status: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+def lock_key(key: str) -> int:
+    """The second key of the named advisory lock `key` (the lock takes an int4)."""
+    digest = zlib.crc32(key.encode())
+    return digest if digest < 1 << 31 else digest - (1 << 32)
+
+
 class PgDialect:
     name = "postgresql"
     for_update = "for update"
     skip_locked = "for update skip locked"
 
     snapshot = "set transaction isolation level repeatable read, read only"
+    writable_cte = True
+
+    def lock_item(self, key: str) -> tuple[str, tuple[int, int]]:
+        return "pg_advisory_xact_lock(?, ?) as locked", (_LOCKS, lock_key(key))
 
     def json_elements(self, expr: str, alias: str) -> str:
         return f"jsonb_array_elements_text(({expr})::jsonb) as {alias} (value)"
@@ -142,9 +154,7 @@ class PgConn:
             yield
 
     async def lock(self, key: str) -> None:
-        digest = zlib.crc32(key.encode())
-        signed = digest if digest < 1 << 31 else digest - (1 << 32)  # the lock takes an int4
-        await self.conn.execute("select pg_advisory_xact_lock($1, $2)", _LOCKS, signed)
+        await self.conn.execute("select pg_advisory_xact_lock($1, $2)", _LOCKS, lock_key(key))
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -161,6 +171,15 @@ async def migrate(conn: asyncpg.Connection, migrations: list[Migration] | None =
     async with conn.transaction():
         await conn.execute("select pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
         return await apply(PgConn(conn), MIGRATIONS if migrations is None else migrations)
+
+
+def _spent(conn: asyncpg.Connection) -> bool:
+    """Closed, in a transaction left open, or taken back by the pool already (asyncpg does
+    that to a connection the server ended): not one to hand to the next unit."""
+    try:
+        return bool(conn.is_closed() or conn.is_in_transaction())
+    except asyncpg.InterfaceError:  # released: its proxy refuses every call
+        return True
 
 
 class PostgresStore(Store):
@@ -185,8 +204,11 @@ class PostgresStore(Store):
         """Two connections for `@urgent` methods, apart from the handlers' pool."""
         self._kept: list[asyncpg.Connection] = []
         """Connections of the pool that came back clean, held for the next unit of work."""
-        self._waiting = 0
-        """Units waiting in the pool's acquire: while there are any, connections go back."""
+        self._out = 0
+        """Connections taken from the pool: in use, kept, or promised to a waiting unit."""
+        self._waiters: deque[asyncio.Future[asyncpg.Connection | None]] = deque()
+        """Units waiting while every connection is out, first come first served."""
+        self._closing = False
 
     @property
     def location(self) -> str:
@@ -228,14 +250,20 @@ class PostgresStore(Store):
 
     async def close(self) -> None:
         """Wait for borrowed connections, then close the pool."""
+        self._closing = True  # units still running give their connections back
         kept, self._kept = self._kept, []
         if self._pool is not None:
             for conn in kept:
                 await self._pool.release(conn)
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(StoreError("store is closed"))
         for pool in (self._urgent, self._pool):
             if pool is not None:
                 await pool.close()
         self._pool = self._urgent = None
+        self._out, self._closing = 0, False
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -243,39 +271,88 @@ class PostgresStore(Store):
 
         The pool's acquire and release are several tasks and futures each, a fifth of the
         store's CPU on an answer of five units; a connection that finished its unit cleanly
-        (no open transaction, not closed) needs nothing of what release does, so it is kept
-        for the next unit (at most the pool's size of them) until a unit fails on it or the
-        store closes. A unit that fails hands its connection back for the pool to reset, and
-        so does every unit while another waits in the pool's acquire (a kept connection
-        would never reach it).
+        (no open transaction, not closed) needs nothing of what release does, so it goes
+        straight to the next unit: one waiting for a connection (every one of the pool's is
+        out), or the next to come (it is kept, at most the pool's size of them). A unit that
+        fails hands its connection back for the pool to reset or replace, and its place to
+        the first unit waiting.
         """
         pool = self._pool
-        if pool is None:
+        if pool is None or self._closing:
             raise StoreError("store is not open")
         with database_errors():
             conn = await self._borrow(pool)
             try:
                 yield conn
             except BaseException:
-                await pool.release(conn)
+                await self._release(pool, conn)
                 raise
-            clean = not (conn.is_closed() or conn.is_in_transaction())
-            if clean and not self._waiting and self._pool is pool:
-                self._kept.append(conn)
+            if _spent(conn):
+                await self._release(pool, conn)
             else:
-                await pool.release(conn)
+                await self._hand_on(pool, conn)
 
     async def _borrow(self, pool: asyncpg.Pool) -> asyncpg.Connection:
         while self._kept:
             conn = self._kept.pop()
-            if not conn.is_closed():
+            if not _spent(conn):
                 return conn
-            await pool.release(conn)
-        self._waiting += 1  # before the first await: a unit ending meanwhile releases
+            await self._release(pool, conn)  # (a no-op for the pool where it took it back)
+        if self._out >= self._max_size:
+            waiter: asyncio.Future[asyncpg.Connection | None]
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # handed over, then cancelled
+                    got = waiter.result()
+                    if got is None:
+                        self._out -= 1
+                        self._make_room()
+                    else:
+                        await self._hand_on(pool, got)
+                raise
+            if handed is not None:
+                return handed
+            # None: a connection went back to the pool and its place was kept for this unit.
+        else:
+            self._out += 1
         try:
             return await pool.acquire()
+        except BaseException:
+            self._out -= 1
+            self._make_room()
+            raise
+
+    async def _hand_on(self, pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+        """A connection that finished its unit cleanly: to the first unit waiting, or kept."""
+        if self._closing or self._pool is not pool:
+            await self._release(pool, conn)
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():  # a cancelled waiter is done
+                waiter.set_result(conn)
+                return
+        self._kept.append(conn)
+
+    async def _release(self, pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+        """Back to the pool (which resets or replaces it); its place goes to a waiting unit."""
+        try:
+            await pool.release(conn)
         finally:
-            self._waiting -= 1
+            self._out -= 1
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """The pool has room for one more: the first unit waiting takes it (from the pool)."""
+        while self._waiters and self._out < self._max_size:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._out += 1  # promised now: a unit arriving meanwhile waits its turn
+                waiter.set_result(None)
+                return
 
     async def _run(self, work: Work[T], *, transaction: bool, urgent: bool = False) -> T:
         if urgent and self._urgent is not None:

@@ -17,7 +17,8 @@ SQL is written once, with `?` marks, in the subset SQLite and PostgreSQL share
 (`returning`, `on conflict`, `coalesce`, ...). What truly differs lives in the two
 backends (`gateway.store.sqlite`, `gateway.store.postgres`): how a unit of work
 reaches its connection (SQLite: the one store thread; PostgreSQL: a pool), the
-placeholders, row locks, JSON list expansion, advisory locks and `limit`.
+placeholders, row locks, JSON list expansion, advisory locks (also as a select item),
+`limit` and whether a `with` may insert.
 
 A method never calls another decorated method: shared steps are plain module
 functions taking the `Conn`, so a unit of work stays on one connection.
@@ -47,6 +48,15 @@ class Dialect(Protocol):
 
     snapshot: str
     """First statement of a read-only transaction that must see one snapshot ("": all do)."""
+
+    writable_cte: bool
+    """A `with` may hold an `insert ... returning` whose rows the statement's own insert reads
+    (one statement for two tables' rows)."""
+
+    def lock_item(self, key: str) -> tuple[str, tuple[Any, ...]] | None:
+        """A select item taking the named lock as `Conn.lock` does, and its arguments; None
+        where there is nothing to take."""
+        ...
 
     def json_elements(self, expr: str, alias: str) -> str:
         """A from-clause item `alias` with a column `value` per element of a JSON text list."""

@@ -43,6 +43,10 @@ class SqliteDialect:
     skip_locked = ""
 
     snapshot = ""  # a transaction here sees one snapshot: no other writer runs meanwhile
+    writable_cte = False
+
+    def lock_item(self, key: str) -> None:
+        return None  # units of work never overlap on the one store thread
 
     def json_elements(self, expr: str, alias: str) -> str:
         return f"json_each({expr}) as {alias}"
@@ -312,9 +316,8 @@ class SqliteStore(Store):
         jobs = self._jobs
         while not self._stop:
             waiting = jobs.get()
-            with contextlib.suppress(queue.Empty):
-                while True:  # and whatever else is queued by now
-                    waiting += jobs.get_nowait()
+            while not jobs.empty():  # and whatever else is queued by now (one reader: this)
+                waiting += jobs.get_nowait()
             start = 0
             while start < len(waiting):
                 end = start + 1
@@ -335,11 +338,19 @@ class SqliteStore(Store):
 
 def _alone(conn: SqliteConn, job: _Job) -> Outcome:
     """One job by itself: a unit of work in its own transaction, raw access as it is."""
+    sql = conn.sql
     try:
         if not job.grouped:
             return True, job.fn(conn)
-        with conn.atomic():
-            return True, job.fn(conn)
+        sql.execute("begin")  # `atomic`, written out: this runs for every unit on its own
+        try:
+            value = job.fn(conn)
+        except BaseException:
+            if sql.in_transaction:
+                sql.execute("rollback")
+            raise
+        sql.execute("commit")
+        return True, value
     except BaseException as exc:
         return False, _store_error(exc)
 
@@ -375,6 +386,12 @@ class _Regroup(Exception):
 
 def _settle(batch: list[_Job], outcomes: list[Outcome]) -> None:
     """Hand each outcome to its caller's event loop, one wake-up per loop."""
+    loop = batch[0].loop
+    if all(job.loop is loop for job in batch):  # the usual case: the one loop of the process
+        items = [(job.future, outcome) for job, outcome in zip(batch, outcomes, strict=True)]
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+            loop.call_soon_threadsafe(_resolve, items)
+        return
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Outcome]]] = {}
     for job, outcome in zip(batch, outcomes, strict=True):
         by_loop.setdefault(job.loop, []).append((job.future, outcome))

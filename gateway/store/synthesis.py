@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gateway.core.prompt import attachment_label
 from gateway.core.records import Rating, SessionEvidence, Turn
 from gateway.review.repeats import RejectedRepeat
-from gateway.store.conversations import attachments_by_message
+from gateway.store.messages import attachments_by_message
 from gateway.store.notices import add_repeat_notice
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord

@@ -14,20 +14,13 @@ from gateway.core.models import AttachmentRecord, MessageKind
 from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
-from gateway.store.conversations import (
-    inbox_turn,
-    insert_message,
-    lock_chat,
-    open_session,
-    read_history,
-    remember_name,
-    store_attachments,
-)
+from gateway.store.conversations import chat_lock_key, lock_chat, open_session, remember_name
 from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
 from gateway.store.memory import turn_memory
+from gateway.store.messages import inbox_turn, insert_message, read_history, store_attachments
 from gateway.store.personas import PERSONA_COLUMN, chat_persona
 from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
-from gateway.store.sql import Conn, QueriesBase, transaction
+from gateway.store.sql import Conn, QueriesBase, query, transaction
 from gateway.store.usage import admit, spend
 
 
@@ -52,6 +45,11 @@ class TurnQueries(QueriesBase):
         if turn is not None:
             items.append(PERSONA_COLUMN)
             args += [channel, chat_id]
+            # The chat's lock in the same statement: what the turn reads next is read under it.
+            lock = c.dialect.lock_item(chat_lock_key(channel, chat_id))
+            if lock is not None:
+                items.append(lock[0])
+                args += lock[1]
         args += [channel, user_id or ""]
         if user_id is not None:
             items.append(AWAITING_COLUMNS)
@@ -64,7 +62,7 @@ class TurnQueries(QueriesBase):
         awaiting = None if user_id is None else awaiting_in(row)
         opened = None
         if turn is not None and awaiting is None:
-            opened = await _open_turn(c, turn, persona=(row["persona"],))
+            opened = await _open_turn(c, turn, persona=(row["persona"],), locked=True)
         return ChatState(language=language_in(row), awaiting=awaiting, turn=opened)
 
     @transaction
@@ -120,7 +118,7 @@ class TurnQueries(QueriesBase):
         """`open_turn` with its daily-quota admission, for a turn whose chat state was read."""
         return await _open_turn(c, start)
 
-    @transaction
+    @query  # one statement where the database can (else one unit: SQLite's are atomic)
     async def add_answer(
         self,
         c: Conn,
@@ -135,22 +133,28 @@ class TurnQueries(QueriesBase):
         spent: QuotaSpend | None = None,
     ) -> MessageRecord:
         """Store an answer with its trace, and add what it spent to the daily counts."""
-        answer = await insert_message(
-            c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
-        )
-        if spent is not None:
+        if spent is None:
+            return await insert_message(
+                c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+            )
+        async with c.transaction():
+            answer = await insert_message(
+                c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+            )
             await spend(c, spent)
         return answer
 
 
 async def _open_turn(
-    c: Conn, start: TurnStart, persona: tuple[str | None] | None = None
+    c: Conn, start: TurnStart, persona: tuple[str | None] | None = None, *, locked: bool = False
 ) -> OpenedTurn:
     """The turn's start; with an admission, nothing is written when a daily limit refuses it.
 
-    `persona` is the chat's persona where it was read with the chat's state (else read here).
+    `persona` is the chat's persona where it was read with the chat's state (else read here);
+    `locked`: that statement took the chat's lock too.
     """
-    await lock_chat(c, start.channel, start.chat_id)
+    if not locked:
+        await lock_chat(c, start.channel, start.chat_id)
     if start.user_name and start.user_id is not None:
         await remember_name(c, start.channel, start.user_id, start.user_name, start.now)
     inbox_id = start.inbox_id

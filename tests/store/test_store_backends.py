@@ -199,6 +199,31 @@ async def test_more_units_at_once_than_connections_all_finish(postgres_url: str)
         assert await store.inbox_pending_count() == 30
 
 
+async def test_a_call_cancelled_while_waiting_for_a_connection_takes_none_with_it(
+    postgres_url: str,
+) -> None:
+    """With every connection out, the calls that wait get one as others end, in order; one
+    cancelled while waiting (or just as it was handed one) leaves it to the next."""
+    from gateway.store.postgres import PostgresStore
+
+    async with PostgresStore(postgres_url, max_size=1) as store:
+        async with store.connection():  # the pool's only connection is out
+            gone = asyncio.ensure_future(store.inbox_add("telegram", "1", "chat-a", "{}"))
+            handed = asyncio.ensure_future(store.inbox_add("telegram", "2", "chat-a", "{}"))
+            after = asyncio.ensure_future(store.inbox_add("telegram", "3", "chat-a", "{}"))
+            await asyncio.sleep(0)  # each of them runs up to its wait for a connection
+            gone.cancel()
+        handed.cancel()  # it was handed the connection, and is cancelled before it ran
+        # The guard only turns a hang into a failure: the work takes milliseconds.
+        stored = await asyncio.wait_for(after, 60)
+        assert stored is not None and stored.update_id == "3"
+        for cancelled in (gone, handed):
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+        assert [i.update_id for i in await store.inbox_pending()] == ["3"]
+        assert await asyncio.wait_for(store.inbox_pending_count(), 60) == 1
+
+
 async def test_a_connection_the_server_dropped_is_replaced(postgres_url: str) -> None:
     """A server that ends the store's connection (a restart, a failover) fails at most the
     call in flight, as busy (worth retrying); the calls after it get a new connection."""
