@@ -61,7 +61,7 @@ from gateway.runtime.replicas import (
     startup_lock,
 )
 from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
-from gateway.runtime.settle import freeze_imports, settle
+from gateway.runtime.settle import FirstAnswer, freeze_imports, settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
@@ -521,6 +521,18 @@ async def framing_headers(request: web.Request, response: web.StreamResponse) ->
         response.headers.setdefault(name, value)
 
 
+async def after_first_answer(
+    first: FirstAnswer, parts: Parts, alerting: AlertWatcher | None, settles: bool
+) -> None:
+    """The alerts' first look and the settling, once /healthz or a webhook was answered:
+    started earlier, either would hold up that first answer (see `runtime.settle`)."""
+    await first.sent()
+    if alerting is not None:
+        alerting.start()
+    if settles:
+        await settle(parts.settings.model_configured, parts.catalog.index.build)
+
+
 def build_app(
     settings: Settings,
     *,
@@ -543,6 +555,10 @@ def build_app(
     app[CHANNELS] = chans
     app[SETTINGS] = settings
     metrics = app[METRICS] = Metrics()
+    first = FirstAnswer()
+
+    async def first_answer(_request: web.Request, _response: web.StreamResponse) -> None:
+        first.answered()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         if settle_after_start:
@@ -582,7 +598,6 @@ def build_app(
                 tell = parts.cards.tell_admins if parts.cards is not None else log_only
                 revive = parts.tools.probe if parts.tools is not None else None
                 alerting = AlertWatcher(parts.store, look, tell, limits, revive=revive)
-                alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,
@@ -604,13 +619,14 @@ def build_app(
                 ",".join(c.name for c in chans) or "none",
                 settings.llm_model or "not configured",
             )
-            if settle_after_start:
+            if watch or settle_after_start:
                 settling = asyncio.create_task(
-                    settle(settings.model_configured, parts.catalog.index.build), name="settle"
+                    after_first_answer(first, parts, alerting, settle_after_start), name="settle"
                 )
             if watch:  # one look at the model, in the background: serve starts anyway
                 looking = asyncio.create_task(
-                    look_at_start(settings, parts.synthesizer), name="model check"
+                    first.then(partial(look_at_start, settings, parts.synthesizer)),
+                    name="model check",
                 )
                 app[MODEL_LOOK] = looking
             yield
@@ -640,6 +656,7 @@ def build_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.on_response_prepare.append(framing_headers)
+    app.on_response_prepare.append(first_answer)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     for channel in chans:
