@@ -45,7 +45,7 @@ from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
 from gateway.review.events import ReviewEvent
-from gateway.review.proposals import Proposal
+from gateway.review.proposals import PROPOSED_FILE, Proposal
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer
 from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
@@ -65,7 +65,7 @@ from gateway.runtime.settle import FirstAnswer, freeze_imports, settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
-from gateway.skills.library import SkillLibrary
+from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
@@ -312,9 +312,12 @@ async def open_parts(
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
                 await check_skills_volume(store, settings.skills_dir)
-            described = await describe_files(library, store)  # one scan for both steps
+            # One pass over the folders for both steps: the live and the staged files.
+            scanned = library.scan_each((SKILL_FILE, PROPOSED_FILE))
+            described = await describe_files(library, store, scanned[SKILL_FILE])
             # Before sync, which would take a half-promoted skill; a repair rescans.
-            repaired = await reconcile(review, described)
+            staged = [f.slug for f in scanned[PROPOSED_FILE]]
+            repaired = await reconcile(review, described, staged)
             await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
         config = AgentConfig(
             persona=load_persona(settings),
