@@ -45,7 +45,7 @@ from gateway.media.remote import MB, MediaLimits
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.review.delivery import ReviewCards, start_cards
 from gateway.review.events import ReviewEvent
-from gateway.review.proposals import Proposal
+from gateway.review.proposals import PROPOSED_FILE, Proposal
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer
 from gateway.runtime.alerts import AlertWatcher, Thresholds, log_only, looker
@@ -61,11 +61,11 @@ from gateway.runtime.replicas import (
     startup_lock,
 )
 from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
-from gateway.runtime.settle import freeze_imports, settle
+from gateway.runtime.settle import FirstAnswer, freeze_imports, settle
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import EffectThresholds, holdout_state
 from gateway.skills.files import describe_files
-from gateway.skills.library import SkillLibrary
+from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
 from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
@@ -312,9 +312,12 @@ async def open_parts(
         async with startup_lock(store, holder) if settings.shared_database else nullcontext():
             if settings.shared_database:
                 await check_skills_volume(store, settings.skills_dir)
-            described = await describe_files(library, store)  # one scan for both steps
+            # One pass over the folders for both steps: the live and the staged files.
+            scanned = library.scan_each((SKILL_FILE, PROPOSED_FILE))
+            described = await describe_files(library, store, scanned[SKILL_FILE])
             # Before sync, which would take a half-promoted skill; a repair rescans.
-            repaired = await reconcile(review, described)
+            staged = [f.slug for f in scanned[PROPOSED_FILE]]
+            repaired = await reconcile(review, described, staged)
             await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
         config = AgentConfig(
             persona=load_persona(settings),
@@ -521,6 +524,18 @@ async def framing_headers(request: web.Request, response: web.StreamResponse) ->
         response.headers.setdefault(name, value)
 
 
+async def after_first_answer(
+    first: FirstAnswer, parts: Parts, alerting: AlertWatcher | None, settles: bool
+) -> None:
+    """The alerts' first look and the settling, once /healthz or a webhook was answered:
+    started earlier, either would hold up that first answer (see `runtime.settle`)."""
+    await first.sent()
+    if alerting is not None:
+        alerting.start()
+    if settles:
+        await settle(parts.settings.model_configured, parts.catalog.index.build)
+
+
 def build_app(
     settings: Settings,
     *,
@@ -543,6 +558,10 @@ def build_app(
     app[CHANNELS] = chans
     app[SETTINGS] = settings
     metrics = app[METRICS] = Metrics()
+    first = FirstAnswer()
+
+    async def first_answer(_request: web.Request, _response: web.StreamResponse) -> None:
+        first.answered()
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         if settle_after_start:
@@ -582,7 +601,6 @@ def build_app(
                 tell = parts.cards.tell_admins if parts.cards is not None else log_only
                 revive = parts.tools.probe if parts.tools is not None else None
                 alerting = AlertWatcher(parts.store, look, tell, limits, revive=revive)
-                alerting.start()
             if settings.synthesis_interval_minutes > 0:
                 schedule = SynthesisSchedule(
                     parts.synthesizer,
@@ -604,13 +622,14 @@ def build_app(
                 ",".join(c.name for c in chans) or "none",
                 settings.llm_model or "not configured",
             )
-            if settle_after_start:
+            if watch or settle_after_start:
                 settling = asyncio.create_task(
-                    settle(settings.model_configured, parts.catalog.index.build), name="settle"
+                    after_first_answer(first, parts, alerting, settle_after_start), name="settle"
                 )
             if watch:  # one look at the model, in the background: serve starts anyway
                 looking = asyncio.create_task(
-                    look_at_start(settings, parts.synthesizer), name="model check"
+                    first.then(partial(look_at_start, settings, parts.synthesizer)),
+                    name="model check",
                 )
                 app[MODEL_LOOK] = looking
             yield
@@ -640,6 +659,7 @@ def build_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.on_response_prepare.append(framing_headers)
+    app.on_response_prepare.append(first_answer)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
     for channel in chans:

@@ -7,18 +7,20 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 from aiohttp import web
 from yarl import URL
 
 from gateway import __version__
 from gateway.admin import console_auth as auth
 from gateway.admin.auth import Handler
-from gateway.admin.console_format import FILTERS
 from gateway.runtime.keys import SETTINGS, STORE
+
+if TYPE_CHECKING:
+    import jinja2
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +41,26 @@ SECURITY_HEADERS = {
 
 @dataclass
 class ConsoleState:
-    """The template environment and the limits that pace sign-in attempts."""
+    """The template environment (made for the first page) and the limits that pace
+    sign-in attempts."""
 
-    env: jinja2.Environment
     answer_seconds: float = auth.SIGN_IN_SECONDS
     sign_ins: auth.SignInLimiter = field(default_factory=auth.SignInLimiter)
+
+    @cached_property
+    def env(self) -> jinja2.Environment:
+        return make_env()
 
 
 CONSOLE: web.AppKey[ConsoleState] = web.AppKey("console", ConsoleState)
 
 
 def make_env() -> jinja2.Environment:
+    """Jinja2 and the Markdown renderer load with the first page, not with the server."""
+    import jinja2
+
+    from gateway.admin.console_format import FILTERS
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("gateway.admin", "templates"),
         autoescape=True,

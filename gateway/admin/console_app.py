@@ -20,14 +20,13 @@ from gateway.admin.console import (
     login,
     login_form,
     logout,
-    make_env,
 )
 
 
 def console_app() -> web.Application:
     """The sub-application mounted at /admin (the JSON API lives beside it at /admin/api)."""
     app = web.Application(middlewares=[guard])
-    app[CONSOLE] = ConsoleState(make_env())
+    app[CONSOLE] = ConsoleState()
     app.router.add_get("/", home, name="console.home")
     app.router.add_get("/login", login_form, name="console.login_form")
     app.router.add_post("/login", login, name="console.login")

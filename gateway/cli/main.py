@@ -18,6 +18,7 @@ from gateway.cli.common import cli_decider, quiet, settings_of, start_logging
 from gateway.cli.ops import add_ops
 from gateway.config import Settings
 from gateway.errors import SkillgateError
+from gateway.runtime.settle import pause_collection
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -30,6 +31,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the HTTP server (webhooks, health, metrics, admin)."""
+    pause_collection()  # until the server has settled
     settings = settings_of(args)
     # Bind first, then hold the data dir, then start: a taken port or a data dir in use
     # stops here with one line, before anything touches the database or the skills.

@@ -17,7 +17,7 @@ finishes what was decided and removes what nobody wants:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import (
@@ -33,11 +33,14 @@ RECONCILER = "reconcile"
 
 
 async def reconcile(
-    reviewer: Reviewer, described: Mapping[str, Described] | None = None
+    reviewer: Reviewer,
+    described: Mapping[str, Described] | None = None,
+    staged: Collection[str] | None = None,
 ) -> list[str]:
     """Repair what a crash left half done; returns one line per repair.
 
-    `described` is a scan of the library taken just before (`describe_files`), if any.
+    `described` is a scan of the library taken just before (`describe_files`), if any, and
+    `staged` the folders holding a staged file, from the same scan.
     """
     fixes: list[str] = []
     if described is None:
@@ -54,7 +57,9 @@ async def reconcile(
             await reviewer.restage(p)
             fixes.append(f"proposal #{p.id}: staged file written again")
     owned = {p.slug for p in pending if p.kind != "retire"}
-    for slug in reviewer.staging.staged_slugs():
+    if fixes or staged is None:  # a repair may have written or removed staged files
+        staged = reviewer.staging.staged_slugs()
+    for slug in staged:
         if slug not in owned:
             reviewer.staging.discard(slug)
             fixes.append(f"{slug}: removed a staged file no pending proposal owns")

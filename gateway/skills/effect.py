@@ -28,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.skills.looks import at_look, look_due
+from gateway.skills.rates import NO_ANSWERS
 
 # Re-exported: callers name the measurement's parts from this module.
 from gateway.skills.rates import Z95 as Z95
@@ -40,8 +41,8 @@ from gateway.skills.rates import Tally as Tally
 from gateway.skills.rates import difference_interval as difference_interval
 from gateway.skills.rates import rounded as _round
 from gateway.skills.rates import wilson as wilson
+from gateway.skills.tool_effect import NO_CALLS, tool_figures
 from gateway.skills.tool_effect import ToolTally as ToolTally
-from gateway.skills.tool_effect import tool_figures
 from gateway.skills.tool_effect import tools_fail as tools_fail
 from gateway.skills.verdict import Verdict, settles
 
@@ -64,14 +65,14 @@ class SkillTallies(BaseModel):
     name: str
     content_hash: str
     since: float | None = None
-    # Factories: a model default is deep-copied for every instance, ten times the cost
-    # (a start with a large library makes one of these per skill).
-    loaded: Tally = Field(default_factory=Tally)
-    offered: Tally = Field(default_factory=Tally)
-    withheld: Tally = Field(default_factory=Tally)
-    tools_loaded: ToolTally = Field(default_factory=ToolTally)
-    tools_offered: ToolTally = Field(default_factory=ToolTally)
-    tools_withheld: ToolTally = Field(default_factory=ToolTally)
+    # One frozen instance for every default: a start with a large library makes one of
+    # these per skill, and a copy or a factory per field was most of its cost.
+    loaded: Tally = NO_ANSWERS
+    offered: Tally = NO_ANSWERS
+    withheld: Tally = NO_ANSWERS
+    tools_loaded: ToolTally = NO_CALLS
+    tools_offered: ToolTally = NO_CALLS
+    tools_withheld: ToolTally = NO_CALLS
     looked: int = -1
     """The last look the test took at this text (-1: none yet)."""
     reached: Verdict | None = None

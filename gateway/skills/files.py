@@ -17,7 +17,7 @@ from typing import Protocol
 
 from gateway.core.records import SkillFileRecord
 from gateway.errors import SkillError
-from gateway.skills.library import SkillLibrary, content_hash, parse_skill
+from gateway.skills.library import SkillFile, SkillLibrary, content_hash, parse_skill
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,18 @@ class Described:
     """The tools it names (`allowed-tools`)."""
 
 
-async def describe_files(library: SkillLibrary, store: SkillFiles) -> dict[str, Described]:
-    """Every valid skill file of the library, by slug; invalid ones are logged and left out."""
+async def describe_files(
+    library: SkillLibrary, store: SkillFiles, scanned: list[SkillFile] | None = None
+) -> dict[str, Described]:
+    """Every valid skill file of the library, by slug; invalid ones are logged and left out.
+
+    `scanned` is the library's `scan` if the caller has just taken it.
+    """
     known = await store.skill_files()
     described: dict[str, Described] = {}
     fresh: list[SkillFileRecord] = []
     checked = time.time()
-    for file in library.scan():
+    for file in library.scan() if scanned is None else scanned:
         entry = known.get(file.slug)
         if (
             entry is not None

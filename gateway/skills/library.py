@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,28 +176,37 @@ class SkillLibrary:
 
     def scan(self, filename: str = SKILL_FILE) -> list[SkillFile]:
         """Every skill file of `slugs()` (or staged file, or other `filename` of the skill
-        folders), with its size and modification time, by slug.
+        folders), with its size and modification time, by slug."""
+        return self.scan_each((filename,))[filename]
+
+    def scan_each(self, filenames: Sequence[str]) -> dict[str, list[SkillFile]]:
+        """`scan` of each of `filenames`, in one pass over the skill folders.
 
         A real folder holding a real file cannot lead outside the root, so one `lstat`
         settles it; only where a link is involved is the path resolved (`path_for`).
         """
+        found: dict[str, list[SkillFile]] = {name: [] for name in filenames}
         if not self.root.is_dir():
-            return []
-        found = []
+            return found
         for entry in os.scandir(self.root):
             if not (SLUG_RE.match(entry.name) and len(entry.name) <= MAX_NAME):
                 continue
-            try:
-                path = entry.path + os.sep + filename  # strings: even os.path.join costs here
-                info = os.lstat(path) if entry.is_dir(follow_symlinks=False) else None
-                if info is None or stat.S_ISLNK(info.st_mode):
-                    resolved = self.path_for(entry.name, filename)  # a link: where does it lead?
-                    path, info = str(resolved), resolved.stat()
-            except (OSError, PathEscape):
-                continue
-            if stat.S_ISREG(info.st_mode):
-                found.append(SkillFile(entry.name, path, info.st_size, info.st_mtime_ns))
-        return sorted(found, key=lambda f: f.slug)
+            folder = entry.is_dir(follow_symlinks=False)
+            for filename in filenames:
+                try:
+                    path = entry.path + os.sep + filename  # strings: even os.path.join costs
+                    info = os.lstat(path) if folder else None
+                    if info is None or stat.S_ISLNK(info.st_mode):
+                        resolved = self.path_for(entry.name, filename)  # where does it lead?
+                        path, info = str(resolved), resolved.stat()
+                except (OSError, PathEscape):
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    file = SkillFile(entry.name, path, info.st_size, info.st_mtime_ns)
+                    found[filename].append(file)
+        for files in found.values():
+            files.sort(key=lambda f: f.slug)
+        return found
 
     def read_file(self, file: SkillFile) -> str:
         """Raw text of a file a scan found."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 Z95 = 1.959963984540054
 
@@ -29,6 +29,8 @@ class Tally(BaseModel):
     someone rated for the comparison arms.
     """
 
+    model_config = ConfigDict(frozen=True)
+
     answers: int = 0
     up: int = 0
     down: int = 0
@@ -48,6 +50,10 @@ class Tally(BaseModel):
         return Tally(
             answers=self.answers + other.answers, up=self.up + other.up, down=self.down + other.down
         )
+
+
+NO_ANSWERS = Tally()
+"""The tally of an arm nothing was counted in (frozen: one instance serves every default)."""
 
 
 def difference_interval(a: Tally, b: Tally, z: float = Z95) -> tuple[float, float] | None:

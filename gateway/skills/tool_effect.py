@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from gateway.skills.rates import EffectThresholds, Tally, difference_interval, rounded
 from gateway.skills.verdict import decide
@@ -21,6 +21,8 @@ from gateway.skills.verdict import decide
 
 class ToolTally(BaseModel):
     """The tool calls of the answers in one arm, rated or not."""
+
+    model_config = ConfigDict(frozen=True)
 
     answers: int = 0
     calling: int = 0
@@ -46,6 +48,10 @@ class ToolTally(BaseModel):
             calls=self.calls + other.calls,
             failed=self.failed + other.failed,
         )
+
+
+NO_CALLS = ToolTally()
+"""The tool tally of an arm nothing was counted in (frozen, shared like `NO_ANSWERS`)."""
 
 
 def tool_figures(t: ToolTally, z: float) -> dict[str, Any]:

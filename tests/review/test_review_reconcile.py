@@ -109,6 +109,25 @@ async def test_a_claimed_approval_whose_rename_never_happened_is_promoted_or_mad
         assert not (gw.skills_dir / WRITING / "SKILL.md.proposed").exists()
 
 
+async def test_an_orphaned_staged_file_is_removed_when_nothing_else_needed_repair(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    pid = await pending_proposal(
+        settings, fake_llm, proposal(WRITING, kind="update", target=WRITING, content=NEW_BODY)
+    )
+    staged = settings.skills_dir / WRITING / "SKILL.md.proposed"
+    kept = staged.read_text()
+    orphan = settings.skills_dir / "summarize-text" / "SKILL.md.proposed"
+    orphan.write_text("left over from a rejection whose file removal never ran")
+
+    async with gateway(settings) as gw:
+        assert not orphan.exists() and (orphan.parent / "SKILL.md").exists()
+        assert staged.read_text() == kept  # the pending proposal's own is left alone
+        _, detail = await gw.call("GET", f"/proposals/{pid}")
+        assert detail["status"] == "pending"
+
+
 async def test_staged_files_are_restored_for_pending_rows_and_removed_when_orphaned(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:

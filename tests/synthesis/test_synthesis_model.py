@@ -182,6 +182,7 @@ async def test_the_context_the_server_reports_at_start_sizes_synthesis(
     settings = synth_settings(make_settings, fake_llm)
     app = build_app(settings, channels=[], watch=True)  # as serve builds it
     async with TestClient(TestServer(app)) as client:
+        await client.get("/healthz")  # the look waits for the first answer
         assert await asyncio.wait_for(app[MODEL_LOOK], 10) is True
         gw = Gateway(client)
         await gw.seed()
