@@ -70,3 +70,42 @@ async def test_a_server_that_hangs_up_unanswered_is_asked_again_then_named() -> 
         server.close()
         await server.wait_closed()
     assert hung_up == 3  # a connection that fails at once is tried again, unlike a timeout
+
+
+async def test_a_model_server_whose_certificate_is_not_trusted_is_refused(
+    unused_tcp_port: int,
+) -> None:
+    # Every client shares one TLS context (building one is tens of ms on the event loop):
+    # it must still verify, here against a certificate from a CA nobody trusts.
+    import ssl
+
+    import trustme
+    from aiohttp import web
+
+    ca = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_tls)
+    asked: list[str] = []
+
+    async def models(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        return web.json_response({"data": [{"id": "fake-model"}]})
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port, ssl_context=server_tls).start()
+    base = f"https://127.0.0.1:{unused_tcp_port}/v1"
+    clients = [OpenAIChat(base, "fake-model", backoff=0, max_retries=0) for _ in range(2)]
+    try:
+        for llm in clients:
+            with pytest.raises(ModelUnavailable, match="SSLCertVerificationError"):
+                await llm.complete(HI)
+            with pytest.raises(ModelUnavailable):
+                await llm.ping()
+    finally:
+        for llm in clients:
+            await llm.close()
+        await runner.cleanup()
+    assert asked == []  # no request got past the handshake
