@@ -27,10 +27,9 @@ from gateway.channels.base import INTAKE, Channel, Ports
 from gateway.channels.registry import by_name, capabilities, configured_channels, polling
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
-from gateway.conversation.context import ContextLimits
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
-from gateway.conversation.quota import Limits
+from gateway.conversation.ports import ConversationPorts
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
@@ -117,25 +116,20 @@ class Parts:
         """What one channel is given when it starts."""
         conversation = Conversation(
             channel.profile,
-            store=self.store,
-            turns=self.agent,
-            counts=self.metrics,
-            review=self.review,
-            synthesis=self.synthesizer,
-            languages=self.languages,
-            clock=self.clock,
-            attachments=self.attachments,
-            limits=quota_limits(self.settings),
-            alerts=self.tell_admins,
-            prices=self.settings.prices(),
-            memory=self.memory,
-            context=ContextLimits(
-                messages=self.settings.group_context_messages,
-                tokens=self.settings.group_context_tokens,
-                seconds=self.settings.group_context_minutes * 60,
+            ConversationPorts(
+                store=self.store,
+                turns=self.agent,
+                counts=self.metrics,
+                review=self.review,
+                synthesis=self.synthesizer,
+                languages=self.languages,
+                alerts=self.tell_admins,
+                attachments=self.attachments,
+                memory=self.memory,
+                clock=self.clock,
             ),
-            known_secrets=self.settings.secrets(),
-            confirm_seconds=self.settings.tool_confirm_seconds,
+            self.settings,
+            secrets=self.settings.secrets(),
         )
         return Ports(
             intake=self.inbox,
@@ -162,24 +156,6 @@ class Parts:
         """A fixed text to every chat admin, once the cards' transports have started."""
         if self.cards is not None:
             await self.cards.tell_admins(message, ref, **values)
-
-
-def quota_limits(settings: Settings) -> Limits:
-    """The daily limits from the settings (0: none)."""
-
-    def limit(value: int) -> int | None:
-        return value or None
-
-    return Limits(
-        user_answers=limit(settings.user_daily_answers),
-        user_tokens=limit(settings.user_daily_tokens),
-        chat_answers=limit(settings.chat_daily_answers),
-        chat_tokens=limit(settings.chat_daily_tokens),
-        gateway_tokens=limit(settings.daily_token_budget),
-        gateway_cost=settings.daily_cost_budget or None,
-        prices=settings.prices(),
-        stt_per_minute=settings.stt_price_per_minute,
-    )
 
 
 PARTS: web.AppKey[Parts] = web.AppKey("parts")

@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.errors import ConfigError
@@ -48,7 +56,104 @@ def _split_ids(value: Any) -> Any:
     return value
 
 
-class Settings(BaseSettings):
+class QuotaSettings(BaseModel):
+    """Usage and the daily quotas: limits count per UTC day, 0 is no limit. Admins are exempt
+    from the limits (their answers still count towards the gateway's budget)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    llm_prices: str = Field("", validation_alias="LLM_PRICES")
+    """Price per million tokens, input/output, per model: `gpt-4o-mini=0.15/0.60,*=1/2`."""
+    user_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_ANSWERS")
+    user_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_TOKENS")
+    chat_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_ANSWERS")
+    chat_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_TOKENS")
+    daily_token_budget: int = Field(0, ge=0, validation_alias="SKILLGATE_DAILY_TOKEN_BUDGET")
+    daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
+    stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
+    """What a minute of speech-to-text costs, counted with the answer under the daily cost
+    budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
+
+    @field_validator("llm_prices")
+    @classmethod
+    def _prices(cls, value: str) -> str:
+        parse_prices(value)
+        return value
+
+    def prices(self) -> dict[str, tuple[float, float]]:
+        """LLM_PRICES as {model: (input, output)} per million tokens."""
+        return parse_prices(self.llm_prices)
+
+    @property
+    def user_answers(self) -> int | None:
+        """A user's answers a day; None: no limit."""
+        return self.user_daily_answers or None
+
+    @property
+    def user_tokens(self) -> int | None:
+        return self.user_daily_tokens or None
+
+    @property
+    def chat_answers(self) -> int | None:
+        """A group chat's answers a day; None: no limit."""
+        return self.chat_daily_answers or None
+
+    @property
+    def chat_tokens(self) -> int | None:
+        return self.chat_daily_tokens or None
+
+    @property
+    def gateway_tokens(self) -> int | None:
+        """The whole gateway's tokens a day; None: no budget."""
+        return self.daily_token_budget or None
+
+    @property
+    def gateway_cost(self) -> float | None:
+        """The whole gateway's cost a day (LLM_PRICES, STT_PRICE_PER_MINUTE); None: no budget."""
+        return self.daily_cost_budget or None
+
+    @property
+    def limited(self) -> bool:
+        """Whether any daily limit is set (else nothing is counted against one)."""
+        return any(
+            limit is not None
+            for limit in (
+                self.user_answers,
+                self.user_tokens,
+                self.chat_answers,
+                self.chat_tokens,
+                self.gateway_tokens,
+                self.gateway_cost,
+            )
+        )
+
+
+class ConversationSettings(QuotaSettings):
+    """What each channel's conversation reads: a group's context for its next question, how
+    long a tool's confirmation waits, and the daily quotas it enforces (`QuotaSettings`)."""
+
+    group_context_messages: int = Field(
+        0, ge=0, le=200, validation_alias="SKILLGATE_GROUP_CONTEXT_MESSAGES"
+    )
+    """A group's last unaddressed messages that go with its next question; 0: none kept."""
+    group_context_tokens: int = Field(
+        1500, ge=50, le=100_000, validation_alias="SKILLGATE_GROUP_CONTEXT_TOKENS"
+    )
+    group_context_minutes: float = Field(
+        120.0, gt=0, le=10_080, validation_alias="SKILLGATE_GROUP_CONTEXT_MINUTES"
+    )
+    tool_confirm_seconds: float = Field(
+        120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
+    )
+    """How long a tool that needs the asker's consent waits for their ✅ (no press: no)."""
+
+    @property
+    def group_context_seconds(self) -> float:
+        """How old a kept group line may be when the next question takes it."""
+        return self.group_context_minutes * 60
+
+
+class Settings(BaseSettings, ConversationSettings, QuotaSettings):
     """Every setting Skillgate reads; names are the environment variables."""
 
     model_config = SettingsConfigDict(
@@ -223,31 +328,12 @@ class Settings(BaseSettings):
         256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
     )
 
-    # Usage, quotas and retention. Limits count per UTC day; 0 means no limit. Admins are
-    # exempt from the limits (their answers still count towards the gateway's budget).
-    llm_prices: str = Field("", validation_alias="LLM_PRICES")
-    """Price per million tokens, input/output, per model: `gpt-4o-mini=0.15/0.60,*=1/2`."""
-    user_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_ANSWERS")
-    user_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_TOKENS")
-    chat_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_ANSWERS")
-    chat_daily_tokens: int = Field(0, ge=0, validation_alias="SKILLGATE_CHAT_DAILY_TOKENS")
-    daily_token_budget: int = Field(0, ge=0, validation_alias="SKILLGATE_DAILY_TOKEN_BUDGET")
-    daily_cost_budget: float = Field(0.0, ge=0, validation_alias="SKILLGATE_DAILY_COST_BUDGET")
+    # Retention.
     retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
     """Conversations last active longer ago than this are deleted; 0 keeps them."""
-    # Per-user memory, group context and per-chat personas.
+    # Per-user memory (group context and per-chat personas: `ConversationSettings`).
     memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
     """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
-    group_context_messages: int = Field(
-        0, ge=0, le=200, validation_alias="SKILLGATE_GROUP_CONTEXT_MESSAGES"
-    )
-    """A group's last unaddressed messages that go with its next question; 0: none kept."""
-    group_context_tokens: int = Field(
-        1500, ge=50, le=100_000, validation_alias="SKILLGATE_GROUP_CONTEXT_TOKENS"
-    )
-    group_context_minutes: float = Field(
-        120.0, gt=0, le=10_080, validation_alias="SKILLGATE_GROUP_CONTEXT_MINUTES"
-    )
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
@@ -284,9 +370,6 @@ class Settings(BaseSettings):
     )
     """The longest recording transcribed: as declared (before the download), then as its
     bytes say."""
-    stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
-    """What a minute of speech-to-text costs, counted with the answer under the daily cost
-    budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
     max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
     """Downloads of users' files at once, across all chats."""
     download_memory_mb: int = Field(
@@ -303,9 +386,6 @@ class Settings(BaseSettings):
     )
     tool_result_chars: int = Field(
         16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
-    )
-    tool_confirm_seconds: float = Field(
-        120.0, gt=0, le=3600, validation_alias="SKILLGATE_TOOL_CONFIRM_SECONDS"
     )
     searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
     brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
@@ -431,12 +511,6 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
         return value
 
-    @field_validator("llm_prices")
-    @classmethod
-    def _prices(cls, value: str) -> str:
-        parse_prices(value)
-        return value
-
     @model_validator(mode="after")
     def _one_model_server(self) -> Settings:
         if self.llm_local_model is not None and self.llm_base_url is not None:
@@ -480,10 +554,6 @@ class Settings(BaseSettings):
         if self.admin_token is not None:
             named[""] = self.admin_token.get_secret_value()
         return named
-
-    def prices(self) -> dict[str, tuple[float, float]]:
-        """LLM_PRICES as {model: (input, output)} per million tokens."""
-        return parse_prices(self.llm_prices)
 
     @property
     def model_configured(self) -> bool:

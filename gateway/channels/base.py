@@ -25,6 +25,7 @@ from gateway.conversation.dispatch import Conversation
 from gateway.conversation.fence import Claims, FencedResponder
 from gateway.conversation.models import Profile
 from gateway.conversation.ports import Responder
+from gateway.core.ports import Meta
 from gateway.core.records import InboxItem
 from gateway.review.delivery import CardTransport
 
@@ -76,8 +77,8 @@ Handler = Callable[[InboxItem], Awaitable[None]]
 """Handles one stored update; raises to have it retried."""
 
 
-class DeliveryLog(Protocol):
-    """What a channel remembers about its own deliveries."""
+class DeliveryLog(Meta, Protocol):
+    """What a channel remembers about its own deliveries (and in meta, what it needs next)."""
 
     async def set_platform_ids(self, message_id: int, ids: Sequence[str]) -> None: ...
 
@@ -97,10 +98,6 @@ class DeliveryLog(Protocol):
         answer: int | None = None,
         answer_ids: Sequence[str] = (),
     ) -> None: ...
-
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
 
 
 @dataclass(frozen=True)

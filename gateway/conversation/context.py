@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.config import ConversationSettings
 from gateway.conversation.content import words
 from gateway.conversation.models import Message
 from gateway.core.models import ChatRef
@@ -22,15 +22,6 @@ from gateway.core.tokens import estimate_tokens
 
 KEPT_CHARS = 1000
 """What one kept line holds at most (a pasted page is cut)."""
-
-
-@dataclass(frozen=True)
-class ContextLimits:
-    """How much of a group is kept for its next question (`messages` 0: nothing)."""
-
-    messages: int = 0
-    tokens: int = 1500
-    seconds: float = 7200.0
 
 
 class ContextStore(Protocol):
@@ -54,15 +45,19 @@ class GroupContext:
     """Keeps one channel's unaddressed group lines, and says which a question takes."""
 
     def __init__(
-        self, limits: ContextLimits, store: ContextStore, clock: Callable[[], float] = time.time
+        self,
+        settings: ConversationSettings,
+        store: ContextStore,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.limits = limits
+        self.settings = settings
+        """How much of a group is kept (`group_context_messages` 0: nothing)."""
         self.store = store
         self.clock = clock
 
     async def keep(self, message: Message) -> None:
         """Keep an unaddressed group message's words (not an edit, a command or bare media)."""
-        if self.limits.messages <= 0 or not message.chat.is_group:
+        if self.settings.group_context_messages <= 0 or not message.chat.is_group:
             return
         if message.edited or message.command is not None:
             return
@@ -77,13 +72,13 @@ class GroupContext:
             GroupLine(user_id=chat.user_id, user_name=message.user_name, text=text),
             tokens=estimate_tokens(text) + 4,
             now=now,
-            max_lines=self.limits.messages,
-            max_tokens=self.limits.tokens,
-            since=now - self.limits.seconds,
+            max_lines=self.settings.group_context_messages,
+            max_tokens=self.settings.group_context_tokens,
+            since=now - self.settings.group_context_seconds,
         )
 
     def since(self, chat: ChatRef) -> float | None:
         """From when a question in `chat` takes the kept lines; None: it takes none."""
-        if self.limits.messages <= 0 or not chat.is_group:
+        if self.settings.group_context_messages <= 0 or not chat.is_group:
             return None
-        return self.clock() - self.limits.seconds
+        return self.clock() - self.settings.group_context_seconds

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
-from gateway.conversation.attachments import Attachments, Read, readable
+from gateway.config import ConversationSettings
+from gateway.conversation.attachments import Read, readable
 from gateway.conversation.confirm import Confirmations, is_confirm_data
 from gateway.conversation.content import album_key, words
-from gateway.conversation.context import ContextLimits, GroupContext
+from gateway.conversation.context import GroupContext
 from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
-from gateway.conversation.language import Languages, pressed
+from gateway.conversation.language import pressed
 from gateway.conversation.memory import (
     MEMORY_COMMAND,
     REMEMBER_COMMAND,
@@ -34,17 +35,13 @@ from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.persona import PERSONA_COMMAND, Personas
 from gateway.conversation.ports import (
     Answers,
-    ConversationStore,
-    Counts,
-    Decisions,
+    ConversationPorts,
     Replies,
     Responder,
-    Synthesis,
-    Turns,
 )
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
-from gateway.conversation.quota import Alerts, Limits, Quotas, Refusal
+from gateway.conversation.quota import Quotas, Refusal
 from gateway.conversation.repeats import RepeatPresses
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
@@ -53,7 +50,6 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
-from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
 from gateway.core.tools import ToolAccess
@@ -96,48 +92,40 @@ class Conversation:
     def __init__(
         self,
         profile: Profile,
+        ports: ConversationPorts,
+        settings: ConversationSettings,
         *,
-        store: ConversationStore,
-        turns: Turns,
-        counts: Counts,
-        review: Decisions,
-        synthesis: Synthesis,
-        languages: Languages | None = None,
-        clock: Callable[[], float] = time.time,
-        attachments: Attachments | None = None,
-        limits: Limits | None = None,
-        alerts: Alerts | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        memory: Memory | None = None,
-        context: ContextLimits | None = None,
-        known_secrets: Sequence[str] = (),
-        confirm_seconds: float = 120.0,
+        secrets: Sequence[str] = (),
     ) -> None:
+        """`secrets`: the gateway's configured secret values, refused in a chat's persona."""
         self.profile = profile
-        self.attachments = attachments
+        store, review, clock = ports.store, ports.review, ports.clock
+        self.attachments = ports.attachments
         """Reads voice notes, photos and documents; None: they get the text-only notice."""
-        self.languages = languages or Languages(store, clock=clock)
+        self.languages = ports.languages
         """Which language each chat's fixed texts are in."""
         self.store = store
-        self.turns = turns
-        self.counts = counts
+        self.turns = ports.turns
+        self.counts = ports.counts
         self.questions = Questions(store, clock)
         """Open questions; their windows follow its clock (tests move it)."""
         self.feedback = Feedback(profile, store, self.questions)
         self.review = ReviewChat(
-            profile, store, review, synthesis, self.questions, prices=prices or {}, clock=clock
+            profile, store, review, ports.synthesis, self.questions, settings, clock=clock
         )
         self.repeats = RepeatPresses(profile, store, review)
-        kept = attachments.limits.keep_dir if attachments is not None else None
+        kept = self.attachments.limits.keep_dir if self.attachments is not None else None
         self.privacy = Privacy(profile, store, clock, media=kept, review=review)
-        self.quotas = Quotas(limits or Limits(), store, alerts=alerts, clock=clock)
-        self.memory = MemoryCommands(memory, store, clock)
+        self.quotas = Quotas(settings, store, alerts=ports.alerts, clock=clock)
+        self.memory = MemoryCommands(ports.memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
-        self.context = GroupContext(context or ContextLimits(), store, clock)
+        self.context = GroupContext(settings, store, clock)
         """A group's unaddressed lines, kept for its next question (when turned on)."""
-        self.personas = Personas(profile.audience, store, known=known_secrets, clock=clock)
+        self.personas = Personas(profile.audience, store, known=secrets, clock=clock)
         """/persona: the chat's own persona, set by its admins."""
-        self.confirmations = Confirmations(profile, store, seconds=confirm_seconds, clock=clock)
+        self.confirmations = Confirmations(
+            profile, store, seconds=settings.tool_confirm_seconds, clock=clock
+        )
         """The ✅/✖ cards of tools that need the asker's consent."""
 
     @property

@@ -13,7 +13,7 @@ import logging
 import re
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ConversationStore, RatingReplies
+from gateway.conversation.ports import FeedbackStore, RatedAnswers, RatingReplies
 from gateway.conversation.questions import Questions
 from gateway.core.records import Awaiting
 from gateway.errors import ChannelError
@@ -32,7 +32,7 @@ THANKS_DOWN = N_("Thanks, noted.")
 NOTHING_TO_RATE = N_("Nothing to rate yet: this conversation has no answer so far.")
 
 
-async def rateable(store: ConversationStore, answer_id: int) -> bool:
+async def rateable(store: RatedAnswers, answer_id: int) -> bool:
     """A rating command (/good, /bad) rates the chat's last answer only while its session is
     open: after /new, or once the session went idle, there is nothing to rate.
 
@@ -52,7 +52,7 @@ def parse_rating(data: str | None) -> tuple[int, int] | None:
 class Feedback:
     """Rating presses and the comments that follow a 👎, for one channel."""
 
-    def __init__(self, profile: Profile, store: ConversationStore, questions: Questions) -> None:
+    def __init__(self, profile: Profile, store: FeedbackStore, questions: Questions) -> None:
         self.profile = profile
         self.store = store
         self.questions = questions

@@ -46,7 +46,10 @@ class PersonaStore(Protocol):
 class ChatAdmins(Protocol):
     """What the platform says about who administers the chat (the `Responder`)."""
 
-    async def is_chat_admin(self) -> bool: ...
+    async def is_chat_admin(self) -> bool:
+        """Whether the sender administers this group on the platform (Telegram asks
+        getChatMember); False where the platform does not say (LINE) or cannot tell now."""
+        ...
 
 
 class Personas:

@@ -3,21 +3,26 @@
 `Responder` is the one a platform implements: how to say things in the chat an
 event came from, made of the few ports its callers use (`Replies`, `Answers`,
 `RatingReplies`, `ReviewReplies`, and the language's `Speaker`). The store, the
-agent, the review operations and the metrics implement the rest; app.py hands each
-to the layer.
+agent, the review operations and the metrics implement the rest; the application hands
+them to the layer together (`ConversationPorts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from gateway.conversation.attachments import Attachments
 from gateway.conversation.context import ContextStore
-from gateway.conversation.language import LanguageStore, Speaker
+from gateway.conversation.language import Languages, LanguageStore, Speaker
 from gateway.conversation.memory import MemoryCommandStore
-from gateway.conversation.persona import PersonaStore
+from gateway.conversation.persona import ChatAdmins, PersonaStore
+from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
+from gateway.core.ports import Checkpoint, Meta, SkillRecords, TurnStarts
 from gateway.core.records import (
     Awaiting,
     FeedbackRecord,
@@ -26,14 +31,13 @@ from gateway.core.records import (
     OpenedTurn,
     QuotaCheck,
     SessionRecord,
-    SkillRecord,
 )
 from gateway.core.stream import PartialText
 from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
-from gateway.review.cards import Card, CardReview, CardSource
-from gateway.review.ports import CardLedger
+from gateway.review.cards import Card, CardReview, CardSource, ReviewerNames
+from gateway.review.ports import CardLedger, PendingProposals
 from gateway.review.proposals import Proposal
 from gateway.review.repeats import NoticeItem
 from gateway.review.reviewer import Decision
@@ -92,7 +96,7 @@ class RatingReplies(Replies, Protocol):
         ...
 
 
-class ReviewReplies(Replies, Protocol):
+class ReviewReplies(Replies, ChatAdmins, Protocol):
     """What review by chat admins shows: cards, diffs, the question why a rejection."""
 
     async def ask_reason(self, proposal: Proposal, decided: str) -> str | None:
@@ -101,11 +105,6 @@ class ReviewReplies(Replies, Protocol):
 
     async def reviewer_name(self) -> str | None:
         """How the user who pressed is shown on cards."""
-        ...
-
-    async def is_chat_admin(self) -> bool:
-        """Whether the sender administers this group on the platform (Telegram asks
-        getChatMember); False where the platform does not say (LINE) or cannot tell now."""
         ...
 
     def cards_per_listing(self, pending: int) -> int:
@@ -149,7 +148,7 @@ class QuotaStore(Protocol):
     async def message_for_inbox(self, inbox_id: int, role: Role) -> MessageRecord | None: ...
 
 
-class ForgetStore(Protocol):
+class ForgetStore(Checkpoint, Protocol):
     """Deleting everything about one user (`gateway.store.privacy`)."""
 
     async def forget_user(
@@ -161,8 +160,6 @@ class ForgetStore(Protocol):
         meta_keys: Sequence[str] = (),
         handling: int | None = None,
     ) -> Forgotten: ...
-
-    async def checkpoint(self) -> None: ...
 
 
 class ConfirmStore(Protocol):
@@ -194,41 +191,30 @@ class ConfirmStore(Protocol):
     async def expire_confirmation(self, confirmation_id: int, now: float | None = None) -> str: ...
 
 
-class ConversationStore(
-    CardSource,
-    CardLedger,
-    ContextStore,
-    LanguageStore,
-    MemoryCommandStore,
-    PersonaStore,
-    QuotaStore,
-    ForgetStore,
-    UsageSource,
-    ConfirmStore,
-    Protocol,
-):
-    """The part of the store the conversation layer reads and writes."""
+class AwaitingStore(Protocol):
+    """The open questions (`Questions`): a rejection's reason, a comment after 👎."""
 
-    async def repeat_notice_item(self, item_id: int) -> NoticeItem | None: ...
+    async def set_awaiting(self, question: Awaiting) -> None: ...
 
-    async def chat_state(
-        self,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        now: float,
-        turn: TurnStart | None = None,
-    ) -> ChatState: ...
+    async def peek_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None: ...
 
-    async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
+    async def take_awaiting(
+        self, channel: str, chat_id: str, user_id: str, now: float | None = None
+    ) -> Awaiting | None: ...
+
+
+class RatedAnswers(Protocol):
+    """The rated answer and its session (`feedback.rateable`)."""
 
     async def get_message(self, message_id: int) -> MessageRecord | None: ...
 
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
 
-    async def finish_chat_session(
-        self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
-    ) -> bool: ...
+
+class FeedbackStore(RatedAnswers, Protocol):
+    """Ratings and their comments (`Feedback`)."""
 
     async def set_feedback(
         self, message_id: int, user_id: str, rating: int, now: float | None = None
@@ -244,29 +230,60 @@ class ConversationStore(
         platform_message_id: str | None = None,
     ) -> bool: ...
 
-    async def set_awaiting(self, question: Awaiting) -> None: ...
 
-    async def peek_awaiting(
-        self, channel: str, chat_id: str, user_id: str, now: float | None = None
-    ) -> Awaiting | None: ...
+class RepeatItems(ReviewerNames, Protocol):
+    """What a press on a repeat notice reads: the notice item, and how a decider is shown
+    (and remembered) (`RepeatPresses`)."""
 
-    async def take_awaiting(
-        self, channel: str, chat_id: str, user_id: str, now: float | None = None
-    ) -> Awaiting | None: ...
-
-    async def pending_proposals(self) -> list[Proposal]: ...
+    async def repeat_notice_item(self, item_id: int) -> NoticeItem | None: ...
 
     async def set_reviewer_name(
         self, decider: str, name: str, now: float | None = None
     ) -> None: ...
 
-    async def skill_records(self) -> list[SkillRecord]: ...
+
+class SkillListing(PendingProposals, SkillRecords, Protocol):
+    """What /skills lists (`review.skills_text`)."""
+
+
+class ReviewChatStore(CardSource, CardLedger, SkillListing, UsageSource, Protocol):
+    """What review by chat reads and writes (`ReviewChat`): cards and their copies, the
+    skills, and usage for /usage."""
+
+
+class ConversationStore(
+    TurnStarts,
+    Meta,
+    AwaitingStore,
+    FeedbackStore,
+    ReviewChatStore,
+    RepeatItems,
+    ContextStore,
+    LanguageStore,
+    MemoryCommandStore,
+    PersonaStore,
+    QuotaStore,
+    ForgetStore,
+    ConfirmStore,
+    Protocol,
+):
+    """The part of the store the conversation layer reads and writes: what `Conversation`
+    calls itself (and `TurnStarts`, `Meta`), and the ports of the parts it builds."""
+
+    async def chat_state(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str | None,
+        now: float,
+        turn: TurnStart | None = None,
+    ) -> ChatState: ...
+
+    async def finish_chat_session(
+        self, channel: str, chat_id: str, reason: str = "new", now: float | None = None
+    ) -> bool: ...
 
     async def unsend_message(self, channel: str, chat_id: str, platform_id: str) -> bool: ...
-
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
 
 
 class Turns(Protocol):
@@ -297,7 +314,13 @@ class Counts(Protocol):
     def over_limit(self, channel: str, limit: str) -> None: ...
 
 
-class Decisions(CardReview, Protocol):
+class Withdrawals(Protocol):
+    """Withdrawing pending proposals made from deleted sessions (`Reviewer`)."""
+
+    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
+
+
+class Decisions(CardReview, Withdrawals, Protocol):
     """The review operations a chat admin uses."""
 
     async def get(self, proposal_id: int) -> Proposal: ...
@@ -321,14 +344,6 @@ class Decisions(CardReview, Protocol):
         self, proposal_id: int, decider: str, reason: str | None = None
     ) -> Decision: ...
 
-    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
-
-
-class Withdrawals(Protocol):
-    """Withdrawing pending proposals made from deleted sessions (`Reviewer`)."""
-
-    async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]: ...
-
 
 class Synthesis(Protocol):
     """Running a synthesis pass, and the measured effect of each skill."""
@@ -336,3 +351,32 @@ class Synthesis(Protocol):
     async def run(self, trigger: str = "manual") -> RunSummary: ...
 
     async def effects(self) -> dict[str, SkillEffect]: ...
+
+
+class Alerts(Protocol):
+    """Tell every admin a fixed text (translated for each); `ref` keeps a retried push single."""
+
+    async def __call__(self, message: str, ref: str, /, **values: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class ConversationPorts:
+    """What a channel's conversation is given from outside the layer, the same for every
+    channel (the application builds it)."""
+
+    store: ConversationStore
+    turns: Turns
+    """The agent."""
+    counts: Counts
+    review: Decisions
+    synthesis: Synthesis
+    languages: Languages
+    """The language of each chat's fixed texts."""
+    alerts: Alerts | None = None
+    """Tells the chat admins (a daily limit reached); None: the log only."""
+    attachments: Attachments | None = None
+    """Reads voice notes, photos and documents; None: they get the text-only notice."""
+    memory: Memory | None = None
+    """Per-user memory; None when SKILLGATE_MEMORY is off."""
+    clock: Callable[[], float] = time.time
+    """Now, for every window the conversation keeps (tests move it)."""

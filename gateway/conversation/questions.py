@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gateway.conversation.ports import ConversationStore
+from gateway.conversation.ports import AwaitingStore
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
 
@@ -18,7 +18,7 @@ from gateway.core.records import Awaiting
 class Questions:
     """Open questions, kept in the store so that a restart forgets none."""
 
-    def __init__(self, store: ConversationStore, clock: Callable[[], float]) -> None:
+    def __init__(self, store: AwaitingStore, clock: Callable[[], float]) -> None:
         self.store = store
         self.clock = clock
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
-from gateway.conversation.ports import QuotaStore
+from gateway.config import QuotaSettings
+from gateway.conversation.ports import Alerts, QuotaStore
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.records import OpenedTurn, QuotaCheck
 from gateway.core.turn import Admission, QuotaSpend, Spender, Usage
 from gateway.i18n import ENGLISH, N_, Texts
-from gateway.usage import Prices, cost_of, next_reset, subjects, utc_day
+from gateway.usage import cost_of, next_reset, subjects, utc_day
 
 log = logging.getLogger(__name__)
 
@@ -52,52 +52,19 @@ ALERTS = {
 """What the admins are told, in each admin's language, the first time a day a limit is hit."""
 
 
-class Alerts(Protocol):
-    """Tell every admin a fixed text (translated for each); `ref` keeps a retried push single."""
-
-    async def __call__(self, message: str, ref: str, /, **values: object) -> None: ...
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The daily limits from the settings; None is no limit."""
-
-    user_answers: int | None = None
-    user_tokens: int | None = None
-    chat_answers: int | None = None
-    chat_tokens: int | None = None
-    gateway_tokens: int | None = None
-    gateway_cost: float | None = None
-    prices: Prices = field(default_factory=dict)
-    stt_per_minute: float = 0.0
-    """What a minute of transcribed speech costs (STT_PRICE_PER_MINUTE)."""
-
-    @property
-    def active(self) -> bool:
-        return any(
-            v is not None
-            for v in (
-                self.user_answers,
-                self.user_tokens,
-                self.chat_answers,
-                self.chat_tokens,
-                self.gateway_tokens,
-                self.gateway_cost,
-            )
-        )
-
-    def checks(self, chat: ChatRef) -> list[QuotaCheck]:
-        found = []
-        for scope, subject in subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group):
-            if scope == "user":
-                check = QuotaCheck(scope, subject, self.user_answers, self.user_tokens)
-            elif scope == "chat":
-                check = QuotaCheck(scope, subject, self.chat_answers, self.chat_tokens)
-            else:
-                check = QuotaCheck(scope, subject, None, self.gateway_tokens, self.gateway_cost)
-            if check.answers is not None or check.tokens is not None or check.cost is not None:
-                found.append(check)
-        return found
+def checks(quotas: QuotaSettings, chat: ChatRef) -> list[QuotaCheck]:
+    """The limits an answer in `chat` counts under (its user, its group, the gateway)."""
+    found = []
+    for scope, subject in subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group):
+        if scope == "user":
+            check = QuotaCheck(scope, subject, quotas.user_answers, quotas.user_tokens)
+        elif scope == "chat":
+            check = QuotaCheck(scope, subject, quotas.chat_answers, quotas.chat_tokens)
+        else:
+            check = QuotaCheck(scope, subject, None, quotas.gateway_tokens, quotas.gateway_cost)
+        if check.answers is not None or check.tokens is not None or check.cost is not None:
+            found.append(check)
+    return found
 
 
 def until_reset(now: float, texts: Texts = ENGLISH) -> str:
@@ -118,22 +85,24 @@ class Quotas:
 
     def __init__(
         self,
-        limits: Limits,
+        settings: QuotaSettings,
         store: QuotaStore,
         *,
         alerts: Alerts | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.limits = limits
+        self.settings = settings
+        self.prices = settings.prices()
+        """LLM_PRICES, read once."""
         self.store = store
         self.alerts = alerts
         self.clock = clock
 
     def admission(self, chat: ChatRef, *, admin: bool) -> Admission | None:
         """The counts a new answer in `chat` raises when its turn opens; None: no limit applies."""
-        if admin or not self.limits.active:
+        if admin or not self.settings.limited:
             return None
-        return Admission(utc_day(self.clock()), tuple(self.limits.checks(chat)))
+        return Admission(utc_day(self.clock()), tuple(checks(self.settings, chat)))
 
     async def admit_now(
         self, chat: ChatRef, inbox_id: int | None, *, admin: bool, texts: Texts = ENGLISH
@@ -160,17 +129,17 @@ class Quotas:
     ) -> Spender | None:
         """What the answer of `turn` adds to the counts: its tokens and cost (an admin's too),
         speech-to-text's minutes included; a failed answer gives back the count it raised."""
-        if not self.limits.active:
+        if not self.settings.limited:
             return None
         chat = incoming.chat
         # Speech-to-text was paid for whatever became of the answer: its minutes count too.
         speech = sum(a.duration or 0.0 for a in incoming.attachments if a.sent_as == "transcript")
-        speech_cost = speech / 60 * self.limits.stt_per_minute
+        speech_cost = speech / 60 * self.settings.stt_price_per_minute
         day = admission.day if admission is not None else utc_day(self.clock())
         raised = set()
         if admission is not None and not turn.resumed:
             raised = {(c.scope, c.subject) for c in admission.checks}
-        prices = self.limits.prices
+        prices = self.prices
 
         def spend(usage: Usage) -> QuotaSpend:
             back = -1 if usage.kind == "error" else 0

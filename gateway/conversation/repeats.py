@@ -9,10 +9,9 @@ the admin who pressed; a rejection reopened already says by whom and when.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import Decisions, ReviewReplies
+from gateway.conversation.ports import Decisions, RepeatItems, ReviewReplies
 from gateway.conversation.review import (
     GONE,
     INVALID_BUTTON,
@@ -25,24 +24,12 @@ from gateway.errors import ProposalNotFound, ReopenRefused
 from gateway.i18n import N_, Texts
 from gateway.review.cards import decider_label, when
 from gateway.review.proposals import Proposal
-from gateway.review.repeats import NoticeItem, comparison, verify_repeat
+from gateway.review.repeats import comparison, verify_repeat
 
 log = logging.getLogger(__name__)
 
 STALE_NOTICE = N_("This button is out of date: the notice it belongs to is gone.")
 ALREADY_REOPENED = N_("Proposal #{id} was already reopened by {who} at {at}.")
-
-
-class RepeatItems(Protocol):
-    """What a press reads: the notice item, and how a decider is shown (and remembered)."""
-
-    async def repeat_notice_item(self, item_id: int) -> NoticeItem | None: ...
-
-    async def reviewer_name(self, decider: str) -> str | None: ...
-
-    async def set_reviewer_name(
-        self, decider: str, name: str, now: float | None = None
-    ) -> None: ...
 
 
 class RepeatPresses:

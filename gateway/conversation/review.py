@@ -16,8 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway.config import QuotaSettings
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import ConversationStore, Decisions, ReviewReplies, Synthesis
+from gateway.conversation.ports import (
+    Decisions,
+    ReviewChatStore,
+    ReviewReplies,
+    SkillListing,
+    Synthesis,
+)
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
@@ -29,7 +36,7 @@ from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Decision
 from gateway.skills.overview import skills_overview
 from gateway.synthesis.synthesizer import RunSummary
-from gateway.usage import Prices, usage_report, usage_text
+from gateway.usage import usage_report, usage_text
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +140,12 @@ class ReviewChat:
     def __init__(
         self,
         profile: Profile,
-        store: ConversationStore,
+        store: ReviewChatStore,
         review: Decisions,
         synthesis: Synthesis,
         questions: Questions,
+        quotas: QuotaSettings,
         *,
-        prices: Prices | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
@@ -146,7 +153,8 @@ class ReviewChat:
         self.review = review
         self.synthesis = synthesis
         self.questions = questions
-        self.prices = prices or {}
+        self.prices = quotas.prices()
+        """LLM_PRICES, for /usage."""
         self.clock = clock
 
     @property
@@ -367,9 +375,7 @@ class ReviewChat:
         return await skills_text(self.store, self.synthesis, texts)
 
 
-async def skills_text(
-    store: ConversationStore, synthesis: Synthesis, texts: Texts = ENGLISH
-) -> str:
+async def skills_text(store: SkillListing, synthesis: Synthesis, texts: Texts = ENGLISH) -> str:
     """Every registered skill: source, status, and its measured effect on ratings."""
     pending = {p.slug: p.id for p in await store.pending_proposals()}
     effects = await synthesis.effects()

@@ -9,18 +9,15 @@ restart does not ask again what was refused before.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
+
+from gateway.core.ports import Meta
 
 JSON_MODES = ("json_schema", "json_object", "text")
 MEMORY_KEY = "llm.json_mode."
 
-
-class JsonModeMemory(Protocol):
-    """Where the mode a model last accepted is kept (the store's meta table)."""
-
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
+JsonModeMemory = Meta
+"""Where the mode a model last accepted is kept (the store's meta table)."""
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

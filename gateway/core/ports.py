@@ -10,10 +10,28 @@ from gateway.core.records import MessageRecord, OpenedTurn, SkillFileRecord, Ski
 from gateway.core.turn import QuotaSpend, TurnStart
 
 
-class ConversationStore(Protocol):
-    """The part of the store the agent uses."""
+class Meta(Protocol):
+    """Small named values the store keeps (a model's JSON mode, vision refused, a sync mark)."""
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+
+class Checkpoint(Protocol):
+    """After a deletion: no deleted row is left in a log beside the database (SQLite's WAL)."""
+
+    async def checkpoint(self) -> None: ...
+
+
+class TurnStarts(Protocol):
+    """Opening a turn: its user message stored, its session found, its quota admitted."""
 
     async def start_turn(self, start: TurnStart) -> OpenedTurn: ...
+
+
+class ConversationStore(TurnStarts, Protocol):
+    """The part of the store the agent uses."""
 
     async def withhold_messages(self, message_ids: Sequence[int]) -> None: ...
 
@@ -35,20 +53,24 @@ class ConversationStore(Protocol):
     ) -> MessageRecord: ...
 
 
-class SkillRegistry(Protocol):
-    """The part of the store that keeps the skill registry and run state."""
+class SkillRecords(Protocol):
+    """The skill registry's rows."""
 
     async def skill_records(self) -> list[SkillRecord]: ...
 
-    async def put_skill_records(self, records: list[SkillRecord]) -> None: ...
+
+class SkillFiles(Protocol):
+    """The store's record of the skill files as last read (`gateway.skills.files`)."""
 
     async def skill_files(self) -> dict[str, SkillFileRecord]: ...
 
     async def put_skill_files(self, files: list[SkillFileRecord], gone: list[str]) -> None: ...
 
-    async def get_meta(self, key: str) -> str | None: ...
 
-    async def set_meta(self, key: str, value: str) -> None: ...
+class SkillRegistry(SkillRecords, SkillFiles, Meta, Protocol):
+    """The part of the store that keeps the skill registry and run state."""
+
+    async def put_skill_records(self, records: list[SkillRecord]) -> None: ...
 
 
 class SkillProvider(Protocol):

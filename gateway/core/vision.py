@@ -8,8 +8,9 @@ again; changing LLM_MODEL tries the new one.
 from __future__ import annotations
 
 import logging
-from typing import Literal, Protocol
+from typing import Literal
 
+from gateway.core.ports import Meta
 from gateway.i18n import N_
 
 log = logging.getLogger(__name__)
@@ -20,12 +21,6 @@ NO_VISION = N_(
     " Add a caption or send your question as text."
 )
 """Said for an image without a caption when the model gets no images."""
-
-
-class Meta(Protocol):
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
 
 
 class VisionPolicy:

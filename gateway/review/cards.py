@@ -322,14 +322,26 @@ class CardReview(Protocol):
         ...
 
 
-class CardSource(Protocol):
-    """What building a card reads from the store."""
+class SessionEvidenceSource(Protocol):
+    """The sessions a proposal was drafted from, with their ratings and comments."""
 
     async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
 
+
+class ReviewerNames(Protocol):
+    """How a decider was shown when they decided (a platform's display name)."""
+
     async def reviewer_name(self, decider: str) -> str | None: ...
 
+
+class ReplacedVersions(Protocol):
+    """The text a promoted update replaced, for its diff and a rollback."""
+
     async def replaced_version(self, proposal_id: int) -> SkillVersion | None: ...
+
+
+class CardSource(SessionEvidenceSource, ReviewerNames, ReplacedVersions, Protocol):
+    """What building a card reads from the store."""
 
 
 def _reviewable(description: str, body: str, tools: Sequence[str] = ()) -> list[str]:

@@ -30,7 +30,7 @@ from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card, CardSource, build_card
 from gateway.review.notices import NoticeStore, NoticeTransport, RepeatNotices
-from gateway.review.ports import CardDelivery, CardLedger
+from gateway.review.ports import CardDelivery, CardLedger, PendingProposals
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer
 
@@ -66,10 +66,8 @@ class CardTransport(NoticeTransport, Protocol):
         ...
 
 
-class CardStore(CardSource, CardLedger, NoticeStore, Protocol):
+class CardStore(CardSource, CardLedger, NoticeStore, PendingProposals, Protocol):
     """Which admin holds which copy of which card, and what each copy shows."""
-
-    async def pending_proposals(self) -> list[Proposal]: ...
 
     async def claim_card(
         self,

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
-from gateway.review.repeats import NoticeItem, NoticeView, RepeatNotice
+from gateway.review.repeats import NoticeView, RepeatNotice
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,6 @@ class NoticeStore(Protocol):
     """What delivering repeat notices reads and writes (`gateway.store.notices`)."""
 
     async def unsent_repeat_notices(self, since: float) -> list[RepeatNotice]: ...
-
-    async def repeat_notice_item(self, item_id: int) -> NoticeItem | None: ...
 
     async def claim_notice(
         self, notice_id: int, channel: str, chat_id: str, *, retake_before: float, now: float

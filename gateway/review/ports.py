@@ -6,12 +6,19 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from gateway.core.ports import SkillFiles
 from gateway.core.records import SkillRecord
-from gateway.review.proposals import Candidate, Proposal, Rejection, SkillVersion
-from gateway.skills.files import SkillFiles
+from gateway.review.cards import ReplacedVersions
+from gateway.review.proposals import Candidate, Proposal, Rejection
 
 
-class ReviewStore(SkillFiles, Protocol):
+class PendingProposals(Protocol):
+    """The proposals waiting for a decision, oldest first."""
+
+    async def pending_proposals(self) -> list[Proposal]: ...
+
+
+class ReviewStore(SkillFiles, PendingProposals, ReplacedVersions, Protocol):
     """Proposals, decisions, tombstones, replaced versions, registry rows, file records."""
 
     async def add_proposal(self, candidate: Candidate, run_id: int | None) -> Proposal: ...
@@ -23,8 +30,6 @@ class ReviewStore(SkillFiles, Protocol):
     async def proposal_and_skill(
         self, proposal_id: int
     ) -> tuple[Proposal, SkillRecord | None] | None: ...
-
-    async def pending_proposals(self) -> list[Proposal]: ...
 
     async def unfinished_promotions(self) -> list[Proposal]: ...
 
@@ -56,12 +61,6 @@ class ReviewStore(SkillFiles, Protocol):
     async def reopen_proposal(
         self, proposal_id: int, by: str, at: float, reason: str | None
     ) -> bool: ...
-
-    async def add_skill_version(
-        self, slug: str, text: str, digest: str, proposal_id: int, at: float
-    ) -> None: ...
-
-    async def replaced_version(self, proposal_id: int) -> SkillVersion | None: ...
 
     async def get_skill_record(self, slug: str) -> SkillRecord | None: ...
 

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.config import Settings
+from gateway.core.ports import Meta
 from gateway.i18n import N_
 from gateway.runtime.model_check import model_error
 from gateway.runtime.scheduler import every, shut_down
+from gateway.synthesis.ports import Locks
 from gateway.synthesis.runs import RunRecord
 
 log = logging.getLogger("gateway.alerts")
@@ -69,14 +71,8 @@ async def log_only(message: str, ref: str, /, **values: object) -> None:
     """No admin chat to tell (no bot with admins): the log line is the alert."""
 
 
-class AlertStore(Protocol):
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
-
-    async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
-
-    async def release_lock(self, name: str, holder: str) -> None: ...
+class AlertStore(Meta, Locks, Protocol):
+    """The incidents already told (meta), and the lock that lets one replica tell them."""
 
 
 class SignalStore(Protocol):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gateway.core.ports import Checkpoint
 from gateway.media.keep import discard
 from gateway.usage import utc_day
 
@@ -23,14 +24,12 @@ log = logging.getLogger(__name__)
 DAY = 86400.0
 
 
-class RetentionStore(Protocol):
+class RetentionStore(Checkpoint, Protocol):
     async def delete_old_sessions(self, before: float, at: float) -> tuple[int, int, list[str]]: ...
 
     async def quota_prune(self, before_day: str) -> int: ...
 
     async def inbox_prune(self, older_than: float) -> int: ...
-
-    async def checkpoint(self) -> None: ...
 
 
 @dataclass(frozen=True)

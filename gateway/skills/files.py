@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol
 
+from gateway.core.ports import SkillFiles
 from gateway.core.records import SkillFileRecord
 from gateway.errors import SkillError
 from gateway.skills.library import SkillFile, SkillLibrary, content_hash, parse_skill
@@ -23,14 +23,6 @@ log = logging.getLogger(__name__)
 
 SETTLED_SECONDS = 2.0
 """How much older than its last read a file's modification time must be to be trusted."""
-
-
-class SkillFiles(Protocol):
-    """The store's record of the skill files as last read."""
-
-    async def skill_files(self) -> dict[str, SkillFileRecord]: ...
-
-    async def put_skill_files(self, files: list[SkillFileRecord], gone: list[str]) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Protocol
 from gateway.core.fence import TAG, fence
 from gateway.core.records import SessionEvidence, Turn
 from gateway.core.tokens import estimate_tokens
+from gateway.review.cards import SessionEvidenceSource
 from gateway.synthesis.ranking import lexical_scores
 
 MAX_TURN_CHARS = 1200
@@ -75,7 +76,7 @@ def render_session(evidence: SessionEvidence, budget_tokens: int, tag: str = TAG
     return text(rendered, omitted)
 
 
-class EvidenceSource(Protocol):
+class EvidenceSource(SessionEvidenceSource, Protocol):
     """The part of the store that hands out finished, unconsumed sessions."""
 
     async def unconsumed_sessions(
@@ -83,8 +84,6 @@ class EvidenceSource(Protocol):
     ) -> list[int]: ...
 
     async def shown_sessions(self, *, since: float | None, below: int, limit: int) -> list[int]: ...
-
-    async def session_evidence(self, session_ids: Sequence[int]) -> list[SessionEvidence]: ...
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
+from gateway.core.ports import Meta
 from gateway.synthesis.answer import ProposalDraft
 
 log = logging.getLogger(__name__)
@@ -29,13 +29,7 @@ class HeldDraft(BaseModel):
     model: str | None = None
 
 
-class MetaStore(Protocol):
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
-
-
-async def held_drafts(store: MetaStore) -> list[HeldDraft]:
+async def held_drafts(store: Meta) -> list[HeldDraft]:
     """The drafts waiting, oldest first; an unreadable entry is dropped with a warning."""
     try:
         raw = json.loads(await store.get_meta(HELD_KEY) or "[]")
@@ -51,12 +45,12 @@ async def held_drafts(store: MetaStore) -> list[HeldDraft]:
     return out
 
 
-async def keep_held(store: MetaStore, drafts: list[HeldDraft]) -> None:
+async def keep_held(store: Meta, drafts: list[HeldDraft]) -> None:
     """Replace the waiting drafts with `drafts`."""
     await store.set_meta(HELD_KEY, json.dumps([d.model_dump() for d in drafts]))
 
 
-async def hold(store: MetaStore, draft: HeldDraft) -> bool:
+async def hold(store: Meta, draft: HeldDraft) -> bool:
     """Add a draft to those waiting; False (nothing kept) when `HELD_LIMIT` already wait."""
     drafts = await held_drafts(store)
     if len(drafts) >= HELD_LIMIT:

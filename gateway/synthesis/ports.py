@@ -5,15 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from gateway.core.records import SkillRecord
-from gateway.review.proposals import Proposal, Rejection
+from gateway.core.ports import Meta, SkillRecords
+from gateway.review.ports import PendingProposals
+from gateway.review.proposals import Rejection
 from gateway.review.repeats import RejectedRepeat
 from gateway.skills.effect import EffectStore, SkillTallies
 from gateway.synthesis.evidence import EvidenceSource
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
 
-class RetireStore(EffectStore, Protocol):
+class Locks(Protocol):
+    """Leased named locks, one holder at a time across replicas (the synthesis pass, the
+    alert watcher)."""
+
+    async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
+
+    async def release_lock(self, name: str, holder: str) -> None: ...
+
+
+class RetireStore(EffectStore, PendingProposals, SkillRecords, Protocol):
     """What proposing retirements reads, tallies, exposures, open and refused proposals,
     and where the looks of the retirement test are recorded."""
 
@@ -21,14 +31,10 @@ class RetireStore(EffectStore, Protocol):
 
     async def exposure_sessions(self, name: str, limit: int = 50) -> list[int]: ...
 
-    async def pending_proposals(self) -> list[Proposal]: ...
-
     async def rejections(self, limit: int | None = None) -> list[Rejection]: ...
 
-    async def skill_records(self) -> list[SkillRecord]: ...
 
-
-class SynthesisStore(EvidenceSource, RetireStore, Protocol):
+class SynthesisStore(EvidenceSource, RetireStore, Locks, Meta, Protocol):
     """Evidence, consumed sessions, runs, the run lock, and what proposals are compared with."""
 
     async def finish_idle_sessions(self, now: float, idle_seconds: float) -> int: ...
@@ -48,14 +54,6 @@ class SynthesisStore(EvidenceSource, RetireStore, Protocol):
         checks: Sequence[RunCheck] = (),
         repeats: Sequence[RejectedRepeat] = (),
     ) -> None: ...
-
-    async def acquire_lock(self, name: str, holder: str, now: float, lease: float) -> bool: ...
-
-    async def release_lock(self, name: str, holder: str) -> None: ...
-
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
 
     async def lock_holder(self, name: str, now: float) -> str | None: ...
 

@@ -10,20 +10,15 @@ that media with the text as its caption.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any
 
 from gateway.conversation.content import MEDIA_META
+from gateway.core.ports import Meta
 
 REMEMBERED = 20
 """Media messages remembered per chat."""
 _KEEP = ("id", "type", "fileName", "fileSize", "duration", "contentProvider")
 _TYPES = ("image", "audio", "file")
-
-
-class Meta(Protocol):
-    async def get_meta(self, key: str) -> str | None: ...
-
-    async def set_meta(self, key: str, value: str) -> None: ...
 
 
 def _key(chat_id: str) -> str:
