@@ -70,7 +70,6 @@ from gateway.store.synthesis import SynthesisQueries
 from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
-from gateway.usage import utc_day
 from gateway.web.serving import OWN_BODY, bounded_body
 
 log = logging.getLogger(__name__)
@@ -354,9 +353,8 @@ async def open_parts(
 
 
 async def count_tool_call(parts: Parts, name: str, record: ToolCallRecord) -> None:
-    """A tool call in the day's usage (durable) and in /metrics."""
+    """A tool call in /metrics (the day's usage counts it with the answer that made it)."""
     parts.metrics.tool_called(name, record.status)
-    await parts.store.count_tool_call(utc_day(parts.clock()), name, record.status)
 
 
 def make_embedder(settings: Settings) -> Embedder | None:

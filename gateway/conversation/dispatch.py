@@ -23,7 +23,13 @@ from gateway.conversation.attachments import Read, readable
 from gateway.conversation.confirm import Confirmations, is_confirm_data
 from gateway.conversation.content import album_key, words
 from gateway.conversation.context import GroupContext
-from gateway.conversation.feedback import COMMENT_PURPOSE, PRIVATE, STALE, Feedback
+from gateway.conversation.feedback import (
+    COMMENT_PURPOSE,
+    PRIVATE,
+    STALE,
+    Feedback,
+    parse_rating,
+)
 from gateway.conversation.language import pressed
 from gateway.conversation.memory import (
     MEMORY_COMMAND,
@@ -109,7 +115,7 @@ class Conversation:
         self.counts = ports.counts
         self.questions = Questions(store, clock)
         """Open questions; their windows follow its clock (tests move it)."""
-        self.feedback = Feedback(profile, store, self.questions)
+        self.feedback = Feedback(profile, store, self.questions, self.languages)
         self.review = ReviewChat(
             profile, store, review, ports.synthesis, self.questions, settings, clock=clock
         )
@@ -250,7 +256,12 @@ class Conversation:
             await self.store.set_meta(album_key(message), message.album)
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        """A button: a proposal card's, /language's, /forget's confirmation, or a rating."""
+        """A button: a proposal card's, /language's, /forget's confirmation, or a rating
+        (whose one store round trip reads the chat's languages too)."""
+        rating = parse_rating(press.data)
+        if rating is not None:
+            await self.feedback.on_press(press, rating, out)
+            return
         out.texts = await self.languages.texts(press.chat, out)
         language = pressed(press.data)
         if is_card_data(press.data):
@@ -264,7 +275,8 @@ class Conversation:
         elif is_forget_press(press.data):
             await self.privacy.on_press(press, out)
         else:
-            await self.feedback.on_press(press, out)
+            log.info("ignoring %s button data %r", self.channel, press.data[:50])
+            await out.acknowledge(out.texts(STALE), courtesy=True)
 
     async def _language_press(self, press: Press, language: str, out: Responder) -> None:
         """A /language button: the same as typing /language with that choice."""

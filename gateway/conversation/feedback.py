@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
+from gateway.conversation.language import Languages
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import FeedbackStore, RatedAnswers, RatingReplies
 from gateway.conversation.questions import Questions
@@ -52,44 +53,62 @@ def parse_rating(data: str | None) -> tuple[int, int] | None:
 class Feedback:
     """Rating presses and the comments that follow a 👎, for one channel."""
 
-    def __init__(self, profile: Profile, store: FeedbackStore, questions: Questions) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        store: FeedbackStore,
+        questions: Questions,
+        languages: Languages,
+    ) -> None:
         self.profile = profile
         self.store = store
         self.questions = questions
+        self.languages = languages
 
-    async def on_press(self, press: Press, out: RatingReplies) -> None:
-        """Check and store one rating press, then show it and, after 👎, ask what went wrong."""
-        texts = out.texts
-        rating = parse_rating(press.data)
-        if rating is None:
-            log.info("ignoring %s button data %r", self.profile.channel, press.data[:50])
-            await out.acknowledge(texts(STALE), courtesy=True)
-            return
+    async def on_press(self, press: Press, rating: tuple[int, int], out: RatingReplies) -> None:
+        """Check and store one rating press (`rating`: its answer id and ±1, as parsed from its
+        data), then show it and, after 👎, ask what went wrong.
+
+        One store round trip reads what the press needs (the languages, the user's open
+        question, the rated answer) and keeps the rating; after 👎 a second one remembers the
+        question once its prompt is out (where only a reply to the prompt answers it, its id).
+        """
         user = press.chat.user_id
         if user is None or not self.profile.audience.allowed(user):
-            await out.acknowledge(texts(PRIVATE), courtesy=True)
+            out.texts = await self.languages.texts(press.chat, out)
+            await out.acknowledge(out.texts(PRIVATE), courtesy=True)
             return
         answer_id, value = rating
-        if not await self._belongs(answer_id, press):
-            log.warning(
-                "rejected a rating of answer %s from chat %s", answer_id, press.chat.chat_id
-            )
+        chat = press.chat
+        state = await self.store.rate_answer(
+            chat.channel,
+            chat.chat_id,
+            user,
+            answer_id,
+            value,
+            self.questions.clock(),  # the open question's window follows the questions' clock
+            pressed=press.message_id,
+        )
+        out.texts = texts = await self.languages.texts(chat, out, state.language)
+        stored = state.feedback
+        if stored is None:
+            log.warning("rejected a rating of answer %s from chat %s", answer_id, chat.chat_id)
             await out.acknowledge(texts(STALE), courtesy=True)
             return
         await out.acknowledge(texts(THANKS_UP if value > 0 else THANKS_DOWN), courtesy=True)
-        stored = await self.store.set_feedback(answer_id, user, value)
         if self.profile.capabilities.edit:  # else the buttons stay as they were sent
             try:
                 await out.show_rating(answer_id, value)
             except ChannelError as exc:  # the rating is stored; showing it is a courtesy
                 log.warning("could not show the rating on the answer: %s", exc)
-        asked = await self.questions.open(press.chat, user, COMMENT_PURPOSE)
+        asked = state.awaiting
+        if asked is not None and asked.purpose != COMMENT_PURPOSE:
+            asked = None
         about_this = asked is not None and asked.ref == str(answer_id)
-        commented = stored is not None and bool(stored.comment)
-        if value < 0 and not about_this and not commented:
+        if value < 0 and not about_this and not stored.comment:
             prompt = await out.ask_comment(answer_id)
             await self.questions.ask(
-                press.chat,
+                chat,
                 user,
                 COMMENT_PURPOSE,
                 str(answer_id),
@@ -118,17 +137,3 @@ class Feedback:
         except ChannelError as exc:  # the comment is stored; the thank-you is a courtesy
             log.warning("could not thank for a comment: %s", exc)
         await self.questions.close(question)
-
-    async def _belongs(self, answer_id: int, press: Press) -> bool:
-        """The rated answer is a normal answer sent in this chat (by the pressed message)."""
-        answer = await self.store.get_message(answer_id)
-        if answer is None or answer.role != "assistant" or answer.kind != "normal":
-            return False
-        session = await self.store.get_session(answer.session_id)
-        if session is None or (session.channel, session.chat_id) != (
-            press.chat.channel,
-            press.chat.chat_id,
-        ):
-            return False
-        ids = answer.platform_message_ids
-        return press.message_id is None or not ids or press.message_id in ids

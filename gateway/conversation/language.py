@@ -168,14 +168,20 @@ class Languages:
         return self.pick(await self._tag(chat, speaker, state))
 
     async def for_admin(
-        self, channel: str, chat_id: str, platform: AdminLookup | None = None
+        self,
+        channel: str,
+        chat_id: str,
+        platform: AdminLookup | None = None,
+        state: LanguageState | None = None,
     ) -> Texts:
         """The texts for an admin's private chat (whose id is the admin's user id).
 
-        What is known already, else what `platform` looks up (once, then as for any user).
+        What is known already (`state`, where it was read with something else), else what
+        `platform` looks up (once, then as for any user).
         """
         chat = ChatRef(channel=channel, chat_id=chat_id, user_id=chat_id)
-        state = await self.store.language_state(channel, chat_id, chat_id)
+        if state is None:
+            state = await self.store.language_state(channel, chat_id, chat_id)
         if state.chosen is not None:
             return texts_for(state.chosen)
         if platform is None:

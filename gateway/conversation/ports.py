@@ -25,10 +25,10 @@ from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.ports import Checkpoint, Meta, SkillRecords, TurnStarts
 from gateway.core.records import (
     Awaiting,
-    FeedbackRecord,
     Forgotten,
     MessageRecord,
     OpenedTurn,
+    PressState,
     QuotaCheck,
     SessionRecord,
 )
@@ -84,8 +84,8 @@ class Answers(Replies, Speaker, Protocol):
         ...
 
 
-class RatingReplies(Replies, Protocol):
-    """What feedback shows: the rating on the answer, the question what went wrong."""
+class RatingReplies(Replies, Speaker, Protocol):
+    """What feedback shows (in the presser's language): the rating, the question what went wrong."""
 
     async def show_rating(self, answer_id: int, rating: int) -> None:
         """Show the rating on the rated answer, where the platform can."""
@@ -216,9 +216,17 @@ class RatedAnswers(Protocol):
 class FeedbackStore(RatedAnswers, Protocol):
     """Ratings and their comments (`Feedback`)."""
 
-    async def set_feedback(
-        self, message_id: int, user_id: str, rating: int, now: float | None = None
-    ) -> FeedbackRecord | None: ...
+    async def rate_answer(
+        self,
+        channel: str,
+        chat_id: str,
+        user_id: str,
+        answer_id: int,
+        rating: int,
+        now: float,
+        *,
+        pressed: str | None = None,
+    ) -> PressState: ...
 
     async def set_feedback_comment(
         self,

@@ -78,6 +78,9 @@ class TurnContext:
     """The chat's own persona, after the operator's."""
     access: ToolAccess = field(default_factory=ToolAccess)
     """Who asks (an admin, in a group) and how to ask them to confirm a tool call."""
+    tools_called: list[tuple[str, str]] = field(default_factory=list)
+    """Each toolbox call as (the name the model called, how it ended): the day's usage
+    counts them with the answer."""
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -182,6 +185,7 @@ class Agent:
             now=time.time(),
             user_id=chat.user_id,
             spent=spend(usage) if spend is not None else None,
+            tools=context.tools_called,
         )
         reply = _reply(answer)
         if context.remembered:
@@ -372,6 +376,7 @@ class Agent:
             # Even a tool this turn did not offer goes to the toolbox: its policy refuses it.
             outcome = await self.tools.call(call.name, call.args(), ctx.access)
             trace.tool_calls.append(outcome.record)
+            ctx.tools_called.append((call.name, outcome.record.status))
             return outcome.text
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"

@@ -50,6 +50,7 @@ class ConversationStore(TurnStarts, Protocol):
         now: float,
         user_id: str | None,
         spent: QuotaSpend | None = None,
+        tools: Sequence[tuple[str, str]] = (),
     ) -> MessageRecord: ...
 
 

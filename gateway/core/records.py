@@ -271,6 +271,18 @@ class LanguageState(BaseModel):
     """When `tag` was last looked up (None: never)."""
 
 
+class PressState(BaseModel):
+    """A rating press as the store found and kept it, in one go: the languages, the user's open
+    question, and the rating stored."""
+
+    language: LanguageState
+    awaiting: Awaiting | None = None
+    """The user's open question in the chat, as it was before the press."""
+    feedback: FeedbackRecord | None = None
+    """The user's rating as stored now (with any comment given before); None: refused, as the
+    answer is no normal answer given in this chat (or not by the pressed message)."""
+
+
 class Rating(BaseModel):
     """One user's rating of an answer."""
 

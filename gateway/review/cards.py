@@ -390,14 +390,48 @@ async def build_card(
     p: Proposal, review: CardReview, source: CardSource, texts: Texts = ENGLISH
 ) -> Card:
     """The card of a proposal as it stands now, in the language of `texts`."""
-    sessions = await source.session_evidence(p.based_on)
-    name = await source.reviewer_name(p.decided_by) if p.decided_by else None
-    live_tools = review.tool_directory()
-    return Card(
-        tools=tuple((tool, live_tools.get(tool)) for tool in p.allowed_tools),
-        proposal=p,
-        evidence=evidence_of(p, sessions),
-        diff=await change_diff(p, review, source),
-        decided_by=decider_label(p.decided_by, name, texts, review.users) if p.decided_by else None,
-        texts=texts,
-    )
+    return await Cards(p, review, source).card(texts)
+
+
+class Cards:
+    """One proposal's card in each language asked for: what it shows is read once."""
+
+    def __init__(self, p: Proposal, review: CardReview, source: CardSource) -> None:
+        self.proposal = p
+        self.review = review
+        self.source = source
+        self._read: tuple[Evidence, str, str | None] | None = None
+        """The evidence, the diff and the decider's remembered name, once read."""
+        self._made: dict[str, Card] = {}
+
+    async def card(self, texts: Texts = ENGLISH) -> Card:
+        """The card in the language of `texts`."""
+        made = self._made.get(texts.language)
+        if made is None:
+            made = self._made[texts.language] = self._build(await self._facts(), texts)
+        return made
+
+    async def _facts(self) -> tuple[Evidence, str, str | None]:
+        if self._read is None:
+            p, source = self.proposal, self.source
+            sessions = await source.session_evidence(p.based_on)
+            name = await source.reviewer_name(p.decided_by) if p.decided_by else None
+            diff = await change_diff(p, self.review, source)
+            self._read = (evidence_of(p, sessions), diff, name)
+        return self._read
+
+    def _build(self, facts: tuple[Evidence, str, str | None], texts: Texts) -> Card:
+        p, review = self.proposal, self.review
+        evidence, diff, name = facts
+        live_tools = review.tool_directory()
+        decided_by = (
+            decider_label(p.decided_by, name, texts, review.users) if p.decided_by else None
+        )
+        return Card(
+            tools=tuple((tool, live_tools.get(tool)) for tool in p.allowed_tools),
+            proposal=p,
+            evidence=evidence,
+            diff=diff,
+            decided_by=decided_by,
+            texts=texts,
+        )

@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from gateway.core.capabilities import Capabilities
+from gateway.core.records import LanguageState
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
-from gateway.review.cards import Card, CardSource, build_card
+from gateway.review.cards import Card, Cards, CardSource, build_card
 from gateway.review.notices import NoticeStore, NoticeTransport, RepeatNotices
 from gateway.review.ports import CardDelivery, CardLedger, PendingProposals
 from gateway.review.proposals import Proposal
@@ -79,12 +80,18 @@ class CardStore(CardSource, CardLedger, NoticeStore, PendingProposals, Protocol)
         now: float | None = None,
     ) -> bool: ...
 
-    async def card_copies(self, proposal_id: int) -> list[CardDelivery]: ...
+    async def card_copies_and_languages(
+        self, proposal_id: int
+    ) -> list[tuple[CardDelivery, LanguageState]]: ...
 
     async def outdated_card_copies(self) -> list[CardDelivery]: ...
 
-    async def card_shown(
-        self, proposal_id: int, channel: str, chat_id: str, status: str, reason: str | None
+    async def cards_shown(
+        self,
+        proposal_id: int,
+        chats: Sequence[tuple[str, str]],
+        status: str,
+        reason: str | None,
     ) -> None: ...
 
 
@@ -92,7 +99,11 @@ class AdminLanguages(Protocol):
     """The language of each admin's private chat (`gateway.conversation.language`)."""
 
     async def for_admin(
-        self, channel: str, chat_id: str, platform: CardTransport | None = None
+        self,
+        channel: str,
+        chat_id: str,
+        platform: CardTransport | None = None,
+        state: LanguageState | None = None,
     ) -> Texts: ...
 
 
@@ -143,16 +154,15 @@ class ReviewCards:
         return await build_card(p, self.review, self.store, texts)
 
     async def _card_for(
-        self, p: Proposal, channel: str, chat_id: str, made: dict[str, Card]
+        self, cards: Cards, channel: str, chat_id: str, language: LanguageState | None = None
     ) -> Card:
-        """The card in the language of the admin of `chat_id` (one build per language)."""
+        """The card in the language of the admin of `chat_id`; `language`: the admin's
+        language state where it was read with their copy."""
         texts = ENGLISH
         if self.languages is not None:
             platform = self.transports.get(channel)
-            texts = await self.languages.for_admin(channel, chat_id, platform)
-        if texts.language not in made:
-            made[texts.language] = await self.card(p, texts)
-        return made[texts.language]
+            texts = await self.languages.for_admin(channel, chat_id, platform, language)
+        return await cards.card(texts)
 
     async def tell_admins(self, message: str, ref: str, /, **values: object) -> None:
         """A fixed text to every admin of every channel, each in their language.
@@ -178,8 +188,8 @@ class ReviewCards:
         pid = proposal.id
         if kind == "staged":
             self.submit(lambda: self.deliver(pid))
-        else:
-            self.submit(lambda: self.refresh(pid))
+        else:  # the copies show the proposal as the operation left it
+            self.submit(lambda: self.show(proposal))
 
     def repeats_found(self) -> None:
         """A pass wrote a repeat notice: queue its delivery."""
@@ -247,7 +257,7 @@ class ReviewCards:
         p = await self.review.get(proposal_id)
         if p.status != "pending":
             return
-        made: dict[str, Card] = {}
+        cards = Cards(p, self.review, self.store)
         for transport in self.transports.values():
             for chat_id in transport.admins():
                 now = self.clock()
@@ -255,7 +265,7 @@ class ReviewCards:
                     p.id, transport.channel, chat_id, retake_before=now - self.retake_after, now=now
                 ):
                     continue
-                card = await self._card_for(p, transport.channel, chat_id, made)
+                card = await self._card_for(cards, transport.channel, chat_id)
                 try:
                     message_id = await transport.send_card(chat_id, card)
                 except ChannelError as exc:
@@ -281,20 +291,26 @@ class ReviewCards:
 
     async def refresh(self, proposal_id: int) -> None:
         """Show the proposal's current state on every copy that shows something else."""
-        p = await self.review.get(proposal_id)
+        await self.show(await self.review.get(proposal_id))
+
+    async def show(self, p: Proposal) -> None:
+        """Show `p` (as read, or as a review operation returned it) on every copy that shows
+        something else: one read of the copies with their admins' languages, one of what the
+        card shows (built once per language), and one write of what the copies show now."""
         copies = [
-            c
-            for c in await self.store.card_copies(p.id)
+            (c, language)
+            for c, language in await self.store.card_copies_and_languages(p.id)
             if (c.shown_status, c.shown_reason) != (p.status, p.reason)
         ]
         if not copies:
             return
-        made: dict[str, Card] = {}
-        for copy in copies:
+        cards = Cards(p, self.review, self.store)
+        shown: list[tuple[str, str]] = []
+        for copy, language in copies:
             transport = self.transports.get(copy.channel)
             if transport is None:
                 continue  # that channel is not configured in this process
-            card = await self._card_for(p, copy.channel, copy.chat_id, made)
+            card = await self._card_for(cards, copy.channel, copy.chat_id, language)
             try:
                 await self._show_decision(transport, copy, card)
             except CopyGone as exc:
@@ -304,7 +320,11 @@ class ReviewCards:
                     "proposal #%d: could not update the copy in %s: %s", p.id, copy.chat_id, exc
                 )
                 continue
-            await self.store.card_shown(p.id, copy.channel, copy.chat_id, p.status, p.reason)
+            shown.append((copy.channel, copy.chat_id))
+        # Recorded together: a copy updated but not recorded (a crash) is shown again by the
+        # next sync, which an edit takes as nothing new and a notice's delivery key sends once.
+        if shown:
+            await self.store.cards_shown(p.id, shown, p.status, p.reason)
 
     async def _show_decision(
         self, transport: CardTransport, copy: CardDelivery, card: Card

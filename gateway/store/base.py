@@ -23,6 +23,7 @@ from gateway.store.notices import NoticeQueries
 from gateway.store.personas import PersonaQueries
 from gateway.store.privacy import PrivacyQueries
 from gateway.store.proposals import ProposalQueries
+from gateway.store.ratings import RatingQueries
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
 from gateway.store.sql import Conn, query
@@ -35,6 +36,7 @@ from gateway.store.usage import UsageQueries
 
 class Store(
     TurnQueries,
+    RatingQueries,
     ConversationQueries,
     RegistryQueries,
     DeliveryQueries,

@@ -12,7 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from gateway.core.records import LanguageState
 from gateway.review.ports import CardDelivery
+from gateway.store.languages import language_in
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
 
 
@@ -109,18 +111,37 @@ class CardQueries(QueriesBase):
         return [CardDelivery.model_validate(r) for r in rows]
 
     @query
-    async def card_shown(
-        self, c: Conn, proposal_id: int, channel: str, chat_id: str, status: str, reason: str | None
+    async def card_copies_and_languages(
+        self, c: Conn, proposal_id: int
+    ) -> list[tuple[CardDelivery, LanguageState]]:
+        """Every delivered copy of a proposal's card, with the language state of its admin
+        (whose private chat it is in: the chat id is the admin's user id)."""
+        rows = await c.fetch(
+            "select c.*, (select language from chat_languages l"
+            " where l.channel = c.channel and l.chat_id = c.chat_id) as chosen,"
+            " u.tag, u.ok, u.checked_at from card_deliveries c"
+            " left join user_languages u on u.channel = c.channel and u.user_id = c.chat_id"
+            " where c.proposal_id = ? and c.delivered_at is not null order by c.id",
+            proposal_id,
+        )
+        return [(CardDelivery.model_validate(r), language_in(r)) for r in rows]
+
+    @query
+    async def cards_shown(
+        self,
+        c: Conn,
+        proposal_id: int,
+        chats: Sequence[tuple[str, str]],
+        status: str,
+        reason: str | None,
     ) -> None:
-        """Record what a copy shows after it was updated."""
-        await c.execute(
+        """Record what copies show after they were updated, each by (channel, chat id)."""
+        if not chats:
+            return
+        await c.executemany(
             "update card_deliveries set shown_status = ?, shown_reason = ?"
             " where proposal_id = ? and channel = ? and chat_id = ?",
-            status,
-            reason,
-            proposal_id,
-            channel,
-            chat_id,
+            [(status, reason, proposal_id, channel, chat_id) for channel, chat_id in chats],
         )
 
     @query

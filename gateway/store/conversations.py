@@ -225,24 +225,9 @@ class ConversationQueries(QueriesBase):
         self, c: Conn, message_id: int, user_id: str, rating: int, now: float | None = None
     ) -> FeedbackRecord | None:
         """Record or change a user's rating of an answer; None when no such answer exists."""
-        at = time.time() if now is None else now
-        # One statement: the answer's chat is read and the rating written atomically.
-        row = await c.fetchrow(
-            "insert into feedback"
-            " (message_id, channel, chat_id, user_id, rating, created_at, updated_at)"
-            " select m.id, s.channel, s.chat_id, ?, ?, ?, ?"
-            " from messages m join sessions s on s.id = m.session_id"
-            " where m.id = ? and m.role = 'assistant'"
-            " on conflict (message_id, user_id)"
-            " do update set rating = excluded.rating, updated_at = excluded.updated_at"
-            " returning *",
-            user_id,
-            rating,
-            at,
-            at,
-            message_id,
+        return await store_rating(
+            c, message_id, user_id, rating, time.time() if now is None else now
         )
-        return None if row is None else FeedbackRecord.model_validate(row)
 
     @query
     async def set_feedback_comment(
@@ -282,6 +267,29 @@ class ConversationQueries(QueriesBase):
             max(int(offset), 0),
         )
         return [FeedbackRecord.model_validate(r) for r in rows]
+
+
+async def store_rating(
+    c: Conn, message_id: int, user_id: str, rating: int, at: float
+) -> FeedbackRecord | None:
+    """Record or change a user's rating of an answer (kept with any comment given before)."""
+    # One statement: the answer's chat is read and the rating written atomically.
+    row = await c.fetchrow(
+        "insert into feedback"
+        " (message_id, channel, chat_id, user_id, rating, created_at, updated_at)"
+        " select m.id, s.channel, s.chat_id, ?, ?, ?, ?"
+        " from messages m join sessions s on s.id = m.session_id"
+        " where m.id = ? and m.role = 'assistant'"
+        " on conflict (message_id, user_id)"
+        " do update set rating = excluded.rating, updated_at = excluded.updated_at"
+        " returning *",
+        user_id,
+        rating,
+        at,
+        at,
+        message_id,
+    )
+    return None if row is None else FeedbackRecord.model_validate(row)
 
 
 def chat_lock_key(channel: str, chat_id: str) -> str:

@@ -9,6 +9,8 @@ that gets the press need not be the one waiting for it.
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Sequence
 from typing import Literal
 
 from gateway.store.sql import Conn, QueriesBase, query, transaction
@@ -108,17 +110,6 @@ class ToolQueries(QueriesBase):
         return str(value or "expired")
 
     @query
-    async def count_tool_call(self, c: Conn, day: str, tool: str, status: str) -> None:
-        """One more call of `tool` ending in `status` on `day`."""
-        await c.execute(
-            "insert into tool_usage (day, tool, status, calls) values (?, ?, ?, 1)"
-            " on conflict (day, tool, status) do update set calls = tool_usage.calls + 1",
-            day,
-            tool,
-            status,
-        )
-
-    @query
     async def tool_usage(self, c: Conn, since_day: str) -> list[tuple[str, str, str, int]]:
         """(day, tool, status, calls) from `since_day` on, oldest first."""
         rows = await c.fetch(
@@ -127,3 +118,15 @@ class ToolQueries(QueriesBase):
             since_day,
         )
         return [(r["day"], r["tool"], r["status"], int(r["calls"])) for r in rows]
+
+
+async def count_tool_calls(c: Conn, day: str, calls: Sequence[tuple[str, str]]) -> None:
+    """Add each call, (tool, how it ended), to the day's tool usage."""
+    if not calls:
+        return
+    counted = Counter(calls)
+    await c.executemany(
+        "insert into tool_usage (day, tool, status, calls) values (?, ?, ?, ?)"
+        " on conflict (day, tool, status) do update set calls = tool_usage.calls + excluded.calls",
+        [(day, tool, status, n) for (tool, status), n in sorted(counted.items())],
+    )

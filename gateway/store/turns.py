@@ -2,8 +2,8 @@
 
 A text message costs one transaction before the model (`chat_state`: the languages, the
 user's open question and, for a turn, the session, the user's message, the history and
-the daily-quota admission) and one after it (`add_answer`: the answer, its trace and its
-share of the daily counts).
+the daily-quota admission) and one after it (`add_answer`: the answer, its trace, its
+share of the daily counts and its tool calls in the day's usage).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from gateway.store.messages import inbox_turn, insert_message, read_history, sto
 from gateway.store.personas import PERSONA_COLUMN, chat_persona
 from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
 from gateway.store.sql import Conn, QueriesBase, query, transaction
+from gateway.store.tools import count_tool_calls
 from gateway.store.usage import admit, spend
+from gateway.usage import utc_day
 
 
 class TurnQueries(QueriesBase):
@@ -131,9 +133,11 @@ class TurnQueries(QueriesBase):
         now: float,
         user_id: str | None,
         spent: QuotaSpend | None = None,
+        tools: Sequence[tuple[str, str]] = (),
     ) -> MessageRecord:
-        """Store an answer with its trace, and add what it spent to the daily counts."""
-        if spent is None:
+        """Store an answer with its trace, and add what it spent to the daily counts and its
+        tool calls, each (the name called, how it ended), to the day's tool usage."""
+        if spent is None and not tools:
             return await insert_message(
                 c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
             )
@@ -141,7 +145,9 @@ class TurnQueries(QueriesBase):
             answer = await insert_message(
                 c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
             )
-            await spend(c, spent)
+            if spent is not None:
+                await spend(c, spent)
+            await count_tool_calls(c, utc_day(now), tools)
         return answer
 
 

@@ -3,7 +3,8 @@
 It implements the core's `Toolbox` port. A call is checked against its tool's policy again
 (offering it is not permission), confirmed by the user where the policy says so, bounded
 in time, and its result capped and fenced before the model reads it. Each call ends in a
-`ToolCallRecord` for the trace, handed to the listeners (usage counts, metrics).
+`ToolCallRecord` for the trace, handed to the listeners (/metrics); the day's usage counts
+it with the answer that made it.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Tools:
     limits: ToolLimits = field(default_factory=ToolLimits)
     secrets: tuple[str, ...] = ()
     listeners: list[Listener] = field(default_factory=list)
-    """Told of every call once it ended (usage counts, /metrics)."""
+    """Told of every call once it ended (/metrics)."""
     _skipped: set[tuple[str, str]] = field(default_factory=set)
 
     async def start(self) -> None:

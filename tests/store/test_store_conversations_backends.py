@@ -308,6 +308,49 @@ async def test_only_stored_answers_can_be_rated(any_store: Store) -> None:
     assert await any_store.feedback_counts() == {}
 
 
+async def test_a_rating_press_reads_its_state_and_keeps_the_rating_in_one_go(
+    any_store: Store,
+) -> None:
+    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    answer = await any_store.add_message(session.id, "assistant", "a")
+    await any_store.set_platform_ids(answer.id, ["m1", "m2"])
+    await any_store.choose_language("telegram", "c", "ja", "u", now=900.0)
+    question = _question(ref=str(answer.id))
+    await any_store.set_awaiting(question)
+
+    state = await any_store.rate_answer("telegram", "c", "u", answer.id, -1, 1050.0, pressed="m2")
+    assert state.language.chosen == "ja" and state.awaiting == question
+    assert state.feedback is not None
+    assert (state.feedback.message_id, state.feedback.rating, state.feedback.comment) == (
+        answer.id,
+        -1,
+        None,
+    )
+    assert await any_store.set_feedback_comment(answer.id, "u", "too vague")
+    again = await any_store.rate_answer("telegram", "c", "u", answer.id, 1, 1200.0)
+    assert again.awaiting is None  # expired by then
+    assert again.feedback is not None and again.feedback.id == state.feedback.id
+    assert (again.feedback.rating, again.feedback.comment) == (1, "too vague")
+
+    # Refused, and nothing stored: another chat, another message, no answer, no normal answer.
+    other = await any_store.current_session("telegram", "d", "u", 1000.0, 60)
+    question_row = await any_store.add_message(session.id, "user", "q")
+    error = await any_store.add_message(session.id, "assistant", "oops", kind="error")
+    for chat, answer_id, pressed in (
+        ("d", answer.id, None),
+        ("c", answer.id, "m3"),
+        ("c", 10**9, None),
+        ("c", question_row.id, None),
+        ("c", error.id, None),
+    ):
+        refused = await any_store.rate_answer(
+            "telegram", chat, "v", answer_id, 1, 1050.0, pressed=pressed
+        )
+        assert refused.feedback is None, (chat, answer_id, pressed)
+    assert other.id != session.id
+    assert [(f.user_id, f.rating) for f in await any_store.list_feedback()] == [("u", 1)]
+
+
 async def test_feedback_lists_newest_first_in_pages_and_counts_by_rating(any_store: Store) -> None:
     a = await _answer(any_store, "a")
     b = await _answer(any_store, "b")

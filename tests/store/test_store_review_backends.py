@@ -534,7 +534,7 @@ async def test_delivered_copies_show_their_proposal_until_it_changes(any_store: 
         (p.id, "2", "pending"),
         (p.id, "1", "pending"),
     ]
-    await any_store.card_shown(p.id, "telegram", "2", "rejected", "No.")
+    await any_store.cards_shown(p.id, [("telegram", "2")], "rejected", "No.")
     assert [c.chat_id for c in await any_store.outdated_card_copies()] == ["1"]
     # A replacement copy without a new message id keeps the old one.
     await any_store.card_delivered(p.id, "telegram", "1", None, status="rejected", reason="No.")
@@ -547,6 +547,34 @@ async def test_delivered_copies_show_their_proposal_until_it_changes(any_store: 
     # A reason given later makes every copy outdated again.
     await any_store.set_rejection_reason(p.id, "Not needed.")
     assert len(await any_store.outdated_card_copies()) == 2
+
+
+async def test_copies_come_with_their_admins_languages_and_are_marked_shown_together(
+    any_store: Store,
+) -> None:
+    (p,) = await proposals(any_store, "tone")
+    for channel, chat in (("telegram", "1"), ("telegram", "2"), ("line", "U9")):
+        await any_store.card_delivered(p.id, channel, chat, None, status="pending", reason=None)
+    await any_store.choose_language("telegram", "1", "ja", "1", now=5.0)
+    await any_store.user_language_seen("telegram", "2", "th", ok=True, now=6.0)
+    await any_store.user_language_seen("line", "U9", None, ok=False, now=7.0)
+    await any_store.user_language_seen("line", "1", "de", ok=True, now=8.0)  # another channel's
+    found = await any_store.card_copies_and_languages(p.id)
+    assert [(c.channel, c.chat_id) for c, _ in found] == [
+        ("telegram", "1"),
+        ("telegram", "2"),
+        ("line", "U9"),
+    ]
+    assert [(s.chosen, s.tag, s.ok, s.checked_at) for _, s in found] == [
+        ("ja", None, False, None),
+        (None, "th", True, 6.0),
+        (None, None, False, 7.0),
+    ]
+    assert [c for c, _ in found] == await any_store.card_copies(p.id)
+    await any_store.cards_shown(p.id, [("telegram", "2"), ("line", "U9")], "approved", None)
+    await any_store.cards_shown(p.id, [], "rejected", "nothing changes")
+    copies = await any_store.card_copies(p.id)
+    assert [c.shown_status for c in copies] == ["pending", "approved", "approved"]
 
 
 async def test_reviewers_are_shown_by_their_remembered_names(any_store: Store) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from gateway.core.records import Trace
 from gateway.store import Store
+
+DAY = 86400.0
+DEC_1 = 1796083200.0 + 3600.0
+"""2026-12-01, 01:00 UTC."""
 
 
 async def test_only_the_askers_first_press_in_time_decides(any_store: Store) -> None:
@@ -33,16 +38,33 @@ async def test_an_expired_confirmation_takes_no_press(any_store: Store) -> None:
     assert await any_store.confirmation_decision(ask) == "expired"
 
 
-async def test_tool_calls_are_counted_per_day_tool_and_status(any_store: Store) -> None:
-    for day, status in [("2026-12-01", "ok"), ("2026-12-01", "ok"), ("2026-12-02", "timeout")]:
-        await any_store.count_tool_call(day, "time__get_current_time", status)
+async def test_tool_calls_are_counted_per_day_tool_and_status_with_their_answer(
+    any_store: Store,
+) -> None:
+    session = await any_store.current_session("telegram", "c1", "u1", 1000.0, 60)
+    clock = "time__get_current_time"
+    for at, calls in [
+        (DEC_1, [(clock, "ok"), ("git__git_add", "declined"), (clock, "ok")]),
+        (DEC_1 + 60, [(clock, "ok")]),
+        (DEC_1 + DAY, [(clock, "timeout")]),
+        (DEC_1 + DAY, []),
+    ]:
+        await any_store.add_answer(
+            session.id,
+            "a",
+            kind="normal",
+            inbox_id=None,
+            trace=Trace(),
+            now=at,
+            user_id="u1",
+            tools=calls,
+        )
     assert await any_store.tool_usage("2026-12-01") == [
-        ("2026-12-01", "time__get_current_time", "ok", 2),
-        ("2026-12-02", "time__get_current_time", "timeout", 1),
+        ("2026-12-01", "git__git_add", "declined", 1),
+        ("2026-12-01", clock, "ok", 3),
+        ("2026-12-02", clock, "timeout", 1),
     ]
-    assert await any_store.tool_usage("2026-12-02") == [
-        ("2026-12-02", "time__get_current_time", "timeout", 1)
-    ]
+    assert await any_store.tool_usage("2026-12-02") == [("2026-12-02", clock, "timeout", 1)]
 
 
 async def test_forgetting_a_user_deletes_the_confirmations_they_were_asked(

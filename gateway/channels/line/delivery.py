@@ -110,9 +110,10 @@ class LineOutbox:
         A reply token answers the chat the event came from, so a message for any other
         chat (a card for an admin) is pushed: it is given no event. The ids of what was
         sent for an `answer` (a stored message id) are kept on it as each batch goes out.
-        A `fresh` answer, stored by this very attempt, has no batch on record yet: its
-        first batch goes by reply token without a retry key stored before (a reply takes
-        none), and is recorded once LINE accepted it.
+        A `fresh` message (a notice, or an answer stored by this very attempt) sends its
+        first batch by reply token without a retry key stored before (a reply takes none),
+        and records it once LINE accepted it: a token is single-use, so where an earlier
+        attempt sent that batch by it, LINE refuses it now and the batch on record is found.
         """
         ids: list[str] = []
         for n, start in enumerate(range(0, len(messages), MAX_MESSAGES_PER_CALL)):

@@ -141,7 +141,8 @@ class LineResponder:
             reply.text.strip()[:MAX_TEXT_UTF16] or "…"
         ]
         answer = reply.message_id
-        fresh = answer is not None and not reply.resumed
+        # A notice, or an answer stored by this very attempt, tries the reply token first.
+        fresh = not reply.resumed
         return await self.outbox.deliver(
             self.chat.chat_id, parts, reply.buttons, ref, self.event, answer=answer, fresh=fresh
         )
