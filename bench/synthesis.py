@@ -29,6 +29,7 @@ from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.core.tokens import estimate_tokens
+from gateway.core.turn import TurnStart
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -70,9 +71,11 @@ async def seed(store: Store, size: int, rng: random.Random, at: float | None = N
     for _ in range(size):
         i = next(_CHATS)
         chat = f"bench-{i}"
-        session = await store.current_session("telegram", chat, f"u{i}", now, 1800)
         question = f"{QUESTIONS[i % len(QUESTIONS)]} (case {i})"
-        await store.add_message(session.id, "user", question, now=now)
+        # As the gateway stores a turn: the question opens it, the answer comes with its trace.
+        turn = await store.start_turn(
+            TurnStart("telegram", chat, f"u{i}", question, None, now, 1800, history_limit=0)
+        )
         roll = rng.random()
         failed = roll >= 0.9
         trace = Trace(
@@ -81,13 +84,14 @@ async def seed(store: Store, size: int, rng: random.Random, at: float | None = N
             completed=not failed,
             error="model unreachable: APITimeoutError" if failed else None,
         )
-        answer = await store.add_message(
-            session.id,
-            "assistant",
+        answer = await store.add_answer(
+            turn.session_id,
             "⚠️ Sorry, I couldn't answer that just now." if failed else ANSWER,
             kind="error" if failed else "normal",
+            inbox_id=None,
             trace=trace,
             now=now,
+            user_id=f"u{i}",
         )
         if roll < 0.7:
             await store.set_feedback(answer.id, f"u{i}", rng.choice((1, -1)), now=now)

@@ -12,15 +12,29 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 REDACTED = "[redacted]"
+SHORTEST_SECRET = 4
+"""A configured secret shorter than this is not masked (it would mask ordinary words)."""
+# Credentials whoever holds them: an OpenAI-style key, a bearer token, a key or token
+# parameter (its name stays readable).
+CREDENTIALS = (
+    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\b(api[_-]?key|key|token)=([^\s&\"']{6,})"),
+)
 
 # Loggers that log every request; httpx's lines carry platform URLs with tokens in them.
 # The platforms' own SDK loggers are added by the caller (their specs name them).
 NOISY = ("httpx", "httpcore", "openai", "apscheduler", "aiohttp.access")
 
 
-def mask(secrets: Iterable[str], text: str, shapes: Iterable[str] = ()) -> str:
-    """`text` with every one of `secrets`, and anything matching one of `shapes`, masked."""
+def mask(text: str, secrets: Iterable[str] = (), shapes: Iterable[str] = ()) -> str:
+    """`text` with every one of `secrets`, any credential (`CREDENTIALS`) and anything
+    matching one of `shapes` masked."""
     return RedactSecrets(secrets, shapes).redact(text)
+
+
+def _hide_value(match: re.Match[str]) -> str:
+    return f"{match.group(1)}={REDACTED}" if match.lastindex == 2 else REDACTED
 
 
 class RedactSecrets(logging.Filter):
@@ -33,12 +47,16 @@ class RedactSecrets(logging.Filter):
     def __init__(self, secrets: Iterable[str], shapes: Iterable[str] = ()) -> None:
         super().__init__()
         # Longest first, so a secret containing another is masked whole.
-        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.secrets = sorted(
+            {s for s in secrets if len(s) >= SHORTEST_SECRET}, key=len, reverse=True
+        )
         self.shapes = [re.compile(shape) for shape in dict.fromkeys(shapes)]
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
+        for credential in CREDENTIALS:
+            text = credential.sub(_hide_value, text)
         for shape in self.shapes:
             text = shape.sub(REDACTED, text)
         return text

@@ -12,6 +12,7 @@ from gateway.core.records import Trace
 from gateway.review.events import ReviewEvent
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 from tests.synthesis_support import Gateway, answer, proposal
 
 TOKEN = "admin-secret-token"
@@ -59,10 +60,10 @@ async def seed_rated_answer(
 ) -> tuple[int, int]:
     """A finished session with one rated answer; returns (session id, answer id)."""
     chat = f"chat-{next(_chats)}"
-    session = await store.current_session(channel, chat, "u1", at, 60)
-    await store.add_message(session.id, "user", question, now=at)
+    session = await current_session(store, channel, chat, "u1", at, 60)
+    await add_message(store, session.id, "user", question, now=at)
     trace = Trace(skills_loaded=list(loaded), tools_used=["load_skill"] if loaded else [])
-    reply = await store.add_message(session.id, "assistant", answer_text, trace=trace, now=at)
+    reply = await add_message(store, session.id, "assistant", answer_text, trace=trace, now=at)
     await store.set_feedback(reply.id, "u1", rating, now=at)
     if comment:
         await store.set_feedback_comment(reply.id, "u1", comment, now=at)

@@ -22,6 +22,7 @@ from gateway.core.tools import ToolCallRecord, ToolStatus
 from gateway.skills.library import Skill, content_hash, render_skill
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI, Scripted
+from tests.store_support import add_message, current_session
 
 KITCHEN = "kitchen-tips"
 KITCHEN_DESCRIPTION = "Cooking advice: use when someone asks for a recipe or how to cook."
@@ -74,8 +75,8 @@ async def seed_answer(
     """One finished session with one answer, its trace (with a call of `toy__echo` ending in
     each of `tool_calls`) and ratings (one per user); ids back."""
     chat = f"effect-{next(_chats)}"
-    session = await store.current_session("telegram", chat, "u0", 0.0, 60)
-    await store.add_message(session.id, "user", "a question")
+    session = await current_session(store, "telegram", chat, "u0", 0.0, 60)
+    await add_message(store, session.id, "user", "a question")
     trace = Trace(
         skills_offered=list(dict.fromkeys([*offered, *loaded])),
         skills_loaded=list(loaded),
@@ -86,7 +87,7 @@ async def seed_answer(
             for status in tool_calls
         ],
     )
-    reply = await store.add_message(session.id, "assistant", "an answer", kind=kind, trace=trace)
+    reply = await add_message(store, session.id, "assistant", "an answer", kind=kind, trace=trace)
     for user, rating in enumerate(ratings):
         await store.set_feedback(reply.id, f"u{user}", rating)
     await store.finish_chat_session("telegram", chat, "new")

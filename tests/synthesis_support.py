@@ -18,6 +18,7 @@ from gateway.review.events import ReviewEvent
 from gateway.review.reviewer import Reviewer
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}
 BREVITY = "# Brevity\n\nAnswer in at most three short sentences.\nOffer details on request."
@@ -56,16 +57,22 @@ async def seed_session(
 ) -> int:
     """One session: a question, an answer with its trace, a rating; finished unless told."""
     chat = chat or f"chat-{next(_chats)}"
-    session = await store.current_session(channel, chat, "u1", at, 60)
-    await store.add_message(session.id, "user", question, now=at)
+    session = await current_session(store, channel, chat, "u1", at, 60)
+    await add_message(store, session.id, "user", question, now=at)
     trace = Trace(
         skills_loaded=list(loaded),
         tools_used=["load_skill"] if loaded else [],
         completed=not failed,
         error="ModelUnavailable: model unreachable" if failed else None,
     )
-    reply = await store.add_message(
-        session.id, "assistant", answer, kind="error" if failed else "normal", trace=trace, now=at
+    reply = await add_message(
+        store,
+        session.id,
+        "assistant",
+        answer,
+        kind="error" if failed else "normal",
+        trace=trace,
+        now=at,
     )
     if rating is not None:
         await store.set_feedback(reply.id, "u1", rating)

@@ -16,7 +16,7 @@ from gateway.channels.registry import sdk_loggers
 from gateway.cli.main import start_logging
 from gateway.config import Settings
 from gateway.core.models import ChatRef, Reply
-from gateway.logs import NOISY, REDACTED
+from gateway.logs import NOISY, REDACTED, mask
 from tests.fakes.channel import FakeChannel
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI
@@ -143,6 +143,18 @@ def test_a_bot_token_shape_is_masked_even_when_not_configured(
     entry = json.loads(stream.getvalue())
     assert entry["logger"] == "httpx" and entry["level"] == "INFO"
     assert entry["message"] == "HTTP Request: GET https://api.telegram.org/bot[redacted]/getMe"
+
+
+def test_mask_hides_configured_secrets_credentials_and_shapes() -> None:
+    text = "key=abcd sk-0123456789abc Bearer tok.en.value1 token=hunter22 id 42:AAbb x"
+    masked = mask(text, ["abcd", "x"], [r"\d+:AA\w+"])
+    assert masked == (
+        f"key={REDACTED} {REDACTED} {REDACTED} token={REDACTED} id {REDACTED} x"
+    )  # "x" is too short to be a secret: masking it would mask every x
+
+
+def test_mask_masks_the_longer_of_two_overlapping_secrets_whole() -> None:
+    assert mask("pass: secret-long", ["secret", "secret-long"]) == f"pass: {REDACTED}"
 
 
 async def test_serve_logs_json_lines_and_stops_gracefully(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from tests.fakes.line_api import text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.serve_process import skillgate
+from tests.store_support import add_message, current_session
 from tests.telegram_harness import ADMIN, telegram_gateway
 
 PRICES = {"big": (2.0, 8.0), "small": (0.1, 0.4)}
@@ -100,12 +101,12 @@ async def test_each_answer_is_counted_for_its_user_and_chat_with_unknown_tokens_
     any_store: Store,
 ) -> None:
     now = time.time()
-    session = await any_store.current_session("line", "G1", "U1", now, 600)
-    await any_store.add_message(session.id, "user", "q", now=now, user_id="U1")
+    session = await current_session(any_store, "line", "G1", "U1", now, 600)
+    await add_message(any_store, session.id, "user", "q", now=now, user_id="U1")
     known = Trace(prompt_tokens=30, completion_tokens=5, model="small")
-    await any_store.add_message(session.id, "assistant", "a", trace=known, now=now, user_id="U1")
+    await add_message(any_store, session.id, "assistant", "a", trace=known, now=now, user_id="U1")
     unknown = Trace(model="small", tokens_known=False)
-    await any_store.add_message(session.id, "assistant", "b", trace=unknown, now=now, user_id="U2")
+    await add_message(any_store, session.id, "assistant", "b", trace=unknown, now=now, user_id="U2")
     run = await any_store.start_run("schedule", "big", now)
     assert run
     rows = await any_store.answer_usage(now - 1, now + 1)
@@ -128,10 +129,10 @@ async def test_the_usage_page_and_api_show_the_chart_top_users_and_unknown_token
     async with telegram_gateway(make_settings, fake_llm, **prices) as gw:
         await gw.deliver(make_text_update(1, "first"))
         await gw.deliver(make_text_update(2, "second", chat_id=2002, user_id=2002))
-        old = await gw.parts.store.current_session("telegram", "3003", "3003", day_at(3), 60)
+        old = await current_session(gw.parts.store, "telegram", "3003", "3003", day_at(3), 60)
         trace = Trace(prompt_tokens=4000, completion_tokens=1000, model="fake-model")
-        await gw.parts.store.add_message(
-            old.id, "assistant", "old", trace=trace, now=day_at(3), user_id="3003"
+        await add_message(
+            gw.parts.store, old.id, "assistant", "old", trace=trace, now=day_at(3), user_id="3003"
         )
 
         resp = await gw.client.get("/admin/api/usage?days=7", headers=ADMIN)
@@ -191,10 +192,10 @@ async def seeded(tmp_path: Path) -> AsyncIterator[dict[str, str]]:
     async with SqliteStore(data / "skillgate.db") as store:
         now = time.time()
         for user, at in (("5005", now), ("6006", now - 40 * 86400)):
-            s = await store.current_session("telegram", user, user, at, 60)
-            await store.add_message(s.id, "user", f"hi from {user}", now=at, user_id=user)
+            s = await current_session(store, "telegram", user, user, at, 60)
+            await add_message(store, s.id, "user", f"hi from {user}", now=at, user_id=user)
             trace = Trace(prompt_tokens=12, completion_tokens=3, model="m")
-            await store.add_message(s.id, "assistant", "hello", trace=trace, now=at, user_id=user)
+            await add_message(store, s.id, "assistant", "hello", trace=trace, now=at, user_id=user)
     yield {"SKILLGATE_DATA_DIR": str(data), "LLM_PRICES": "m=1/1"}
 
 

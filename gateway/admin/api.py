@@ -128,11 +128,6 @@ async def usage(request: web.Request) -> web.Response:
     return web.json_response(report.as_json())
 
 
-def _either(names: list[str]) -> str:
-    """ "telegram or line", "telegram, line or discord"."""
-    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1] if names else "")))
-
-
 def _user(request: web.Request) -> tuple[str, str]:
     ref = user_ref(request.match_info["channel"], request.match_info["user"])
     if ref is None:

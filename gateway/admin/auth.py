@@ -14,11 +14,6 @@ API_ADMIN: web.RequestKey[str] = web.RequestKey("api.admin", str)
 """The admin whose bearer token the request carried ("" the single token)."""
 
 
-def bearer_ok(request: web.Request, token: str | None) -> bool:
-    """True when the request carries `Authorization: Bearer <token>` (constant time)."""
-    return bool(token) and bearer_admin(request, {"": token or ""}) is not None
-
-
 def bearer_admin(request: web.Request, admins: Mapping[str, str]) -> str | None:
     """Whose token `Authorization: Bearer <token>` carries, comparing with every one."""
     header = request.headers.get("Authorization", "")

@@ -89,11 +89,6 @@ def session_nonce(value: str) -> tuple[str, int]:
     return nonce, int(expires)
 
 
-def session_valid(key: bytes, value: str | None, now: float | None = None) -> bool:
-    """True for an untampered, unexpired cookie of the single admin token's key."""
-    return session_admin({"": key}, value, now) == ""
-
-
 def csrf_token(key: bytes, session: str) -> str:
     """The form token that belongs to one session cookie."""
     return _sign(key, f"csrf:{session}")

@@ -97,10 +97,6 @@ class Chart(Frame):
         return [" ".join(f"{x:.1f},{y:.1f}" for x, y in run) for run in self.lines if len(run) > 1]
 
     @property
-    def polyline(self) -> str:
-        return " ".join(f"{x:.1f},{y:.1f}" for run in self.lines for x, y in run)
-
-    @property
     def band_top(self) -> float:
         """Where the daily-count bars may reach up to."""
         return self.bottom - (self.bottom - self.top) * BAR_BAND

@@ -9,14 +9,8 @@ from aiohttp import web
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
-from gateway.errors import (
-    ProposalNotFound,
-    ReopenRefused,
-    RollbackRefused,
-    SkillError,
-    SkillNotFound,
-    StoreError,
-)
+from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
+from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
 from gateway.review.cards import tool_line, tool_warnings
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
@@ -26,7 +20,6 @@ from gateway.store.proposals import ProposalQueries
 
 log = logging.getLogger(__name__)
 
-MAX_REASON = 2000
 PER_PAGE = 50
 DONE = ("approved", "applied", "rolled_back")
 OUTCOMES = ("approved", "applied", "rejected", "stale", "rolled_back", "reopened", "decided")
@@ -43,6 +36,29 @@ def proposal_id(request: web.Request) -> int:
     if found is None:
         raise web.HTTPNotFound()
     return found
+
+
+# The title of the page that says an operation on a proposal was not carried out.
+NOT_DONE = {
+    "approve": "Not approved",
+    "reject": "Not rejected",
+    "reopen": "Not reopened",
+    "rollback": "Not rolled back",
+}
+
+
+async def refused(request: web.Request, exc: Exception, pid: int, operation: str) -> web.Response:
+    """The review error `exc` as a page (404 for a proposal that is gone), per the review table."""
+    found = refusal(exc)
+    if found.answer == "gone":
+        raise web.HTTPNotFound() from None
+    title = NOT_DONE[operation]
+    if found.answer == "refused":
+        return await refuse(request, found.status, title, str(exc))
+    # Nothing changed and the proposal is as it was: try again once there is room.
+    log.exception("%s: proposal #%d", title, pid)
+    message = f"Not applied: {not_applied_because(exc)} ({exc})."
+    return await refuse(request, found.status, title, message)
 
 
 async def get_proposal(review: Reviewer, pid: int) -> Proposal:
@@ -128,17 +144,8 @@ async def approve(request: web.Request) -> web.StreamResponse:
     pid = proposal_id(request)
     try:
         result = await review.approve(pid, decider(request))
-    except ProposalNotFound:
-        raise web.HTTPNotFound() from None
-    except (OSError, SkillError, StoreError) as exc:
-        # Nothing changed and the proposal is still pending: approve again once there is room.
-        log.exception("approving proposal #%d failed", pid)
-        what = (
-            "the database could not be written"
-            if isinstance(exc, StoreError)
-            else ("the skill files could not be changed")
-        )
-        return await refuse(request, 503, "Not approved", f"Not applied: {what} ({exc}).")
+    except REVIEW_ERRORS as exc:
+        return await refused(request, exc, pid, "approve")
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 
@@ -165,8 +172,8 @@ async def reject(request: web.Request) -> web.StreamResponse:
         )
     try:
         result = await review.reject(pid, decider(request), reason)
-    except ProposalNotFound:
-        raise web.HTTPNotFound() from None
+    except REVIEW_ERRORS as exc:
+        return await refused(request, exc, pid, "reject")
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 
@@ -177,10 +184,8 @@ async def reopen(request: web.Request) -> web.StreamResponse:
     reason = await form_reason(request)
     try:
         result = await review.reopen(pid, decider(request), reason)
-    except ProposalNotFound:
-        raise web.HTTPNotFound() from None
-    except ReopenRefused as exc:
-        return await refuse(request, 409, "Not reopened", str(exc))
+    except REVIEW_ERRORS as exc:
+        return await refused(request, exc, pid, "reopen")
     raise web.HTTPSeeOther(f"/admin/proposals/{pid}?outcome={result.outcome}")
 
 
@@ -191,10 +196,8 @@ async def rollback(request: web.Request) -> web.StreamResponse:
     reason = await form_reason(request)
     try:
         result = await review.rollback(pid, decider(request), reason)
-    except ProposalNotFound:
-        raise web.HTTPNotFound() from None
-    except RollbackRefused as exc:
-        return await refuse(request, 409, "Not rolled back", str(exc))
+    except REVIEW_ERRORS as exc:
+        return await refused(request, exc, pid, "rollback")
     raise web.HTTPSeeOther(f"/admin/skills/{result.proposal.slug}?outcome={result.outcome}")
 
 

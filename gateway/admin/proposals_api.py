@@ -10,14 +10,8 @@ from aiohttp import web
 from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param, positive
-from gateway.errors import (
-    ProposalNotFound,
-    ReopenRefused,
-    RollbackRefused,
-    SkillError,
-    SkillNotFound,
-    StoreError,
-)
+from gateway.errors import ProposalNotFound, SkillNotFound
+from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
 from gateway.review.proposals import STATUSES, Proposal
 from gateway.review.reviewer import Decision
 from gateway.review.staging import iso
@@ -27,7 +21,13 @@ from gateway.web import jsonlimits
 
 log = logging.getLogger(__name__)
 
-MAX_REASON = 2000
+# What a proposal is not, when an operation on it could not be carried out.
+NOT_DONE = {
+    "approve": "applied",
+    "reject": "rejected",
+    "reopen": "reopened",
+    "rollback": "rolled back",
+}
 
 
 def _decider(request: web.Request) -> str:
@@ -69,6 +69,17 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
 
 def _id(request: web.Request) -> int | None:
     return positive(request.match_info["id"])
+
+
+def refused(exc: Exception, pid: int, operation: str) -> web.Response:
+    """The review error `exc` as a JSON error, with the status the review table gives it."""
+    found = refusal(exc)
+    if found.answer != "not_applied":
+        return error(found.status, str(exc))
+    # The files did not change and the proposal is as it was: try once there is room.
+    not_done = f"proposal #{pid} was not {NOT_DONE[operation]}"
+    log.exception("%s", not_done)
+    return error(found.status, f"{not_done}: {not_applied_because(exc)} ({exc})")
 
 
 def _decision(result: Decision) -> web.Response:
@@ -139,7 +150,7 @@ async def get_proposal(request: web.Request) -> web.Response:
     try:
         p = await review.get(pid)
     except ProposalNotFound as exc:
-        return error(404, str(exc))
+        return refused(exc, pid, "get")
     deleted = await request.config_dict[STORE].deleted_sessions(p.based_on)
     return web.json_response(
         {
@@ -161,17 +172,8 @@ async def approve(request: web.Request) -> web.Response:
         return error(400, "a proposal id is a positive integer")
     try:
         result = await request.config_dict[REVIEW].approve(pid, _decider(request))
-    except ProposalNotFound as exc:
-        return error(404, str(exc))
-    except (OSError, SkillError, StoreError) as exc:
-        # The files did not change and the proposal is pending again: try once there is room.
-        log.exception("approving proposal #%d failed", pid)
-        what = (
-            "the database could not be written"
-            if isinstance(exc, StoreError)
-            else ("the skill files could not be changed")
-        )
-        return error(503, f"proposal #{pid} was not applied: {what} ({exc})")
+    except REVIEW_ERRORS as exc:
+        return refused(exc, pid, "approve")
     return _decision(result)
 
 
@@ -183,8 +185,8 @@ async def reject(request: web.Request) -> web.Response:
     reason = await reason_of(request)
     try:
         result = await request.config_dict[REVIEW].reject(pid, _decider(request), reason)
-    except ProposalNotFound as exc:
-        return error(404, str(exc))
+    except REVIEW_ERRORS as exc:
+        return refused(exc, pid, "reject")
     return _decision(result)
 
 
@@ -196,10 +198,8 @@ async def reopen(request: web.Request) -> web.Response:
     reason = await reason_of(request)
     try:
         result = await request.config_dict[REVIEW].reopen(pid, _decider(request), reason)
-    except ProposalNotFound as exc:
-        return error(404, str(exc))
-    except ReopenRefused as exc:
-        return error(409, str(exc))
+    except REVIEW_ERRORS as exc:
+        return refused(exc, pid, "reopen")
     return _decision(result)
 
 
@@ -211,10 +211,8 @@ async def rollback(request: web.Request) -> web.Response:
     reason = await reason_of(request)
     try:
         result = await request.config_dict[REVIEW].rollback(pid, _decider(request), reason)
-    except ProposalNotFound as exc:
-        return error(404, str(exc))
-    except RollbackRefused as exc:
-        return error(409, str(exc))
+    except REVIEW_ERRORS as exc:
+        return refused(exc, pid, "rollback")
     return _decision(result)
 
 

@@ -119,10 +119,6 @@ class PlatformSpec:
         """Its webhook's path: the one `/webhook/{platform}` rule of every proxy config."""
         return f"/webhook/{self.name}"
 
-    def user_ids(self) -> re.Pattern[str]:
-        """Comma-separated user ids of this platform (for the admins' settings)."""
-        return re.compile(rf"^{id_list(self.user_id)}$")
-
     def banner(self, settings: Settings) -> str:
         """What `skillgate serve` says about it at start."""
         if self.polls(settings):

@@ -15,7 +15,8 @@ from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.channels.registry import by_name
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
-from gateway.errors import ProposalNotFound, ReopenRefused, RollbackRefused, SkillError
+from gateway.errors import ProposalNotFound, SkillError
+from gateway.review.answers import REVIEW_ERRORS, refusal
 from gateway.review.cards import build_card, clip, decider_label, full_diff, when
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Decision
@@ -29,6 +30,15 @@ async def _parts(settings: Settings) -> AsyncIterator[Parts]:
         yield parts
     finally:
         await close_parts(parts)
+
+
+def refused(exc: Exception, what: str) -> int:
+    """Say on stderr why a review operation did nothing (per the review table); status 1."""
+    if refusal(exc).answer == "not_applied":
+        print(f"skillgate: could not {what}: {exc}", file=sys.stderr)
+    else:
+        print(f"skillgate: {exc}", file=sys.stderr)
+    return 1
 
 
 def _line(p: Proposal) -> str:
@@ -56,8 +66,7 @@ async def show_proposal(settings: Settings, proposal_id: int) -> int:
         try:
             p = await parts.review.get(proposal_id)
         except ProposalNotFound as exc:
-            print(f"skillgate: {exc}", file=sys.stderr)
-            return 1
+            return refused(exc, f"show proposal #{proposal_id}")
         card = await build_card(p, parts.review, parts.store)
         diff = await full_diff(p, parts.review, parts.store)
     sessions = ", ".join(str(s) for s in p.based_on) or "none"
@@ -78,12 +87,8 @@ async def decide(
                 result = await parts.review.reject(proposal_id, decider, reason)
             else:
                 result = await parts.review.approve(proposal_id, decider)
-        except ProposalNotFound as exc:
-            print(f"skillgate: {exc}", file=sys.stderr)
-            return 1
-        except (OSError, SkillError) as exc:
-            print(f"skillgate: could not apply proposal #{proposal_id}: {exc}", file=sys.stderr)
-            return 1
+        except REVIEW_ERRORS as exc:
+            return refused(exc, f"apply proposal #{proposal_id}")
         name = await parts.store.reviewer_name(result.proposal.decided_by or "")
     return _report(result, name)
 
@@ -106,12 +111,8 @@ async def _undo(
         operation = parts.review.reopen if reopen else parts.review.rollback
         try:
             result = await operation(proposal_id, decider, reason)
-        except (ProposalNotFound, RollbackRefused, ReopenRefused) as exc:
-            print(f"skillgate: {exc}", file=sys.stderr)
-            return 1
-        except (OSError, SkillError) as exc:
-            print(f"skillgate: could not {verb} #{proposal_id}: {exc}", file=sys.stderr)
-            return 1
+        except REVIEW_ERRORS as exc:
+            return refused(exc, f"{verb} #{proposal_id}")
         name = await parts.store.reviewer_name(result.proposal.decided_by or "")
     return _report(result, name)
 

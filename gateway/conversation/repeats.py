@@ -13,15 +13,16 @@ import logging
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import Decisions, RepeatItems, ReviewReplies
 from gateway.conversation.review import (
-    GONE,
     INVALID_BUTTON,
     NOT_ALLOWED,
     NOT_REJECTED,
     REOPEN_WAITS,
     REOPENED,
+    refused_text,
 )
-from gateway.errors import ProposalNotFound, ReopenRefused
+from gateway.errors import ProposalNotFound
 from gateway.i18n import N_, Texts
+from gateway.review.answers import REVIEW_ERRORS, refusal
 from gateway.review.cards import decider_label, when
 from gateway.review.proposals import Proposal
 from gateway.review.repeats import comparison, verify_repeat
@@ -62,8 +63,8 @@ class RepeatPresses:
             return
         try:
             rejected = await self.review.get(item.proposal_id)
-        except ProposalNotFound:
-            await out.acknowledge(texts(GONE))
+        except ProposalNotFound as exc:
+            await out.acknowledge(refused_text(exc, item.proposal_id, texts))
             return
         if action == "compare":
             await out.acknowledge("", courtesy=True)
@@ -85,9 +86,9 @@ class RepeatPresses:
         """Reopen as the console does; what to tell the admin who pressed."""
         try:
             decision = await self.review.reopen(p.id, decider)
-        except ProposalNotFound:
-            return texts(GONE)
-        except ReopenRefused:
+        except REVIEW_ERRORS as exc:
+            if refusal(exc).answer != "refused":
+                return refused_text(exc, p.id, texts)
             p = await self.review.get(p.id)
             if p.status == "rejected":  # refused only because another one awaits review
                 return texts(REOPEN_WAITS, id=p.id, slug=p.slug)

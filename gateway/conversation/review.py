@@ -28,8 +28,9 @@ from gateway.conversation.ports import (
 from gateway.conversation.questions import Questions
 from gateway.core.models import ChatRef
 from gateway.core.records import Awaiting
-from gateway.errors import ChannelError, ProposalNotFound, ReopenRefused, SkillError, StoreError
+from gateway.errors import ChannelError, ProposalNotFound
 from gateway.i18n import ENGLISH, N_, Np_, Texts
+from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, refusal
 from gateway.review.buttons import CardAction
 from gateway.review.cards import Card, build_card, decider_label, full_diff, when
 from gateway.review.proposals import Proposal
@@ -50,7 +51,6 @@ ADMIN_COMMANDS = (
 """Commands for TELEGRAM_ADMIN_IDS and LINE_ADMIN_IDS; in Telegram's menu for admins only."""
 ADMIN_COMMAND_NAMES = tuple(name for name, _ in ADMIN_COMMANDS)
 REASON_PURPOSE = "reject_reason"
-MAX_REASON = 2000
 MAX_CARDS_SHOWN = 5
 """Most pending cards one /proposals shows; the oldest come first."""
 
@@ -233,8 +233,8 @@ class ReviewChat:
     async def _full_diff(self, proposal_id: int, out: ReviewReplies) -> None:
         try:
             p = await self.review.get(proposal_id)
-        except ProposalNotFound:
-            await out.acknowledge(out.texts(GONE))
+        except ProposalNotFound as exc:
+            await out.acknowledge(refused_text(exc, proposal_id, out.texts))
             return
         await out.send_diff(p, await full_diff(p, self.review, self.store))
 
@@ -260,12 +260,9 @@ class ReviewChat:
                 decision = await self.review.approve(proposal_id, decider, name=name)
             else:
                 decision = await self.review.reject(proposal_id, decider, name=name)
-        except ProposalNotFound:
-            return Decided(texts(GONE))
-        except (OSError, SkillError, StoreError) as exc:
+        except REVIEW_ERRORS as exc:
             # Answered, so the admin's button stops spinning; the proposal stays pending.
-            log.exception("deciding proposal #%d for %s failed", proposal_id, decider)
-            return Decided(texts(COULD_NOT_APPLY, id=proposal_id, error=exc)[:200])
+            return Decided(refused_text(exc, proposal_id, texts))
         p = decision.proposal
         if decision.outcome == "decided":
             return Decided(await self.already(p, texts), decision)
@@ -332,10 +329,10 @@ class ReviewChat:
         decider = f"{self.channel}:{chat.user_id}"
         try:
             decision = await self.review.reopen(int(number), decider, reason.strip()[:MAX_REASON])
-        except ProposalNotFound:
-            await out.notice(texts(GONE))
-            return
-        except ReopenRefused:
+        except REVIEW_ERRORS as exc:
+            if refusal(exc).answer != "refused":
+                await out.notice(refused_text(exc, int(number), texts))
+                return
             p = await self.review.get(int(number))
             waits = p.status == "rejected"  # refused only because another one awaits review
             text = (
@@ -373,6 +370,21 @@ class ReviewChat:
 
     async def skills_text(self, texts: Texts = ENGLISH) -> str:
         return await skills_text(self.store, self.synthesis, texts)
+
+
+def refused_text(exc: Exception, proposal_id: int, texts: Texts = ENGLISH) -> str:
+    """What a chat admin is told when a review operation did nothing (per the review table).
+
+    A refusal is said as the reviewer says it; /reopen and the repeat notice's button,
+    the only chat operations that can be refused, say it in their own words instead.
+    """
+    answer = refusal(exc).answer
+    if answer == "gone":
+        return texts(GONE)
+    if answer == "refused":
+        return str(exc)
+    log.exception("proposal #%d: the review operation failed", proposal_id)
+    return texts(COULD_NOT_APPLY, id=proposal_id, error=exc)[:200]
 
 
 async def skills_text(store: SkillListing, synthesis: Synthesis, texts: Texts = ENGLISH) -> str:

@@ -14,9 +14,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gateway.core.llm_wire import mask
+from gateway.core.llm_wire import one_line
 from gateway.core.openai_client import OpenAIEndpoint
 from gateway.errors import ModelError
+from gateway.logs import mask
 
 CACHE_SIZE = 4096
 MAX_INPUT_CHARS = 8000
@@ -76,9 +77,8 @@ class OpenAIEmbeddings(OpenAIEndpoint):
             raw = await self._get_client().post("/embeddings", body=body, cast_to=str)
         except openai.APIStatusError as exc:
             secrets = self._secrets
-            raise ModelError(
-                f"embeddings answered HTTP {exc.status_code}: {mask(exc.response.text, secrets)}"
-            ) from exc
+            said = one_line(mask(exc.response.text, secrets))
+            raise ModelError(f"embeddings answered HTTP {exc.status_code}: {said}") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"embeddings call failed: {type(exc).__name__}") from exc
         return _vectors(raw, len(inputs))

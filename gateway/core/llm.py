@@ -35,7 +35,7 @@ from gateway.core.llm_wire import (
     ToolCall,
     classify,
     error_message,
-    mask,
+    one_line,
     parse_completion,
 )
 from gateway.core.stream import PartialText
@@ -48,6 +48,7 @@ from gateway.errors import (
     StoreError,
     ToolsUnsupported,
 )
+from gateway.logs import mask
 
 __all__ = ["LLM", "Completion", "OpenAIChat", "PartialText", "ToolCall", "UnconfiguredLLM"]
 log = logging.getLogger(__name__)
@@ -271,7 +272,7 @@ class OpenAIChat:
                 if refused and attempt >= self._max_retries:
                     raise _unreachable(_connection_cause(exc), self.base_url) from exc
             except Refusal as exc:
-                message = mask(error_message(exc.body) or exc.text, self._secrets())
+                message = one_line(mask(error_message(exc.body) or exc.text, self._secrets()))
                 if self._refuses_streaming(exc.status, message):
                     continue  # asked again at once, without what it refused
                 cls = classify(exc.status, message)
@@ -303,7 +304,7 @@ class OpenAIChat:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ModelError(
-                f"model answered something that is not JSON: {mask(raw[:120])}"
+                f"model answered something that is not JSON: {one_line(mask(raw[:120]))}"
             ) from exc
         return parse_completion(data, self.model)
 
@@ -406,7 +407,7 @@ class OpenAIChat:
         except openai.APIConnectionError as exc:
             raise ModelUnavailable(_connection_cause(exc, self._timeout)) from exc
         except openai.APIStatusError as exc:
-            message = mask(error_message(exc.body) or exc.response.text, self._secrets())
+            message = one_line(mask(error_message(exc.body) or exc.response.text, self._secrets()))
             hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
             raise ModelError(f"endpoint answered HTTP {exc.status_code}: {message}{hint}") from exc
         except openai.OpenAIError as exc:

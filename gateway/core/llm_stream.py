@@ -19,12 +19,13 @@ from gateway.core.llm_wire import (
     classify,
     content_text,
     error_message,
-    mask,
+    one_line,
     parse_completion,
     peek,
 )
 from gateway.core.stream import PartialText
 from gateway.errors import ModelError
+from gateway.logs import mask
 
 DONE = b"[DONE]"
 
@@ -160,7 +161,7 @@ class StreamAssembler:
         if not isinstance(chunk, dict):
             raise ModelError(f"model streamed a chunk that is not a JSON object: {peek(chunk)}")
         if chunk.get("error"):
-            message = mask(error_message(chunk), self._secrets)
+            message = one_line(mask(error_message(chunk), self._secrets))
             error = chunk["error"]
             code = error.get("code") if isinstance(error, dict) else None
             status = code if isinstance(code, int) and not isinstance(code, bool) else 0

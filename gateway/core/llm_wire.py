@@ -25,15 +25,11 @@ from gateway.errors import (
     ToolsUnsupported,
     VisionUnsupported,
 )
+from gateway.logs import mask
 
 MESSAGE_CHARS = 300
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
-_SECRETS = [
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)\b(api[_-]?key|key|token)=([^\s&\"']{6,})"),
-]
 _OVERFLOW = (
     "context length",
     "context_length",
@@ -102,13 +98,8 @@ class Completion(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def mask(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` trimmed to one short line with keys and tokens masked."""
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, "***")
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: f"{m.group(1)}=***" if m.lastindex == 2 else "***", text)
+def one_line(text: str) -> str:
+    """`text` on one line of at most MESSAGE_CHARS characters (what a server said, briefly)."""
     text = " ".join(text.split())
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
@@ -175,7 +166,7 @@ def parse_completion(data: Any, model: str | None) -> Completion:
         raise ModelError(f"model answered something that is not a JSON object: {peek(data)}")
     choices = data.get("choices")
     if data.get("error") and not choices:
-        message = mask(error_message(data))
+        message = one_line(mask(error_message(data)))
         status = _int(data["error"].get("code")) if isinstance(data["error"], dict) else 0
         raise classify(status or 0, message)(f"model answered an error: {message}")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -249,4 +240,4 @@ def _int(value: Any) -> int:
 
 
 def peek(value: Any) -> str:
-    return mask(json.dumps(value, default=str)[:120])
+    return one_line(mask(json.dumps(value, default=str)[:120]))

@@ -27,7 +27,7 @@ class Admission:
 
 @dataclass(frozen=True)
 class TurnStart:
-    """Everything `open_turn` needs: the user's message, the session rules, the admission."""
+    """Everything `start_turn` needs: the user's message, the session rules, the admission."""
 
     channel: str
     chat_id: str

@@ -11,9 +11,10 @@ import logging
 import wave
 from typing import Protocol
 
-from gateway.core.llm_wire import error_message, mask
+from gateway.core.llm_wire import error_message, one_line
 from gateway.core.openai_client import OpenAIEndpoint
 from gateway.errors import TranscriptionFailed
+from gateway.logs import mask
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class OpenAITranscriber(OpenAIEndpoint):
                 model=self.model, file=(name, audio, mime)
             )
         except openai.APIStatusError as exc:
-            message = mask(error_message(exc.body) or exc.response.text, secrets)
+            message = one_line(mask(error_message(exc.body) or exc.response.text, secrets))
             raise TranscriptionFailed(
                 f"speech-to-text answered HTTP {exc.status_code}: {message}"
             ) from exc

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from gateway.core.capabilities import Capabilities
 from gateway.core.records import LanguageState
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, Texts
 from gateway.review.cards import Card, Cards, CardSource, build_card
@@ -236,9 +237,7 @@ class ReviewCards:
             if task is self._worker:
                 with contextlib.suppress(TimeoutError):
                     await self.wait_idle(timeout)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         self._timer = self._worker = None
 
     # ---- the work itself ------------------------------------------------------------------

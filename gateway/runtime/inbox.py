@@ -9,7 +9,6 @@ retried with backoff (holding back its chat, to keep order) and, after
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -18,6 +17,7 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from gateway.core.records import InboxItem
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, StoreBusy, StoreError
 from gateway.store.inbox import InboxQueries
 
@@ -251,9 +251,7 @@ class InboxWorker:
         """Stop taking work, let in-flight updates finish within `timeout`, cancel the rest."""
         self._accepting = False
         if self._pruner is not None:
-            self._pruner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._pruner
+            await cancel_and_wait(self._pruner)
             self._pruner = None
         for queue in self._queues.values():
             while len(queue) > 1:  # keep only the update in flight; the rest stay on disk
@@ -268,9 +266,5 @@ async def finish(tasks: list[asyncio.Task[None]], timeout: float) -> int:
     if not tasks:
         return 0
     _done, pending = await asyncio.wait(tasks, timeout=timeout)
-    for task in pending:
-        task.cancel()
-    for task in pending:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await cancel_and_wait(*pending)
     return len(pending)

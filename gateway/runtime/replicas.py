@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from gateway.core.records import InboxItem
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, ConfigError, StoreError
 from gateway.runtime.inbox import InboxWorker, finish
 from gateway.store.registry import RegistryQueries
@@ -205,19 +206,14 @@ class SharedInboxWorker(InboxWorker):
             with contextlib.suppress(asyncio.CancelledError):
                 await claim_loop
         if self._pruner is not None:
-            self._pruner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._pruner
+            await cancel_and_wait(self._pruner)
             self._pruner = None
         unfinished = await finish([task for _, task in self._inflight.values()], timeout)
         if unfinished:
             log.warning(
                 "stopped with %d update(s) unfinished; another replica takes them", unfinished
             )
-        if renew_loop is not None:
-            renew_loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renew_loop
+        await cancel_and_wait(renew_loop)
         self._loops = []
         with contextlib.suppress(StoreError):
             await self.store.inbox_release(self.holder)
@@ -313,7 +309,5 @@ class RegistryWatcher:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None

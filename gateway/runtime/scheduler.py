@@ -8,7 +8,6 @@ out as well, and retention's deletes are the same whichever replica runs them fi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from gateway.core.tasks import cancel_and_wait
 from gateway.runtime.retention import RetentionStore, purge_old
 from gateway.synthesis.synthesizer import Synthesizer
 
@@ -111,9 +111,7 @@ class SynthesisSchedule:
         self._scheduler = None
         task = self._current
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
 
 class RetentionSchedule:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from gateway.core.records import LanguageState
 from gateway.review.ports import CardDelivery
 from gateway.store.languages import language_in
-from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
+from gateway.store.sql import Conn, QueriesBase, query, transaction
 
 
 class CardQueries(QueriesBase):
@@ -156,18 +156,6 @@ class CardQueries(QueriesBase):
         """The remembered name of a decider, if any."""
         name = await c.fetchval("select name from reviewer_names where decider = ?", decider)
         return None if name is None else str(name)
-
-    @query
-    async def reviewer_names(self, c: Conn, deciders: Sequence[str]) -> dict[str, str]:
-        """Remembered names of several deciders."""
-        wanted = list(dict.fromkeys(deciders))
-        if not wanted:
-            return {}
-        rows = await c.fetch(
-            f"select decider, name from reviewer_names where decider in ({marks(wanted)})",
-            *wanted,
-        )
-        return {str(r["decider"]): str(r["name"]) for r in rows}
 
 
 def _differ(a: str, b: str) -> str:

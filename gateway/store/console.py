@@ -242,11 +242,6 @@ class ConsoleQueries(QueriesBase):
         return [proposal_record(r) for r in rows]
 
     @query
-    async def count_proposals(self, c: Conn) -> int:
-        """How many proposals there are."""
-        return int(await c.fetchval("select count(*) from proposals") or 0)
-
-    @query
     async def skill_proposals(self, c: Conn, slug: str) -> list[Proposal]:
         """Every proposal that creates or changes `slug`, newest first."""
         rows = await c.fetch(

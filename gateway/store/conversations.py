@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from gateway.core.models import AttachmentRecord, MessageKind, Role
+from gateway.core.models import Role
 from gateway.core.records import (
     FeedbackRecord,
     MessageRecord,
@@ -14,11 +14,8 @@ from gateway.core.records import (
 )
 from gateway.store.messages import (
     TRACE_LISTS,
-    attachments_by_message,
     inbox_message,
-    insert_message,
     message_record,
-    read_history,
     set_platform_ids,
 )
 from gateway.store.sql import (
@@ -44,20 +41,6 @@ channel, chat."""
 
 class ConversationQueries(QueriesBase):
     """What the agent and the channels remember about conversations."""
-
-    @transaction
-    async def current_session(
-        self,
-        c: Conn,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        now: float,
-        idle_seconds: float,
-    ) -> SessionRecord:
-        """The chat's open session; one idle past `idle_seconds` is finished, a new one opened."""
-        await lock_chat(c, channel, chat_id)
-        return await session_for_turn(c, channel, chat_id, user_id, now, idle_seconds)
 
     @query
     async def finish_chat_session(
@@ -95,41 +78,6 @@ class ConversationQueries(QueriesBase):
         """One session by id."""
         row = await c.fetchrow("select * from sessions where id = ?", session_id)
         return None if row is None else SessionRecord.model_validate(row)
-
-    @transaction
-    async def add_message(
-        self,
-        c: Conn,
-        session_id: int,
-        role: Role,
-        text: str,
-        *,
-        kind: MessageKind = "normal",
-        inbox_id: int | None = None,
-        trace: Trace | None = None,
-        now: float | None = None,
-        user_id: str | None = None,
-    ) -> MessageRecord:
-        """Store a message (and, for an answer, its trace) in one transaction.
-
-        `user_id`: the sender of a question, or the user an answer is for.
-        """
-        at = time.time() if now is None else now
-        return await insert_message(
-            c, session_id, role, text, kind, inbox_id, trace, at, user_id=user_id
-        )
-
-    @query
-    async def history(
-        self,
-        c: Conn,
-        session_id: int,
-        *,
-        limit: int,
-        exclude_kinds: Sequence[MessageKind] = (),
-    ) -> list[MessageRecord]:
-        """The session's last `limit` messages, oldest first, without the excluded kinds."""
-        return await read_history(c, session_id, limit, exclude_kinds)
 
     @transaction
     async def unsend_message(
@@ -185,21 +133,10 @@ class ConversationQueries(QueriesBase):
         )
 
     @query
-    async def attachments_of(
-        self, c: Conn, message_ids: Sequence[int]
-    ) -> dict[int, list[AttachmentRecord]]:
-        """The attachments of each message, in order."""
-        return await attachments_by_message(c, message_ids)
-
-    @query
     async def get_message(self, c: Conn, message_id: int) -> MessageRecord | None:
         """One message by id."""
         row = await c.fetchrow("select * from messages where id = ?", message_id)
         return None if row is None else message_record(row)
-
-    async def answer_for_inbox(self, inbox_id: int) -> MessageRecord | None:
-        """The answer already made for an inbox update, if a crash interrupted its delivery."""
-        return await self.message_for_inbox(inbox_id, "assistant")
 
     @query
     async def message_for_inbox(self, c: Conn, inbox_id: int, role: Role) -> MessageRecord | None:
@@ -300,12 +237,6 @@ def chat_lock_key(channel: str, chat_id: str) -> str:
 async def lock_chat(c: Conn, channel: str, chat_id: str) -> None:
     """Queue replicas opening the same chat's session, until the transaction ends."""
     await c.lock(chat_lock_key(channel, chat_id))
-
-
-async def session_for_turn(
-    c: Conn, channel: str, chat_id: str, user_id: str | None, now: float, idle: float
-) -> SessionRecord:
-    return (await open_session(c, channel, chat_id, user_id, now, idle))[0]
 
 
 async def open_session(

@@ -228,13 +228,6 @@ class ProposalQueries(QueriesBase):
         return [Rejection.model_validate(r) for r in rows]
 
     @query
-    async def add_skill_version(
-        self, c: Conn, slug: str, text: str, digest: str, proposal_id: int, at: float
-    ) -> None:
-        """Keep a live text an approval is about to replace."""
-        await _add_version(c, slug, text, digest, proposal_id, at)
-
-    @query
     async def replaced_version(self, c: Conn, proposal_id: int) -> SkillVersion | None:
         """The live text the proposal replaced when it was approved."""
         row = await c.fetchrow(

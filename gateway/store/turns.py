@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.core.models import AttachmentRecord, MessageKind
+from gateway.core.models import MessageKind
 from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
@@ -68,56 +68,16 @@ class TurnQueries(QueriesBase):
         return ChatState(language=language_in(row), awaiting=awaiting, turn=opened)
 
     @transaction
-    async def open_turn(
-        self,
-        c: Conn,
-        channel: str,
-        chat_id: str,
-        user_id: str | None,
-        text: str,
-        *,
-        inbox_id: int | None,
-        now: float,
-        idle_seconds: float,
-        history_limit: int,
-        exclude_kinds: Sequence[MessageKind] = (),
-        platform_message_id: str | None = None,
-        attachments: Sequence[AttachmentRecord] = (),
-        memory: bool = False,
-        in_group: bool = False,
-        context_since: float | None = None,
-        user_name: str | None = None,
-    ) -> OpenedTurn:
-        """Start a turn in one transaction: session, the user's message (once, with what it
-        carried), history, the chat's persona, with `memory` the user's entries where this chat
-        may use them, and with `context_since` the group's unaddressed lines since then (taken:
-        cleared).
+    async def start_turn(self, c: Conn, start: TurnStart) -> OpenedTurn:
+        """Start a turn in one transaction, for one whose chat state was read before: the
+        session, the user's message (once, with what it carried) and its daily-quota
+        admission, the history, the chat's persona, with `memory` the user's entries where
+        this chat may use them, and with `context_since` the group's unaddressed lines since
+        then (taken: cleared).
 
         When the inbox update was answered before (a crash between answer and delivery),
         that answer comes back instead and nothing is written.
         """
-        start = TurnStart(
-            channel,
-            chat_id,
-            user_id,
-            text,
-            inbox_id,
-            now,
-            idle_seconds,
-            history_limit,
-            exclude_kinds,
-            platform_message_id,
-            attachments,
-            memory=memory,
-            in_group=in_group,
-            context_since=context_since,
-            user_name=user_name,
-        )
-        return await _open_turn(c, start)
-
-    @transaction
-    async def start_turn(self, c: Conn, start: TurnStart) -> OpenedTurn:
-        """`open_turn` with its daily-quota admission, for a turn whose chat state was read."""
         return await _open_turn(c, start)
 
     @query  # one statement where the database can (else one unit: SQLite's are atomic)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.core.records import AnswerUsage, QuotaCheck, QuotaCount, RunUsage
+from gateway.core.records import AnswerUsage, QuotaCheck, RunUsage
 from gateway.core.turn import QuotaSpend
 from gateway.store.sql import Conn, QueriesBase, query, transaction
 
@@ -104,16 +104,6 @@ class UsageQueries(QueriesBase):
             )
             == 1
         )
-
-    @query
-    async def quota_counts(self, c: Conn, day: str) -> list[QuotaCount]:
-        """The day's counts, biggest spenders first."""
-        rows = await c.fetch(
-            "select * from quota_counts where day = ? and scope <> 'flag'"
-            " order by tokens desc, answers desc",
-            day,
-        )
-        return [QuotaCount.model_validate(r) for r in rows]
 
     @query
     async def quota_prune(self, c: Conn, before_day: str) -> int:

@@ -26,7 +26,9 @@ import mcp.types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.core.llm_wire import mask
+from gateway.core.llm_wire import one_line
+from gateway.core.tasks import cancel_and_wait
+from gateway.logs import mask
 from gateway.tools.config import ServerConfig
 from gateway.tools.policy import CallFailed, RemoteTool, ServerUnavailable
 
@@ -80,9 +82,7 @@ class McpServer:
             async with asyncio.timeout(10):
                 await asyncio.shield(task)
         except TimeoutError:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await cancel_and_wait(task, quiet=(BaseException,))
         except BaseException:  # a failure was already recorded by the task itself
             pass
 
@@ -98,7 +98,7 @@ class McpServer:
         except TimeoutError:
             self._down(f"did not answer a ping within {self.timeout:g} s")
         except Exception as exc:
-            self._down(f"did not answer a ping: {mask(describe(exc), self.secrets)}")
+            self._down(f"did not answer a ping: {one_line(mask(describe(exc), self.secrets))}")
         else:
             return
         await self.stop()
@@ -111,10 +111,11 @@ class McpServer:
         try:
             result = await session.call_tool(tool, arguments)
         except MCPError as exc:
+            said = one_line(mask(exc.error.message, self.secrets))
             if exc.code == types.CONNECTION_CLOSED:
-                self._down(f"the connection closed: {mask(exc.error.message, self.secrets)}")
+                self._down(f"the connection closed: {said}")
                 raise ServerUnavailable(self.error or "not running") from exc
-            raise CallFailed(mask(exc.error.message, self.secrets)) from exc
+            raise CallFailed(said) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             self._down(f"the connection closed: {type(exc).__name__}")
             raise ServerUnavailable(self.error or "not running") from exc
@@ -135,7 +136,7 @@ class McpServer:
                         await self._list(session)
         except Exception as exc:
             if not self._stopping:
-                self._down(mask(describe(exc), self.secrets))
+                self._down(one_line(mask(describe(exc), self.secrets)))
         finally:
             self._session = None
             self._ready.set()
@@ -192,7 +193,7 @@ class McpServer:
         if isinstance(message, types.ToolListChangedNotification):
             self._wake.set()
         elif isinstance(message, Exception):
-            log.debug("tool server %s: %s", self.name, mask(str(message), self.secrets))
+            log.debug("tool server %s: %s", self.name, one_line(mask(str(message), self.secrets)))
 
     def _down(self, reason: str) -> None:
         """Out of the turns from now on; said once in the log."""
@@ -253,4 +254,4 @@ def _log_lines(reader: IO[str], name: str, secrets: tuple[str, ...]) -> None:
     with reader:
         for line in reader:
             if line.strip():
-                log.info("tool server %s says: %s", name, mask(line, secrets))
+                log.info("tool server %s says: %s", name, one_line(mask(line, secrets)))

@@ -7,7 +7,8 @@ import secrets
 from typing import Any
 
 from gateway.core.fence import escape
-from gateway.core.llm_wire import mask
+from gateway.core.llm_wire import one_line
+from gateway.logs import mask
 
 RESULT_TAG = "untrusted-tool"
 
@@ -25,7 +26,8 @@ def cap(text: str, limit: int) -> tuple[str, bool]:
 
 def masked_arguments(arguments: dict[str, Any], own_secrets: tuple[str, ...]) -> str:
     """The arguments as one JSON line for traces and cards, secrets masked, bounded."""
-    return mask(json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str), own_secrets)
+    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+    return one_line(mask(text, own_secrets))
 
 
 def fenced_result(name: str, text: str) -> str:

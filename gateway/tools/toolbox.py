@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.core.llm_wire import mask
+from gateway.core.llm_wire import one_line
 from gateway.core.tools import (
     ToolAccess,
     ToolCallRecord,
@@ -26,6 +26,7 @@ from gateway.core.tools import (
     ToolSpec,
     ToolStatus,
 )
+from gateway.logs import mask
 from gateway.tools.policy import (
     Backend,
     CallFailed,
@@ -213,7 +214,7 @@ class Tools:
         except CallFailed as exc:
             return _ended(record, "error", str(exc), started)
         except Exception as exc:
-            log.warning("tool %s failed: %s", name, mask(repr(exc), self.secrets))
+            log.warning("tool %s failed: %s", name, one_line(mask(repr(exc), self.secrets)))
             return _ended(record, "error", f"the call failed ({type(exc).__name__})", started)
         shown, capped = cap(text, self.limits.result_chars)
         record = record.model_copy(

@@ -21,6 +21,7 @@ from tests.admin.test_console_browser import (
 )
 from tests.console_support import day_at, seed_proposals, seed_rated_answer
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import current_session, open_turn
 from tests.synthesis_support import Gateway
 
 __all__ = ["browser", "gw", "llm", "page"]  # the fixtures, shared with the console's tests
@@ -44,7 +45,7 @@ async def test_the_users_page_offers_the_known_users_in_styled_controls(
 ) -> None:
     store = gw.parts.store
     for chat, user in (("c1", "1001"), ("c2", "Uaaaa")):
-        await store.current_session("telegram" if user.isdigit() else "line", chat, user, 1.0, 60)
+        await current_session(store, "telegram" if user.isdigit() else "line", chat, user, 1.0, 60)
     await sign_in(page, gw, "/admin/users")
     options = page.locator("#known-users option")
     await expect(options).to_have_count(2)
@@ -113,7 +114,7 @@ async def test_reject_says_it_lasts_until_reopened_and_the_decision_is_a_jump_aw
 async def test_people_are_named_beside_their_ids_at_desk_and_on_a_phone(
     page: Page, gw: Gateway
 ) -> None:
-    await gw.parts.store.open_turn(
+    await open_turn(gw.parts.store, 
         "telegram", "9009", "9009", "hello", inbox_id=None, now=day_at(0),
         idle_seconds=60, history_limit=10, user_name="Beatrice",
     )  # fmt: skip

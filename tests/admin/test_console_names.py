@@ -8,6 +8,7 @@ from gateway.config import Settings
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
+from tests.store_support import current_session
 from tests.telegram_harness import telegram_gateway
 
 
@@ -34,5 +35,5 @@ async def test_display_names_show_beside_ids_follow_renames_and_go_with_forget(
         assert resp.status == 200, await resp.text()
         # A session of theirs without a name: the one they had was forgotten with them.
         store = gw.parts.store
-        await store.current_session("telegram", "1001", "1001", 5.0, 60)
+        await current_session(store, "telegram", "1001", "1001", 5.0, 60)
         assert await store.known_users() == [("telegram", "1001", "")]

@@ -33,6 +33,7 @@ from tests.fakes.telegram_api import (
 from tests.line_support import GROUP_ID, REPLY, LineRig, quick_reply_data
 from tests.media_support import png
 from tests.pg_support import database
+from tests.store_support import add_message, current_session
 from tests.telegram_harness import ADMIN, telegram_gateway
 
 __all__ = ["database"]  # a fixture
@@ -293,8 +294,8 @@ async def test_admins_export_and_forget_a_user_in_the_console_and_the_api(
 
 
 async def test_the_check_finds_what_a_table_holds(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", str(FORGOTTEN), str(FORGOTTEN), 1.0, 60)
-    await any_store.add_message(session.id, "user", "nothing special", now=1.0)
+    session = await current_session(any_store, "telegram", str(FORGOTTEN), str(FORGOTTEN), 1.0, 60)
+    await add_message(any_store, session.id, "user", "nothing special", now=1.0)
     found = traces_of(await every_row(any_store), str(FORGOTTEN), SECRET_WORDS)
     assert found == ["sessions.chat_id", "sessions.user_id"]
 
@@ -310,10 +311,10 @@ async def test_an_older_group_message_without_its_sender_is_found_by_its_stored_
     other = await any_store.inbox_add("telegram", "6", str(GROUP), '{"from": {"id": 7}}', 11.0)
     assert other is not None and await any_store.inbox_done(other.id)
     # Written before messages knew their sender: only the stored update says whose it is.
-    session = await any_store.current_session("telegram", str(GROUP), None, 10.0, 600)
-    mine = await any_store.add_message(session.id, "user", SECRET_WORDS, inbox_id=item.id, now=10)
-    await any_store.add_message(session.id, "assistant", "an answer", inbox_id=item.id, now=10)
-    theirs = await any_store.add_message(session.id, "user", "kept", inbox_id=other.id, now=11)
+    session = await current_session(any_store, "telegram", str(GROUP), None, 10.0, 600)
+    mine = await add_message(any_store, session.id, "user", SECRET_WORDS, inbox_id=item.id, now=10)
+    await add_message(any_store, session.id, "assistant", "an answer", inbox_id=item.id, now=10)
+    theirs = await add_message(any_store, session.id, "user", "kept", inbox_id=other.id, now=11)
 
     done = await any_store.forget_user("telegram", str(FORGOTTEN), 20.0)
     assert (done.messages, done.updates, done.sessions) == (2, 1, 0)

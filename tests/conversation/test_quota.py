@@ -21,6 +21,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update, mention_entity
 from tests.line_support import REPLY, line_rig
 from tests.pg_support import database
+from tests.store_support import quota_counts
 from tests.telegram_harness import telegram_gateway
 
 __all__ = ["database"]  # a fixture
@@ -37,7 +38,7 @@ async def test_an_answer_is_admitted_under_every_count_or_under_none(any_store: 
     assert await any_store.quota_admit(DAY, [USER, GATEWAY]) is None
     refused = await any_store.quota_admit(DAY, [USER, GATEWAY])
     assert refused == USER
-    counts = {(c.scope, c.subject): c.answers for c in await any_store.quota_counts(DAY)}
+    counts = {(c.scope, c.subject): c.answers for c in await quota_counts(any_store, DAY)}
     # The refused answer raised neither count: the transaction rolled both back.
     assert counts == {("user", "telegram:1001"): 2, ("gateway", ""): 2}
 
@@ -66,7 +67,7 @@ async def test_two_replicas_admitting_at_once_let_exactly_the_limit_through(
             *(store.quota_admit(DAY, [limit]) for store in (one, two) * 8)
         )
         assert sum(r is None for r in results) == 5
-        assert [c.answers for c in await two.quota_counts(DAY)] == [5]
+        assert [c.answers for c in await quota_counts(two, DAY)] == [5]
 
 
 async def test_over_the_daily_limit_a_user_gets_one_notice_and_the_model_is_not_asked(
@@ -184,7 +185,7 @@ async def test_an_answer_retried_after_a_failed_delivery_is_counted_and_spent_on
         assert gw.fake.sent_texts(1001) == ["Hello from the fake model."]
         assert len(fake_llm.requests) == 1
         day = datetime.now(UTC).date().isoformat()
-        counts = {c.scope: c for c in await gw.parts.store.quota_counts(day)}
+        counts = {c.scope: c for c in await quota_counts(gw.parts.store, day)}
         (answer,) = [m for m in gw.fake.messages.values() if m.get("reply_markup")]
         rate = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
         trace = await gw.parts.store.get_trace(int(rate.split(":")[1]))

@@ -25,6 +25,7 @@ from tests.channels.drivers import DRIVERS, running
 from tests.console_support import NEW_WRITING, WRITING, seed_proposals
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import html_to_plain
+from tests.store_support import quota_counts
 from tests.synthesis_support import gateway, synth_settings
 from tests.tools.http_server import ToyServer
 from tests.tools.support import tools_file
@@ -91,7 +92,7 @@ async def test_a_text_answer_takes_at_most_five_store_round_trips(
         assert chat.texts()[-1] == "Hello from the fake model."
         assert len(calls) <= TEXT_ANSWER, calls
         if limits:  # both answers were counted, and their tokens added, in those few trips
-            today = await store.quota_counts(utc_day(time.time()))
+            today = await quota_counts(store, utc_day(time.time()))
             user = next(c for c in today if c.scope == "user")
             assert user.answers == 2 and user.tokens > 0
 

@@ -19,6 +19,7 @@ from gateway.ops.backup import create_backup, restore_backup
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import skillgate
+from tests.store_support import current_session, history
 
 AUTH = {"Authorization": "Bearer admin-secret-token"}
 CUSTOM_SKILL = """---
@@ -79,8 +80,8 @@ async def test_a_backup_taken_while_serving_restores_into_a_working_data_dir(
     }
     assert skills["door-colours"]["source"] == "custom"
     store = app[PARTS].store
-    session = await store.current_session("fake", "c1", "u1", time.time(), 3600)
-    texts = [m.text for m in await store.history(session.id, limit=10)]
+    session = await current_session(store, "fake", "c1", "u1", time.time(), 3600)
+    texts = [m.text for m in await history(store, session.id, limit=10)]
     assert texts == ["remember: the door is blue", "Noted: the door is blue."]
     assert "Doorkeeper" in app[PARTS].agent.config.persona
 

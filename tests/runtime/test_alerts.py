@@ -23,6 +23,7 @@ from gateway.synthesis.runs import RunRecord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.serve_process import free_port
+from tests.store_support import current_session
 from tests.telegram_harness import telegram_gateway
 
 HOUR = 3600.0
@@ -112,7 +113,7 @@ async def test_disk_synthesis_and_a_silent_webhook_are_each_told_once_until_they
     async with SqliteStore(tmp_path / "alerts.db") as store:
         watcher = AlertWatcher(store, looker(settings, store, 2), told, limits, clock=clock)
         await store.inbox_add("telegram", "1", "chat", "{}", clock.now)
-        session = await store.current_session("telegram", "chat", "u", clock.now, 60)
+        session = await current_session(store, "telegram", "chat", "u", clock.now, 60)
         assert session.id
         for _ in range(2):
             run_id = await store.start_run("schedule", "fake-model", clock.now)

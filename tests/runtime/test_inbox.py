@@ -15,6 +15,7 @@ from gateway.core.records import InboxItem
 from gateway.store import SqliteStore
 from tests.fakes.channel import FakeChannel
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 
 
 async def running(settings: Settings, channel: FakeChannel) -> web.AppRunner:
@@ -73,12 +74,12 @@ async def test_updates_stored_before_a_crash_are_answered_exactly_once_after_res
         for n in ("1", "2", "3"):
             payload = json.dumps({"chat": f"c{n}", "user": "u", "text": f"q{n}"})
             await store.inbox_add("fake", n, f"c{n}", payload)
-        s2 = await store.current_session("fake", "c2", "u", 1.0e9, 1e9)
-        await store.add_message(s2.id, "user", "q2", inbox_id=2)
-        await store.add_message(s2.id, "assistant", "made before crash", inbox_id=2)
-        s3 = await store.current_session("fake", "c3", "u", 1.0e9, 1e9)
-        await store.add_message(s3.id, "user", "q3", inbox_id=3)
-        done = await store.add_message(s3.id, "assistant", "sent before crash", inbox_id=3)
+        s2 = await current_session(store, "fake", "c2", "u", 1.0e9, 1e9)
+        await add_message(store, s2.id, "user", "q2", inbox_id=2)
+        await add_message(store, s2.id, "assistant", "made before crash", inbox_id=2)
+        s3 = await current_session(store, "fake", "c3", "u", 1.0e9, 1e9)
+        await add_message(store, s3.id, "user", "q3", inbox_id=3)
+        done = await add_message(store, s3.id, "assistant", "sent before crash", inbox_id=3)
         await store.set_platform_ids(done.id, ["fake-old"])
 
     channel = FakeChannel(settings)

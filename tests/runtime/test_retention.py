@@ -15,6 +15,7 @@ from gateway.store import SqliteStore, Store
 from gateway.store.sql import Conn
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 from tests.synthesis_support import answer, gateway, proposal, synth_settings
 
 DAY = 86400.0
@@ -22,11 +23,11 @@ DAY = 86400.0
 
 async def private_chat(store: Store, user: str, at: float, words: str = "hello") -> int:
     """A finished private chat of `user` at `at`: a question, a traced answer, a 👎."""
-    session = await store.current_session("telegram", user, user, at, 60)
-    await store.add_message(session.id, "user", words, now=at, user_id=user)
+    session = await current_session(store, "telegram", user, user, at, 60)
+    await add_message(store, session.id, "user", words, now=at, user_id=user)
     trace = Trace(prompt_tokens=10, completion_tokens=2, model="m")
-    reply = await store.add_message(
-        session.id, "assistant", "an answer", trace=trace, now=at, user_id=user
+    reply = await add_message(
+        store, session.id, "assistant", "an answer", trace=trace, now=at, user_id=user
     )
     await store.set_feedback(reply.id, user, -1, now=at)
     await store.set_feedback_comment(reply.id, user, "too long", now=at)

@@ -13,6 +13,7 @@ from gateway.store import SqliteStore
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.sql import Conn
 from gateway.store.sqlite import migrate
+from tests.store_support import add_message, current_session, open_turn
 
 
 async def test_a_fresh_database_gets_every_migration_once(tmp_path: Path) -> None:
@@ -72,12 +73,12 @@ async def test_a_retried_turn_stores_the_message_once_and_an_answered_one_writes
         assert item is not None
         args = ("telegram", "c", "u", "hello")
         limits = {"now": 1000.0, "idle_seconds": 60, "history_limit": 10}
-        first = await store.open_turn(*args, inbox_id=item.id, **limits)
-        again = await store.open_turn(*args, inbox_id=item.id, **limits)  # crashed mid-turn
+        first = await open_turn(store, *args, inbox_id=item.id, **limits)
+        again = await open_turn(store, *args, inbox_id=item.id, **limits)  # crashed mid-turn
         assert [m.text for m in again.history] == ["hello"]
         assert again.session_id == first.session_id and again.answer is None
-        answer = await store.add_message(first.session_id, "assistant", "hi", inbox_id=item.id)
-        done = await store.open_turn(*args, inbox_id=item.id, **limits)
+        answer = await add_message(store, first.session_id, "assistant", "hi", inbox_id=item.id)
+        done = await open_turn(store, *args, inbox_id=item.id, **limits)
         assert done.answer == answer
         count = await store.run(lambda db: db.execute("select count(*) from messages").fetchone())
         assert count[0] == 2
@@ -85,8 +86,8 @@ async def test_a_retried_turn_stores_the_message_once_and_an_answered_one_writes
 
 async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "db.sqlite") as store:
-        session = await store.current_session("telegram", "c", "u", 1000.0, 60)
-        answer = await store.add_message(session.id, "assistant", "hi")
+        session = await current_session(store, "telegram", "c", "u", 1000.0, 60)
+        answer = await add_message(store, session.id, "assistant", "hi")
         await store.set_feedback(answer.id, "u", 1)
         await store.set_feedback(answer.id, "u", -1)
         assert await store.set_feedback_comment(answer.id, "u", "too vague")
@@ -98,7 +99,7 @@ async def test_a_second_rating_changes_the_first_and_a_comment_attaches(tmp_path
             "c",
         )
         assert await store.set_feedback(999, "u", 1) is None  # no such answer
-        user_msg = await store.add_message(session.id, "user", "q")
+        user_msg = await add_message(store, session.id, "user", "q")
         assert await store.set_feedback(user_msg.id, "u", 1) is None  # only answers are rated
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from gateway.core.models import AttachmentRecord
 from gateway.store import Store
 from tests.store.test_store_conversations_backends import LIMITS, rows
+from tests.store_support import add_message, attachments_of, history, open_turn
 
 VOICE = AttachmentRecord(
     kind="voice",
@@ -32,7 +33,8 @@ REPORT = AttachmentRecord(
 
 
 async def turn(store: Store, text: str, *attachments: AttachmentRecord, **at: Any) -> int:
-    opened = await store.open_turn(
+    opened = await open_turn(
+        store,
         "telegram",
         "c",
         "u",
@@ -47,11 +49,11 @@ async def turn(store: Store, text: str, *attachments: AttachmentRecord, **at: An
 
 async def test_attachments_come_back_with_the_history_and_the_transcript(any_store: Store) -> None:
     first = await turn(any_store, "where is the station?", VOICE)
-    await any_store.add_message(1, "assistant", "Down the road.", now=1001.0)
+    await add_message(any_store, 1, "assistant", "Down the road.", now=1001.0)
     second = await turn(any_store, "sum it up", REPORT, now=1002.0)
-    history = await any_store.history(1, limit=10)
-    assert [len(m.attachments) for m in history] == [1, 0, 1]
-    voice, report = history[0].attachments[0], history[2].attachments[0]
+    shown = await history(any_store, 1, limit=10)
+    assert [len(m.attachments) for m in shown] == [1, 0, 1]
+    voice, report = shown[0].attachments[0], shown[2].attachments[0]
     assert voice.model_dump(exclude={"id"}) == {
         **VOICE.model_dump(exclude={"id"}),
         "message_id": first,
@@ -67,7 +69,7 @@ async def test_attachments_come_back_with_the_history_and_the_transcript(any_sto
 
 async def test_evidence_has_labels_never_a_documents_text(any_store: Store) -> None:
     await turn(any_store, "where is the station?", VOICE)
-    await any_store.add_message(1, "assistant", "Down the road.", now=1001.0)
+    await add_message(any_store, 1, "assistant", "Down the road.", now=1001.0)
     await turn(any_store, "sum it up", REPORT, now=1002.0)
     [evidence] = await any_store.session_evidence([1])
     assert [(t.text, t.attachments) for t in evidence.turns] == [
@@ -87,7 +89,7 @@ async def test_what_the_model_got_can_be_corrected_and_unsend_forgets_the_conten
     await any_store.set_attachments_sent(message, "image", "caption", "the model refuses images")
     doc = await turn(any_store, "read this", REPORT, now=1001.0)
     assert await any_store.unsend_message("telegram", "c", "m-read this")
-    found = await any_store.attachments_of([message, doc])
+    found = await attachments_of(any_store, [message, doc])
     assert [(a.sent_as, a.note) for a in found[message]] == [
         ("caption", "the model refuses images")
     ]

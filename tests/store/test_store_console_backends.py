@@ -9,6 +9,13 @@ from gateway.core.records import MessageRecord, SkillRecord, Trace
 from gateway.review.proposals import Candidate, Proposal
 from gateway.store import Store
 from gateway.synthesis.runs import RunDropped, RunRecord
+from tests.store_support import (
+    add_message,
+    add_skill_version,
+    count_proposals,
+    current_session,
+    open_turn,
+)
 
 IDLE = 10**9  # no session goes idle between the moments a test picks
 
@@ -21,7 +28,7 @@ def utc(text: str) -> float:
 async def open_session(
     store: Store, chat: str, at: float, *, channel: str = "telegram", user: str | None = "u1"
 ) -> int:
-    return (await store.current_session(channel, chat, user, at, IDLE)).id
+    return (await current_session(store, channel, chat, user, at, IDLE)).id
 
 
 async def say(
@@ -37,7 +44,7 @@ async def say(
     role: Role = "assistant" if answer else "user"
     if answer and trace is None:
         trace = Trace()
-    return await store.add_message(session_id, role, text, kind=kind, trace=trace, now=at)
+    return await add_message(store, session_id, role, text, kind=kind, trace=trace, now=at)
 
 
 def candidate(name: str, *, target: str | None = None, at: float = 1000.0) -> Candidate:
@@ -126,7 +133,8 @@ async def test_a_later_turn_moves_a_session_to_the_top(any_store: Store) -> None
     a = await open_session(store, "chat-a", 100.0)
     b = await open_session(store, "chat-b", 200.0)
     assert [r.id for r in await store.session_summaries()] == [b, a]
-    turn = await store.open_turn(
+    turn = await open_turn(
+        store,
         "telegram",
         "chat-a",
         "u1",
@@ -188,7 +196,7 @@ async def test_a_transcript_has_every_message_with_its_trace_and_ratings(
     await say(store, sid, "Shorter please", 102.0)
     failed_trace = Trace(completed=False, error="ModelUnavailable: down", model="fake-model")
     failed = await say(store, sid, "(failed)", 103.0, answer=True, kind="error", trace=failed_trace)
-    untraced = await store.add_message(sid, "assistant", "No trace here", now=104.0)
+    untraced = await add_message(store, sid, "assistant", "No trace here", now=104.0)
     await store.set_feedback(answer.id, "u2", 1, now=110.0)
     await store.set_feedback(answer.id, "u1", -1, now=111.0)
     assert await store.set_feedback_comment(answer.id, "u1", "too long", now=112.0)
@@ -359,7 +367,7 @@ async def test_the_review_queue_puts_pending_first_then_the_rest_newest_first(
     any_store: Store,
 ) -> None:
     store = any_store
-    assert await store.count_proposals() == 0
+    assert await count_proposals(store) == 0
     assert await store.review_queue() == []
     p1 = await propose(store, "one")
     p2 = await propose(store, "two", "rejected")
@@ -368,7 +376,7 @@ async def test_the_review_queue_puts_pending_first_then_the_rest_newest_first(
     p5 = await propose(store, "five", "stale")
     p6 = await propose(store, "six")
 
-    assert await store.count_proposals() == 6
+    assert await count_proposals(store) == 6
     queue = await store.review_queue()
     assert [p.id for p in queue] == [p1.id, p3.id, p6.id, p5.id, p4.id, p2.id]
     assert [p.status for p in queue] == [
@@ -392,7 +400,7 @@ async def test_the_review_queue_puts_pending_first_then_the_rest_newest_first(
         p1.id, from_status="pending", to_status="rejected", by="web", at=3000.0
     )
     assert [p.id for p in await store.review_queue(limit=3)] == [p3.id, p6.id, p5.id]
-    assert await store.count_proposals() == 6
+    assert await count_proposals(store) == 6
 
 
 async def test_a_skills_history_its_proposals_and_replaced_texts(any_store: Store) -> None:
@@ -414,9 +422,9 @@ async def test_a_skills_history_its_proposals_and_replaced_texts(any_store: Stor
     assert await store.skill_proposals("WRITING") == []
 
     assert await store.skill_versions("writing") == []
-    await store.add_skill_version("writing", "# Writing v1", "h1", created.id, 1000.0)
-    await store.add_skill_version("brevity", "# Brevity v1", "b1", created.id, 1500.0)
-    await store.add_skill_version("writing", "# Writing v2", "h2", renamed.id, 2000.0)
+    await add_skill_version(store, "writing", "# Writing v1", "h1", created.id, 1000.0)
+    await add_skill_version(store, "brevity", "# Brevity v1", "b1", created.id, 1500.0)
+    await add_skill_version(store, "writing", "# Writing v2", "h2", renamed.id, 2000.0)
     versions = await store.skill_versions("writing")
     assert [(v.content, v.content_hash, v.replaced_at, v.proposal_id) for v in versions] == [
         ("# Writing v2", "h2", 2000.0, renamed.id),

@@ -11,6 +11,7 @@ from gateway.core.records import Awaiting, SkillRecord, Trace
 from gateway.errors import StoreError
 from gateway.store import SqliteStore, Store
 from gateway.store.postgres import PostgresStore, numbered
+from tests.store_support import add_message, answer_for_inbox, current_session, history, open_turn
 
 LIMITS: dict[str, Any] = {"now": 1000.0, "idle_seconds": 60, "history_limit": 10}
 
@@ -38,25 +39,25 @@ async def execute(store: Store, sql: str, *params: Any) -> None:
 
 async def test_open_sessions_are_counted_until_finished(any_store: Store) -> None:
     assert await any_store.open_session_count() == 0
-    await any_store.current_session("telegram", "c", "u", 1000.0, 60)
-    await any_store.current_session("line", "d", "u", 1000.0, 60)
+    await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
+    await current_session(any_store, "line", "d", "u", 1000.0, 60)
     assert await any_store.open_session_count() == 2
     assert await any_store.finish_chat_session("telegram", "c", "new", 1001.0)
     assert await any_store.open_session_count() == 1
 
 
 async def test_a_session_stays_open_while_active_and_rolls_over_when_idle(any_store: Store) -> None:
-    first = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    first = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
     assert (first.started_at, first.last_activity_at, first.finished_at) == (1000.0, 1000.0, None)
-    same = await any_store.current_session("telegram", "c", "u", 1060.0, 60)  # exactly idle
+    same = await current_session(any_store, "telegram", "c", "u", 1060.0, 60)  # exactly idle
     assert same.id == first.id and same.last_activity_at == 1060.0
     assert same.started_at == 1000.0
-    other_chat = await any_store.current_session("telegram", "d", None, 1060.0, 60)
-    other_channel = await any_store.current_session("line", "c", "u", 1060.0, 60)
+    other_chat = await current_session(any_store, "telegram", "d", None, 1060.0, 60)
+    other_channel = await current_session(any_store, "line", "c", "u", 1060.0, 60)
     assert len({first.id, other_chat.id, other_channel.id}) == 3
     assert other_chat.user_id is None
 
-    fresh = await any_store.current_session("telegram", "c", "u", 1121.0, 60)
+    fresh = await current_session(any_store, "telegram", "c", "u", 1121.0, 60)
     assert fresh.id > first.id and fresh.started_at == 1121.0
     old = await any_store.get_session(first.id)
     assert old is not None
@@ -66,8 +67,8 @@ async def test_a_session_stays_open_while_active_and_rolls_over_when_idle(any_st
 
 
 async def test_new_finishes_only_the_open_session_of_that_chat(any_store: Store) -> None:
-    a = await any_store.current_session("telegram", "a", "u", 1000.0, 60)
-    b = await any_store.current_session("telegram", "b", "u", 1000.0, 60)
+    a = await current_session(any_store, "telegram", "a", "u", 1000.0, 60)
+    b = await current_session(any_store, "telegram", "b", "u", 1000.0, 60)
     assert await any_store.finish_chat_session("telegram", "a", now=1010.0)
     assert not await any_store.finish_chat_session("telegram", "a", now=1020.0)  # none open
     assert not await any_store.finish_chat_session("line", "b")
@@ -79,15 +80,15 @@ async def test_new_finishes_only_the_open_session_of_that_chat(any_store: Store)
     assert await any_store.finish_chat_session("telegram", "b", "reset", now=1011.5)
     other = await any_store.get_session(b.id)
     assert other is not None and other.finish_reason == "reset"
-    again = await any_store.current_session("telegram", "a", "u", 1012.0, 60)
+    again = await current_session(any_store, "telegram", "a", "u", 1012.0, 60)
     assert again.id not in (a.id, b.id) and again.finished_at is None
 
 
 async def test_idle_sessions_are_finished_and_counted(any_store: Store) -> None:
-    quiet = await any_store.current_session("telegram", "a", "u", 1000.0, 600)
-    edge = await any_store.current_session("telegram", "b", "u", 1100.0, 600)
-    busy = await any_store.current_session("telegram", "c", "u", 1500.0, 600)
-    done = await any_store.current_session("telegram", "d", "u", 900.0, 600)
+    quiet = await current_session(any_store, "telegram", "a", "u", 1000.0, 600)
+    edge = await current_session(any_store, "telegram", "b", "u", 1100.0, 600)
+    busy = await current_session(any_store, "telegram", "c", "u", 1500.0, 600)
+    done = await current_session(any_store, "telegram", "d", "u", 900.0, 600)
     await any_store.finish_chat_session("telegram", "d", now=950.0)
     assert await any_store.finish_idle_sessions(1700.0, 600) == 1  # idle > 600 s only
     assert await any_store.finish_idle_sessions(1700.0, 600) == 0
@@ -105,49 +106,49 @@ async def test_idle_sessions_are_finished_and_counted(any_store: Store) -> None:
 
 
 async def test_messages_are_stored_and_history_is_the_latest_oldest_first(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
     texts = ["q1", "a1", "oops", "q2", "note", "a2"]
     kinds: list[Any] = ["normal", "normal", "error", "normal", "notice", "normal"]
     stored = []
     for i, (text, kind) in enumerate(zip(texts, kinds, strict=True)):
         role: Any = "user" if text.startswith("q") else "assistant"
         stored.append(
-            await any_store.add_message(session.id, role, text, kind=kind, now=1000.0 + i)
+            await add_message(any_store, session.id, role, text, kind=kind, now=1000.0 + i)
         )
     assert [m.id for m in stored] == sorted(m.id for m in stored)
     assert stored[2].kind == "error" and stored[0].created_at == 1000.0
     assert stored[0].platform_message_ids == [] and stored[0].inbox_id is None
 
-    history = await any_store.history(session.id, limit=10)
-    assert [m.text for m in history] == texts
-    assert history == stored
-    latest = await any_store.history(session.id, limit=3)
+    shown = await history(any_store, session.id, limit=10)
+    assert [m.text for m in shown] == texts
+    assert shown == stored
+    latest = await history(any_store, session.id, limit=3)
     assert [m.text for m in latest] == ["q2", "note", "a2"]
-    normal = await any_store.history(session.id, limit=3, exclude_kinds=["error", "notice"])
+    normal = await history(any_store, session.id, limit=3, exclude_kinds=["error", "notice"])
     assert [m.text for m in normal] == ["a1", "q2", "a2"]
-    assert await any_store.history(session.id, limit=0) == []
-    assert [m.text for m in await any_store.history(session.id, limit=-1)] == texts  # no limit
-    other = await any_store.current_session("telegram", "d", "u", 1000.0, 60)
-    assert await any_store.history(other.id, limit=10) == []
+    assert await history(any_store, session.id, limit=0) == []
+    assert [m.text for m in await history(any_store, session.id, limit=-1)] == texts  # no limit
+    other = await current_session(any_store, "telegram", "d", "u", 1000.0, 60)
+    assert await history(any_store, other.id, limit=10) == []
 
     assert await any_store.get_message(stored[1].id) == stored[1]
     assert await any_store.get_message(10**9) is None
 
 
 async def test_a_bad_message_kind_is_refused(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
     with pytest.raises(StoreError):
-        await any_store.add_message(session.id, "user", "x", kind="shout")  # type: ignore[arg-type]
-    assert await any_store.history(session.id, limit=10) == []
+        await add_message(any_store, session.id, "user", "x", kind="shout")  # type: ignore[arg-type]
+    assert await history(any_store, session.id, limit=10) == []
 
 
 async def test_platform_ids_are_kept_in_order(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
-    msg = await any_store.add_message(session.id, "assistant", "long answer")
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
+    msg = await add_message(any_store, session.id, "assistant", "long answer")
     await any_store.set_platform_ids(msg.id, ["17", "5", "9"])
     found = await any_store.get_message(msg.id)
     assert found is not None and found.platform_message_ids == ["17", "5", "9"]
-    (again,) = await any_store.history(session.id, limit=1)
+    (again,) = await history(any_store, session.id, limit=1)
     assert again.platform_message_ids == ["17", "5", "9"]
     await any_store.set_platform_ids(msg.id, ())
     found = await any_store.get_message(msg.id)
@@ -155,7 +156,7 @@ async def test_platform_ids_are_kept_in_order(any_store: Store) -> None:
 
 
 async def test_an_answer_keeps_its_trace(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
     trace = Trace(
         skills_offered=["b", "a"],
         skills_loaded=["a"],
@@ -168,30 +169,30 @@ async def test_an_answer_keeps_its_trace(any_store: Store) -> None:
         completion_tokens=20,
         model="m",
     )
-    answer = await any_store.add_message(session.id, "assistant", "hi", trace=trace, now=1001.0)
+    answer = await add_message(any_store, session.id, "assistant", "hi", trace=trace, now=1001.0)
     assert answer.created_at == 1001.0
     assert await any_store.get_trace(answer.id) == trace
-    plain = await any_store.add_message(session.id, "assistant", "ok", trace=Trace())
+    plain = await add_message(any_store, session.id, "assistant", "ok", trace=Trace())
     assert await any_store.get_trace(plain.id) == Trace()
-    untraced = await any_store.add_message(session.id, "user", "q")
+    untraced = await add_message(any_store, session.id, "user", "q")
     assert await any_store.get_trace(untraced.id) is None
     assert await any_store.get_trace(10**9) is None
 
 
 async def test_messages_are_found_by_inbox_update_and_role(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
     assert await any_store.message_for_inbox(7, "user") is None
-    assert await any_store.answer_for_inbox(7) is None
-    question = await any_store.add_message(session.id, "user", "q", inbox_id=7)
-    first = await any_store.add_message(session.id, "assistant", "a", inbox_id=7)
-    last = await any_store.add_message(session.id, "assistant", "b", inbox_id=7)
-    await any_store.add_message(session.id, "assistant", "other", inbox_id=8)
+    assert await answer_for_inbox(any_store, 7) is None
+    question = await add_message(any_store, session.id, "user", "q", inbox_id=7)
+    first = await add_message(any_store, session.id, "assistant", "a", inbox_id=7)
+    last = await add_message(any_store, session.id, "assistant", "b", inbox_id=7)
+    await add_message(any_store, session.id, "assistant", "other", inbox_id=8)
     assert await any_store.message_for_inbox(7, "user") == question
     assert await any_store.message_for_inbox(7, "assistant") == last  # the latest one
-    assert await any_store.answer_for_inbox(7) == last
+    assert await answer_for_inbox(any_store, 7) == last
     assert first.id < last.id
     await any_store.set_platform_ids(last.id, ["p1"])
-    answer = await any_store.answer_for_inbox(7)
+    answer = await answer_for_inbox(any_store, 7)
     assert answer is not None and answer.platform_message_ids == ["p1"]
 
 
@@ -201,13 +202,13 @@ async def test_a_turn_opens_once_per_update_and_an_answered_one_writes_nothing(
     item = await any_store.inbox_add("telegram", "1", "c", "{}")
     assert item is not None
     args = ("telegram", "c", "u", "hello")
-    first = await any_store.open_turn(*args, inbox_id=item.id, **LIMITS)
+    first = await open_turn(any_store, *args, inbox_id=item.id, **LIMITS)
     assert first.answer is None
     assert [(m.role, m.text, m.inbox_id) for m in first.history] == [("user", "hello", item.id)]
-    again = await any_store.open_turn(*args, inbox_id=item.id, **LIMITS)  # crashed mid-turn
+    again = await open_turn(any_store, *args, inbox_id=item.id, **LIMITS)  # crashed mid-turn
     assert again.session_id == first.session_id and again.history == first.history
-    answer = await any_store.add_message(first.session_id, "assistant", "hi", inbox_id=item.id)
-    done = await any_store.open_turn(*args, inbox_id=item.id, **{**LIMITS, "now": 5000.0})
+    answer = await add_message(any_store, first.session_id, "assistant", "hi", inbox_id=item.id)
+    done = await open_turn(any_store, *args, inbox_id=item.id, **{**LIMITS, "now": 5000.0})
     assert done.answer == answer and done.session_id == first.session_id and done.history == []
     (count,) = await rows(any_store, "select count(*) as n from messages")
     assert count["n"] == 2
@@ -219,9 +220,9 @@ async def test_a_turn_resumed_after_an_idle_gap_stays_with_its_question(any_stor
     item = await any_store.inbox_add("telegram", "1", "c", "{}")
     assert item is not None
     args = ("telegram", "c", "u", "hello")
-    first = await any_store.open_turn(*args, inbox_id=item.id, **LIMITS)
+    first = await open_turn(any_store, *args, inbox_id=item.id, **LIMITS)
     later = {**LIMITS, "now": 5000.0}  # the retry comes long after the session went idle
-    again = await any_store.open_turn(*args, inbox_id=item.id, **later)
+    again = await open_turn(any_store, *args, inbox_id=item.id, **later)
     assert again.session_id == first.session_id
     assert [m.text for m in again.history] == ["hello"]
     (count,) = await rows(any_store, "select count(*) as n from sessions")
@@ -229,11 +230,12 @@ async def test_a_turn_resumed_after_an_idle_gap_stays_with_its_question(any_stor
 
 
 async def test_a_turn_brings_the_history_it_asks_for(any_store: Store) -> None:
-    turn = await any_store.open_turn("line", "c", "u", "q1", inbox_id=None, **LIMITS)
+    turn = await open_turn(any_store, "line", "c", "u", "q1", inbox_id=None, **LIMITS)
     session_id = turn.session_id
-    await any_store.add_message(session_id, "assistant", "sorry", kind="error", now=1001.0)
-    await any_store.add_message(session_id, "assistant", "a1", now=1002.0)
-    second = await any_store.open_turn(
+    await add_message(any_store, session_id, "assistant", "sorry", kind="error", now=1001.0)
+    await add_message(any_store, session_id, "assistant", "a1", now=1002.0)
+    second = await open_turn(
+        any_store,
         "line",
         "c",
         "u",
@@ -247,13 +249,29 @@ async def test_a_turn_brings_the_history_it_asks_for(any_store: Store) -> None:
     assert second.session_id == session_id
     assert [m.text for m in second.history] == ["a1", "q2"]
     # Without an inbox update the same text is a new message each time.
-    third = await any_store.open_turn(
-        "line", "c", "u", "q2", inbox_id=None, now=1020.0, idle_seconds=60, history_limit=10
+    third = await open_turn(
+        any_store,
+        "line",
+        "c",
+        "u",
+        "q2",
+        inbox_id=None,
+        now=1020.0,
+        idle_seconds=60,
+        history_limit=10,
     )
     assert [m.text for m in third.history] == ["q1", "sorry", "a1", "q2", "q2"]
     # After an idle gap the turn starts a fresh session with only its own message.
-    later = await any_store.open_turn(
-        "line", "c", "u", "q3", inbox_id=None, now=2000.0, idle_seconds=60, history_limit=10
+    later = await open_turn(
+        any_store,
+        "line",
+        "c",
+        "u",
+        "q3",
+        inbox_id=None,
+        now=2000.0,
+        idle_seconds=60,
+        history_limit=10,
     )
     assert later.session_id != session_id
     assert [m.text for m in later.history] == ["q3"]
@@ -265,8 +283,8 @@ async def test_a_turn_brings_the_history_it_asks_for(any_store: Store) -> None:
 
 
 async def _answer(store: Store, chat: str = "c") -> int:
-    session = await store.current_session("telegram", chat, "u", 1000.0, 60)
-    return (await store.add_message(session.id, "assistant", "hi")).id
+    session = await current_session(store, "telegram", chat, "u", 1000.0, 60)
+    return (await add_message(store, session.id, "assistant", "hi")).id
 
 
 async def test_a_second_rating_changes_the_first_and_a_comment_attaches(any_store: Store) -> None:
@@ -297,11 +315,11 @@ async def test_a_second_rating_changes_the_first_and_a_comment_attaches(any_stor
 
 
 async def test_only_stored_answers_can_be_rated(any_store: Store) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
-    question = await any_store.add_message(session.id, "user", "q")
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
+    question = await add_message(any_store, session.id, "user", "q")
     assert await any_store.set_feedback(10**9, "u", 1) is None  # no such answer
     assert await any_store.set_feedback(question.id, "u", 1) is None  # only answers are rated
-    answer = await any_store.add_message(session.id, "assistant", "a")
+    answer = await add_message(any_store, session.id, "assistant", "a")
     with pytest.raises(StoreError):
         await any_store.set_feedback(answer.id, "u", 5)  # ratings are +1 or -1
     assert await any_store.list_feedback() == []
@@ -311,8 +329,8 @@ async def test_only_stored_answers_can_be_rated(any_store: Store) -> None:
 async def test_a_rating_press_reads_its_state_and_keeps_the_rating_in_one_go(
     any_store: Store,
 ) -> None:
-    session = await any_store.current_session("telegram", "c", "u", 1000.0, 60)
-    answer = await any_store.add_message(session.id, "assistant", "a")
+    session = await current_session(any_store, "telegram", "c", "u", 1000.0, 60)
+    answer = await add_message(any_store, session.id, "assistant", "a")
     await any_store.set_platform_ids(answer.id, ["m1", "m2"])
     await any_store.choose_language("telegram", "c", "ja", "u", now=900.0)
     question = _question(ref=str(answer.id))
@@ -333,9 +351,9 @@ async def test_a_rating_press_reads_its_state_and_keeps_the_rating_in_one_go(
     assert (again.feedback.rating, again.feedback.comment) == (1, "too vague")
 
     # Refused, and nothing stored: another chat, another message, no answer, no normal answer.
-    other = await any_store.current_session("telegram", "d", "u", 1000.0, 60)
-    question_row = await any_store.add_message(session.id, "user", "q")
-    error = await any_store.add_message(session.id, "assistant", "oops", kind="error")
+    other = await current_session(any_store, "telegram", "d", "u", 1000.0, 60)
+    question_row = await add_message(any_store, session.id, "user", "q")
+    error = await add_message(any_store, session.id, "assistant", "oops", kind="error")
     for chat, answer_id, pressed in (
         ("d", answer.id, None),
         ("c", answer.id, "m3"),
@@ -400,8 +418,8 @@ async def test_a_batch_keeps_its_first_retry_key_until_it_is_sent(any_store: Sto
 
 async def test_a_batch_sent_without_a_record_is_recorded_with_its_answer(any_store: Store) -> None:
     """A reply-token batch of a fresh answer is recorded once sent, with the answer's ids."""
-    turn = await any_store.open_turn("line", "c", "u", "hi", inbox_id=None, **LIMITS)
-    answer = await any_store.add_message(turn.session_id, "assistant", "hello")
+    turn = await open_turn(any_store, "line", "c", "u", "hi", inbox_id=None, **LIMITS)
+    answer = await add_message(any_store, turn.session_id, "assistant", "hello")
     ref = f"answer:{answer.id}"
     await any_store.delivery_sent(
         "line", ref, 0, ["p1"], now=150.0, answer=answer.id, answer_ids=["p1"]
@@ -545,7 +563,7 @@ async def test_a_new_question_replaces_the_open_one_of_that_user(any_store: Stor
 async def test_turns_arriving_together_share_one_new_session(any_store: Store) -> None:
     turns = await asyncio.gather(
         *(
-            any_store.open_turn("telegram", "c", "u", f"q{i}", inbox_id=None, **LIMITS)
+            open_turn(any_store, "telegram", "c", "u", f"q{i}", inbox_id=None, **LIMITS)
             for i in range(8)
         )
     )
@@ -574,18 +592,18 @@ async def test_an_unsent_message_and_its_answer_leave_history_and_evidence(
 ) -> None:
     item = await any_store.inbox_add("line", "e1", "c", "{}")
     assert item is not None
-    turn = await any_store.open_turn(
-        "line", "c", "u", "secret", inbox_id=item.id, platform_message_id="m1", **LIMITS
+    turn = await open_turn(
+        any_store, "line", "c", "u", "secret", inbox_id=item.id, platform_message_id="m1", **LIMITS
     )
-    await any_store.add_message(turn.session_id, "assistant", "a1", inbox_id=item.id, now=1001.0)
+    await add_message(any_store, turn.session_id, "assistant", "a1", inbox_id=item.id, now=1001.0)
     # Another chat's message with the same platform id is not touched.
-    await any_store.open_turn(
-        "line", "other", "u", "keep", inbox_id=None, platform_message_id="m1", **LIMITS
+    await open_turn(
+        any_store, "line", "other", "u", "keep", inbox_id=None, platform_message_id="m1", **LIMITS
     )
     assert not await any_store.unsend_message("line", "c", "m2")
     assert await any_store.unsend_message("line", "c", "m1", now=1005.0)
-    later = await any_store.open_turn(
-        "line", "c", "u", "q2", inbox_id=None, **{**LIMITS, "now": 1010.0}
+    later = await open_turn(
+        any_store, "line", "c", "u", "q2", inbox_id=None, **{**LIMITS, "now": 1010.0}
     )
     assert [m.text for m in later.history] == ["q2"]
     [evidence] = await any_store.session_evidence([turn.session_id])

@@ -12,6 +12,7 @@ from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 from tests.effect_support import seed_answer
+from tests.store_support import add_skill_version, current_session, reviewer_names
 
 
 def candidate(name: str = "tone", **fields: Any) -> Candidate:
@@ -278,8 +279,8 @@ async def test_the_last_promotion_of_each_skill_is_its_latest_approval(
 async def test_the_text_an_approval_replaced_is_kept_for_rollback(any_store: Store) -> None:
     p, other = await proposals(any_store, "tone", "other")
     assert await any_store.replaced_version(p.id) is None
-    await any_store.add_skill_version("tone", "# old text", "h-old", p.id, 4.0)
-    await any_store.add_skill_version("tone", "# newer text", "h-new", p.id, 5.0)
+    await add_skill_version(any_store, "tone", "# old text", "h-old", p.id, 4.0)
+    await add_skill_version(any_store, "tone", "# newer text", "h-new", p.id, 5.0)
     version = await any_store.replaced_version(p.id)
     assert version is not None
     assert (version.slug, version.content, version.content_hash, version.replaced_at) == (
@@ -302,7 +303,7 @@ async def test_finished_sessions_are_read_once_with_their_turns_and_ratings(
     second, _ = await seed_answer(any_store, ratings=())
     third, _ = await seed_answer(any_store, ratings=(-1,))
     # An open session is not evidence yet.
-    await any_store.current_session("telegram", "still-talking", "u9", 1.0, 60)
+    await current_session(any_store, "telegram", "still-talking", "u9", 1.0, 60)
     await any_store.set_feedback_comment(first_reply, "u1", "Too long.")
 
     assert await any_store.unconsumed_sessions(after_id=0, limit=10) == [first, second, third]
@@ -583,8 +584,8 @@ async def test_reviewers_are_shown_by_their_remembered_names(any_store: Store) -
     await any_store.set_reviewer_name("line:U2", "Bob")
     await any_store.set_reviewer_name("telegram:1", "Alice (@alice)", now=2.0)
     assert await any_store.reviewer_name("telegram:1") == "Alice (@alice)"
-    assert await any_store.reviewer_names([]) == {}
-    assert await any_store.reviewer_names(["telegram:1", "line:U2", "web", "telegram:1"]) == {
+    assert await reviewer_names(any_store, []) == {}
+    assert await reviewer_names(any_store, ["telegram:1", "line:U2", "web", "telegram:1"]) == {
         "telegram:1": "Alice (@alice)",
         "line:U2": "Bob",
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gateway.core.records import Trace
 from gateway.store import Store
+from tests.store_support import current_session
 
 DAY = 86400.0
 DEC_1 = 1796083200.0 + 3600.0
@@ -41,7 +42,7 @@ async def test_an_expired_confirmation_takes_no_press(any_store: Store) -> None:
 async def test_tool_calls_are_counted_per_day_tool_and_status_with_their_answer(
     any_store: Store,
 ) -> None:
-    session = await any_store.current_session("telegram", "c1", "u1", 1000.0, 60)
+    session = await current_session(any_store, "telegram", "c1", "u1", 1000.0, 60)
     clock = "time__get_current_time"
     for at, calls in [
         (DEC_1, [(clock, "ok"), ("git__git_add", "declined"), (clock, "ok")]),

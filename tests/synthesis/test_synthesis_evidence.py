@@ -12,6 +12,7 @@ from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
 from gateway.synthesis.evidence import MAX_SHOWINGS
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 from tests.synthesis_support import (
     answer,
     evidence_prompt,
@@ -42,8 +43,8 @@ async def test_sessions_without_a_signal_are_consumed_without_being_shown(
         rated_up = await gw.seed(rating=1, comment=None)
         await gw.seed(rating=None)  # answered fine, nobody rated it
         store = gw.parts.store
-        lonely = await store.current_session("telegram", "alone", "u1", 1000.0, 60)
-        await store.add_message(lonely.id, "user", "hello?")  # no answer: too short
+        lonely = await current_session(store, "telegram", "alone", "u1", 1000.0, 60)
+        await add_message(store, lonely.id, "user", "hello?")  # no answer: too short
         await store.finish_chat_session("telegram", "alone")
 
         run = await gw.synthesize()

@@ -163,7 +163,7 @@ async def test_a_stdio_server_sees_no_secret_and_its_stderr_is_logged_masked(
     for value in SECRETS.values():
         assert value not in result
     said = [r.getMessage() for r in caplog.records if "envy starting" in r.getMessage()]
-    assert said == ["tool server envy says: envy starting with key=***"]
+    assert said == ["tool server envy says: envy starting with key=[redacted]"]
     assert "envy__die" in tool_names(fake_llm.requests[2])
     assert not [n for n in tool_names(fake_llm.requests[4]) if n.startswith("envy__")]
     down = [r for r in caplog.records if "tool server envy is unavailable" in r.getMessage()]

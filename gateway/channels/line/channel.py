@@ -13,7 +13,6 @@ event's reply token first, then by push (`LineOutbox`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import json
 import logging
@@ -44,6 +43,7 @@ from gateway.conversation.models import Audience, Greeting, Message, Press, Prof
 from gateway.conversation.ports import Responder
 from gateway.core.models import ChatRef
 from gateway.core.records import InboxItem
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ChannelError, StoreError
 from gateway.review.buttons import CardSigner
 from gateway.web import jsonlimits
@@ -152,10 +152,7 @@ class LineChannel(Channel):
 
     async def stop(self) -> None:
         loading, self._loading = self._loading, None
-        if loading is not None and not loading.done():
-            loading.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await loading
+        await cancel_and_wait(loading, quiet=(Exception,))
         self.session = None
         if self._client is not None:
             await self._client.close()

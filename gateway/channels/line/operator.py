@@ -51,7 +51,7 @@ async def line_errors(settings: Settings) -> AsyncIterator[None]:
     except ApiException as exc:
         if exc.status == 401:
             raise ChannelError("LINE rejected LINE_CHANNEL_ACCESS_TOKEN (HTTP 401)") from exc
-        message = mask(settings.secrets(), error_message(exc.body))
+        message = mask(error_message(exc.body), settings.secrets())
         raise ChannelError(f"LINE answered HTTP {exc.status}: {message}") from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ChannelError(f"cannot reach the LINE API at {host}: {type(exc).__name__}") from exc

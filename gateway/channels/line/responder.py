@@ -22,6 +22,7 @@ from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
 from gateway.channels.text import CUT_NOTE, split_text, utf16_len
 from gateway.conversation.review import MAX_CARDS_SHOWN
 from gateway.core.models import Button, ChatRef, Reply
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ChannelError
 from gateway.i18n import ENGLISH, N_, Texts
 from gateway.review.cards import Card
@@ -113,9 +114,7 @@ class LineResponder:
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     async def _keep_loading(self, user_id: str) -> None:
         while True:

@@ -66,7 +66,7 @@ def _translate(exc: Exception) -> ChannelError:
     if isinstance(exc, ApiException):
         if exc.status == 401:
             return ChannelError("LINE does not accept this channel access token (HTTP 401)")
-        return ChannelError(f"LINE answered HTTP {exc.status}: {mask([], error_message(exc.body))}")
+        return ChannelError(f"LINE answered HTTP {exc.status}: {mask(error_message(exc.body))}")
     return ChannelError(f"cannot reach the LINE API: {type(exc).__name__}")
 
 

@@ -69,7 +69,7 @@ async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
 
 def _clean(settings: Settings, text: str) -> str:
     """An error of the Bot API without a secret or anything shaped like a token."""
-    return mask(settings.secrets(), text, SPEC.token_shapes)
+    return mask(text, settings.secrets(), SPEC.token_shapes)
 
 
 def secret_fingerprint(settings: Settings) -> str:

@@ -7,7 +7,6 @@ between the two gets it again, and the inbox's key makes the redelivery a no-op.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import warnings
 from typing import Any
@@ -20,6 +19,7 @@ from gateway.channels.base import Intake
 from gateway.channels.telegram.incoming import as_int
 from gateway.channels.telegram.send import Sender
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, accept
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ChannelError
 
 log = logging.getLogger(__name__)
@@ -44,9 +44,7 @@ class Poller:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _drop_webhook(self) -> None:

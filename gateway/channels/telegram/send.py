@@ -39,6 +39,7 @@ from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
 from gateway.core.models import ChatRef
+from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ChannelError, RateLimited
 
 log = logging.getLogger(__name__)
@@ -338,10 +339,8 @@ class Sender:
         try:
             yield stop
         finally:
-            stop()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            timer.cancel()
+            await cancel_and_wait(*tasks)
 
     async def _keep_typing(self, target: Target) -> None:
         while True:

@@ -129,7 +129,7 @@ async def _updates(bot: Bot, *, timeout: int) -> list[dict[str, Any]]:
 
 def _clean(token: str, text: str) -> str:
     """An error of the Bot API without the token or anything shaped like one."""
-    return mask([token], text, SPEC.token_shapes)
+    return mask(text, [token], SPEC.token_shapes)
 
 
 def start_sender(update: dict[str, Any], *, code: str, since: float) -> TelegramUser | None:
