@@ -34,7 +34,7 @@ STEPS = (
     ("start: open the parts, start the channels and the worker", "gateway/app.py", "lifecycle"),
     (
         "  the parts (store, skills; their work waits on their threads)",
-        "gateway/app.py",
+        "gateway/runtime/assembly.py",
         "open_parts",
     ),
     ("  the channels (Bot API getMe, handlers)", "gateway/channels/", "start"),

@@ -25,11 +25,11 @@ from typing import Any
 import openai  # noqa: F401  # loaded up front, as in a running server: its import is no part of a pass
 
 from bench.report import machine, median, publish, run_in_scratch, spread, table
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.core.tokens import estimate_tokens
 from gateway.core.turn import TurnStart
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.store import Store
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.report import machine, table
-from gateway.app import Parts, close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
+from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 
 DAY = 86400.0

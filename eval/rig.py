@@ -20,10 +20,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
 from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
 from gateway.core.tokens import estimate_tokens
+from gateway.runtime.assembly import Parts
 from gateway.skills.selection import index_entry, render_index
 from tests.fakes.telegram_api import (
     FakeTelegramAPI,
@@ -148,8 +149,8 @@ class Gateway:
     async def idle(self) -> None:
         """Wait until every stored update is handled and every card job is done."""
         await self.parts.worker.wait_idle(self.patience)
-        if self.parts.cards is not None:
-            await self.parts.cards.wait_idle(self.patience)
+        if self.parts.admins.cards is not None:
+            await self.parts.admins.cards.wait_idle(self.patience)
 
     async def post(self, update: dict[str, Any]) -> None:
         """Post one update as Telegram does and wait until it was handled."""

@@ -8,8 +8,6 @@ from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -18,6 +16,13 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gateway.core.settings import (
+    MB,
+    ModelSettings,
+    Section,
+    empty_is_unset,
+    http_url,
+)
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, language_of
 from gateway.usage import parse_prices, price_of
@@ -56,11 +61,9 @@ def _split_ids(value: Any) -> Any:
     return value
 
 
-class QuotaSettings(BaseModel):
+class QuotaSettings(Section):
     """Usage and the daily quotas: limits count per UTC day, 0 is no limit. Admins are exempt
     from the limits (their answers still count towards the gateway's budget)."""
-
-    model_config = ConfigDict(populate_by_name=True)
 
     llm_prices: str = Field("", validation_alias="LLM_PRICES")
     """Price per million tokens, input/output, per model: `gpt-4o-mini=0.15/0.60,*=1/2`."""
@@ -153,8 +156,188 @@ class ConversationSettings(QuotaSettings):
         return self.group_context_minutes * 60
 
 
-class Settings(BaseSettings, ConversationSettings, QuotaSettings):
-    """Every setting Skillgate reads; names are the environment variables."""
+class MediaSettings(Section):
+    """Media in: voice notes (speech-to-text), photos (vision) and documents, and their bounds."""
+
+    stt_base_url: str | None = Field(None, validation_alias="STT_BASE_URL")
+    """An OpenAI-compatible /v1 with /audio/transcriptions; unset: LLM_BASE_URL."""
+    stt_model: str | None = Field(None, validation_alias="STT_MODEL")
+    stt_api_key: SecretStr | None = Field(None, validation_alias="STT_API_KEY")
+    stt_timeout_seconds: float = Field(60.0, gt=0, le=600, validation_alias="STT_TIMEOUT_SECONDS")
+    max_voice_mb: float = Field(20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_VOICE_MB")
+    max_image_mb: float = Field(10.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_IMAGE_MB")
+    max_document_mb: float = Field(
+        20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_DOCUMENT_MB"
+    )
+    media_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_MEDIA_TIMEOUT_SECONDS"
+    )
+    """The most one download may take."""
+    max_image_pixels: int = Field(
+        40_000_000, ge=1_000_000, le=1_000_000_000, validation_alias="SKILLGATE_MAX_IMAGE_PIXELS"
+    )
+    """An image with more pixels is refused before it is decoded (a decompression bomb)."""
+    max_pdf_pages: int = Field(100, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_PDF_PAGES")
+    document_tokens: int = Field(
+        2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
+    )
+    """The most estimated tokens of a document's text the model gets."""
+    keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
+    decode_memory_mb: int = Field(
+        1024, ge=128, le=65_536, validation_alias="SKILLGATE_DECODE_MEMORY_MB"
+    )
+    """The address space of the child process that decodes one image or document."""
+    decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
+    """The wall (and CPU) time that child may take."""
+    max_voice_seconds: float = Field(
+        600.0, gt=0, le=86_400, validation_alias="SKILLGATE_MAX_VOICE_SECONDS"
+    )
+    """The longest recording transcribed: as declared (before the download), then as its
+    bytes say."""
+    max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
+    """Downloads of users' files at once, across all chats."""
+    download_memory_mb: int = Field(
+        256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
+    )
+    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
+
+    _media_unset = field_validator("stt_base_url", "stt_model", "stt_api_key", mode="before")(
+        empty_is_unset
+    )
+    _media_url = field_validator("stt_base_url")(http_url)
+
+    def download_cap(self, kind: Literal["voice", "image", "document"]) -> int:
+        """The most bytes of one attachment of `kind` downloaded."""
+        megabytes = {
+            "voice": self.max_voice_mb,
+            "image": self.max_image_mb,
+            "document": self.max_document_mb,
+        }[kind]
+        return int(megabytes * MB)
+
+    @property
+    def decode_memory_bytes(self) -> int:
+        return self.decode_memory_mb * MB
+
+    @property
+    def download_memory_bytes(self) -> int:
+        return self.download_memory_mb * MB
+
+
+class SynthesisSettings(Section):
+    """Synthesis: how often a pass runs, how much it reads and proposes, and when a skill's
+    measured effect proposes retiring it."""
+
+    synthesis_interval_minutes: float = Field(
+        60.0, ge=0, validation_alias="SKILLGATE_SYNTHESIS_INTERVAL_MINUTES"
+    )
+    max_proposals_per_run: int = Field(
+        3, ge=1, le=50, validation_alias="SKILLGATE_MAX_PROPOSALS_PER_RUN"
+    )
+    similarity_threshold: float = Field(
+        0.85, gt=0, le=1, validation_alias="SKILLGATE_SIMILARITY_THRESHOLD"
+    )
+    synthesis_batch_sessions: int = Field(
+        20, ge=1, le=500, validation_alias="SKILLGATE_SYNTHESIS_BATCH_SESSIONS"
+    )
+    synthesis_batch_tokens: int = Field(
+        6000, ge=500, le=1_000_000, validation_alias="SKILLGATE_SYNTHESIS_BATCH_TOKENS"
+    )
+    max_skill_bytes: int = Field(
+        16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
+    )
+    # Synthesis samples near-greedily: a proposal is drafted from evidence, not invented.
+    synthesis_temperature: float = Field(
+        0.2, ge=0, le=2, validation_alias="SKILLGATE_SYNTHESIS_TEMPERATURE"
+    )
+    # Learning on real conversations: the known claims each candidate is compared with, and
+    # how long evidence accumulates across passes.
+    same_claim_comparands: int = Field(
+        4, ge=1, le=20, validation_alias="SKILLGATE_SAME_CLAIM_COMPARANDS"
+    )
+    evidence_window_days: float = Field(
+        14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
+    )
+    # Skill effects: when a skill is proposed for retirement.
+    retire_min_evidence: int = Field(
+        5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
+    )
+    retire_margin: float = Field(0.15, gt=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
+    retire_false_alarms: float = Field(
+        0.05, gt=0, le=0.5, validation_alias="SKILLGATE_RETIRE_FALSE_ALARMS"
+    )
+
+
+class ReviewSettings(Section):
+    """Review: whether automation's proposals wait for an admin."""
+
+    require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
+
+
+class ToolsSettings(Section):
+    """Tools: MCP servers and web tools listed in a file; each call bounded in time and size."""
+
+    tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
+    tool_connect_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, validation_alias="SKILLGATE_TOOL_CONNECT_TIMEOUT_SECONDS"
+    )
+    """How long a server may take to start and list its tools."""
+    tool_call_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, validation_alias="SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS"
+    )
+    tool_result_chars: int = Field(
+        16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
+    )
+    searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
+    brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
+    brave_search_url: str = Field(
+        "https://api.search.brave.com/res/v1/web/search", validation_alias="BRAVE_SEARCH_URL"
+    )
+    web_fetch_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        le=100 * 1024 * 1024,
+        validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
+    )
+
+    _tools_unset = field_validator("tools_file", "searxng_url", "brave_api_key", mode="before")(
+        empty_is_unset
+    )
+
+
+class AlertSettings(Section):
+    """Alerts to the admins' private chats and the log, once per incident; 0 turns one off."""
+
+    alert_model_minutes: float = Field(
+        10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
+    )
+    alert_webhook_hours: float = Field(
+        24.0, ge=0, le=8_760, validation_alias="SKILLGATE_ALERT_WEBHOOK_HOURS"
+    )
+    alert_disk_mb: int = Field(500, ge=0, le=10_000_000, validation_alias="SKILLGATE_ALERT_DISK_MB")
+    alert_synthesis_failures: int = Field(
+        3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
+    )
+    alert_tool_minutes: float = Field(
+        5.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_TOOL_MINUTES"
+    )
+
+
+class Settings(
+    BaseSettings,
+    ModelSettings,
+    MediaSettings,
+    SynthesisSettings,
+    ReviewSettings,
+    ConversationSettings,
+    ToolsSettings,
+    AlertSettings,
+):
+    """Every setting Skillgate reads; names are the environment variables.
+
+    Composed of the sections each component takes (`ModelSettings` in the core, the rest
+    above); what is left here is read by the gateway as a whole.
+    """
 
     model_config = SettingsConfigDict(
         env_file=".env",
@@ -169,20 +352,7 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
     admin_token: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKEN")
     admin_tokens: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKENS")
     """Named admins for the console and the admin API: `name:token,name:token`."""
-    session_idle_minutes: float = Field(
-        30.0, ge=0, validation_alias="SKILLGATE_SESSION_IDLE_MINUTES"
-    )
-    synthesis_interval_minutes: float = Field(
-        60.0, ge=0, validation_alias="SKILLGATE_SYNTHESIS_INTERVAL_MINUTES"
-    )
-    require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
     log_level: str = Field("INFO", validation_alias="SKILLGATE_LOG_LEVEL")
-    skill_index_tokens: int = Field(
-        800, ge=50, le=100_000, validation_alias="SKILLGATE_SKILL_INDEX_TOKENS"
-    )
-    history_tokens: int = Field(
-        3000, ge=100, le=1_000_000, validation_alias="SKILLGATE_HISTORY_TOKENS"
-    )
     persona_file: Path | None = Field(None, validation_alias="SKILLGATE_PERSONA_FILE")
 
     telegram_bot_token: SecretStr | None = Field(None, validation_alias="TELEGRAM_BOT_TOKEN")
@@ -220,97 +390,6 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
         default_factory=list, validation_alias="LINE_ALLOWED_USER_IDS"
     )
 
-    llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
-    llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")
-    llm_model: str | None = Field(None, validation_alias="LLM_MODEL")
-    # Answers stream: the first chunk within LLM_TIMEOUT_SECONDS (a server that cannot
-    # stream: the whole answer), then never a longer silence than the idle timeout.
-    llm_timeout_seconds: float = Field(60.0, gt=0, validation_alias="LLM_TIMEOUT_SECONDS")
-    llm_idle_timeout_seconds: float = Field(30.0, gt=0, validation_alias="LLM_IDLE_TIMEOUT_SECONDS")
-    llm_max_retries: int = Field(2, ge=0, le=10, validation_alias="LLM_MAX_RETRIES")
-    # A bound on each chat answer: real local models otherwise ran to 3,900 tokens.
-    llm_max_tokens: int = Field(1024, ge=16, le=1_000_000, validation_alias="LLM_MAX_TOKENS")
-    # Whatever `max_tokens` the server honours, a streamed answer is cut (with the cut note,
-    # the connection closed) past this long or this many bytes read.
-    llm_stream_max_seconds: float = Field(
-        300.0, gt=0, le=3600, validation_alias="LLM_STREAM_MAX_SECONDS"
-    )
-    llm_stream_max_mb: float = Field(8.0, gt=0, le=1024, validation_alias="LLM_STREAM_MAX_MB")
-    # Tried in order when the primary fails or refuses: `model` or `model@base_url`.
-    llm_fallback_models: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="LLM_FALLBACK_MODELS"
-    )
-    llm_fallback_api_keys: SecretStr | None = Field(None, validation_alias="LLM_FALLBACK_API_KEYS")
-    # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
-    # serve and chat start llama.cpp's server for it and point the client there.
-    llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
-    # The model's context in tokens, when its server does not say (synthesis sizes to it).
-    llm_context_tokens: int | None = Field(
-        None, ge=512, le=10_000_000, validation_alias="LLM_CONTEXT_TOKENS"
-    )
-
-    # Synthesis and review.
-    max_proposals_per_run: int = Field(
-        3, ge=1, le=50, validation_alias="SKILLGATE_MAX_PROPOSALS_PER_RUN"
-    )
-    similarity_threshold: float = Field(
-        0.85, gt=0, le=1, validation_alias="SKILLGATE_SIMILARITY_THRESHOLD"
-    )
-    synthesis_batch_sessions: int = Field(
-        20, ge=1, le=500, validation_alias="SKILLGATE_SYNTHESIS_BATCH_SESSIONS"
-    )
-    synthesis_batch_tokens: int = Field(
-        6000, ge=500, le=1_000_000, validation_alias="SKILLGATE_SYNTHESIS_BATCH_TOKENS"
-    )
-    max_skill_bytes: int = Field(
-        16_384, ge=1024, le=1_048_576, validation_alias="SKILLGATE_MAX_SKILL_BYTES"
-    )
-    # Synthesis samples near-greedily: a proposal is drafted from evidence, not invented.
-    synthesis_temperature: float = Field(
-        0.2, ge=0, le=2, validation_alias="SKILLGATE_SYNTHESIS_TEMPERATURE"
-    )
-
-    # Learning on real conversations: recognising a claim in other words, evidence that
-    # accumulates across passes, and how often a skill short of comparison is withheld.
-    llm_embedding_model: str | None = Field(None, validation_alias="LLM_EMBEDDING_MODEL")
-    # Whether a candidate repeats a known claim is one question to a model (default LLM_MODEL)
-    # about the few known claims most like it.
-    llm_same_claim_model: str | None = Field(None, validation_alias="LLM_SAME_CLAIM_MODEL")
-    same_claim_comparands: int = Field(
-        4, ge=1, le=20, validation_alias="SKILLGATE_SAME_CLAIM_COMPARANDS"
-    )
-    evidence_window_days: float = Field(
-        14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
-    )
-    skill_holdout_start: float = Field(
-        0.5, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT_START"
-    )
-
-    # Skill effects: holdout, and when a skill is proposed for retirement.
-    skill_holdout: float = Field(0.1, ge=0, le=0.5, validation_alias="SKILLGATE_SKILL_HOLDOUT")
-    retire_min_evidence: int = Field(
-        5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
-    )
-    retire_margin: float = Field(0.15, gt=0, lt=1, validation_alias="SKILLGATE_RETIRE_MARGIN")
-    retire_false_alarms: float = Field(
-        0.05, gt=0, le=0.5, validation_alias="SKILLGATE_RETIRE_FALSE_ALARMS"
-    )
-
-    # Alerts to the admins' private chats and the log, once per incident; 0 turns one off.
-    alert_model_minutes: float = Field(
-        10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
-    )
-    alert_webhook_hours: float = Field(
-        24.0, ge=0, le=8_760, validation_alias="SKILLGATE_ALERT_WEBHOOK_HOURS"
-    )
-    alert_disk_mb: int = Field(500, ge=0, le=10_000_000, validation_alias="SKILLGATE_ALERT_DISK_MB")
-    alert_synthesis_failures: int = Field(
-        3, ge=0, le=1000, validation_alias="SKILLGATE_ALERT_SYNTHESIS_FAILURES"
-    )
-    alert_tool_minutes: float = Field(
-        5.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_TOOL_MINUTES"
-    )
-
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
     shutdown_timeout_seconds: float = Field(
@@ -337,67 +416,6 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
-    # Media in: voice notes (speech-to-text), photos (vision) and documents.
-    stt_base_url: str | None = Field(None, validation_alias="STT_BASE_URL")
-    """An OpenAI-compatible /v1 with /audio/transcriptions; unset: LLM_BASE_URL."""
-    stt_model: str | None = Field(None, validation_alias="STT_MODEL")
-    stt_api_key: SecretStr | None = Field(None, validation_alias="STT_API_KEY")
-    stt_timeout_seconds: float = Field(60.0, gt=0, le=600, validation_alias="STT_TIMEOUT_SECONDS")
-    llm_vision: Literal["auto", "on", "off"] = Field("auto", validation_alias="LLM_VISION")
-    max_voice_mb: float = Field(20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_VOICE_MB")
-    max_image_mb: float = Field(10.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_IMAGE_MB")
-    max_document_mb: float = Field(
-        20.0, gt=0, le=1024, validation_alias="SKILLGATE_MAX_DOCUMENT_MB"
-    )
-    media_timeout_seconds: float = Field(
-        30.0, gt=0, le=600, validation_alias="SKILLGATE_MEDIA_TIMEOUT_SECONDS"
-    )
-    max_image_pixels: int = Field(
-        40_000_000, ge=1_000_000, le=1_000_000_000, validation_alias="SKILLGATE_MAX_IMAGE_PIXELS"
-    )
-    max_pdf_pages: int = Field(100, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_PDF_PAGES")
-    document_tokens: int = Field(
-        2000, ge=100, le=1_000_000, validation_alias="SKILLGATE_DOCUMENT_TOKENS"
-    )
-    keep_media: bool = Field(False, validation_alias="SKILLGATE_KEEP_MEDIA")
-    decode_memory_mb: int = Field(
-        1024, ge=128, le=65_536, validation_alias="SKILLGATE_DECODE_MEMORY_MB"
-    )
-    """The address space of the child process that decodes one image or document."""
-    decode_seconds: float = Field(20.0, gt=0, le=600, validation_alias="SKILLGATE_DECODE_SECONDS")
-    max_voice_seconds: float = Field(
-        600.0, gt=0, le=86_400, validation_alias="SKILLGATE_MAX_VOICE_SECONDS"
-    )
-    """The longest recording transcribed: as declared (before the download), then as its
-    bytes say."""
-    max_downloads: int = Field(8, ge=1, le=1024, validation_alias="SKILLGATE_MAX_DOWNLOADS")
-    """Downloads of users' files at once, across all chats."""
-    download_memory_mb: int = Field(
-        256, ge=1, le=65_536, validation_alias="SKILLGATE_DOWNLOAD_MEMORY_MB"
-    )
-    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
-    # Tools: MCP servers and web tools listed in a file; each call bounded in time and size.
-    tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
-    tool_connect_timeout_seconds: float = Field(
-        10.0, gt=0, le=300, validation_alias="SKILLGATE_TOOL_CONNECT_TIMEOUT_SECONDS"
-    )
-    tool_call_timeout_seconds: float = Field(
-        30.0, gt=0, le=600, validation_alias="SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS"
-    )
-    tool_result_chars: int = Field(
-        16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
-    )
-    searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
-    brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
-    brave_search_url: str = Field(
-        "https://api.search.brave.com/res/v1/web/search", validation_alias="BRAVE_SEARCH_URL"
-    )
-    web_fetch_max_bytes: int = Field(
-        2 * 1024 * 1024,
-        ge=1024,
-        le=100 * 1024 * 1024,
-        validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
-    )
     line_data_api_base_url: str = Field(
         "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
     )
@@ -418,20 +436,7 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
         "telegram_webhook_secret",
         "line_channel_secret",
         "line_channel_access_token",
-        "llm_base_url",
-        "llm_api_key",
-        "llm_model",
-        "llm_local_model",
-        "llm_context_tokens",
-        "llm_embedding_model",
-        "llm_fallback_api_keys",
-        "stt_base_url",
-        "stt_model",
-        "stt_api_key",
         "persona_file",
-        "tools_file",
-        "searxng_url",
-        "brave_api_key",
         "database_url",
         mode="before",
     )
@@ -453,32 +458,7 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
             raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
         return chosen
 
-    @field_validator("llm_fallback_models", mode="before")
-    @classmethod
-    def _model_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
-
-    @field_validator("llm_fallback_models")
-    @classmethod
-    def _fallback_urls(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            model, at, url = entry.partition("@")
-            if not model.strip() or (at and not re.match(r"^https?://[^/\s]+", url.strip())):
-                raise ValueError(f"{entry!r}: each entry is a model or model@http(s)://base-url")
-        return value
-
-    @field_validator(
-        "public_url", "llm_base_url", "line_api_base_url", "line_data_api_base_url", "stt_base_url"
-    )
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
-        return value.rstrip("/")
+    _url = field_validator("public_url", "line_api_base_url", "line_data_api_base_url")(http_url)
 
     @field_validator("telegram_api_base_url")
     @classmethod
@@ -510,15 +490,6 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
         if value is not None and not re.match(r"^postgres(ql)?://\S+$", value.get_secret_value()):
             raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
         return value
-
-    @model_validator(mode="after")
-    def _one_model_server(self) -> Settings:
-        if self.llm_local_model is not None and self.llm_base_url is not None:
-            raise ValueError(
-                "LLM_LOCAL_MODEL starts a model server of its own: unset LLM_BASE_URL, or"
-                " LLM_LOCAL_MODEL to use the server at LLM_BASE_URL"
-            )
-        return self
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> Settings:
@@ -554,10 +525,6 @@ class Settings(BaseSettings, ConversationSettings, QuotaSettings):
         if self.admin_token is not None:
             named[""] = self.admin_token.get_secret_value()
         return named
-
-    @property
-    def model_configured(self) -> bool:
-        return self.llm_base_url is not None and self.llm_model is not None
 
     @property
     def stt_configured(self) -> bool:

@@ -11,10 +11,11 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
 from gateway.channels.line.channel import LineChannel
 from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
+from gateway.runtime.assembly import Parts
 from tests.fakes.line_api import USER_ID, FakeLineAPI, postback_event, sign, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update
@@ -50,8 +51,8 @@ class Rig:
     async def idle(self) -> None:
         """Wait until stored updates are handled and card work is done."""
         await self.parts.worker.wait_idle(10)
-        if self.parts.cards is not None:
-            await self.parts.cards.wait_idle(10)
+        if self.parts.admins.cards is not None:
+            await self.parts.admins.cards.wait_idle(10)
 
     async def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         resp = await self.client.request(method, f"/admin/api{path}", json=body, headers=AUTH)

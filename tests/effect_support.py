@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.app import Parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage, MessageKind
 from gateway.core.records import SkillRecord, Trace
 from gateway.core.tools import ToolCallRecord, ToolStatus
+from gateway.runtime.assembly import Parts
 from gateway.skills.library import Skill, content_hash, render_skill
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI, Scripted

@@ -11,11 +11,12 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
 from gateway.core.records import Trace
 from gateway.review.events import ReviewEvent
 from gateway.review.reviewer import Reviewer
+from gateway.runtime.assembly import Parts
 from gateway.store import SqliteStore, Store
 from tests.fakes.openai_server import FakeOpenAI
 from tests.store_support import add_message, current_session
@@ -168,11 +169,5 @@ async def gateway(settings: Settings) -> AsyncIterator[Gateway]:
 
 
 def follow(review: Reviewer, listener: Callable[[ReviewEvent], Awaitable[None]]) -> None:
-    """Have `listener` see every review event too, after the effects the app wired."""
-    effects = review.effects
-
-    async def both(event: ReviewEvent) -> None:
-        await effects(event)
-        await listener(event)
-
-    review.effects = both
+    """Have `listener` see every review event too, after the subscribers the app listed."""
+    review.events.subscribe(ReviewEvent, listener)

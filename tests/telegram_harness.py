@@ -11,9 +11,10 @@ from typing import Any
 from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
 from gateway.channels.telegram.channel import TelegramChannel
 from gateway.config import Settings
+from gateway.runtime.assembly import Parts
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
 

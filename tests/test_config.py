@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Settings, load_settings
+from gateway.config import (
+    AlertSettings,
+    MediaSettings,
+    ReviewSettings,
+    Settings,
+    SynthesisSettings,
+    ToolsSettings,
+    load_settings,
+)
+from gateway.core.settings import ModelSettings, Section
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,3 +78,65 @@ def test_every_setting_is_in_env_example_and_the_settings_reference() -> None:
     for name in names:
         assert re.search(rf"^#?\s*{name}=", example, re.M), f"{name} missing from .env.example"
         assert f"`{name}`" in reference, f"{name} missing from docs/SETTINGS.md"
+
+
+SECTIONS: list[type[Section]] = [
+    ModelSettings,
+    MediaSettings,
+    SynthesisSettings,
+    ReviewSettings,
+    ToolsSettings,
+    AlertSettings,
+]
+
+
+def test_each_setting_is_declared_in_one_section_at_most() -> None:
+    # Declared twice, the composed Settings would keep one declaration and drop the other.
+    seen: dict[str, str] = {}
+    for section in SECTIONS:
+        assert issubclass(Settings, section)
+        for name in section.model_fields:
+            assert name not in seen, f"{name} is in {seen.get(name)} and {section.__name__}"
+            seen[name] = section.__name__
+    assert set(seen) <= set(Settings.model_fields)
+
+
+def _function(validator: object) -> object:
+    """A validator's function, unbound (a classmethod is bound to each class anew)."""
+    func = getattr(validator, "func", None)
+    return getattr(func, "__func__", func)
+
+
+def test_every_validator_of_a_section_survives_the_composition() -> None:
+    # Validators are merged by attribute name: two sections' `_unset` would drop one.
+    composed = Settings.__pydantic_decorators__
+    for section in SECTIONS:
+        own = section.__pydantic_decorators__
+        for kind in ("field_validators", "model_validators"):
+            kept = getattr(composed, kind)
+            for name, found in getattr(own, kind).items():
+                assert _function(kept.get(name)) is _function(found), f"{section.__name__}.{name}"
+
+
+def test_a_section_checks_what_it_declares_through_the_settings() -> None:
+    with pytest.raises(ConfigError, match="STT_BASE_URL"):
+        load_settings(_env_file=None, STT_BASE_URL="ftp://stt")
+    with pytest.raises(ConfigError, match="LLM_LOCAL_MODEL"):
+        load_settings(_env_file=None, LLM_LOCAL_MODEL="smollm2", LLM_BASE_URL="http://m/v1")
+    s = load_settings(_env_file=None, SEARXNG_URL=" ", STT_MODEL="", LLM_MODEL="")
+    assert (s.searxng_url, s.stt_model, s.llm_model) == (None, None, None)
+
+
+def test_a_section_is_built_alone_by_field_or_variable_name() -> None:
+    assert AlertSettings(alert_model_minutes=3).alert_model_minutes == 3
+    assert AlertSettings(SKILLGATE_ALERT_MODEL_MINUTES=4).alert_model_minutes == 4
+    media = MediaSettings(max_voice_mb=1.5, download_memory_mb=2)
+    assert media.download_cap("voice") == int(1.5 * 1024 * 1024)
+    assert media.download_memory_bytes == 2 * 1024 * 1024
+
+
+def test_the_settings_are_handed_on_as_their_sections() -> None:
+    s = Settings(_env_file=None, llm_model="m", max_image_mb=2)
+    changed = s.model_copy(update={"llm_model": "other"})
+    assert isinstance(changed, ModelSettings) and changed.llm_model == "other"
+    assert isinstance(s, MediaSettings) and s.download_cap("image") == 2 * 1024 * 1024

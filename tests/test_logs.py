@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
 from gateway.channels.registry import sdk_loggers
 from gateway.cli.main import start_logging
 from gateway.config import Settings
 from gateway.core.models import ChatRef, Reply
 from gateway.logs import NOISY, REDACTED, mask
+from gateway.runtime.assembly import Parts
 from tests.fakes.channel import FakeChannel
 from tests.fakes.line_api import FakeLineAPI
 from tests.fakes.openai_server import FakeOpenAI

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.ops.doctor import check_model
+from gateway.runtime.assembly import close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI, forwarded_text
 from tests.fakes.telegram_api import make_text_update
 from tests.real_llama import INSTALL, MODEL_NAME, available, llama_server

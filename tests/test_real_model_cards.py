@@ -148,8 +148,8 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
         made = await resp.json()
         assert made["status"] == "pending" and made["based_on"], made
         assert set(made["based_on"]) <= set(shown), made
-        assert gw.parts.cards is not None
-        await gw.parts.cards.wait_idle(30)
+        assert gw.parts.admins.cards is not None
+        await gw.parts.admins.cards.wait_idle(30)
         buttons = card_buttons(gw.fake, REVIEWER)
 
     signed = re.compile(rf"p([ar]):{proposal_id}:[A-Za-z0-9_-]{{12}}")

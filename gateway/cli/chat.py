@@ -6,12 +6,12 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.feedback import NOTHING_TO_RATE, rateable
 from gateway.core.agent import Agent
 from gateway.core.models import ChatRef, IncomingMessage, Reply
 from gateway.core.stream import PartialText
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.runtime.local_model import TRYING
 
 HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"

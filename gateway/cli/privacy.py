@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from gateway.app import chat_cards, close_parts, open_parts
 from gateway.config import Settings
 from gateway.conversation.privacy import forget
+from gateway.runtime.assembly import chat_cards, close_parts, open_parts
 from gateway.runtime.retention import purge_old
 from gateway.store import store_for
 from gateway.usage import usage_report, usage_text

@@ -11,7 +11,6 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from gateway.app import Parts, chat_cards, close_parts, open_parts
 from gateway.channels.registry import by_name
 from gateway.config import Settings
 from gateway.conversation.review import skills_text
@@ -21,6 +20,7 @@ from gateway.review.cards import build_card, clip, decider_label, full_diff, whe
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Decision
 from gateway.review.staging import iso
+from gateway.runtime.assembly import Parts, chat_cards, close_parts, open_parts
 
 
 @asynccontextmanager

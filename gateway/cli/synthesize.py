@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from gateway.app import chat_cards, close_parts, open_parts
 from gateway.config import Settings
+from gateway.runtime.assembly import chat_cards, close_parts, open_parts
 from gateway.synthesis.synthesizer import BatchReport, RunSummary
 
 

@@ -24,9 +24,12 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
+from gateway.config import MediaSettings
 from gateway.core.models import AttachmentRecord
+from gateway.core.settings import MB
 from gateway.core.vision import NO_VISION, VisionPolicy
 from gateway.errors import (
     MediaBomb,
@@ -42,7 +45,7 @@ from gateway.media.documents import Extracted
 from gateway.media.held import Held
 from gateway.media.images import PreparedImage
 from gateway.media.keep import keep
-from gateway.media.remote import READABLE, Kind, MediaLimits, Remote, megabytes
+from gateway.media.remote import READABLE, Kind, Remote, megabytes
 from gateway.media.sniff import sniff
 from gateway.media.stt import EXTENSIONS, Transcriber, duration
 from gateway.media.worker import decode
@@ -86,6 +89,12 @@ EMPTY_DOCUMENT = N_(
 CUT_NOTE = "cut to fit: {shown:,} of {total:,} characters shown"
 DECODING = 2
 """Attachments decoded at once (each image may take up to 4 bytes per allowed pixel)."""
+IMAGE_SIDE = 1568
+"""The longest side of an image sent to the model, in pixels."""
+IMAGE_BYTES_OUT = 1 * MB
+"""The most bytes of one image as sent to the model (JPEG)."""
+UNPACKED_BYTES = 200 * MB
+"""The most bytes a DOCX (a zip) may unpack to."""
 T = TypeVar("T")
 
 
@@ -113,15 +122,20 @@ class Attachments:
 
     def __init__(
         self,
-        limits: MediaLimits,
+        media: MediaSettings,
         vision: VisionPolicy,
         transcriber: Transcriber | None = None,
+        *,
+        keep_dir: Path | None = None,
     ) -> None:
-        self.limits = limits
+        self.media = media
+        """How much of each kind is downloaded, unpacked and handed on, and how fast."""
         self.vision = vision
         self.transcriber = transcriber
+        self.keep_dir = keep_dir
+        """Where downloads are kept after their turn; None keeps nothing."""
         self._decoding = asyncio.Semaphore(DECODING)
-        self._held = Held(limits.held_bytes, limits.downloads)
+        self._held = Held(media.download_memory_bytes, media.max_downloads)
         self._users: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
 
@@ -145,13 +159,13 @@ class Attachments:
 
     async def _decode(self, user: str, job: str, data: bytes, **options: Any) -> Any:
         """Decoding in a bounded child process (`media.worker`)."""
-        limits = self.limits
+        media = self.media
         async with self._turn(user):
             return await decode(
                 job,
                 data,
-                memory=limits.decode_memory_bytes,
-                seconds=limits.decode_seconds,
+                memory=media.decode_memory_bytes,
+                seconds=media.decode_seconds,
                 **options,
             )
 
@@ -166,14 +180,15 @@ class Attachments:
         words = (caption or "").strip()
         if kind == "voice" and self.transcriber is None:
             return Read(notice=NO_STT)
-        if kind == "voice" and (remote.duration or 0) > self.limits.voice_seconds:
+        if kind == "voice" and (remote.duration or 0) > self.media.max_voice_seconds:
             return self._too_long()  # as declared: not even downloaded
         if kind == "image" and not await self.vision.allowed():
             # Not worth downloading: the model would not see it.
             return self._unseen(media, remote, words)
         try:
             # The bytes are held until the turn is done with them: room is made first.
-            async with self._held.bytes(self.limits.cap(kind), self.limits.seconds):
+            seconds = self.media.media_timeout_seconds
+            async with self._held.bytes(self.media.download_cap(kind), seconds):
                 return await self._read(media, kind, remote, words, user)
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
@@ -206,8 +221,8 @@ class Attachments:
                 read = await self._image(user, data, record, words)
             else:
                 read = await self._document(user, data, record, words)
-            if read.notice is None and self.limits.keep_dir is not None:
-                record.kept = await self._off_loop(keep, self.limits.keep_dir, data, mime)
+            if read.notice is None and self.keep_dir is not None:
+                record.kept = await self._off_loop(keep, self.keep_dir, data, mime)
             return read
         except MediaError as exc:
             log.info("a %s was not read: %s", media, exc)
@@ -219,7 +234,7 @@ class Attachments:
             return Read(notice=notice, notice_args=args)
 
     def _too_long(self) -> Read:
-        limit = self.limits.voice_seconds
+        limit = self.media.max_voice_seconds
         shown = f"{int(limit // 60)}:{int(limit % 60):02d}"
         return Read(notice=TOO_LONG, notice_args={"limit": shown})
 
@@ -238,14 +253,15 @@ class Attachments:
         return Read(text=words, attachments=[record], notice=notice, then_answer=True)
 
     async def _download(self, kind: Kind, remote: Remote) -> bytes:
-        cap = self.limits.cap(kind)
+        cap = self.media.download_cap(kind)
         if remote.size is not None and remote.size > cap:
             raise MediaTooBig(f"declared {remote.size} bytes, over {cap}", cap)
+        seconds = self.media.media_timeout_seconds
         try:
-            async with self._held.slot(self.limits.seconds), asyncio.timeout(self.limits.seconds):
+            async with self._held.slot(seconds), asyncio.timeout(seconds):
                 data = await remote.fetch(cap)
         except TimeoutError:
-            raise MediaUnavailable(f"no download within {self.limits.seconds:g} s") from None
+            raise MediaUnavailable(f"no download within {seconds:g} s") from None
         if len(data) > cap:  # whatever the channel's download did
             raise MediaTooBig(f"{len(data)} bytes, over {cap}", cap)
         if not data:
@@ -260,7 +276,7 @@ class Attachments:
             )
         # The platform's word is checked before the download; the bytes' own, here.
         seconds = await self._off_loop(duration, data)
-        if seconds is not None and seconds > self.limits.voice_seconds:
+        if seconds is not None and seconds > self.media.max_voice_seconds:
             return self._too_long()
         if seconds is not None and record.duration is None:
             record.duration = seconds
@@ -273,18 +289,16 @@ class Attachments:
         return Read(text=text, attachments=[record])
 
     async def _image(self, user: str, data: bytes, record: AttachmentRecord, words: str) -> Read:
-        if self.limits.image_bytes < record.size:
-            raise MediaTooBig(
-                f"{record.size} bytes, over {self.limits.image_bytes}", self.limits.image_bytes
-            )
-        limits = self.limits
+        cap = self.media.download_cap("image")
+        if cap < record.size:
+            raise MediaTooBig(f"{record.size} bytes, over {cap}", cap)
         prepared: PreparedImage = await self._decode(
             user,
             "image",
             data,
-            max_pixels=limits.max_pixels,
-            side=limits.image_side,
-            max_bytes=limits.image_bytes_out,
+            max_pixels=self.media.max_image_pixels,
+            side=IMAGE_SIDE,
+            max_bytes=IMAGE_BYTES_OUT,
         )
         record.width, record.height = prepared.width, prepared.height
         record.sent_as = "image"
@@ -295,15 +309,14 @@ class Attachments:
     async def _document(self, user: str, data: bytes, record: AttachmentRecord, words: str) -> Read:
         if record.mime not in DOCUMENT_TYPES:
             raise MediaUnsupported(f"{record.mime} is not a document type the gateway reads")
-        limits = self.limits
         found: Extracted = await self._decode(
             user,
             "document",
             data,
             mime=record.mime,
-            max_pages=limits.max_pdf_pages,
-            budget_tokens=limits.document_tokens,
-            unpacked=limits.unpacked_bytes,
+            max_pages=self.media.max_pdf_pages,
+            budget_tokens=self.media.document_tokens,
+            unpacked=UNPACKED_BYTES,
         )
         if not found.text.strip():
             return Read(notice=EMPTY_DOCUMENT)

@@ -120,7 +120,7 @@ class Conversation:
             profile, store, review, ports.synthesis, self.questions, settings, clock=clock
         )
         self.repeats = RepeatPresses(profile, store, review)
-        kept = self.attachments.limits.keep_dir if self.attachments is not None else None
+        kept = self.attachments.keep_dir if self.attachments is not None else None
         self.privacy = Privacy(profile, store, clock, media=kept, review=review)
         self.quotas = Quotas(settings, store, alerts=ports.alerts, clock=clock)
         self.memory = MemoryCommands(ports.memory, store, clock)

@@ -23,6 +23,7 @@ from gateway.core.prompt import (
     memory_section,
 )
 from gateway.core.records import MessageRecord, OpenedTurn, Trace
+from gateway.core.settings import ModelSettings
 from gateway.core.stream import PartialText
 from gateway.core.tools import ToolAccess, Toolbox, ToolSpec
 from gateway.core.turn import Admission, Spender, TurnStart, Usage
@@ -62,6 +63,18 @@ class AgentConfig:
     skill_holdout: float = 0.0
     skill_holdout_start: float = 0.0
     """The holdout share of a skill whose comparison lags (at least `skill_holdout`)."""
+
+    @classmethod
+    def of(cls, model: ModelSettings, persona: str) -> AgentConfig:
+        """The knobs the model's section of the settings sets, with the operator's persona."""
+        return cls(
+            persona=persona,
+            session_idle_seconds=model.session_idle_seconds,
+            skill_index_tokens=model.skill_index_tokens,
+            history_tokens=model.history_tokens,
+            skill_holdout=model.skill_holdout,
+            skill_holdout_start=model.skill_holdout_start,
+        )
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""A file a user sent, as its channel describes it before download, and the caps per kind."""
+"""A file a user sent, as its channel describes it before download."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
+
+from gateway.core.settings import MB
 
 Kind = Literal["voice", "image", "document"]
 """What the gateway reads a file as: speech to transcribe, a picture to show, text to extract."""
@@ -39,50 +40,6 @@ class Remote:
     """Seconds, for voice and audio, as the platform declares."""
     width: int | None = None
     height: int | None = None
-
-
-MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class MediaLimits:
-    """How much of each kind is downloaded, unpacked and handed on."""
-
-    voice_bytes: int = 20 * MB
-    image_bytes: int = 10 * MB
-    document_bytes: int = 20 * MB
-    seconds: float = 30.0
-    """The most one download may take."""
-    max_pixels: int = 40_000_000
-    """An image with more pixels is refused before it is decoded (a decompression bomb)."""
-    max_pdf_pages: int = 100
-    document_tokens: int = 2000
-    """The most estimated tokens of a document's text the model gets."""
-    image_side: int = 1568
-    """The longest side of an image sent to the model, in pixels."""
-    image_bytes_out: int = 1 * MB
-    """The most bytes of one image as sent to the model (JPEG)."""
-    unpacked_bytes: int = 200 * MB
-    """The most bytes a DOCX (a zip) may unpack to."""
-    decode_memory_bytes: int = 1024 * MB
-    """The address space of the child process decoding one image or document."""
-    decode_seconds: float = 20.0
-    """The wall (and CPU) time that child may take."""
-    voice_seconds: float = 600.0
-    """The longest recording sent for transcription (declared, then as its bytes say)."""
-    downloads: int = 8
-    """Downloads at once, across all chats."""
-    held_bytes: int = 256 * MB
-    """Bytes of downloads held in memory at once, across all chats (each counts its cap)."""
-    keep_dir: Path | None = None
-    """Where downloads are kept after their turn; None keeps nothing."""
-
-    def cap(self, kind: Kind) -> int:
-        return {
-            "voice": self.voice_bytes,
-            "image": self.image_bytes,
-            "document": self.document_bytes,
-        }[kind]
 
 
 def megabytes(size: int) -> str:

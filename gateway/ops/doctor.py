@@ -190,8 +190,8 @@ async def check_local_model(settings: Settings) -> list[Check]:
 
 async def check_speech(settings: Settings) -> Check:
     """Speech-to-text: a half second of silence sent to the transcription endpoint."""
-    from gateway.app import make_transcriber
     from gateway.media.stt import silence
+    from gateway.runtime.assembly import make_transcriber
 
     transcriber = make_transcriber(settings)
     if transcriber is None:

@@ -352,8 +352,8 @@ def start_cards(
     languages: AdminLanguages | None = None,
     capabilities: Mapping[str, Capabilities] | None = None,
 ) -> ReviewCards | None:
-    """Cards for the transports that have admins and can push to them (app.py tells them
-    each review event); None when none has."""
+    """Cards for the transports that have admins and can push to them (told each review
+    event by the subscriber `runtime.assembly` lists); None when none has."""
     can = dict(capabilities or {})
     useful = [
         t for t in transports if t is not None and t.admins() and can.get(t.channel, NO_EDITS).push

@@ -1,14 +1,13 @@
-"""What a review operation raises once it is durable, and what app.py makes follow from it.
+"""What a review operation raises once it is durable.
 
-The reviewer raises one `ReviewEvent` per operation, where the operation finishes:
-staging, a decision, a rollback, a skill switched by hand. The composition root wires
-its effects (`Effects`): the skill index rebuilt from what the review wrote, the log
-line, every admin's copy of the card.
+The reviewer publishes one `ReviewEvent` per operation, where the operation finishes:
+staging, a decision, a rollback, a skill switched by hand. Its subscribers are listed in
+`runtime.assembly`: the skill index rebuilt from what the review wrote, the log line,
+every admin's copy of the card.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,13 +29,9 @@ class ReviewEvent:
     skill: SkillRecord | None = None
     text: str | None = None
 
-
-Effects = Callable[[ReviewEvent], Awaitable[None]]
-"""What follows a review operation (the skill index, the cards, the log), wired by app.py."""
-
-
-async def no_effects(event: ReviewEvent) -> None:
-    """Nothing follows (a reviewer used on its own)."""
+    @property
+    def about(self) -> str:
+        return f"proposal #{self.proposal.id}" if self.proposal else "a skill switch"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gateway.config import ReviewSettings
+from gateway.core.events import Events
 from gateway.core.records import SkillRecord
 from gateway.core.tools import ToolDirectory, ToolInfo
 from gateway.errors import (
@@ -26,7 +28,7 @@ from gateway.errors import (
     SkillNotFound,
 )
 from gateway.review.cards import UserLabels
-from gateway.review.events import Change, Effects, ReviewEvent, no_effects
+from gateway.review.events import Change, ReviewEvent
 from gateway.review.ports import ReviewStore
 from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
 from gateway.review.staging import Staging, render_proposal
@@ -61,17 +63,19 @@ class Reviewer:
         library: SkillLibrary,
         store: ReviewStore,
         *,
-        require_approval: bool = True,
-        effects: Effects = no_effects,
+        settings: ReviewSettings | None = None,
+        events: Events | None = None,
         clock: Callable[[], float] = time.time,
         users: UserLabels | None = None,
     ) -> None:
         self.library = library
         self.staging = Staging(library)
         self.store = store
-        self.require_approval = require_approval
-        self.effects = effects
-        """Told every `ReviewEvent`, once per operation, where the operation raises it."""
+        self.settings = settings or ReviewSettings()
+        """Whether automation's proposals wait for an admin (SKILLGATE_REQUIRE_APPROVAL)."""
+        self.events = events or Events()
+        """Told every `ReviewEvent`, once per operation, where the operation raises it; what
+        follows (the skill index, the log, the cards) never undoes the durable decision."""
         self.clock = clock
         self.users: UserLabels = users or {}
         """How each platform names the admins who decide, for cards and listings."""
@@ -98,7 +102,7 @@ class Reviewer:
 
     def needs_review(self, proposal: Proposal, live: LiveSkill | None) -> bool:
         """Approval off lets automation change (or retire) only what automation wrote."""
-        if self.require_approval:
+        if self.settings.require_approval:
             return True
         return proposal.kind != "create" and (live is None or live.source != "auto")
 
@@ -117,7 +121,7 @@ class Reviewer:
         if not self.needs_review(p, live):
             record = await self.store.get_skill_record(p.slug)
             return (await self._approve(p, record, "auto", "applied")).proposal
-        await self._emit(ReviewEvent("staged", p))
+        await self.events.publish(ReviewEvent("staged", p))
         return p
 
     async def approve(self, proposal_id: int, decider: str, *, name: str | None = None) -> Decision:
@@ -313,7 +317,7 @@ class Reviewer:
         if not await self.store.set_rejection_reason(p.id, reason):
             return await self.get(p.id)
         p = await self.get(p.id)
-        await self._emit(ReviewEvent("decided", p))
+        await self.events.publish(ReviewEvent("decided", p))
         return p
 
     async def reopen(self, proposal_id: int, decider: str, reason: str | None = None) -> Decision:
@@ -421,7 +425,7 @@ class Reviewer:
         if record is None:
             raise SkillNotFound(f"no registered skill {slug}")
         log.info("skill %s %s by %s", slug, "enabled" if enabled else "disabled", decider)
-        await self._emit(ReviewEvent("switched", skill=record))
+        await self.events.publish(ReviewEvent("switched", skill=record))
         return record
 
     async def proposed_text(self, p: Proposal) -> str:
@@ -455,16 +459,8 @@ class Reviewer:
         self, outcome: Outcome, p: Proposal, change: Change | None = None
     ) -> Decision:
         skill, text = (change.skill, change.text) if change is not None else (None, None)
-        await self._emit(ReviewEvent("decided", p, skill, text))
+        await self.events.publish(ReviewEvent("decided", p, skill, text))
         return Decision(outcome, p)
-
-    async def _emit(self, event: ReviewEvent) -> None:
-        """Raise `event`: its effects never undo the decision, which is durable already."""
-        try:
-            await self.effects(event)
-        except Exception:
-            what = f"proposal #{event.proposal.id}" if event.proposal else "a skill switch"
-            log.exception("the effects of %s failed", what)
 
 
 def _source(p: Proposal, live: LiveSkill | None) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gateway.config import Settings
+from gateway.config import AlertSettings, Settings
 from gateway.core.ports import Meta
 from gateway.i18n import N_
 from gateway.runtime.model_check import model_error
@@ -87,17 +87,6 @@ class ToolServers(Protocol):
     async def probe(self) -> dict[str, str | None]:
         """Each tool server: None when it runs, else why not."""
         ...
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When each check alerts; 0 turns it off."""
-
-    model_minutes: float = 10.0
-    webhook_hours: float = 24.0
-    disk_mb: int = 500
-    synthesis_failures: int = 3
-    tool_minutes: float = 5.0
 
 
 @dataclass
@@ -168,7 +157,7 @@ class AlertWatcher:
         store: AlertStore,
         look: Callable[[], Awaitable[Signals]],
         tell: Tell,
-        thresholds: Thresholds,
+        thresholds: AlertSettings,
         *,
         clock: Callable[[], float] = time.time,
         revive: Callable[[], Awaitable[object]] | None = None,
@@ -205,17 +194,19 @@ class AlertWatcher:
         """Compare what was seen with the open incidents; tell what opened or came back."""
         state: dict[str, dict[str, Any]] = json.loads(await self.store.get_meta(STATE_KEY) or "{}")
         now, t = self.clock(), self.thresholds
-        if t.model_minutes > 0 and seen.model_checked:
+        if t.alert_model_minutes > 0 and seen.model_checked:
             await self._model(state, seen.model_error, now)
-        if t.tool_minutes > 0 and seen.tool_servers is not None:
+        if t.alert_tool_minutes > 0 and seen.tool_servers is not None:
             await self._tools(state, seen.tool_servers, now)
-        for platform, last in (seen.webhook_last or {}).items() if t.webhook_hours > 0 else ():
+        for platform, last in (
+            (seen.webhook_last or {}).items() if t.alert_webhook_hours > 0 else ()
+        ):
             await self._webhook(state, platform, last, now)
-        if t.disk_mb > 0 and seen.disk_mb is not None:
-            low = seen.disk_mb < t.disk_mb
+        if t.alert_disk_mb > 0 and seen.disk_mb is not None:
+            low = seen.disk_mb < t.alert_disk_mb
             await self._once(state, "disk", low, now, DISK_LOW, mb=seen.disk_mb)
-        if t.synthesis_failures > 0:
-            failing = seen.failed_runs >= t.synthesis_failures
+        if t.alert_synthesis_failures > 0:
+            failing = seen.failed_runs >= t.alert_synthesis_failures
             error = seen.last_run_error or "-"
             await self._once(
                 state, "synthesis", failing, now, SYNTHESIS_FAILING, n=seen.failed_runs, error=error
@@ -223,8 +214,8 @@ class AlertWatcher:
         await self.store.set_meta(STATE_KEY, json.dumps(state, sort_keys=True))
 
     async def _model(self, state: dict[str, dict[str, Any]], error: str | None, now: float) -> None:
-        down, back = (MODEL_DOWN, MODEL_BACK)
-        await self._outage(state, "model", error, now, self.thresholds.model_minutes, down, back)
+        limit = self.thresholds.alert_model_minutes
+        await self._outage(state, "model", error, now, limit, MODEL_DOWN, MODEL_BACK)
 
     async def _tools(
         self, state: dict[str, dict[str, Any]], servers: dict[str, str | None], now: float
@@ -232,7 +223,7 @@ class AlertWatcher:
         for key in [k for k in state if k.startswith("tool:")]:
             if key.removeprefix("tool:") not in servers:
                 state.pop(key)  # no longer configured: nothing to be back from
-        limit = self.thresholds.tool_minutes
+        limit = self.thresholds.alert_tool_minutes
         for name, error in servers.items():
             messages = (TOOL_DOWN, TOOL_BACK)
             await self._outage(state, f"tool:{name}", error, now, limit, *messages, server=name)
@@ -276,7 +267,7 @@ class AlertWatcher:
             open_["last"] = last
         quiet_since = open_["last"] if open_["last"] is not None else open_["since"]
         hours = (now - quiet_since) / 3600
-        if not open_["told"] and hours >= self.thresholds.webhook_hours:
+        if not open_["told"] and hours >= self.thresholds.alert_webhook_hours:
             open_["told"] = True
             hours_shown = round(hours)
             await self._say(key, NO_WEBHOOK, quiet_since, platform=platform, hours=hours_shown)

@@ -67,6 +67,10 @@ class RunSummary(BaseModel):
     prompt_tokens: int = 0
     error: str | None = None
 
+    @property
+    def about(self) -> str:
+        return f"synthesis run {self.run_id}"
+
 
 Progress = Callable[[BatchReport], None]
 

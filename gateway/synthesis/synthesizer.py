@@ -30,9 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gateway.config import SynthesisSettings
 from gateway.core.embeddings import Embedder
+from gateway.core.events import Events
 from gateway.core.fence import new_tag
 from gateway.core.llm import LLM
+from gateway.core.settings import ModelSettings
 from gateway.core.tools import ToolDirectory
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.review.proposals import Proposal, Rejection
@@ -115,6 +118,30 @@ class SynthesisConfig:
     context_tokens: int | None = None
     """The model's context, when known: batches and answers are sized to fit it."""
 
+    @classmethod
+    def of(
+        cls, synthesis: SynthesisSettings, model: ModelSettings, secrets: Sequence[str]
+    ) -> SynthesisConfig:
+        """The knobs the synthesis and model sections set; `secrets` are never echoed."""
+        return cls(
+            max_proposals=synthesis.max_proposals_per_run,
+            similarity_threshold=synthesis.similarity_threshold,
+            batch_sessions=synthesis.synthesis_batch_sessions,
+            batch_tokens=synthesis.synthesis_batch_tokens,
+            max_skill_bytes=synthesis.max_skill_bytes,
+            temperature=synthesis.synthesis_temperature,
+            session_idle_seconds=model.session_idle_seconds,
+            secrets=tuple(secrets),
+            comparands=synthesis.same_claim_comparands,
+            evidence_window_seconds=synthesis.evidence_window_days * 86400,
+            context_tokens=model.llm_context_tokens,
+            effect=EffectThresholds(
+                min_evidence=synthesis.retire_min_evidence,
+                margin=synthesis.retire_margin,
+                alpha=synthesis.retire_false_alarms,
+            ),
+        )
+
     @property
     def budget(self) -> Budget:
         return fit(self.context_tokens, self.batch_tokens, self.max_proposals, self.max_skill_bytes)
@@ -134,6 +161,7 @@ class Synthesizer:
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
         judge: LLM | None = None,
+        events: Events | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -145,7 +173,7 @@ class Synthesizer:
         self.judge = judge or llm
         self.tools: ToolDirectory | None = None
         """The live tools and their policies, listed in the prompt (None: no tools)."""
-        self.listeners: list[Callable[[RunSummary], None]] = []
+        self.events = events or Events()
         """Told each finished pass, once its record is durable (the admins' repeat notice)."""
         self.same = SameClaim(
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
@@ -271,11 +299,7 @@ class Synthesizer:
             summary.checks,
             summary.repeats,
         )
-        for listener in self.listeners:
-            try:
-                listener(summary)
-            except Exception:
-                log.exception("a listener of synthesis run %s failed", run.id)
+        await self.events.publish(summary)
         log.info(
             "synthesis run %s %s: %d session(s), %d proposed, %d suppressed, %d refused%s",
             run.id,

@@ -5,26 +5,20 @@ from __future__ import annotations
 from functools import partial
 
 from gateway.config import Settings
+from gateway.core.events import Events
 from gateway.tools.config import ToolsFile, load_tools_file, tools_file_path
 from gateway.tools.policy import RemoteTool, Rule, server_rule, web_rule
-from gateway.tools.toolbox import Mounted, ToolLimits, Tools
+from gateway.tools.toolbox import Mounted, Tools
 from gateway.tools.web import WebTools
 
 
-def tool_limits(settings: Settings) -> ToolLimits:
-    return ToolLimits(
-        connect_seconds=settings.tool_connect_timeout_seconds,
-        call_seconds=settings.tool_call_timeout_seconds,
-        result_chars=settings.tool_result_chars,
-    )
-
-
-def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | None:
-    """The configured tools, not yet started; None when the file lists none."""
+def build_tools(
+    settings: Settings, file: ToolsFile | None = None, *, events: Events | None = None
+) -> Tools | None:
+    """The configured tools, not yet started, publishing to `events`; None when none listed."""
     config = file or load_tools_file(tools_file_path(settings.data_dir, settings.tools_file))
     if config.empty:
         return None
-    limits = tool_limits(settings)
     secrets = tuple(settings.secrets())
     mounted: list[Mounted] = []
     if config.servers:
@@ -32,7 +26,8 @@ def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | No
         from gateway.tools.mcp_client import McpServer
 
         for name, server in config.servers.items():
-            backend = McpServer(name, server, secrets=secrets, timeout=limits.connect_seconds)
+            timeout = settings.tool_connect_timeout_seconds
+            backend = McpServer(name, server, secrets=secrets, timeout=timeout)
             mounted.append(Mounted(backend, partial(server_rule, server)))
     web = config.web
     if web.search is not None or web.fetch is not None:
@@ -52,4 +47,4 @@ def build_tools(settings: Settings, file: ToolsFile | None = None) -> Tools | No
             return web_rule(own) if own is not None else Rule("off", False)
 
         mounted.append(Mounted(web_tools, rule, prefixed=False))
-    return Tools(mounted, limits=limits, secrets=secrets)
+    return Tools(mounted, settings=settings, secrets=secrets, events=events or Events())

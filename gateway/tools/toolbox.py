@@ -3,7 +3,7 @@
 It implements the core's `Toolbox` port. A call is checked against its tool's policy again
 (offering it is not permission), confirmed by the user where the policy says so, bounded
 in time, and its result capped and fenced before the model reads it. Each call ends in a
-`ToolCallRecord` for the trace, handed to the listeners (/metrics); the day's usage counts
+`ToolCallRecord` for the trace, published as `ToolCalled` (/metrics); the day's usage counts
 it with the answer that made it.
 """
 
@@ -13,10 +13,12 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.config import ToolsSettings
+from gateway.core.events import Events, ToolCalled
 from gateway.core.llm_wire import one_line
 from gateway.core.tools import (
     ToolAccess,
@@ -43,16 +45,6 @@ SEPARATOR = "__"
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What chat-completions servers accept as a function name: other tools are left out."""
 DESCRIPTION_CHARS = 1024
-Listener = Callable[[str, ToolCallRecord], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class ToolLimits:
-    """How long a server may take to start and list, a call to answer; a result's size."""
-
-    connect_seconds: float = 10.0
-    call_seconds: float = 30.0
-    result_chars: int = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -91,9 +83,10 @@ class Tools:
     """The configured tools, their servers started and stopped with the gateway."""
 
     mounted: list[Mounted]
-    limits: ToolLimits = field(default_factory=ToolLimits)
+    settings: ToolsSettings = field(default_factory=ToolsSettings)
+    """How long a call may take, how much of its result the model reads."""
     secrets: tuple[str, ...] = ()
-    listeners: list[Listener] = field(default_factory=list)
+    events: Events = field(default_factory=Events)
     """Told of every call once it ended (/metrics)."""
     _skipped: set[tuple[str, str]] = field(default_factory=set)
 
@@ -175,11 +168,7 @@ class Tools:
             status="ok",
         )
         outcome = await self._call(entry, name, arguments, access, record)
-        for listener in self.listeners:
-            try:
-                await listener(name, outcome.record)
-            except Exception:
-                log.exception("counting the call of %s failed", name)
+        await self.events.publish(ToolCalled(name, outcome.record))
         return outcome
 
     async def _call(
@@ -202,10 +191,10 @@ class Tools:
                 return _ended(record, "declined", "the user did not allow this call")
         started = time.monotonic()
         try:
-            async with asyncio.timeout(self.limits.call_seconds):
+            async with asyncio.timeout(self.settings.tool_call_timeout_seconds):
                 text, failed = await entry.mounted.backend.call(entry.tool.name, arguments)
         except TimeoutError:
-            why = f"no answer within {self.limits.call_seconds:g} s"
+            why = f"no answer within {self.settings.tool_call_timeout_seconds:g} s"
             return _ended(record, "timeout", why, started)
         except ServerUnavailable as exc:
             return _ended(record, "unavailable", f"the server is unavailable: {exc}", started)
@@ -216,7 +205,7 @@ class Tools:
         except Exception as exc:
             log.warning("tool %s failed: %s", name, one_line(mask(repr(exc), self.secrets)))
             return _ended(record, "error", f"the call failed ({type(exc).__name__})", started)
-        shown, capped = cap(text, self.limits.result_chars)
+        shown, capped = cap(text, self.settings.tool_result_chars)
         record = record.model_copy(
             update={
                 "status": "error" if failed else "ok",

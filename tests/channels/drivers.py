@@ -17,9 +17,10 @@ from typing import Any, Protocol
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
-from gateway.app import PARTS, Parts
+from gateway.app import PARTS
 from gateway.config import Settings
 from gateway.conversation.models import Dialect
+from gateway.runtime.assembly import Parts
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import html_to_plain, make_callback_update, make_text_update

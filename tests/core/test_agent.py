@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from gateway.app import Parts, close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY, NOT_CONFIGURED
 from gateway.core.models import ChatRef, IncomingMessage
+from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 
 CHAT = ChatRef(channel="console", chat_id="c1", user_id="u1")

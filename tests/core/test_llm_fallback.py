@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings, load_settings
 from gateway.core.agent import APOLOGY
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.errors import ConfigError
+from gateway.runtime.assembly import close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 
 HELLO = IncomingMessage(chat=ChatRef(channel="console", chat_id="c1", user_id="u1"), text="hi")

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Parts, close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.agent import APOLOGY, CUT_MARK, FILTERED, TOO_LONG
 from gateway.core.models import ChatRef, IncomingMessage
+from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import free_port

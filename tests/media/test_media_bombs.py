@@ -13,8 +13,8 @@ import pytest
 
 from gateway.config import Settings
 from gateway.conversation import attachments as notices
+from gateway.core.settings import MB
 from gateway.errors import MediaBomb
-from gateway.media.remote import MB
 from gateway.media.worker import decode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_media_update

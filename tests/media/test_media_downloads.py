@@ -12,9 +12,9 @@ import pytest
 
 from gateway.config import Settings
 from gateway.conversation import attachments as notices
+from gateway.core.settings import MB
 from gateway.errors import MediaUnavailable
 from gateway.media.held import Held
-from gateway.media.remote import MB
 from tests.fakes.line_api import USER_ID
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_media_update

@@ -105,7 +105,7 @@ async def test_a_card_that_failed_to_send_goes_out_once_with_the_same_line_retry
             assert len(rig.cards_in(ALICE)) == 0 and len(rig.cards_in(BOB)) == 1
             assert rig.line_cards() == []
 
-            cards = rig.parts.cards
+            cards = rig.parts.admins.cards
             assert cards is not None
             cards.submit(cards.sync)  # a claim younger than `retake_after` is left alone
             await rig.idle()

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.config import Settings
+from gateway.config import AlertSettings, Settings
 from gateway.runtime.alerts import (
     DISK_LOW,
     MODEL_BACK,
@@ -15,7 +15,6 @@ from gateway.runtime.alerts import (
     SYNTHESIS_FAILING,
     AlertWatcher,
     Signals,
-    Thresholds,
     looker,
 )
 from gateway.store import SqliteStore
@@ -56,7 +55,7 @@ async def test_a_dead_model_is_told_once_after_n_minutes_survives_a_restart_and_
 ) -> None:
     dead = make_settings(llm_base_url=f"http://127.0.0.1:{free_port()}/v1", llm_model="m")
     clock, told = Clock(), Told()
-    limits = Thresholds(model_minutes=10, disk_mb=0, synthesis_failures=0)
+    limits = AlertSettings(alert_model_minutes=10, alert_disk_mb=0, alert_synthesis_failures=0)
     async with SqliteStore(tmp_path / "alerts.db") as store:
         watcher = AlertWatcher(store, looker(dead, store, 0), told, limits, clock=clock)
         await watcher.tick()
@@ -109,7 +108,12 @@ async def test_disk_synthesis_and_a_silent_webhook_are_each_told_once_until_they
         alert_disk_mb=10_000_000,  # more than any test machine has free
     )
     clock, told = Clock(), Told()
-    limits = Thresholds(model_minutes=0, webhook_hours=24, disk_mb=10_000_000, synthesis_failures=2)
+    limits = AlertSettings(
+        alert_model_minutes=0,
+        alert_webhook_hours=24,
+        alert_disk_mb=10_000_000,
+        alert_synthesis_failures=2,
+    )
     async with SqliteStore(tmp_path / "alerts.db") as store:
         watcher = AlertWatcher(store, looker(settings, store, 2), told, limits, clock=clock)
         await store.inbox_add("telegram", "1", "chat", "{}", clock.now)
@@ -151,10 +155,10 @@ async def test_an_alert_reaches_the_admins_private_chat_in_their_language(
 ) -> None:
     async with telegram_gateway(make_settings, fake_llm, telegram_admin_ids=[4242]) as gw:
         await gw.deliver(make_text_update(1, "/language ja", user_id=4242, chat_id=4242))
-        cards = gw.parts.cards
+        cards = gw.parts.admins.cards
         assert cards is not None
         clock = Clock()
-        limits = Thresholds(model_minutes=1, disk_mb=0, synthesis_failures=0)
+        limits = AlertSettings(alert_model_minutes=1, alert_disk_mb=0, alert_synthesis_failures=0)
 
         async def look() -> Signals:
             return Signals(model_checked=True, model_error="model unreachable: connection refused")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Settings
-from gateway.runtime.alerts import LOCK_NAME, TOOL_BACK, TOOL_DOWN, AlertWatcher, Thresholds, looker
+from gateway.config import AlertSettings, Settings
+from gateway.runtime.alerts import LOCK_NAME, TOOL_BACK, TOOL_DOWN, AlertWatcher, looker
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.runtime.test_alerts import Clock
@@ -37,12 +37,14 @@ async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_ba
         make_settings, fake_llm, tools_file=path, telegram_admin_ids=[ADMIN]
     ) as gw:
         await gw.deliver(make_text_update(1, "/start", user_id=ADMIN, chat_id=ADMIN))
-        cards, tools = gw.parts.cards, gw.parts.tools
+        cards, tools = gw.parts.admins.cards, gw.parts.tools
         assert cards is not None and tools is not None
         assert [s.alive for s in tools.status()] == [True]
         await served.__aexit__(None, None, None)  # the server goes away
         clock = Clock()
-        limits = Thresholds(model_minutes=0, webhook_hours=0, disk_mb=0, tool_minutes=5)
+        limits = AlertSettings(
+            alert_model_minutes=0, alert_webhook_hours=0, alert_disk_mb=0, alert_tool_minutes=5
+        )
         look = looker(gw.parts.settings, gw.parts.store, 0, tools)
         watcher = AlertWatcher(gw.parts.store, look, cards.tell_admins, limits, clock=clock)
 
@@ -92,10 +94,12 @@ async def test_a_replica_that_does_not_watch_still_starts_its_own_dead_tool_serv
         make_settings, fake_llm, tools_file=path, telegram_admin_ids=[ADMIN]
     ) as gw:
         await gw.deliver(make_text_update(1, "/start", user_id=ADMIN, chat_id=ADMIN))
-        cards, tools, store = gw.parts.cards, gw.parts.tools, gw.parts.store
+        cards, tools, store = gw.parts.admins.cards, gw.parts.tools, gw.parts.store
         assert cards is not None and tools is not None
         clock = Clock()
-        limits = Thresholds(model_minutes=0, webhook_hours=0, disk_mb=0, tool_minutes=5)
+        limits = AlertSettings(
+            alert_model_minutes=0, alert_webhook_hours=0, alert_disk_mb=0, alert_tool_minutes=5
+        )
         look = looker(gw.parts.settings, store, 0, tools)
         other = AlertWatcher(store, look, cards.tell_admins, limits, clock=clock)
         assert await store.acquire_lock(LOCK_NAME, other.holder, clock(), 3600)  # it watches

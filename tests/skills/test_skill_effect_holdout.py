@@ -6,9 +6,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.skills.effect import settled
 from tests.fakes.openai_server import FakeOpenAI, Scripted
 

@@ -6,10 +6,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
+from gateway.runtime.assembly import close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import git_server, last_trace, tool_names, tools_file
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
 from gateway.errors import InvalidSkill
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.skills.library import parse_skill, render_skill
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import TIME_SERVER, last_trace, tools_file

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gateway.app import Parts, close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
+from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.http_server import BIG, ToyServer
 from tests.tools.support import tool_names, tools_file

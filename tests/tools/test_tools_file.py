@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
 from gateway.errors import ConfigError
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.tools.config import load_tools_file
 from gateway.tools.policy import RemoteTool, Rule
 from gateway.tools.toolbox import Mounted, Tools
@@ -85,7 +85,7 @@ def test_without_servers_the_mcp_sdk_is_never_imported(tmp_path: Path) -> None:
         f"""
         import asyncio, sys
         from pathlib import Path
-        from gateway.app import close_parts, open_parts
+        from gateway.runtime.assembly import close_parts, open_parts
         from gateway.config import Settings
         from gateway.tools.build import build_tools
 

@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from gateway.app import close_parts, open_parts
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
+from gateway.runtime.assembly import close_parts, open_parts
 from gateway.tools.web import PublicResolver, WebTools, public
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import last_trace, tool_names, tools_file

@@ -14,8 +14,9 @@ from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
 from gateway.channels.telegram.request import AiohttpRequest
+from gateway.core.settings import MB
 from gateway.errors import MediaTooBig, MediaUnavailable
-from gateway.media.remote import MB, Fetch, Remote
+from gateway.media.remote import Fetch, Remote
 
 BOT_API_LIMIT = 20 * MB
 """The most a bot may download from Telegram's own Bot API server."""

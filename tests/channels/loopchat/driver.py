@@ -12,7 +12,8 @@ from typing import Any
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import PARTS, Parts, build_app
+from gateway.app import PARTS, build_app
+from gateway.runtime.assembly import Parts
 from tests.channels.drivers import Driver, MakeSettings
 from tests.channels.loopchat.channel import LOOPCHAT, SECRET_HEADER
 from tests.channels.loopchat.fake import TOKEN, FakeLoopchat

@@ -1,0 +1,404 @@
+"""The parts of the gateway, built and wired: the one place that knows them all.
+
+`open_parts` opens the store and builds what runs on it, each component handed the parts
+and the section of the settings it uses; `subscribe` lists who is told of each event;
+`channel_ports` is what a channel is given when it starts; `close_parts` closes what
+`open_parts` opened. The server (`gateway.app`) and the terminal commands both start here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from gateway.channels.base import Channel, Ports
+from gateway.channels.registry import by_name, capabilities, configured_channels, polling
+from gateway.config import Settings
+from gateway.conversation.attachments import Attachments
+from gateway.conversation.dispatch import Conversation
+from gateway.conversation.language import Languages
+from gateway.conversation.ports import ConversationPorts
+from gateway.core.agent import Agent, AgentConfig
+from gateway.core.embeddings import Embedder, OpenAIEmbeddings
+from gateway.core.events import Events, ToolCalled
+from gateway.core.fallback import FallbackLLM, parse_fallbacks
+from gateway.core.json_modes import JsonModeMemory
+from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
+from gateway.core.memory import Memory
+from gateway.core.prompt import DEFAULT_PERSONA
+from gateway.core.settings import ModelSettings
+from gateway.core.vision import VisionPolicy
+from gateway.errors import ChannelError
+from gateway.media.stt import OpenAITranscriber, Transcriber
+from gateway.review.delivery import ReviewCards, start_cards
+from gateway.review.events import ReviewEvent
+from gateway.review.proposals import PROPOSED_FILE, Proposal
+from gateway.review.reconcile import reconcile
+from gateway.review.reviewer import Reviewer
+from gateway.runtime.inbox import Inbox, InboxWorker
+from gateway.runtime.metrics import Metrics
+from gateway.runtime.replicas import (
+    SharedInboxWorker,
+    check_skills_volume,
+    replica_name,
+    startup_lock,
+)
+from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
+from gateway.skills.effect import holdout_state
+from gateway.skills.files import describe_files
+from gateway.skills.library import SKILL_FILE, SkillLibrary
+from gateway.store import Store, open_store
+from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
+from gateway.tools.build import build_tools
+from gateway.tools.toolbox import Tools
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Admins:
+    """The chat admins, reached through the proposal cards once the channels have started."""
+
+    cards: ReviewCards | None = None
+    """None before the channels start, after they stop, and where no channel has admins."""
+
+    async def tell(self, message: str, ref: str, /, **values: object) -> None:
+        """A fixed text to every chat admin, once the cards' transports have started."""
+        if self.cards is not None:
+            await self.cards.tell_admins(message, ref, **values)
+
+
+@dataclass
+class Parts:
+    """What `open_parts` opened, for the one place that wires them (and for tests to look at).
+
+    It does nothing itself, and no component is given it: each gets the parts it uses.
+    """
+
+    settings: Settings
+    store: Store
+    agent: Agent
+    catalog: SkillCatalog
+    worker: InboxWorker
+    review: Reviewer
+    synthesizer: Synthesizer
+    events: Events
+    """Where the reviewer, the synthesizer and the tools publish; `subscribe` lists who hears."""
+    inbox: Inbox
+    """The inbox door the webhooks store updates through."""
+    languages: Languages
+    """The language of each chat's fixed texts."""
+    attachments: Attachments
+    """Reads voice notes, photos and documents for every channel's conversation."""
+    admins: Admins
+    """The chat admins' cards, once the channels have started."""
+    metrics: Metrics
+    clock: Callable[[], float] = time.time
+    memory: Memory | None = None
+    """Per-user memory (None when SKILLGATE_MEMORY is off)."""
+    tools: Tools | None = None
+    """MCP servers and web tools from the tools file (None: none configured)."""
+
+
+def channel_ports(parts: Parts, channel: Channel) -> Ports:
+    """What one channel is given when it starts: the inbox door, its conversation, its records."""
+    conversation = Conversation(
+        channel.profile,
+        ConversationPorts(
+            store=parts.store,
+            turns=parts.agent,
+            counts=parts.metrics,
+            review=parts.review,
+            synthesis=parts.synthesizer,
+            languages=parts.languages,
+            alerts=parts.admins.tell,
+            attachments=parts.attachments,
+            memory=parts.memory,
+            clock=parts.clock,
+        ),
+        parts.settings,
+        secrets=parts.settings.secrets(),
+    )
+    return Ports(
+        intake=parts.inbox,
+        conversation=conversation,
+        deliveries=parts.store,
+        claims=parts.worker,
+    )
+
+
+def subscribe(
+    events: Events,
+    *,
+    catalog: SkillCatalog,
+    admins: Admins,
+    metrics: Metrics,
+) -> None:
+    """Who is told of each event, in the order they are told."""
+
+    async def review_effects(event: ReviewEvent) -> None:
+        """What follows every review operation: the skill index, the log, each admin's card."""
+        if event.skill is not None:
+            catalog.apply(event.skill, event.text)  # the next prompt has it
+        if event.proposal is not None:
+            log_review_event(event.proposal, event.kind)
+            if admins.cards is not None:
+                admins.cards.on_review_event(event.kind, event.proposal)
+
+    async def repeats_found(summary: RunSummary) -> None:
+        """A pass that found rejections repeated: its notice goes to the chat admins."""
+        if summary.repeats and admins.cards is not None:
+            admins.cards.repeats_found()
+
+    async def count_tool_call(event: ToolCalled) -> None:
+        """A tool call in /metrics (the day's usage counts it with the answer that made it)."""
+        metrics.tool_called(event.name, event.record.status)
+
+    events.subscribe(ReviewEvent, review_effects)
+    events.subscribe(RunSummary, repeats_found)
+    events.subscribe(ToolCalled, count_tool_call)
+
+
+def log_review_event(p: Proposal, kind: str) -> None:
+    """Every staged proposal and every decision reaches the log."""
+    what = "staged for review" if kind == "staged" else p.status
+    by = f" by {p.decided_by}" if p.decided_by and kind == "decided" else ""
+    log.info("proposal #%d (%s %s) %s%s", p.id, p.kind, p.slug, what, by)
+
+
+def make_llm(model: ModelSettings, json_memory: JsonModeMemory | None = None) -> LLM:
+    """The configured model (and its fallbacks), or a stand-in that answers 'not configured'."""
+    if not model.model_configured:
+        return UnconfiguredLLM()
+    assert model.llm_base_url is not None and model.llm_model is not None
+    keys = model.llm_fallback_api_keys
+    fallbacks = parse_fallbacks(
+        model.llm_fallback_models,
+        keys.get_secret_value().split(",") if keys else [],
+        model.llm_base_url,
+        model.llm_key,
+    )
+    chain = [(model.llm_model, model.llm_base_url, model.llm_key), *fallbacks]
+    models: list[LLM] = [
+        chat_client(model, url, name, key, json_memory) for name, url, key in chain
+    ]
+    return models[0] if len(models) == 1 else FallbackLLM(models)
+
+
+def make_judge(model: ModelSettings, json_memory: JsonModeMemory | None = None) -> LLM | None:
+    """The model asked whether a candidate repeats a known claim, when not LLM_MODEL itself."""
+    if model.llm_same_claim_model is None or not model.model_configured:
+        return None
+    assert model.llm_base_url is not None
+    return chat_client(
+        model, model.llm_base_url, model.llm_same_claim_model, model.llm_key, json_memory
+    )
+
+
+def chat_client(
+    model: ModelSettings,
+    url: str,
+    name: str,
+    key: str | None,
+    json_memory: JsonModeMemory | None,
+) -> OpenAIChat:
+    """One model at one endpoint, with the timeouts, retries and stream bounds of the section."""
+    return OpenAIChat(
+        url,
+        name,
+        key,
+        timeout=model.llm_timeout_seconds,
+        idle_timeout=model.llm_idle_timeout_seconds,
+        max_retries=model.llm_max_retries,
+        max_tokens=model.llm_max_tokens,
+        json_memory=json_memory,
+        stream_seconds=model.llm_stream_max_seconds,
+        stream_bytes=model.llm_stream_max_bytes,
+    )
+
+
+def make_transcriber(settings: Settings) -> Transcriber | None:
+    """Speech-to-text at STT_BASE_URL (default: the LLM's endpoint and key), if STT_MODEL is set."""
+    if not settings.stt_configured:
+        return None
+    base = settings.stt_base_url or settings.llm_base_url
+    assert base is not None and settings.stt_model is not None
+    key = settings.stt_api_key or (settings.llm_api_key if base == settings.llm_base_url else None)
+    return OpenAITranscriber(
+        base,
+        settings.stt_model,
+        key.get_secret_value() if key else None,
+        timeout=settings.stt_timeout_seconds,
+    )
+
+
+def make_embedder(model: ModelSettings) -> Embedder | None:
+    """Embeddings from the model's endpoint when `LLM_EMBEDDING_MODEL` names a model there."""
+    if model.llm_embedding_model is None or model.llm_base_url is None:
+        return None
+    return OpenAIEmbeddings(
+        model.llm_base_url,
+        model.llm_embedding_model,
+        model.llm_key,
+        timeout=model.llm_timeout_seconds,
+    )
+
+
+def load_persona(settings: Settings) -> str:
+    """The persona file's text; the default one is written on first start for editing."""
+    path = settings.persona_file or settings.data_dir / "persona.md"
+    if not path.exists() and settings.persona_file is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(DEFAULT_PERSONA, encoding="utf-8")
+    return Path(path).read_text(encoding="utf-8")
+
+
+async def open_parts(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    clock: Callable[[], float] = time.time,
+    metrics: Metrics | None = None,
+) -> Parts:
+    """Open the store, sync the skills and build the agent (also used by the CLI)."""
+    store = await open_store(settings)
+    events = Events()
+    try:
+        library = SkillLibrary(settings.skills_dir)
+        catalog = SkillCatalog(library, store)
+        review = Reviewer(
+            library, store, settings=settings, events=events, clock=clock, users=by_name()
+        )
+        holder = replica_name()
+        async with startup_lock(store, holder) if settings.shared_database else nullcontext():
+            if settings.shared_database:
+                await check_skills_volume(store, settings.skills_dir)
+            # One pass over the folders for both steps: the live and the staged files.
+            scanned = library.scan_each((SKILL_FILE, PROPOSED_FILE))
+            described = await describe_files(library, store, scanned[SKILL_FILE])
+            # Before sync, which would take a half-promoted skill; a repair rescans.
+            staged = [f.slug for f in scanned[PROPOSED_FILE]]
+            repaired = await reconcile(review, described, staged)
+            await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
+        config = AgentConfig.of(settings, load_persona(settings))
+        model = llm or make_llm(settings, store)
+        vision = VisionPolicy(settings.llm_vision, store, model.model)
+        memory = (
+            Memory(store, known=settings.secrets(), clock=clock)
+            if settings.memory == "on"
+            else None
+        )
+        tools = build_tools(settings, events=events)
+        agent = Agent(
+            store, model, catalog, config, clock=clock, vision=vision, memory=memory, tools=tools
+        )
+        synthesizer = Synthesizer(
+            store,
+            model,
+            catalog,
+            review,
+            SynthesisConfig.of(settings, settings, settings.secrets()),
+            clock=clock,
+            embedder=make_embedder(settings),
+            judge=make_judge(settings, store) if llm is None else None,
+            events=events,
+        )
+        # Holdout only where still needed, and more often where the comparison lags.
+        catalog.settle(*await holdout_state(store, synthesizer.config.effect))
+    except BaseException:
+        await store.close()
+        raise
+    worker = (
+        SharedInboxWorker(
+            store,
+            holder=holder,
+            lease=settings.inbox_lease_seconds,
+            concurrency=settings.max_concurrent_answers,
+        )
+        if settings.shared_database
+        else InboxWorker(store, concurrency=settings.max_concurrent_answers)
+    )
+    metrics = metrics or Metrics()
+    admins = Admins()
+    # Only now: what reconcile repaired above is in the files the catalog synced from.
+    subscribe(events, catalog=catalog, admins=admins, metrics=metrics)
+    if tools is not None:
+        synthesizer.tools = review.tools = tools
+    return Parts(
+        settings,
+        store,
+        agent,
+        catalog,
+        worker,
+        review,
+        synthesizer,
+        events,
+        inbox=Inbox(store, worker, metrics),
+        languages=Languages(store, settings.default_language, clock),
+        attachments=Attachments(
+            settings, vision, make_transcriber(settings), keep_dir=settings.media_dir
+        ),
+        admins=admins,
+        metrics=metrics,
+        clock=clock,
+        memory=memory,
+        tools=tools,
+    )
+
+
+async def close_parts(parts: Parts) -> None:
+    """Close what `open_parts` opened."""
+    await parts.agent.llm.close()
+    if parts.tools is not None:
+        await parts.tools.stop()
+    if parts.attachments.transcriber is not None:
+        await parts.attachments.transcriber.close()
+    if parts.synthesizer.embedder is not None:
+        await parts.synthesizer.embedder.close()
+    if parts.synthesizer.judge is not parts.agent.llm:
+        await parts.synthesizer.judge.close()
+    await parts.store.close()
+
+
+@asynccontextmanager
+async def chat_cards(parts: Parts, *, timeout: float = 30.0) -> AsyncIterator[None]:
+    """Chat cards for a terminal command: the channels' clients only (no webhook, no polling)."""
+    # A decision or a synthesis made in the terminal reaches the cards before the command ends.
+    settings = polling(parts.settings, on=False)
+    started: list[Channel] = []
+    for channel in configured_channels(settings):  # imports the SDKs in use
+        if not channel.profile.audience.admins:
+            continue  # no admin to show cards to: not worth starting its client
+        try:
+            await channel.start(channel_ports(parts, channel))
+        except ChannelError as exc:
+            log.warning(
+                "%s cards are not updated now (%s); the server catches up", channel.name, exc
+            )
+            continue
+        started.append(channel)
+    transports = [channel.card_transport() for channel in started]
+    cards = start_cards(
+        parts.review,
+        parts.store,
+        transports,
+        catch_up=False,
+        languages=parts.languages,
+        capabilities=capabilities(),
+    )
+    parts.admins.cards = cards
+    try:
+        yield
+    finally:
+        if cards is not None:
+            await cards.stop(timeout)
+            parts.admins.cards = None
+        for channel in reversed(started):
+            try:
+                await channel.stop()
+            except Exception:
+                log.exception("stopping %s failed", channel.name)
