@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, Self, TypeVar, cast, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gateway.core.settings import (
     MB,
@@ -54,11 +57,23 @@ def parse_admin_tokens(value: str) -> dict[str, str]:
     return admins
 
 
-def _split_ids(value: Any) -> Any:
-    """Accept "1, 2,3" (the documented form) as well as a list."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
+SETTINGS_CONFIG = SettingsConfigDict(
+    env_file=".env",
+    env_file_encoding="utf-8",
+    extra="ignore",
+    populate_by_name=True,
+    case_sensitive=True,
+)
+"""How every settings class is read: the environment, then `.env`; names as written."""
+
+SectionT = TypeVar("SectionT", bound=BaseSettings)
+
+
+@functools.cache
+def names_of(model: type[BaseSettings]) -> frozenset[str]:
+    """What a settings class is given values by: its field names and their variables."""
+    fields = model.model_fields
+    return frozenset((*fields, *(str(f.validation_alias) for f in fields.values())))
 
 
 class QuotaSettings(Section):
@@ -336,16 +351,50 @@ class Settings(
     """Every setting Skillgate reads; names are the environment variables.
 
     Composed of the sections each component takes (`ModelSettings` in the core, the rest
-    above); what is left here is read by the gateway as a whole.
+    above); what is left here is read by the gateway as a whole. A platform's settings are a
+    class of their own, read from the same sources with `section` (its package names them;
+    this module names no platform).
     """
 
-    model_config = SettingsConfigDict(
-        env_file=".env",
-        env_file_encoding="utf-8",
-        extra="ignore",
-        populate_by_name=True,
-        case_sensitive=True,
-    )
+    model_config = SETTINGS_CONFIG
+
+    _sources: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """The `_env_file`-style arguments these settings were read with."""
+    _others: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """Values given by keyword that no field here declares: a section's, by its field names."""
+    _sections: dict[type[BaseSettings], BaseSettings] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **values: Any) -> None:
+        ours = names_of(type(self))
+        super().__init__(**values)
+        self._sources = {k: v for k, v in values.items() if k.startswith("_")}
+        self._others = {k: v for k, v in values.items() if k[:1] != "_" and k not in ours}
+
+    def section(self, model: type[SectionT]) -> SectionT:
+        """`model` read from the sources these settings were (the environment, the same env
+        file, the keyword values that are its fields), once; ConfigError naming a bad value."""
+        found = self._sections.get(model)
+        if found is None:
+            names = names_of(model)
+            given = {k: v for k, v in self._others.items() if k in names}
+            try:
+                found = _like(type(self), model)(**self._sources, **given)
+            except ValidationError as exc:
+                problem = describe_validation_error(exc, model)
+                raise ConfigError(f"invalid setting: {problem}") from None
+            self._sections[model] = found
+        return cast(SectionT, found)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied: a section's fields too (read again when asked)."""
+        update = dict(update or {})
+        ours = names_of(type(self))
+        others = {k: update.pop(k) for k in list(update) if k not in ours}
+        copied = super().model_copy(update=update, deep=deep)
+        copied._sources = dict(self._sources)
+        copied._others = {**self._others, **others}
+        copied._sections = {} if others else dict(self._sections)
+        return copied
 
     data_dir: Path = Field(Path("./data"), validation_alias="SKILLGATE_DATA_DIR")
     public_url: str | None = Field(None, validation_alias="SKILLGATE_PUBLIC_URL")
@@ -354,41 +403,6 @@ class Settings(
     """Named admins for the console and the admin API: `name:token,name:token`."""
     log_level: str = Field("INFO", validation_alias="SKILLGATE_LOG_LEVEL")
     persona_file: Path | None = Field(None, validation_alias="SKILLGATE_PERSONA_FILE")
-
-    telegram_bot_token: SecretStr | None = Field(None, validation_alias="TELEGRAM_BOT_TOKEN")
-    telegram_webhook_secret: SecretStr | None = Field(
-        None, validation_alias="TELEGRAM_WEBHOOK_SECRET"
-    )
-    telegram_api_base_url: str = Field(
-        "https://api.telegram.org/bot", validation_alias="TELEGRAM_API_BASE_URL"
-    )
-    telegram_admin_ids: Annotated[list[int], NoDecode] = Field(
-        default_factory=list, validation_alias="TELEGRAM_ADMIN_IDS"
-    )
-    telegram_allowed_user_ids: Annotated[list[int], NoDecode] = Field(
-        default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
-    )
-    telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
-    # Streaming answers (README): private chats show drafts unless `off`; groups and forum
-    # topics, where drafts do not exist, get one message edited in place only with `edit`.
-    telegram_streaming: Literal["off", "drafts", "edit"] = Field(
-        "drafts", validation_alias="TELEGRAM_STREAMING"
-    )
-    telegram_max_messages_per_second: float = Field(
-        30.0, ge=0, validation_alias="TELEGRAM_MAX_MESSAGES_PER_SECOND"
-    )
-
-    line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
-    line_channel_access_token: SecretStr | None = Field(
-        None, validation_alias="LINE_CHANNEL_ACCESS_TOKEN"
-    )
-    line_api_base_url: str = Field("https://api.line.me", validation_alias="LINE_API_BASE_URL")
-    line_admin_ids: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="LINE_ADMIN_IDS"
-    )
-    line_allowed_user_ids: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="LINE_ALLOWED_USER_IDS"
-    )
 
     # Operations: log format and how long a shutdown waits for answers in flight.
     log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
@@ -416,26 +430,10 @@ class Settings(
     # Bot texts: the language for users whose own is unknown or has no catalog.
     default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
 
-    line_data_api_base_url: str = Field(
-        "https://api-data.line.me", validation_alias="LINE_DATA_API_BASE_URL"
-    )
-
-    _split = field_validator(
-        "telegram_admin_ids",
-        "telegram_allowed_user_ids",
-        "line_admin_ids",
-        "line_allowed_user_ids",
-        mode="before",
-    )(_split_ids)
-
     @field_validator(
         "public_url",
         "admin_token",
         "admin_tokens",
-        "telegram_bot_token",
-        "telegram_webhook_secret",
-        "line_channel_secret",
-        "line_channel_access_token",
         "persona_file",
         "database_url",
         mode="before",
@@ -458,24 +456,7 @@ class Settings(
             raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
         return chosen
 
-    _url = field_validator("public_url", "line_api_base_url", "line_data_api_base_url")(http_url)
-
-    @field_validator("telegram_api_base_url")
-    @classmethod
-    def _telegram_base(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
-        # A bare host (a self-hosted Bot API server) gets PTB's "/bot" path.
-        if re.match(r"^https?://[^/]+/?$", value):
-            value = value.rstrip("/") + "/bot"
-        return value
-
-    @field_validator("telegram_webhook_secret")
-    @classmethod
-    def _telegram_secret(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not re.match(r"^[A-Za-z0-9_-]{1,256}$", value.get_secret_value()):
-            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
-        return value
+    _url = field_validator("public_url")(http_url)
 
     @field_validator("admin_tokens")
     @classmethod
@@ -544,9 +525,11 @@ class Settings(
     def skills_dir(self) -> Path:
         return self.data_dir / "skills"
 
-    def secrets(self) -> list[str]:
-        """Every configured secret value, for redaction."""
-        # Every SecretStr field, a platform's included; these three are read in parts below.
+    def gateway_secrets(self) -> list[str]:
+        """The gateway's own configured secret values, for redaction; with every platform's
+        too (what a log or a stored text is kept from): `registry.secrets(settings)`."""
+        # Every SecretStr field (a platform's are its section's: `registry.secrets` adds
+        # them); these three are read in parts below.
         parts = ("llm_fallback_api_keys", "admin_tokens", "database_url")
         whole = (v for k, v in self if k not in parts)
         values = [v.get_secret_value() for v in whole if isinstance(v, SecretStr)]
@@ -563,21 +546,40 @@ class Settings(
         return values
 
 
-_SECRET_FIELDS = {
-    str(f.validation_alias)
-    for f in Settings.model_fields.values()
-    if SecretStr in (f.annotation, *get_args(f.annotation))
-}
-"""The variables whose values are never echoed in an error: every SecretStr field."""
+@functools.cache
+def _like(settings: type[Settings], model: type[SectionT]) -> type[SectionT]:
+    """`model`, reading the kinds of sources `settings` reads: a Settings class that chooses
+    its sources (`settings_customise_sources`: the run's values only, say) chooses its
+    sections' too."""
+    chosen = settings.settings_customise_sources.__func__  # type: ignore[attr-defined]
+    if chosen is BaseSettings.settings_customise_sources.__func__:  # type: ignore[attr-defined]
+        return model
+
+    def sources(cls: type[BaseSettings], *given: Any, **named: Any) -> Any:
+        return settings.settings_customise_sources(*given, **named)
+
+    attributes = {"settings_customise_sources": classmethod(sources), "__module__": __name__}
+    return cast(type[SectionT], type(model.__name__, (model,), attributes))
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line per problem, naming the variable; never echoes a secret."""
+def secret_fields(model: type[BaseSettings]) -> frozenset[str]:
+    """The variables (and field names) of every SecretStr field: never echoed in an error."""
+    return frozenset(
+        name
+        for key, f in model.model_fields.items()
+        if SecretStr in (f.annotation, *get_args(f.annotation))
+        for name in (key, str(f.validation_alias))
+    )
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseSettings] = Settings) -> str:
+    """One line per problem, naming the variable; never echoes a secret of `model`."""
+    secret = secret_fields(model)
     lines = []
     for err in exc.errors():
         name = str(err["loc"][0]) if err["loc"] else "settings"
         msg = err["msg"].removeprefix("Value error, ")
-        if name not in _SECRET_FIELDS and "input" in err and isinstance(err["input"], str):
+        if name not in secret and "input" in err and isinstance(err["input"], str):
             msg += f" (got {err['input']!r})"
         lines.append(f"{name}: {msg}")
     return "; ".join(lines)

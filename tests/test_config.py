@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,10 @@ from gateway.config import (
     load_settings,
 )
 from gateway.core.settings import ModelSettings, Section
+from gateway.channels.line.settings import LineSettings
+from gateway.channels.registry import checked, platforms
+from gateway.channels.telegram.settings import TelegramSettings
+from gateway.config import Settings, load_settings
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,9 +35,10 @@ def test_lists_and_urls_are_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLGATE_REQUIRE_APPROVAL", "false")
     monkeypatch.setenv("LLM_API_KEY", "")
     s = load_settings()
-    assert s.telegram_admin_ids == [11, 22]
-    assert s.line_admin_ids == ["Uaaa", "Ubbb"]
-    assert s.telegram_api_base_url == "http://localhost:8081/bot"
+    telegram, line = s.section(TelegramSettings), s.section(LineSettings)
+    assert telegram.telegram_admin_ids == [11, 22]
+    assert line.line_admin_ids == ["Uaaa", "Ubbb"]
+    assert telegram.telegram_api_base_url == "http://localhost:8081/bot"
     assert s.llm_base_url == "http://127.0.0.1:11434/v1"
     assert s.require_approval is False
     assert s.llm_api_key is None
@@ -60,19 +66,20 @@ def test_an_invalid_value_names_the_variable(
 ) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=name):
-        load_settings()
+        checked(load_settings())  # as every command reads them: each platform's too
 
 
 def test_a_bad_secret_is_named_but_never_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "has spaces and $ymbols")
     with pytest.raises(ConfigError) as info:
-        load_settings()
+        checked(load_settings())
     assert "TELEGRAM_WEBHOOK_SECRET" in str(info.value)
     assert "ymbols" not in str(info.value)
 
 
 def test_every_setting_is_in_env_example_and_the_settings_reference() -> None:
-    names = {f.validation_alias for f in Settings.model_fields.values() if f.validation_alias}
+    models = [Settings, *(p.section for p in platforms())]
+    names = {f.validation_alias for m in models for f in m.model_fields.values()}
     example = (ROOT / ".env.example").read_text()
     reference = (ROOT / "docs" / "SETTINGS.md").read_text()
     for name in names:
@@ -140,3 +147,46 @@ def test_the_settings_are_handed_on_as_their_sections() -> None:
     changed = s.model_copy(update={"llm_model": "other"})
     assert isinstance(changed, ModelSettings) and changed.llm_model == "other"
     assert isinstance(s, MediaSettings) and s.download_cap("image") == 2 * 1024 * 1024
+
+
+def test_a_platforms_section_is_read_from_the_sources_its_settings_were(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TELEGRAM_STREAMING", "off")
+    env_file = tmp_path / "other.env"
+    env_file.write_text("TELEGRAM_ADMIN_IDS=7\n")
+    (tmp_path / ".env").write_text("TELEGRAM_ADMIN_IDS=8\n")
+    settings = Settings(_env_file=env_file, telegram_max_messages_per_second=5)  # type: ignore[call-arg]
+    telegram = settings.section(TelegramSettings)
+    assert telegram.telegram_streaming == "off"  # the environment
+    assert telegram.telegram_admin_ids == [7]  # the same env file
+    assert telegram.telegram_max_messages_per_second == 5  # a keyword value
+    assert settings.section(TelegramSettings) is telegram  # read once
+    polling = settings.model_copy(update={"telegram_polling": True, "llm_model": "m"})
+    assert polling.section(TelegramSettings).telegram_polling and polling.llm_model == "m"
+    assert polling.section(TelegramSettings).telegram_admin_ids == [7]
+    assert not settings.section(TelegramSettings).telegram_polling
+
+
+def test_settings_that_choose_their_sources_choose_their_sections_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Isolated(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: Any, init_settings: Any, *others: Any, **named: Any
+        ) -> tuple[Any, ...]:
+            return (init_settings,)
+
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "1:from-the-environment")
+    given = Isolated(telegram_admin_ids=[3]).section(TelegramSettings)
+    assert given.telegram_bot_token is None and given.telegram_admin_ids == [3]
+    assert Settings().section(TelegramSettings).telegram_bot_token is not None
+
+
+def test_a_bad_platform_value_given_by_keyword_is_named_and_never_echoed() -> None:
+    settings = Settings(_env_file=None, telegram_webhook_secret="no spaces allowed")  # type: ignore[call-arg]
+    with pytest.raises(ConfigError) as info:
+        settings.section(TelegramSettings)
+    assert "telegram_webhook_secret" in str(info.value)
+    assert "allowed" not in str(info.value)

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_usage import channel_names
+from gateway.channels.registry import secrets
 from gateway.core.persona import PERSONA_CHARS, refusal
 from gateway.runtime.keys import SETTINGS, STORE
 
@@ -62,7 +63,7 @@ async def set_persona(request: web.Request) -> web.Response:
         log.info("console: %s cleared a %s chat's persona", by, channel)
         return await personas(request, done="cleared")
     value = text.strip() if isinstance(text, str) else ""
-    why = refusal(value, request.config_dict[SETTINGS].secrets())
+    why = refusal(value, secrets(request.config_dict[SETTINGS]))
     if why is not None:
         return await refuse(request, 400, "Persona refused", WHY[why])
     await store.set_chat_persona(channel, chat, value, by, now)

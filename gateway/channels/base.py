@@ -4,8 +4,9 @@ What a platform says about itself is its `PlatformSpec` (`gateway.channels.spec`
 from this module, which imports aiohttp and the conversation layer, so that the CLI can
 read every spec cheaply), exported once by its package's `spec` module.
 
-A channel verifies and stores its platform's webhooks through `Intake.accept` (so
-an update is on disk before the platform hears 200). Its handler (returned by
+A channel verifies and stores its platform's webhooks with a `Webhook`
+(`gateway.channels.webhook`), which stores every update through `Intake.accept` (so an
+update is on disk before the platform hears 200). Its handler (returned by
 `start`) decodes stored updates into the conversation layer's models and renders
 what the layer says through a `Responder` of its own. The inbox worker calls that
 handler in order within a chat (the update's `chat_key`) and concurrently across chats.

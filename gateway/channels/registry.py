@@ -103,14 +103,21 @@ def configured_channels(settings: Settings) -> list[Channel]:
 def polling(settings: Settings, *, on: bool) -> Settings:
     """The settings with polling on (or off) for every platform that can poll."""
     for p in platforms():
-        if p.set_polling is not None:
-            settings = p.set_polling(settings, on)
+        settings = p.set_polling(settings, on)
     return settings
 
 
 def secrets(settings: Settings) -> list[str]:
     """Every configured secret value: the gateway's and each platform's own, for masking."""
-    return [*settings.secrets(), *(s for p in platforms() for s in p.secrets(settings))]
+    return [*settings.gateway_secrets(), *(s for p in platforms() for s in p.secrets(settings))]
+
+
+def checked(settings: Settings) -> Settings:
+    """`settings`, every platform's section read: a bad value of a platform's variable is a
+    ConfigError now, naming it, as a bad value of the gateway's own is."""
+    for p in platforms():
+        p.read(settings)
+    return settings
 
 
 def token_shapes() -> list[str]:

@@ -14,12 +14,14 @@ from gateway.errors import ConfigError
 
 def load(args: argparse.Namespace) -> Settings:
     """Settings from the environment and the env file (default `.env`); ConfigError if invalid."""
+    from gateway.channels.registry import checked
+
     env_file: Path | None = args.env_file
     if env_file is None:
-        return load_settings()
+        return checked(load_settings())
     if not env_file.is_file():
         raise ConfigError(f"env file {env_file} not found")
-    return load_settings(_env_file=env_file)
+    return checked(load_settings(_env_file=env_file))
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

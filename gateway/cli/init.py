@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_settings import BaseSettings
 
+from gateway.channels.registry import platforms
 from gateway.config import Settings, describe_validation_error
 from gateway.errors import ChannelError
 from gateway.ops.init.answers import Answers, PlatformAnswers, interviewed, managed, new_secret
@@ -210,10 +212,13 @@ def _invalid(answers: Answers) -> str | None:
         answers.render()
     except ValueError as exc:
         return str(exc)
-    try:
-        Settings.model_validate(values)  # the file alone, not the environment
-    except ValidationError as exc:
-        return describe_validation_error(exc)
+    # The file alone, not the environment: the gateway's settings, then each platform's.
+    models: list[type[BaseSettings]] = [Settings, *(p.section for p in platforms())]
+    for model in models:
+        try:
+            model.model_validate(values)
+        except ValidationError as exc:
+            return describe_validation_error(exc, model)
     return None
 
 

@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--polling",
         action="store_true",
-        help=f"receive {_labels([p.label for p in known if p.set_polling])} updates by polling"
+        help=f"receive {_labels([p.label for p in known if p.can_poll])} updates by polling"
         " instead of the webhook (development)",
     )
     serve.add_argument(

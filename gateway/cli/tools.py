@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gateway.channels.registry import secrets
 from gateway.config import Settings
 from gateway.tools.build import build_tools
 from gateway.tools.config import tools_file_path
@@ -23,7 +24,7 @@ def describe(status: ServerStatus) -> list[str]:
 
 async def list_tools(settings: Settings) -> int:
     """Start every configured server, list it, stop it; 1 when one is down."""
-    tools = build_tools(settings)
+    tools = build_tools(settings, secrets(settings))
     if tools is None:
         path = tools_file_path(settings.data_dir, settings.tools_file)
         print(f"no tools configured ({path} lists none)")

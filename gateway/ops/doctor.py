@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from gateway.channels.registry import configured_platforms, platforms
+from gateway.channels.registry import configured_platforms, platforms, secrets
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import ConfigError, SkillgateError
@@ -265,7 +265,7 @@ async def collect(
 async def check_tools(settings: Settings) -> list[Check]:
     """Each tool server starts and lists its tools in time (none: no check)."""
     try:
-        tools = build_tools(settings)
+        tools = build_tools(settings, secrets(settings))
     except ConfigError as exc:
         return [Check("tools", "fail", str(exc), "correct the tools file")]
     if tools is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.channels.base import Channel, Ports
-from gateway.channels.registry import by_name, capabilities, configured_channels, polling
+from gateway.channels.registry import by_name, capabilities, configured_channels, polling, secrets
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
@@ -121,7 +121,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
             clock=parts.clock,
         ),
         parts.settings,
-        secrets=parts.settings.secrets(),
+        secrets=secrets(parts.settings),
     )
     return Ports(
         intake=parts.inbox,
@@ -288,11 +288,11 @@ async def open_parts(
         model = llm or make_llm(settings, store)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
         memory = (
-            Memory(store, known=settings.secrets(), clock=clock)
+            Memory(store, known=secrets(settings), clock=clock)
             if settings.memory == "on"
             else None
         )
-        tools = build_tools(settings, events=events)
+        tools = build_tools(settings, secrets(settings), events=events)
         agent = Agent(
             store, model, catalog, config, clock=clock, vision=vision, memory=memory, tools=tools
         )
@@ -301,7 +301,7 @@ async def open_parts(
             model,
             catalog,
             review,
-            SynthesisConfig.of(settings, settings, settings.secrets()),
+            SynthesisConfig.of(settings, settings, secrets(settings)),
             clock=clock,
             embedder=make_embedder(settings),
             judge=make_judge(settings, store) if llm is None else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from gateway.config import Settings
@@ -13,13 +14,18 @@ from gateway.tools.web import WebTools
 
 
 def build_tools(
-    settings: Settings, file: ToolsFile | None = None, *, events: Events | None = None
+    settings: Settings,
+    secrets: Sequence[str],
+    file: ToolsFile | None = None,
+    *,
+    events: Events | None = None,
 ) -> Tools | None:
-    """The configured tools, not yet started, publishing to `events`; None when none listed."""
+    """The configured tools, not yet started, publishing to `events`; None when the file lists
+    none; `secrets`: every configured secret value (`registry.secrets`), kept from the tools."""
     config = file or load_tools_file(tools_file_path(settings.data_dir, settings.tools_file))
     if config.empty:
         return None
-    secrets = tuple(settings.secrets())
+    kept = tuple(secrets)
     mounted: list[Mounted] = []
     if config.servers:
         # The SDK costs about 2 s to import: only a gateway with servers pays it.
@@ -27,7 +33,7 @@ def build_tools(
 
         for name, server in config.servers.items():
             timeout = settings.tool_connect_timeout_seconds
-            backend = McpServer(name, server, secrets=secrets, timeout=timeout)
+            backend = McpServer(name, server, secrets=kept, timeout=timeout)
             mounted.append(Mounted(backend, partial(server_rule, server)))
     web = config.web
     if web.search is not None or web.fetch is not None:
@@ -47,4 +53,4 @@ def build_tools(
             return web_rule(own) if own is not None else Rule("off", False)
 
         mounted.append(Mounted(web_tools, rule, prefixed=False))
-    return Tools(mounted, settings=settings, secrets=secrets, events=events or Events())
+    return Tools(mounted, settings=settings, secrets=kept, events=events or Events())

@@ -50,7 +50,7 @@ def bearer(token: str) -> dict[str, str]:
 def test_named_admin_tokens_are_parsed_checked_and_never_echoed() -> None:
     settings = load_settings(_env_file=None, admin_token="single-token", admin_tokens=NAMED)
     assert settings.admins() == {"alice": ALICE, "bob": BOB, "": "single-token"}
-    assert {ALICE, BOB, "single-token"} <= set(settings.secrets())
+    assert {ALICE, BOB, "single-token"} <= set(settings.gateway_secrets())
     for bad, why in (
         ("alice", "entry 1 is not name:token"),
         (f"Alice:{ALICE}", "entry 1: an admin name"),
@@ -71,7 +71,7 @@ def log_lines() -> Iterator[Callable[[Settings], io.StringIO]]:
 
     def install(settings: Settings) -> io.StringIO:
         stream = io.StringIO()
-        setup_logging("INFO", settings.secrets(), "text", stream)
+        setup_logging("INFO", settings.gateway_secrets(), "text", stream)
         return stream
 
     yield install

@@ -29,10 +29,6 @@ OWN = {"channels/registry.py"} | {
 """The registry, and each built-in platform's package."""
 
 ALLOWED = {
-    "config.py": "pydantic-settings reads the environment and .env into one Settings class,"
-    " which every layer is handed and each platform's spec reads: its platform fields and"
-    " their validators stay there, and nothing else in the module names a platform"
-    " (test_config_names_a_platform_only_in_the_settings_fields)",
     "core/secrets.py": "a proposed skill is screened for the credentials of every service"
     " detect-secrets and its own shapes know (Discord, Slack, Stripe, Telegram, ...), whether"
     " or not that service is a platform served here: a token kind, not platform knowledge",
@@ -139,32 +135,6 @@ def test_no_code_outside_a_platforms_package_and_the_registry_names_a_platform()
         if found:
             named[relative] = found
     assert not named, "\n".join(f"{p}: {', '.join(f)}" for p, f in named.items())
-
-
-def _validator(node: ast.FunctionDef) -> bool:
-    return any(
-        isinstance(d, ast.Call)
-        and isinstance(d.func, ast.Name)
-        and d.func.id in ("field_validator", "model_validator")
-        for d in node.decorator_list
-    )
-
-
-def test_config_names_a_platform_only_in_the_settings_fields() -> None:
-    specs = [p for p in platforms() if p.entry.startswith("gateway.")]
-    tree = ast.parse(ROOT.joinpath("config.py").read_text(encoding="utf-8"))
-    [settings] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings"]
-    others = [n for n in tree.body if n is not settings]
-    # Fields (annotated assignments) and validators may name a platform; other methods not.
-    methods = [
-        n
-        for n in settings.body
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not _validator(n)
-    ]
-    named = [
-        found for node in [*others, *methods] for found in platform_names(ast.unparse(node), specs)
-    ]
-    assert not named, named
 
 
 def test_no_console_template_names_a_platform() -> None:

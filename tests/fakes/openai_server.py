@@ -562,7 +562,7 @@ class FakeOpenAI:
         self.forwarded.append((status, decoded))
         return web.Response(text=text, status=status, content_type="application/json")
 
-    async def _models(self, request: web.Request) -> web.Response:
+    async def _models(self, request: web.Request) -> web.StreamResponse:
         if self.upstream is not None:
             return await self._forward("/models", None)
         return web.json_response(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.config import Settings
 from gateway.operator import Check
 from gateway.ops.doctor import check_data_dir, collect, run_doctor
@@ -142,14 +143,15 @@ async def test_doctor_json_lists_the_checks_and_keeps_the_exit_status(
     await registered(bot_settings, line_api)
     line_api.webhook_active = False
     env_file = tmp_path / "skillgate.env"
+    telegram = bot_settings.section(TelegramSettings)
     env_file.write_text(
         "\n".join(
             [
                 f"SKILLGATE_DATA_DIR={bot_settings.data_dir}",
                 f"SKILLGATE_PUBLIC_URL={PUBLIC_URL}",
-                f"TELEGRAM_BOT_TOKEN={bot_settings.telegram_bot_token.get_secret_value()}",  # type: ignore[union-attr]
+                f"TELEGRAM_BOT_TOKEN={telegram.telegram_bot_token.get_secret_value()}",  # type: ignore[union-attr]
                 f"TELEGRAM_WEBHOOK_SECRET={WEBHOOK_SECRET}",
-                f"TELEGRAM_API_BASE_URL={bot_settings.telegram_api_base_url}",
+                f"TELEGRAM_API_BASE_URL={telegram.telegram_api_base_url}",
                 f"LINE_CHANNEL_SECRET={LINE_SECRET}",
                 f"LINE_CHANNEL_ACCESS_TOKEN={line_api.access_token}",
                 f"LINE_API_BASE_URL={line_api.base_url}",

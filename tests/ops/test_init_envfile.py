@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.config import Settings
 from gateway.ops.init.envfile import quote, read_values, set_values, write_private
 
@@ -30,7 +31,7 @@ def test_set_values_replaces_in_place_adds_the_rest_and_keeps_the_mode(tmp_path:
         "# mine\nLLM_MODEL=m\nTELEGRAM_WEBHOOK_SECRET=s3cret\n\n# new\nSKILLGATE_ADMIN_TOKEN=t\n"
     )
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    settings = Settings(_env_file=path)  # type: ignore[call-arg]
+    settings = Settings(_env_file=path).section(TelegramSettings)  # type: ignore[call-arg]
     assert settings.telegram_webhook_secret is not None
     assert settings.telegram_webhook_secret.get_secret_value() == "s3cret"
 

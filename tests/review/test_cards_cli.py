@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
+from gateway.channels.line.settings import LineSettings
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.cli import build_parser
 from gateway.cli import review as cli_review
 from gateway.config import Settings
@@ -20,17 +22,18 @@ from tests.synthesis_support import seed_session
 
 def environment(settings: Settings) -> dict[str, str]:
     """The variables a separate `skillgate` process needs to find the same data and bots."""
-    assert settings.telegram_bot_token and settings.line_channel_secret
-    assert settings.line_channel_access_token
+    telegram, line = settings.section(TelegramSettings), settings.section(LineSettings)
+    assert telegram.telegram_bot_token and line.line_channel_secret
+    assert line.line_channel_access_token
     return {
         "SKILLGATE_DATA_DIR": str(settings.data_dir),
-        "TELEGRAM_BOT_TOKEN": settings.telegram_bot_token.get_secret_value(),
-        "TELEGRAM_API_BASE_URL": settings.telegram_api_base_url,
-        "TELEGRAM_ADMIN_IDS": ",".join(str(i) for i in settings.telegram_admin_ids),
-        "LINE_CHANNEL_SECRET": settings.line_channel_secret.get_secret_value(),
-        "LINE_CHANNEL_ACCESS_TOKEN": settings.line_channel_access_token.get_secret_value(),
-        "LINE_API_BASE_URL": settings.line_api_base_url,
-        "LINE_ADMIN_IDS": ",".join(settings.line_admin_ids),
+        "TELEGRAM_BOT_TOKEN": telegram.telegram_bot_token.get_secret_value(),
+        "TELEGRAM_API_BASE_URL": telegram.telegram_api_base_url,
+        "TELEGRAM_ADMIN_IDS": ",".join(str(i) for i in telegram.telegram_admin_ids),
+        "LINE_CHANNEL_SECRET": line.line_channel_secret.get_secret_value(),
+        "LINE_CHANNEL_ACCESS_TOKEN": line.line_channel_access_token.get_secret_value(),
+        "LINE_API_BASE_URL": line.line_api_base_url,
+        "LINE_ADMIN_IDS": ",".join(line.line_admin_ids),
     }
 
 

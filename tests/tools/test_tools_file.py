@@ -95,7 +95,7 @@ def test_without_servers_the_mcp_sdk_is_never_imported(tmp_path: Path) -> None:
             print(parts.tools is not None, "mcp" in sys.modules)
             await close_parts(parts)
             (data / "tools.yaml").write_text(sys.argv[1])
-            print(build_tools(settings) is not None, "mcp" in sys.modules)
+            print(build_tools(settings, []) is not None, "mcp" in sys.modules)
 
         asyncio.run(main(Path({str(data)!r})))
         """

@@ -23,16 +23,25 @@ from linebot.v3.messaging import (
     PostbackAction,
 )
 
+from gateway.channels.api import (
+    N_,
+    Card,
+    CardAction,
+    CardDelivery,
+    CardSigner,
+    ChannelError,
+    NoticeView,
+    RepeatNotice,
+    Texts,
+    clip,
+    fit,
+    notice_view,
+    trimmed_note,
+    utf16_len,
+)
 from gateway.channels.line.client import text_messages
 from gateway.channels.line.delivery import LineOutbox
 from gateway.channels.line.spec import SPEC
-from gateway.channels.text import utf16_len
-from gateway.errors import ChannelError
-from gateway.i18n import N_, Texts
-from gateway.review.buttons import CardAction, CardSigner
-from gateway.review.cards import Card, clip, fit, trimmed_note
-from gateway.review.ports import CardDelivery
-from gateway.review.repeats import NoticeView, RepeatNotice, notice_view
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500

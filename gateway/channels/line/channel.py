@@ -22,7 +22,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiohttp import web
 
-from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
+from gateway.channels.api import (
+    Audience,
+    CardSigner,
+    Channel,
+    ChannelError,
+    ChatRef,
+    Greeting,
+    Handler,
+    InboxItem,
+    Message,
+    Ports,
+    Press,
+    Profile,
+    Refused,
+    Responder,
+    Settings,
+    Update,
+    Webhook,
+)
 from gateway.channels.line import quotes
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
@@ -37,34 +55,22 @@ from gateway.channels.line.events import (
     self_mentions,
     without_spans,
 )
+from gateway.channels.line.settings import LineSettings
 from gateway.channels.line.spec import SPEC
-from gateway.config import Settings
-from gateway.conversation.models import Audience, Greeting, Message, Press, Profile
-from gateway.conversation.ports import Responder
-from gateway.core.models import ChatRef
-from gateway.core.records import InboxItem
-from gateway.core.tasks import cancel_and_wait
-from gateway.errors import ChannelError, StoreError
-from gateway.review.buttons import CardSigner
-from gateway.web import jsonlimits
-from gateway.web.serving import read_body
 
 if TYPE_CHECKING:
     from linebot.v3.webhook import SignatureValidator
 
+    from gateway.channels.api import Card, CardDelivery, RepeatNotice, Texts
     from gateway.channels.line.cards import CardBubbles, LineCards
     from gateway.channels.line.client import LineClient
     from gateway.channels.line.delivery import LineOutbox
-    from gateway.i18n import Texts
-    from gateway.review.cards import Card
-    from gateway.review.ports import CardDelivery
-    from gateway.review.repeats import RepeatNotice
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_PATH = SPEC.route
 JSON = "application/json"
-MAX_WEBHOOK_BYTES = 1024 * 1024
+SIGNATURE_HEADER = "X-Line-Signature"
 USER_EVENTS = ("message", "postback", "follow", "unsend")
 """Events a user's action makes: one the gateway cannot place in a chat is counted."""
 
@@ -77,10 +83,11 @@ class LineChannel(Channel):
     def __init__(self, settings: Settings, *, load_in_background: bool = False) -> None:
         """`load_in_background`: `start` returns before line-bot-sdk is loaded (see `sdk`);
         the webhook and the handler wait for it. Off, `start` loads it first."""
-        if settings.line_channel_secret is None or settings.line_channel_access_token is None:
+        section = self.settings = settings.section(LineSettings)
+        if section.line_channel_secret is None or section.line_channel_access_token is None:
             raise ChannelError("LINE needs LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN")
-        secret = settings.line_channel_secret.get_secret_value()
-        self.settings = settings
+        secret = section.line_channel_secret.get_secret_value()
+        self.webhook = LineWebhook(self)
         self._secret = secret
         self._background = load_in_background
         self._loading: asyncio.Future[LineSession] | None = None
@@ -94,7 +101,7 @@ class LineChannel(Channel):
         self.profile = Profile(
             channel=self.name,
             dialect=LINE,
-            audience=Audience.of(settings.line_allowed_user_ids, settings.line_admin_ids),
+            audience=Audience.of(section.line_allowed_user_ids, section.line_admin_ids),
             signer=CardSigner(secret),
             label=SPEC.label,
             capabilities=SPEC.capabilities,
@@ -115,7 +122,7 @@ class LineChannel(Channel):
         return self._bubbles
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post(WEBHOOK_PATH, self.webhook)]
+        return [self.webhook.route]
 
     async def start(self, ports: Ports) -> Handler:
         self._loading = asyncio.ensure_future(self._open(ports))
@@ -147,6 +154,12 @@ class LineChannel(Channel):
             raise ChannelError("the LINE channel is not started")
         return await asyncio.shield(self._loading)
 
+    async def signature(self) -> SignatureValidator:
+        """The SDK's signature check, once loaded; ChannelError before `start`."""
+        await self.ready()
+        assert self._signature is not None
+        return self._signature
+
     async def _process(self, item: InboxItem) -> None:
         await (await self.ready()).process(item)
 
@@ -173,56 +186,48 @@ class LineChannel(Channel):
             ),
         }
 
-    async def webhook(self, request: web.Request) -> web.Response:
-        """Verify, store every event, then 200; nothing slow happens before the answer."""
-        if (request.content_length or 0) > MAX_WEBHOOK_BYTES:
-            raise web.HTTPRequestEntityTooLarge(MAX_WEBHOOK_BYTES, request.content_length or 0)
-        signature = request.headers.get("X-Line-Signature", "")
-        if not signature:
-            return web.json_response({"error": "missing X-Line-Signature"}, status=401)
-        # Read only now that a signature was sent, at most 1 MB and within the body deadline.
-        raw = await read_body(request, MAX_WEBHOOK_BYTES)
+
+class LineWebhook(Webhook):
+    """LINE's posts: signed bodies (line-bot-sdk checks the signature), each with its events."""
+
+    def __init__(self, line: LineChannel) -> None:
+        super().__init__(SPEC.name)
+        self.line = line
+
+    def credentials(self, request: web.Request) -> None:
+        if not request.headers.get(SIGNATURE_HEADER, ""):
+            raise Refused(401, f"missing {SIGNATURE_HEADER}")
+
+    async def verify(self, request: web.Request, body: bytes) -> None:
+        signature = request.headers.get(SIGNATURE_HEADER, "")
         try:
-            body = raw.decode("utf-8")
+            text = body.decode("utf-8")
         except UnicodeDecodeError:
-            return web.json_response({"error": "body is not UTF-8"}, status=400)
+            raise Refused(400, "body is not UTF-8") from None
         try:
-            await self.ready()  # the signature check is the SDK's
+            validator = await self.line.signature()  # the signature check is the SDK's
         except Exception:
             log.exception("LINE channel not ready for a webhook")
-            return web.json_response({"error": "not ready, try again"}, status=503)
-        assert self._signature is not None
+            raise Refused(503, "not ready, try again") from None
         # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
-        if not signature.isascii() or not self._signature.validate(body, signature):
+        if not signature.isascii() or not validator.validate(text, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
-            return web.json_response({"error": "invalid signature"}, status=401)
-        if request.content_type != JSON:
-            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
-        try:
-            payload = jsonlimits.loads(body)
-            events = payload["events"]
-            if not isinstance(events, list):
-                raise TypeError("events is not a list")
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            return web.json_response({"error": f"malformed webhook body: {exc}"}, status=400)
-        if not storable(payload):
-            return web.json_response({"error": "body holds a lone surrogate"}, status=400)
-        intake = request.config_dict[INTAKE]
-        destination = payload.get("destination")
+            raise Refused(401, "invalid signature")
+
+    def updates(self, body: Any) -> list[Update]:
+        events = body["events"]
+        if not isinstance(events, list):
+            raise TypeError("events is not a list")
+        destination = body.get("destination")
+        found = []
         for event in events:
             if not isinstance(event, dict):
                 log.warning("skipping a LINE event that is not an object")
                 continue
             event_id = event_id_of(event)
-            stored = json.dumps({**event, "destination": destination}, ensure_ascii=False)
-            try:
-                await intake.accept(self.name, event_id, inbox_key(event, event_id), stored)
-            except StoreError:
-                # LINE redelivers the whole body (if redelivery is on); the events stored
-                # already are recognised by their ids then.
-                log.exception("could not store LINE event %s", event_id)
-                return web.json_response({"error": "not stored, try again"}, status=503)
-        return web.json_response({})
+            stored = {**event, "destination": destination}
+            found.append(Update(event_id, inbox_key(event, event_id), stored))
+        return found
 
 
 class LaterCards:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from gateway.channels.api import (
+    SET_PUBLIC_URL,
+    SET_WEBHOOK,
+    ChannelError,
+    Check,
+    ConfigError,
+    Settings,
+    public_endpoint,
+)
 from gateway.channels.line.channel import WEBHOOK_PATH as LINE_PATH
 from gateway.channels.line.operator import LINE_TIMEOUT, line_api, line_errors
-from gateway.config import Settings
-from gateway.errors import ChannelError, ConfigError
-from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, public_endpoint
 
 
 async def line_checks(settings: Settings) -> list[Check]:

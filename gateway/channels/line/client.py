@@ -30,8 +30,7 @@ from linebot.v3.messaging import (
     TextMessage,
 )
 
-from gateway.core.models import Button
-from gateway.errors import ChannelError, MediaTooBig, MediaUnavailable, RateLimited
+from gateway.channels.api import Button, ChannelError, MediaTooBig, MediaUnavailable, RateLimited
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from linebot.v3.messaging import Message
 
-from gateway.channels.base import DeliveryLog
+from gateway.channels.api import Button, DeliveryLog
 from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
@@ -25,7 +25,6 @@ from gateway.channels.line.client import (
     ReplyTokenRejected,
     text_messages,
 )
-from gateway.core.models import Button
 
 log = logging.getLogger(__name__)
 

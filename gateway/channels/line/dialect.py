@@ -5,8 +5,7 @@ Each text is an English message id, translated where it is shown (`gateway.i18n`
 
 from __future__ import annotations
 
-from gateway.conversation.models import Dialect
-from gateway.i18n import N_
+from gateway.channels.api import N_, Dialect
 
 HELP = N_(
     "I'm an AI assistant: ask me anything in plain words.\n"

@@ -7,10 +7,8 @@ loads it in the background once it starts, and the checks and webhook steps when
 
 from __future__ import annotations
 
-from gateway.channels.base import Channel
+from gateway.channels.api import Channel, Check, Settings, Step
 from gateway.channels.line.channel import LineChannel
-from gateway.config import Settings
-from gateway.operator import Check, Step
 
 
 def channel(settings: Settings) -> Channel:

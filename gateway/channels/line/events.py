@@ -10,9 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.conversation.dispatch import KNOWN_COMMANDS
-from gateway.core.models import ChatRef
-from gateway.media.remote import Remote
+from gateway.channels.api import KNOWN_COMMANDS, ChatRef, Remote
 
 COMMANDS = tuple(f"/{name}" for name in KNOWN_COMMANDS if name != "start")
 """LINE greets on follow, so "/start" is text for the model there."""

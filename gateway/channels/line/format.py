@@ -8,7 +8,7 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from gateway.channels.text import CUT_NOTE, capped, split_text, utf16_len
+from gateway.channels.api import CUT_NOTE, capped, split_text, utf16_len
 
 MAX_TEXT_UTF16 = 5000
 """A LINE text message holds at most 5000 UTF-16 code units (an emoji counts 2)."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, MutableMapping
 
-from gateway.channels.interview import Asker, Found
+from gateway.channels.api import Asker, ChannelError, Found
 from gateway.channels.line import setup
 from gateway.channels.line.spec import SETTINGS
-from gateway.errors import ChannelError
 
 _SECRET, _TOKEN, _ADMINS, _API = (s.var for s in SETTINGS)
 

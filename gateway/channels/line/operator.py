@@ -19,12 +19,10 @@ from linebot.v3.messaging import (
     TestWebhookEndpointRequest,
 )
 
+from gateway.channels.api import ChannelError, Settings, Step, mask, public_endpoint, secrets
 from gateway.channels.line.channel import WEBHOOK_PATH
 from gateway.channels.line.client import error_message
-from gateway.config import Settings
-from gateway.errors import ChannelError
-from gateway.logs import mask
-from gateway.operator import Step, public_endpoint
+from gateway.channels.line.settings import LineSettings
 
 LINE_TIMEOUT = 15.0
 LINE_TEST_TIMEOUT = 30.0
@@ -33,10 +31,11 @@ LINE_TEST_TIMEOUT = 30.0
 @asynccontextmanager
 async def line_api(settings: Settings) -> AsyncIterator[AsyncMessagingApi]:
     """An AsyncMessagingApi for the configured access token and API host."""
-    assert settings.line_channel_access_token is not None
+    ln = settings.section(LineSettings)
+    assert ln.line_channel_access_token is not None
     config = Configuration(
-        access_token=settings.line_channel_access_token.get_secret_value(),
-        host=settings.line_api_base_url,
+        access_token=ln.line_channel_access_token.get_secret_value(),
+        host=ln.line_api_base_url,
     )
     async with AsyncApiClient(config) as client:
         yield AsyncMessagingApi(client)
@@ -45,13 +44,14 @@ async def line_api(settings: Settings) -> AsyncIterator[AsyncMessagingApi]:
 @asynccontextmanager
 async def line_errors(settings: Settings) -> AsyncIterator[None]:
     """Turn line-bot-sdk's and aiohttp's errors into ChannelError."""
-    host = urlsplit(settings.line_api_base_url).netloc
+    ln = settings.section(LineSettings)
+    host = urlsplit(ln.line_api_base_url).netloc
     try:
         yield
     except ApiException as exc:
         if exc.status == 401:
             raise ChannelError("LINE rejected LINE_CHANNEL_ACCESS_TOKEN (HTTP 401)") from exc
-        message = mask(error_message(exc.body), settings.secrets())
+        message = mask(error_message(exc.body), secrets(settings))
         raise ChannelError(f"LINE answered HTTP {exc.status}: {message}") from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ChannelError(f"cannot reach the LINE API at {host}: {type(exc).__name__}") from exc

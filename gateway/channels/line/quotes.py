@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.conversation.content import MEDIA_META
-from gateway.core.ports import Meta
+from gateway.channels.api import MEDIA_META
 
 REMEMBERED = 20
 """Media messages remembered per chat."""

@@ -14,19 +14,26 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
+from gateway.channels.api import (
+    CUT_NOTE,
+    ENGLISH,
+    MAX_CARDS_SHOWN,
+    N_,
+    Button,
+    Card,
+    ChannelError,
+    ChatRef,
+    Proposal,
+    Reply,
+    Texts,
+    split_text,
+    utf16_len,
+)
 from gateway.channels.line.cards import CardBubbles
 from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, LineClient, text_messages
 from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import ASK_IN_GROUP, ASK_WHAT_WENT_WRONG
 from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
-from gateway.channels.text import CUT_NOTE, split_text, utf16_len
-from gateway.conversation.review import MAX_CARDS_SHOWN
-from gateway.core.models import Button, ChatRef, Reply
-from gateway.core.tasks import cancel_and_wait
-from gateway.errors import ChannelError
-from gateway.i18n import ENGLISH, N_, Texts
-from gateway.review.cards import Card
-from gateway.review.proposals import Proposal
 
 log = logging.getLogger(__name__)
 

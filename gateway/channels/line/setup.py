@@ -29,12 +29,10 @@ from linebot.v3.messaging import (
 )
 from linebot.v3.webhook import SignatureValidator
 
+from gateway.channels.api import ChannelError, language_of, mask, texts_for
 from gateway.channels.line.channel import WEBHOOK_PATH
 from gateway.channels.line.client import error_message
 from gateway.channels.line.dialect import ADMIN_RECORDED
-from gateway.errors import ChannelError
-from gateway.i18n import language_of, texts_for
-from gateway.logs import mask
 
 TIMEOUT = 15.0
 MAX_BODY = 1024 * 1024

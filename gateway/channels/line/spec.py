@@ -2,22 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from gateway.channels.interview import Setting
-from gateway.channels.spec import PlatformSpec, id_list
-from gateway.core.capabilities import Capabilities
-from gateway.i18n import N_
-
-if TYPE_CHECKING:
-    from gateway.config import Settings
-
-
-def _configured(settings: Settings) -> bool:
-    return (
-        settings.line_channel_secret is not None and settings.line_channel_access_token is not None
-    )
-
+from gateway.channels.api import N_, Capabilities, PlatformSpec, Setting, id_list
+from gateway.channels.line.settings import LineSettings
 
 USER_ID = r"U[0-9a-f]{32}"
 
@@ -52,10 +38,7 @@ SPEC = PlatformSpec(
     name="line",
     label="LINE",
     entry="gateway.channels.line.entry",
-    configured=_configured,
-    needs="LINE_CHANNEL_SECRET + LINE_CHANNEL_ACCESS_TOKEN",
-    needs_short="LINE_CHANNEL_*",
-    settings_prefix="LINE_",
+    section=LineSettings,
     user_id=USER_ID,
     user_id_hint="U and 32 hex digits",
     user_label=N_("LINE user {who}…"),

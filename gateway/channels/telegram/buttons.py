@@ -11,7 +11,7 @@ from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from gateway.core.models import Button
+from gateway.channels.api import Button
 
 CHOSEN = "✓ "
 

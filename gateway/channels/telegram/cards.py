@@ -7,18 +7,25 @@ from html import escape
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from gateway.channels.api import (
+    N_,
+    Card,
+    CardDelivery,
+    CardSigner,
+    CopyGone,
+    Np_,
+    Proposal,
+    RepeatNotice,
+    Texts,
+    fit,
+    notice_view,
+    trimmed_note,
+    utf16_len,
+)
 from gateway.channels.telegram.buttons import callback_data
 from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.telegram.spec import SPEC
-from gateway.channels.text import utf16_len
-from gateway.i18n import N_, Np_, Texts
-from gateway.review.buttons import CardSigner
-from gateway.review.cards import Card, fit, trimmed_note
-from gateway.review.delivery import CopyGone
-from gateway.review.ports import CardDelivery
-from gateway.review.proposals import Proposal
-from gateway.review.repeats import RepeatNotice, notice_view
 
 APPROVE, REJECT, FULL_DIFF = N_("✅ Approve"), N_("❌ Reject"), N_("🔍 Full diff")
 DIFF_CAPTION = Np_(

@@ -12,7 +12,6 @@ keyed by the message they belong to, so they never wait behind an answer being w
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from typing import Any, ClassVar
@@ -24,7 +23,24 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
 
-from gateway.channels.base import INTAKE, Channel, Handler, Ports
+from gateway.channels.api import (
+    KNOWN_COMMANDS,
+    READABLE,
+    STALE,
+    Audience,
+    CardSigner,
+    Channel,
+    ChannelError,
+    ChatRef,
+    Handler,
+    InboxItem,
+    Message,
+    Ports,
+    Press,
+    Profile,
+    Responder,
+    Settings,
+)
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.dialect import TELEGRAM
 from gateway.channels.telegram.files import remote_of
@@ -33,27 +49,15 @@ from gateway.channels.telegram.polling import Poller
 from gateway.channels.telegram.responder import TelegramResponder
 from gateway.channels.telegram.salvage import query_id, raw_message, read_press
 from gateway.channels.telegram.send import Sender, SendPolicy, Undeliverable, bot_request
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import (
-    JSON,
-    WEBHOOK_PATH,
-    accept,
+    TelegramWebhook,
     addressed,
     command_of,
     media_of,
-    read_update,
     without_mention,
 )
-from gateway.config import Settings
-from gateway.conversation.dispatch import KNOWN_COMMANDS
-from gateway.conversation.feedback import STALE
-from gateway.conversation.models import Audience, Message, Press, Profile
-from gateway.conversation.ports import Responder
-from gateway.core.models import ChatRef
-from gateway.core.records import InboxItem
-from gateway.errors import ChannelError, StoreError
-from gateway.media.remote import READABLE
-from gateway.review.buttons import CardSigner
 
 log = logging.getLogger(__name__)
 
@@ -83,14 +87,16 @@ class TelegramChannel(Channel):
         draft_keepalive: float = 20.0,
         edit_interval: float = 3.0,
     ) -> None:
-        if settings.telegram_bot_token is None:
+        section = self.section = settings.section(TelegramSettings)
+        if section.telegram_bot_token is None:
             raise ChannelError("Telegram needs TELEGRAM_BOT_TOKEN")
         self.settings = settings
-        self.token = settings.telegram_bot_token.get_secret_value()
+        self.token = section.telegram_bot_token.get_secret_value()
+        self.webhook = TelegramWebhook(section.telegram_webhook_secret)
         self.policy = SendPolicy(
             private_interval=private_interval,
             group_per_minute=group_per_minute,
-            overall_per_second=settings.telegram_max_messages_per_second,
+            overall_per_second=section.telegram_max_messages_per_second,
             max_retries=max_retries,
             typing_interval=typing_interval,
             typing_delay=typing_delay,
@@ -99,11 +105,11 @@ class TelegramChannel(Channel):
             edit_interval=edit_interval,
         )
         self.poll_timeout = poll_timeout
-        self.mode = "polling" if settings.telegram_polling else "webhook"
+        self.mode = "polling" if section.telegram_polling else "webhook"
         self.profile = Profile(
             channel=self.name,
             dialect=TELEGRAM,
-            audience=Audience.of(settings.telegram_allowed_user_ids, settings.telegram_admin_ids),
+            audience=Audience.of(section.telegram_allowed_user_ids, section.telegram_admin_ids),
             signer=CardSigner(self.token),
             # A reason is a reply to the prompt, so a Telegram card has no Skip.
             card_actions=frozenset(("approve", "reject", "diff")),
@@ -113,15 +119,15 @@ class TelegramChannel(Channel):
         """The running bot, between `start` and `stop`."""
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post(WEBHOOK_PATH, self.webhook)]
+        return [self.webhook.route]
 
     async def start(self, ports: Ports) -> Handler:
         """Build the PTB application (getMe); in polling mode, start polling."""
         app = (
             Application.builder()
             .token(self.token)
-            .base_url(self.settings.telegram_api_base_url)
-            .base_file_url(file_base_url(self.settings.telegram_api_base_url))
+            .base_url(self.section.telegram_api_base_url)
+            .base_file_url(file_base_url(self.section.telegram_api_base_url))
             .request(bot_request())
             .updater(None)
             .job_queue(None)
@@ -135,7 +141,7 @@ class TelegramChannel(Channel):
         session = self.session = TelegramSession(self, app, ports)
         # The webhook and the command menu are registered by `skillgate set-webhook`, once:
         # Telegram rate-limits setWebhook, so a restart must not repeat it.
-        if self.settings.telegram_polling:
+        if self.section.telegram_polling:
             await session.start_polling()
         log.info("telegram: @%s ready (%s)", app.bot.username, self.mode)
         return session.process
@@ -153,31 +159,6 @@ class TelegramChannel(Channel):
     def card_transport(self) -> TelegramCards | None:
         return self.session.cards if self.session is not None else None
 
-    async def webhook(self, request: web.Request) -> web.Response:
-        """POST /webhook/telegram: verify the secret, store the update, then answer 200."""
-        expected = self.settings.telegram_webhook_secret
-        got = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
-        if expected is None or not hmac.compare_digest(
-            got.encode("utf-8", "surrogatepass"), expected.get_secret_value().encode()
-        ):
-            return web.json_response({"error": "missing or wrong secret token"}, status=401)
-        if request.content_type != JSON:
-            return web.json_response({"error": f"Content-Type must be {JSON}"}, status=415)
-        received, status, problem = await read_update(request)
-        if received is None:
-            return web.json_response({"error": problem}, status=status)
-        update = received.update
-        try:
-            await accept(request.config_dict[INTAKE], update, received.payload)
-        except StoreError:
-            log.exception("could not store Telegram update %s", update["update_id"])
-            return web.json_response({"error": "not stored, try again"}, status=503)
-        return web.Response(body=_OK, content_type=JSON)
-
-
-_OK = b'{"ok":true}'
-"""Every stored update's answer, the same bytes each time."""
-
 
 class TelegramSession:
     """A started bot: decodes stored updates for the conversation layer, polls if asked."""
@@ -192,11 +173,11 @@ class TelegramSession:
         self.bot: Bot = app.bot
         self.sender = Sender(app.bot, channel.policy)
         self.cards = TelegramCards(
-            self.sender, channel.profile.signer, channel.settings.telegram_admin_ids
+            self.sender, channel.profile.signer, channel.section.telegram_admin_ids
         )
         self.ports = ports
         self.conversation = ports.conversation
-        self.streaming = channel.settings.telegram_streaming
+        self.streaming = channel.section.telegram_streaming
         self.poller = Poller(self.sender, ports.intake, channel.poll_timeout)
 
     async def start_polling(self) -> None:

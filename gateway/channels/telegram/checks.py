@@ -5,11 +5,18 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from gateway.channels.api import (
+    SET_PUBLIC_URL,
+    SET_WEBHOOK,
+    ChannelError,
+    Check,
+    ConfigError,
+    Settings,
+    public_endpoint,
+)
 from gateway.channels.telegram.operator import secret_fingerprint, telegram_bot, telegram_errors
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.channels.telegram.updates import WEBHOOK_PATH as TELEGRAM_PATH
-from gateway.config import Settings
-from gateway.errors import ChannelError, ConfigError
-from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, public_endpoint
 
 BACKLOG_WARN = 100
 RECENT_ERROR_SECONDS = 3600
@@ -32,6 +39,7 @@ def delivery_fix(error: str) -> str:
 
 async def telegram_checks(settings: Settings, registered_secret: str | None) -> list[Check]:
     """getMe and getWebhookInfo; `registered_secret` is the fingerprint set-webhook stored."""
+    tg = settings.section(TelegramSettings)
     try:
         async with telegram_errors(settings), telegram_bot(settings) as bot:
             me = f"@{bot.username} (id {bot.id})"
@@ -57,7 +65,7 @@ async def telegram_checks(settings: Settings, registered_secret: str | None) -> 
                 " remove the bot from each group and add it again",
             )
         )
-    if settings.telegram_polling:
+    if tg.telegram_polling:
         checks.append(_polling(info.url, info.pending_update_count))
         return checks
     try:

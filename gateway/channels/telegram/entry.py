@@ -5,7 +5,7 @@ The registry imports this module only when TELEGRAM_BOT_TOKEN is set.
 
 from __future__ import annotations
 
-from gateway.channels.base import Channel
+from gateway.channels.api import Channel, Check, Settings, SkillgateError, Step, store_for
 from gateway.channels.telegram.channel import TelegramChannel
 from gateway.channels.telegram.checks import telegram_checks
 from gateway.channels.telegram.operator import (
@@ -13,10 +13,7 @@ from gateway.channels.telegram.operator import (
     telegram_register,
     telegram_unregister,
 )
-from gateway.config import Settings
-from gateway.errors import SkillgateError
-from gateway.operator import Check, Step
-from gateway.store import store_for
+from gateway.channels.telegram.settings import TelegramSettings
 
 
 def channel(settings: Settings) -> Channel:
@@ -25,9 +22,10 @@ def channel(settings: Settings) -> Channel:
 
 def settings_checks(settings: Settings) -> list[Check]:
     """What the settings alone tell about the channel."""
-    if settings.telegram_polling:
+    tg = settings.section(TelegramSettings)
+    if tg.telegram_polling:
         return [Check("telegram", "ok", "bot token set; updates by polling")]
-    if settings.telegram_webhook_secret is None:
+    if tg.telegram_webhook_secret is None:
         return [
             Check(
                 "telegram",

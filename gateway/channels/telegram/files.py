@@ -13,10 +13,8 @@ from typing import Any
 from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
+from gateway.channels.api import MB, Fetch, MediaTooBig, MediaUnavailable, Remote
 from gateway.channels.telegram.request import AiohttpRequest
-from gateway.core.settings import MB
-from gateway.errors import MediaTooBig, MediaUnavailable
-from gateway.media.remote import Fetch, Remote
 
 BOT_API_LIMIT = 20 * MB
 """The most a bot may download from Telegram's own Bot API server."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from html import escape
 
-from gateway.channels.text import CUT_NOTE, capped, split_message, utf16_len
+from gateway.channels.api import CUT_NOTE, capped, split_message, utf16_len
 
 MAX_TEXT = 4096
 """Telegram's limit for a message's text, counted after entity parsing."""

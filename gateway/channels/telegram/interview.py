@@ -6,10 +6,9 @@ import secrets
 import time
 from collections.abc import Mapping, MutableMapping
 
-from gateway.channels.interview import Asker, Found
+from gateway.channels.api import Asker, ChannelError, Found
 from gateway.channels.telegram import setup
 from gateway.channels.telegram.spec import SETTINGS, SPEC
-from gateway.errors import ChannelError
 
 _TOKEN, _ADMINS, _API = (s.var for s in SETTINGS)
 _POLLING = SPEC.polling_var or ""

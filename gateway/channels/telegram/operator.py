@@ -18,20 +18,26 @@ from urllib.parse import urlsplit
 from telegram import Bot, BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, TelegramError
 
+from gateway.channels.api import (
+    ADMIN_COMMANDS,
+    COMMANDS,
+    ChannelError,
+    ConfigError,
+    Languages,
+    Settings,
+    Step,
+    Texts,
+    mask,
+    public_endpoint,
+    secrets,
+    texts_for,
+)
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, WEBHOOK_PATH
-from gateway.config import Settings
-from gateway.conversation.dispatch import COMMANDS
-from gateway.conversation.language import Languages
-from gateway.conversation.review import ADMIN_COMMANDS
-from gateway.errors import ChannelError, ConfigError
-from gateway.i18n import Texts, texts_for
-from gateway.logs import mask
-from gateway.operator import Step, public_endpoint
 
 if TYPE_CHECKING:
-    from gateway.store.base import Store
-    from gateway.store.registry import RegistryQueries
+    from gateway.channels.api import RegistryQueries, Store
 
 SECRET_META = "telegram_webhook_secret_hmac"
 MENU_LANGUAGES = {"": "en", "ja": "ja", "zh": "zh_TW", "th": "th"}
@@ -42,10 +48,9 @@ Telegram keys menus by two-letter codes only, so every Chinese app gets the Trad
 @asynccontextmanager
 async def telegram_bot(settings: Settings) -> AsyncIterator[Bot]:
     """An initialised Bot (getMe done) for the configured token and API base."""
-    assert settings.telegram_bot_token is not None
-    bot = Bot(
-        settings.telegram_bot_token.get_secret_value(), base_url=settings.telegram_api_base_url
-    )
+    tg = settings.section(TelegramSettings)
+    assert tg.telegram_bot_token is not None
+    bot = Bot(tg.telegram_bot_token.get_secret_value(), base_url=tg.telegram_api_base_url)
     async with bot:
         yield bot
 
@@ -53,7 +58,8 @@ async def telegram_bot(settings: Settings) -> AsyncIterator[Bot]:
 @asynccontextmanager
 async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
     """Turn python-telegram-bot's errors into ChannelError."""
-    host = urlsplit(settings.telegram_api_base_url).netloc
+    tg = settings.section(TelegramSettings)
+    host = urlsplit(tg.telegram_api_base_url).netloc
     try:
         yield
     except InvalidToken as exc:
@@ -69,16 +75,17 @@ async def telegram_errors(settings: Settings) -> AsyncIterator[None]:
 
 def _clean(settings: Settings, text: str) -> str:
     """An error of the Bot API without a secret or anything shaped like a token."""
-    return mask(text, settings.secrets(), SPEC.token_shapes)
+    return mask(text, secrets(settings), SPEC.token_shapes)
 
 
 def secret_fingerprint(settings: Settings) -> str:
     """A keyed hash of the webhook secret (the bot token is the key); never the secret."""
-    assert settings.telegram_bot_token is not None
-    if settings.telegram_webhook_secret is None:
+    tg = settings.section(TelegramSettings)
+    assert tg.telegram_bot_token is not None
+    if tg.telegram_webhook_secret is None:
         return ""
-    key = settings.telegram_bot_token.get_secret_value().encode()
-    secret = settings.telegram_webhook_secret.get_secret_value().encode()
+    key = tg.telegram_bot_token.get_secret_value().encode()
+    secret = tg.telegram_webhook_secret.get_secret_value().encode()
     return hmac.new(key, secret, hashlib.sha256).hexdigest()
 
 
@@ -86,8 +93,9 @@ async def telegram_register(
     settings: Settings, store: Store, *, max_connections: int = 40, force: bool = False
 ) -> list[Step]:
     """Set the Telegram webhook and commands where they differ from what is wanted."""
+    tg = settings.section(TelegramSettings)
     url = public_endpoint(settings, WEBHOOK_PATH)
-    if settings.telegram_webhook_secret is None:
+    if tg.telegram_webhook_secret is None:
         raise ConfigError("TELEGRAM_WEBHOOK_SECRET is not set: the gateway would refuse every post")
     fingerprint = secret_fingerprint(settings)
     steps: list[Step] = []
@@ -116,7 +124,7 @@ async def telegram_register(
         else:
             await bot.set_webhook(
                 url,
-                secret_token=settings.telegram_webhook_secret.get_secret_value(),
+                secret_token=tg.telegram_webhook_secret.get_secret_value(),
                 allowed_updates=list(ALLOWED_UPDATES),
                 max_connections=max_connections,
                 drop_pending_updates=False,
@@ -163,10 +171,11 @@ async def admin_commands(
     settings: Settings, bot: Bot, languages: Languages, *, force: bool = False
 ) -> list[Step]:
     """The admins' own command menu, each in the admin's language: public plus review commands."""
+    tg = settings.section(TelegramSettings)
     names = ", ".join(f"/{name}" for name, _ in ADMIN_COMMANDS)
     steps: list[Step] = []
     changed = 0
-    for admin in settings.telegram_admin_ids:
+    for admin in tg.telegram_admin_ids:
         scope = BotCommandScopeChat(admin)
         texts = await languages.for_admin("telegram", str(admin))
         wanted = menu([*COMMANDS, *ADMIN_COMMANDS], texts)
@@ -185,9 +194,9 @@ async def admin_commands(
                     f"admin {admin}: {exc.message}; they should send /start to the bot",
                 )
             )
-    if settings.telegram_admin_ids:
+    if tg.telegram_admin_ids:
         status = "set" if changed else "unchanged"
-        count = len(settings.telegram_admin_ids)
+        count = len(tg.telegram_admin_ids)
         steps.insert(0, Step("telegram admin commands", status, f"{names} for {count} admin(s)"))
     return steps
 

@@ -15,12 +15,10 @@ from telegram import Bot
 from telegram.error import TelegramError
 from telegram.warnings import PTBUserWarning
 
-from gateway.channels.base import Intake
+from gateway.channels.api import ChannelError, Intake
 from gateway.channels.telegram.incoming import as_int
 from gateway.channels.telegram.send import Sender
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, accept
-from gateway.core.tasks import cancel_and_wait
-from gateway.errors import ChannelError
 
 log = logging.getLogger(__name__)
 

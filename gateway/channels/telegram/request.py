@@ -25,7 +25,7 @@ from telegram.request import BaseRequest, RequestData
 # is, so fields already encoded are not converted again.
 from telegram.request._requestparameter import RequestParameter
 
-from gateway.errors import MediaTooBig, MediaUnavailable
+from gateway.channels.api import MediaTooBig, MediaUnavailable
 
 _FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 _TOKEN_IN_PATH = re.compile(r"/bot[^/\s]+")

@@ -22,20 +22,29 @@ from telegram import CallbackQuery, ForceReply
 from telegram.constants import ChatMemberStatus
 from telegram.helpers import mention_html
 
-from gateway.channels.base import DeliveryLog
+from gateway.channels.api import (
+    CUT_NOTE,
+    ENGLISH,
+    N_,
+    Button,
+    Card,
+    ChannelError,
+    ChatRef,
+    DeliveryLog,
+    PartialText,
+    Proposal,
+    Reply,
+    Texts,
+    rating_buttons,
+    split_text,
+    utf16_len,
+)
 from gateway.channels.telegram.buttons import Keyboard, keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.incoming import Person
 from gateway.channels.telegram.send import NotModified, Sender, Target
 from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
-from gateway.channels.text import CUT_NOTE, split_text, utf16_len
-from gateway.core.models import Button, ChatRef, Reply, rating_buttons
-from gateway.core.stream import PartialText
-from gateway.errors import ChannelError
-from gateway.i18n import ENGLISH, N_, Texts
-from gateway.review.cards import Card
-from gateway.review.proposals import Proposal
 
 log = logging.getLogger(__name__)
 

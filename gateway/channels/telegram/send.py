@@ -35,12 +35,10 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.channels.api import ChannelError, ChatRef, RateLimited
 from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
-from gateway.core.models import ChatRef
-from gateway.core.tasks import cancel_and_wait
-from gateway.errors import ChannelError, RateLimited
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,9 @@ from telegram import Bot
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.warnings import PTBUserWarning
 
+from gateway.channels.api import ChannelError, mask
 from gateway.channels.telegram.spec import SPEC
 from gateway.channels.telegram.updates import ALLOWED_UPDATES
-from gateway.errors import ChannelError
-from gateway.logs import mask
 
 POLL_SECONDS = 10
 IDLE_PAUSE = 1.0

@@ -20,12 +20,9 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Literal
 
-from gateway.channels.base import DeliveryLog
+from gateway.channels.api import DeliveryLog, PartialText, previewing, split_text, utf16_len
 from gateway.channels.telegram.format import MAX_TEXT, Part
 from gateway.channels.telegram.send import NotModified, Sender, Target
-from gateway.channels.text import split_text, utf16_len
-from gateway.conversation.preview import previewing
-from gateway.core.stream import PartialText
 
 Streaming = Literal["off", "drafts", "edit"]
 CHANNEL = "telegram"

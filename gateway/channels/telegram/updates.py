@@ -1,27 +1,24 @@
-"""Reading Telegram updates: a bounded, strict webhook parse, the inbox key, who is addressed."""
+"""Reading Telegram updates: its webhook (the shared one, with its secret header), the inbox
+key, who is addressed."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from pydantic import SecretStr
 
-from gateway.channels.base import Intake, stored_json
+from gateway.channels.api import Intake, Refused, Update, Webhook
 from gateway.channels.telegram.incoming import Incoming
 from gateway.channels.telegram.spec import SPEC
-from gateway.web import jsonlimits
-from gateway.web.serving import read_body
 
 WEBHOOK_PATH = SPEC.route
-JSON = "application/json"
-"""The only content type a webhook accepts: Telegram and LINE send nothing else."""
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ("message", "callback_query")
 """The update types the channel handles; `skillgate set-webhook` asks Telegram for these only."""
-MAX_UPDATE_BYTES = 1024 * 1024
-"""Telegram's updates are a few KB; anything near this is not from Telegram."""
 
 _MESSAGE_KEYS = ("message", "edited_message", "channel_post", "edited_channel_post")
 _MEDIA = {
@@ -48,30 +45,26 @@ _MEDIA = {
 (the first present wins: a venue also carries its location)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Received:
-    """A webhook body that is a Telegram update: the parsed JSON and the text to store."""
+class TelegramWebhook(Webhook):
+    """Telegram's posts: its secret header, then one update per body."""
 
-    update: dict[str, Any]
-    payload: str
+    answer = b'{"ok":true}'
 
+    def __init__(self, secret: SecretStr | None) -> None:
+        super().__init__(SPEC.name)
+        self.secret = None if secret is None else secret.get_secret_value().encode()
 
-async def read_update(request: web.Request) -> tuple[Received | None, int, str]:
-    """(update, 200, "") for a well-formed body, else (None, status, what is wrong)."""
-    try:
-        body = await read_body(request, MAX_UPDATE_BYTES)
-    except web.HTTPRequestEntityTooLarge:
-        return None, 413, f"update larger than {MAX_UPDATE_BYTES} bytes"
-    try:
-        update = jsonlimits.loads(body)
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        return None, 400, f"body is not JSON: {exc}"
-    if not isinstance(update, dict) or not _is_int(update.get("update_id")):
-        return None, 400, "not a Telegram update: no integer update_id"
-    payload = stored_json(update)
-    if payload is None:
-        return None, 400, "body holds text that is not valid Unicode (a lone surrogate)"
-    return Received(update, payload), 200, ""
+    def credentials(self, request: web.Request) -> None:
+        got = request.headers.get(SECRET_HEADER, "")
+        if self.secret is None or not hmac.compare_digest(
+            got.encode("utf-8", "surrogatepass"), self.secret
+        ):
+            raise Refused(401, "missing or wrong secret token")
+
+    def updates(self, body: Any) -> list[Update]:
+        if not isinstance(body, dict) or not _is_int(body.get("update_id")):
+            raise ValueError("no integer update_id")
+        return [Update(str(body["update_id"]), chat_key(body), body)]
 
 
 async def accept(intake: Intake, update: dict[str, Any], payload: str | None = None) -> bool:

@@ -77,7 +77,7 @@ class PlatformAnswers:
         how = f"updates by webhook at SKILLGATE_PUBLIC_URL{self.spec.route}"
         if self.polling:
             how = "updates by polling (no public address needed)"
-        elif self.spec.set_polling is not None:
+        elif self.spec.can_poll:
             how += "; run `skillgate set-webhook` once"
         return f"{self.spec.label}: {bot}, {how}. Admins review skill proposals."
 

@@ -1,4 +1,5 @@
-"""The Loopchat channel: a webhook checked by its secret header, stored, then answered.
+"""The Loopchat channel: a webhook checked by its secret header (the shared `Webhook`), stored,
+then answered.
 
 An update is `{"id", "chat", "user", "text" | "press", "group", "mention", "message"}`: a
 text (in a group, `mention` says it is addressed to the bot) or a button press (`message`:
@@ -13,18 +14,28 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
-from gateway.channels.base import INTAKE, Channel, Handler, Ports, storable
-from gateway.conversation.models import Audience, Dialect, Message, Press, Profile
-from gateway.core.models import ChatRef
-from gateway.core.records import InboxItem
-from gateway.errors import ChannelError, StoreError
-from gateway.review.buttons import CardSigner
+from gateway.channels.api import (
+    Audience,
+    CardSigner,
+    Channel,
+    ChannelError,
+    ChatRef,
+    Dialect,
+    Handler,
+    InboxItem,
+    Message,
+    Ports,
+    Press,
+    Profile,
+    Refused,
+    Update,
+    Webhook,
+)
 from tests.channels.loopchat.responder import LoopClient, LoopResponder
 from tests.channels.loopchat.settings import LoopSettings
 from tests.channels.loopchat.spec import SPEC
 
 SECRET_HEADER = "X-Loopchat-Secret"
-MAX_BODY = 64 * 1024
 
 LOOPCHAT = Dialect(
     help="Ask me anything; rate my answers with 👍 or 👎. /new starts over.",
@@ -36,20 +47,43 @@ LOOPCHAT = Dialect(
 )
 
 
+class LoopWebhook(Webhook):
+    """Loopchat's posts: its secret header, then one update per body."""
+
+    max_bytes = 64 * 1024
+
+    def __init__(self, secret: str) -> None:
+        super().__init__(SPEC.name)
+        self.secret = secret.encode()
+
+    def credentials(self, request: web.Request) -> None:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), self.secret):
+            raise Refused(401, "wrong secret")
+
+    def updates(self, body: Any) -> list[Update]:
+        update_id, chat = body["id"], body["chat"]
+        if not isinstance(update_id, str) or not isinstance(chat, str):
+            raise TypeError("id and chat are strings")
+        # A press has its own inbox key, so a rating never waits behind a turn.
+        return [Update(update_id, f"{chat}:press" if "press" in body else chat, body)]
+
+
 class LoopChannel(Channel):
     """Loopchat's adapter: its webhook, and a handler of what it stored."""
 
     name: ClassVar[str] = SPEC.name
 
     def __init__(self, settings: LoopSettings) -> None:
-        if settings.api_url is None or settings.secret is None:
+        if settings.loopchat_api_url is None or settings.loopchat_secret is None:
             raise ChannelError("Loopchat needs LOOPCHAT_API_URL and LOOPCHAT_SECRET")
-        self.secret = settings.secret.get_secret_value()
-        self.client = LoopClient(settings.api_url, self.secret)
+        self.secret = settings.loopchat_secret.get_secret_value()
+        self.client = LoopClient(settings.loopchat_api_url, self.secret)
+        self.webhook = LoopWebhook(self.secret)
         self.profile = Profile(
             channel=self.name,
             dialect=LOOPCHAT,
-            audience=Audience.of(settings.allowed_user_ids, settings.admin_ids),
+            audience=Audience.of(settings.loopchat_allowed_user_ids, settings.loopchat_admin_ids),
             signer=CardSigner(self.secret),
             label=SPEC.label,
             capabilities=SPEC.capabilities,
@@ -57,7 +91,7 @@ class LoopChannel(Channel):
         self.ports: Ports | None = None
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post(SPEC.route, self.webhook)]
+        return [self.webhook.route]
 
     async def start(self, ports: Ports) -> Handler:
         await self.client.open()
@@ -66,28 +100,6 @@ class LoopChannel(Channel):
 
     async def stop(self) -> None:
         await self.client.close()
-
-    async def webhook(self, request: web.Request) -> web.Response:
-        """Check the secret, store the update, then 200."""
-        given = request.headers.get(SECRET_HEADER, "")
-        if not hmac.compare_digest(given.encode(), self.secret.encode()):
-            return web.json_response({"error": "wrong secret"}, status=401)
-        try:
-            update = json.loads(await request.content.read(MAX_BODY))
-            update_id, chat = update["id"], update["chat"]
-            if not isinstance(update_id, str) or not isinstance(chat, str):
-                raise TypeError("id and chat are strings")
-        except (ValueError, KeyError, TypeError) as exc:
-            return web.json_response({"error": f"not an update: {exc}"}, status=400)
-        if not storable(update):
-            return web.json_response({"error": "body holds a lone surrogate"}, status=400)
-        # A press has its own inbox key, so a rating never waits behind a turn.
-        key = f"{chat}:press" if "press" in update else chat
-        try:
-            await request.config_dict[INTAKE].accept(self.name, update_id, key, json.dumps(update))
-        except StoreError:
-            return web.json_response({"error": "not stored, try again"}, status=503)
-        return web.json_response({})
 
     async def process(self, item: InboxItem) -> None:
         assert self.ports is not None, "started before the inbox hands it updates"

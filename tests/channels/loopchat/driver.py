@@ -58,7 +58,9 @@ class LoopDriver:
 
     async def post(self, update: dict[str, Any], secret: str = TOKEN) -> ClientResponse:
         return await self._client.post(
-            "/webhook/loopchat", data=json.dumps(update), headers={SECRET_HEADER: secret}
+            "/webhook/loopchat",
+            data=json.dumps(update),
+            headers={SECRET_HEADER: secret, "Content-Type": "application/json"},
         )
 
     async def _deliver(self, update: dict[str, Any]) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from gateway.channels.base import Channel
-from gateway.config import Settings
-from gateway.operator import Check, Step
+from gateway.channels.api import Channel, Check, Settings, Step
 from tests.channels.loopchat.channel import LoopChannel
 from tests.channels.loopchat.settings import LoopSettings
 
 
 def channel(settings: Settings) -> Channel:
-    return LoopChannel(LoopSettings())
+    return LoopChannel(settings.section(LoopSettings))
 
 
 def settings_checks(settings: Settings) -> list[Check]:

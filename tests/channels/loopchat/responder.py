@@ -13,13 +13,19 @@ from typing import Any
 
 import aiohttp
 
-from gateway.channels.base import DeliveryLog
-from gateway.core.models import Button, ChatRef, Reply, rating_buttons
-from gateway.core.stream import PartialText
-from gateway.errors import ChannelError
-from gateway.i18n import ENGLISH, Texts
-from gateway.review.cards import Card
-from gateway.review.proposals import Proposal
+from gateway.channels.api import (
+    ENGLISH,
+    Button,
+    Card,
+    ChannelError,
+    ChatRef,
+    DeliveryLog,
+    PartialText,
+    Proposal,
+    Reply,
+    Texts,
+    rating_buttons,
+)
 
 
 class LoopClient:

@@ -6,8 +6,7 @@ from collections.abc import Mapping, MutableMapping
 
 import aiohttp
 
-from gateway.channels.interview import Asker, Found
-from gateway.errors import ChannelError
+from gateway.channels.api import Asker, ChannelError, Found
 
 
 async def check(values: Mapping[str, str]) -> Found:

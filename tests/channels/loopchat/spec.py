@@ -2,25 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from gateway.channels.interview import Setting
-from gateway.channels.spec import PlatformSpec, id_list
-from gateway.core.capabilities import Capabilities
+from gateway.channels.api import Capabilities, PlatformSpec, Setting, id_list
 from tests.channels.loopchat.settings import LoopSettings
-
-if TYPE_CHECKING:
-    from gateway.config import Settings
-
-
-def _configured(settings: Settings) -> bool:
-    return LoopSettings().configured
-
-
-def _secrets(settings: Settings) -> list[str]:
-    secret = LoopSettings().secret
-    return [] if secret is None else [secret.get_secret_value()]
-
 
 USER_ID = r"u[0-9]+"
 
@@ -56,17 +39,13 @@ SPEC = PlatformSpec(
     name="loopchat",
     label="Loopchat",
     entry="tests.channels.loopchat.entry",
-    configured=_configured,
-    needs="LOOPCHAT_API_URL + LOOPCHAT_SECRET",
-    needs_short="LOOPCHAT_*",
-    settings_prefix="LOOPCHAT_",
+    section=LoopSettings,
     user_id=USER_ID,
     user_id_hint="u and digits",
     user_label="Loopchat user {who}",
+    settings=SETTINGS,
     # Edits, unlike LINE; no drafts, unlike Telegram: the answer arrives whole.
     capabilities=Capabilities(edit=True),
-    secrets=_secrets,
     token_shapes=(r"loop-token-[0-9a-f]{16}",),
-    settings=SETTINGS,
     setup="tests.channels.loopchat.setup",
 )
