@@ -14,14 +14,16 @@ from gateway.errors import ConfigError
 
 def load(args: argparse.Namespace) -> Settings:
     """Settings from the environment and the env file (default `.env`); ConfigError if invalid."""
-    from gateway.channels.registry import checked
+    from gateway.channels.registry import platforms
 
+    # Each platform's settings too, so that every bad value is named at once.
+    sections = [p.section for p in platforms()]
     env_file: Path | None = args.env_file
     if env_file is None:
-        return checked(load_settings())
+        return load_settings(sections=sections)
     if not env_file.is_file():
         raise ConfigError(f"env file {env_file} not found")
-    return checked(load_settings(_env_file=env_file))
+    return load_settings(sections=sections, _env_file=env_file)
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from dotenv import dotenv_values
+from pydantic_settings import BaseSettings
 
 from gateway.config import Settings
 from gateway.operator import Check
@@ -38,8 +39,12 @@ OTHER_USES = frozenset(
 
 
 def setting_names() -> set[str]:
-    """Every variable a setting reads."""
-    return {str(f.validation_alias) for f in Settings.model_fields.values() if f.validation_alias}
+    """Every variable a setting reads: the gateway's and each platform's."""
+    from gateway.channels.registry import platforms
+
+    models: list[type[BaseSettings]] = [Settings, *(p.section for p in platforms())]
+    fields = (f for model in models for f in model.model_fields.values())
+    return {str(f.validation_alias) for f in fields if f.validation_alias}
 
 
 def unknown_settings(env_file: Path | None) -> list[str]:
