@@ -288,9 +288,7 @@ async def open_parts(
         model = llm or make_llm(settings, store)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
         memory = (
-            Memory(store, known=secrets(settings), clock=clock)
-            if settings.memory == "on"
-            else None
+            Memory(store, known=secrets(settings), clock=clock) if settings.memory == "on" else None
         )
         tools = build_tools(settings, secrets(settings), events=events)
         agent = Agent(
