@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar, cast, get_args
 from urllib.parse import urlsplit
@@ -80,6 +80,8 @@ class QuotaSettings(Section):
     """Usage and the daily quotas: limits count per UTC day, 0 is no limit. Admins are exempt
     from the limits (their answers still count towards the gateway's budget)."""
 
+    title = "Usage and daily limits"
+
     llm_prices: str = Field("", validation_alias="LLM_PRICES")
     """Price per million tokens, input/output, per model: `gpt-4o-mini=0.15/0.60,*=1/2`."""
     user_daily_answers: int = Field(0, ge=0, validation_alias="SKILLGATE_USER_DAILY_ANSWERS")
@@ -150,6 +152,8 @@ class ConversationSettings(QuotaSettings):
     """What each channel's conversation reads: a group's context for its next question, how
     long a tool's confirmation waits, and the daily quotas it enforces (`QuotaSettings`)."""
 
+    title = "Conversation"
+
     group_context_messages: int = Field(
         0, ge=0, le=200, validation_alias="SKILLGATE_GROUP_CONTEXT_MESSAGES"
     )
@@ -173,6 +177,8 @@ class ConversationSettings(QuotaSettings):
 
 class MediaSettings(Section):
     """Media in: voice notes (speech-to-text), photos (vision) and documents, and their bounds."""
+
+    title = "Media in"
 
     stt_base_url: str | None = Field(None, validation_alias="STT_BASE_URL")
     """An OpenAI-compatible /v1 with /audio/transcriptions; unset: LLM_BASE_URL."""
@@ -243,6 +249,8 @@ class SynthesisSettings(Section):
     """Synthesis: how often a pass runs, how much it reads and proposes, and when a skill's
     measured effect proposes retiring it."""
 
+    title = "Synthesis"
+
     synthesis_interval_minutes: float = Field(
         60.0, ge=0, validation_alias="SKILLGATE_SYNTHESIS_INTERVAL_MINUTES"
     )
@@ -286,11 +294,15 @@ class SynthesisSettings(Section):
 class ReviewSettings(Section):
     """Review: whether automation's proposals wait for an admin."""
 
+    title = "Review"
+
     require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
 
 
 class ToolsSettings(Section):
     """Tools: MCP servers and web tools listed in a file; each call bounded in time and size."""
+
+    title = "Tools"
 
     tools_file: Path | None = Field(None, validation_alias="SKILLGATE_TOOLS_FILE")
     tool_connect_timeout_seconds: float = Field(
@@ -323,6 +335,8 @@ class ToolsSettings(Section):
 class AlertSettings(Section):
     """Alerts to the admins' private chats and the log, once per incident; 0 turns one off."""
 
+    title = "Alerts"
+
     alert_model_minutes: float = Field(
         10.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_MODEL_MINUTES"
     )
@@ -338,8 +352,92 @@ class AlertSettings(Section):
     )
 
 
+class GatewaySettings(Section):
+    """The gateway as a whole: where its data lives, where the platforms reach it, who signs
+    in to the console, what it says by default, and what it logs."""
+
+    title = "Gateway"
+    operator = frozenset({"data_dir", "public_url", "admin_token"})
+
+    data_dir: Path = Field(Path("./data"), validation_alias="SKILLGATE_DATA_DIR")
+    public_url: str | None = Field(None, validation_alias="SKILLGATE_PUBLIC_URL")
+    admin_token: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKEN")
+    admin_tokens: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKENS")
+    """Named admins for the console and the admin API: `name:token,name:token`."""
+    persona_file: Path | None = Field(None, validation_alias="SKILLGATE_PERSONA_FILE")
+    # Per-user memory (group context and per-chat personas: `ConversationSettings`).
+    memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
+    """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
+    # Bot texts: the language for users whose own is unknown or has no catalog.
+    default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
+    log_level: str = Field("INFO", validation_alias="SKILLGATE_LOG_LEVEL")
+    log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
+
+    _gateway_unset = field_validator(
+        "public_url", "admin_token", "admin_tokens", "persona_file", mode="before"
+    )(empty_is_unset)
+    _public_url = field_validator("public_url")(http_url)
+
+    @field_validator("default_language", mode="before")
+    @classmethod
+    def _language(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return "en"
+        chosen = language_of(str(value))
+        if chosen is None:
+            names = ", ".join(LANGUAGES)
+            raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
+        return chosen
+
+    @field_validator("admin_tokens")
+    @classmethod
+    def _admin_tokens(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_admin_tokens(value.get_secret_value())
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        value = value.upper()
+        if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return value
+
+
+class OperationsSettings(Section):
+    """Running it: shutting down, answers at once, retention, and several replicas on a
+    shared PostgreSQL database instead of the SQLite file."""
+
+    title = "Operations and replicas"
+
+    shutdown_timeout_seconds: float = Field(
+        20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
+    )
+    # Throughput: chats answered at once (each waits on the model most of its turn).
+    max_concurrent_answers: int = Field(
+        256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
+    )
+    retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
+    """Conversations last active longer ago than this are deleted; 0 keeps them."""
+    database_url: SecretStr | None = Field(None, validation_alias="SKILLGATE_DATABASE_URL")
+    inbox_lease_seconds: float = Field(
+        30.0, ge=2, le=3600, validation_alias="SKILLGATE_INBOX_LEASE_SECONDS"
+    )
+
+    _operations_unset = field_validator("database_url", mode="before")(empty_is_unset)
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not re.match(r"^postgres(ql)?://\S+$", value.get_secret_value()):
+            raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
+        return value
+
+
 class Settings(
     BaseSettings,
+    GatewaySettings,
     ModelSettings,
     MediaSettings,
     SynthesisSettings,
@@ -347,11 +445,14 @@ class Settings(
     ConversationSettings,
     ToolsSettings,
     AlertSettings,
+    OperationsSettings,
 ):
     """Every setting Skillgate reads; names are the environment variables.
 
     Composed of the sections each component takes (`ModelSettings` in the core, the rest
-    above); what is left here is read by the gateway as a whole. A platform's settings are a
+    above) and declaring no setting of its own: every setting is in one section, and
+    docs/SETTINGS.md and .env.example list them by section (tests/test_config.py). A
+    platform's settings are a
     class of their own, read from the same sources with `section` (its package names them;
     this module names no platform).
     """
@@ -396,82 +497,6 @@ class Settings(
         copied._sections = {} if others else dict(self._sections)
         return copied
 
-    data_dir: Path = Field(Path("./data"), validation_alias="SKILLGATE_DATA_DIR")
-    public_url: str | None = Field(None, validation_alias="SKILLGATE_PUBLIC_URL")
-    admin_token: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKEN")
-    admin_tokens: SecretStr | None = Field(None, validation_alias="SKILLGATE_ADMIN_TOKENS")
-    """Named admins for the console and the admin API: `name:token,name:token`."""
-    log_level: str = Field("INFO", validation_alias="SKILLGATE_LOG_LEVEL")
-    persona_file: Path | None = Field(None, validation_alias="SKILLGATE_PERSONA_FILE")
-
-    # Operations: log format and how long a shutdown waits for answers in flight.
-    log_format: Literal["text", "json"] = Field("text", validation_alias="SKILLGATE_LOG_FORMAT")
-    shutdown_timeout_seconds: float = Field(
-        20.0, ge=0, le=600, validation_alias="SKILLGATE_SHUTDOWN_TIMEOUT_SECONDS"
-    )
-
-    # Several replicas: a shared PostgreSQL database instead of the SQLite file.
-    database_url: SecretStr | None = Field(None, validation_alias="SKILLGATE_DATABASE_URL")
-    inbox_lease_seconds: float = Field(
-        30.0, ge=2, le=3600, validation_alias="SKILLGATE_INBOX_LEASE_SECONDS"
-    )
-
-    # Throughput: chats answered at once (each waits on the model most of its turn).
-    max_concurrent_answers: int = Field(
-        256, ge=1, le=10_000, validation_alias="SKILLGATE_MAX_CONCURRENT_ANSWERS"
-    )
-
-    # Retention.
-    retention_days: int = Field(0, ge=0, le=100_000, validation_alias="SKILLGATE_RETENTION_DAYS")
-    """Conversations last active longer ago than this are deleted; 0 keeps them."""
-    # Per-user memory (group context and per-chat personas: `ConversationSettings`).
-    memory: Literal["on", "off"] = Field("on", validation_alias="SKILLGATE_MEMORY")
-    """What users ask the bot to remember (/remember, the `remember` tool); off: none."""
-    # Bot texts: the language for users whose own is unknown or has no catalog.
-    default_language: str = Field("en", validation_alias="SKILLGATE_DEFAULT_LANGUAGE")
-
-    @field_validator(
-        "public_url",
-        "admin_token",
-        "admin_tokens",
-        "persona_file",
-        "database_url",
-        mode="before",
-    )
-    @classmethod
-    def _empty_is_unset(cls, value: Any) -> Any:
-        # `FOO=` in .env means "not set", as operators expect from .env.example.
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
-
-    @field_validator("default_language", mode="before")
-    @classmethod
-    def _language(cls, value: Any) -> Any:
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return "en"
-        chosen = language_of(str(value))
-        if chosen is None:
-            names = ", ".join(LANGUAGES)
-            raise ValueError(f"{value!r} is not one of the bot's languages ({names})")
-        return chosen
-
-    _url = field_validator("public_url")(http_url)
-
-    @field_validator("admin_tokens")
-    @classmethod
-    def _admin_tokens(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None:
-            parse_admin_tokens(value.get_secret_value())
-        return value
-
-    @field_validator("database_url")
-    @classmethod
-    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not re.match(r"^postgres(ql)?://\S+$", value.get_secret_value()):
-            raise ValueError("must be a postgresql:// URL (leave it unset for SQLite)")
-        return value
-
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> Settings:
         if self.daily_cost_budget > 0 and not self.llm_prices.strip():
@@ -484,14 +509,6 @@ class Settings(
                 " (name it, or add *=input/output)"
             )
         return self
-
-    @field_validator("log_level")
-    @classmethod
-    def _level(cls, value: str) -> str:
-        value = value.upper()
-        if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
-            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
-        return value
 
     @property
     def media_dir(self) -> Path | None:
@@ -585,9 +602,26 @@ def describe_validation_error(exc: ValidationError, model: type[BaseSettings] = 
     return "; ".join(lines)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Read settings, turning validation errors into one readable ConfigError."""
+def load_settings(*, sections: Sequence[type[BaseSettings]] = (), **overrides: Any) -> Settings:
+    """Read settings, and `sections` (each platform's) from the same sources, turning every
+    validation error of all of them into one readable ConfigError."""
+    problems: list[str] = []
+    settings: Settings | None = None
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(f"invalid setting: {describe_validation_error(exc)}") from None
+        problems.append(describe_validation_error(exc))
+    for model in sections:
+        try:
+            if settings is not None:
+                settings.section(model)  # read once, kept for whoever asks
+            else:  # the same sources, to name its problems too
+                given = {k: v for k, v in overrides.items() if k[:1] == "_" or k in names_of(model)}
+                model(**given)
+        except ConfigError as exc:
+            problems.append(str(exc).removeprefix("invalid setting: "))
+        except ValidationError as exc:
+            problems.append(describe_validation_error(exc, model))
+    if problems or settings is None:
+        raise ConfigError(f"invalid setting: {'; '.join(problems)}")
+    return settings

@@ -7,21 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from gateway.channels.line.settings import LineSettings
+from gateway.channels.registry import checked, platforms
+from gateway.channels.spec import PlatformSettings
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.config import (
     AlertSettings,
+    GatewaySettings,
     MediaSettings,
-    ReviewSettings,
+    OperationsSettings,
     Settings,
-    SynthesisSettings,
-    ToolsSettings,
     load_settings,
 )
 from gateway.core.settings import ModelSettings, Section
-from gateway.channels.line.settings import LineSettings
-from gateway.channels.registry import checked, platforms
-from gateway.channels.telegram.settings import TelegramSettings
-from gateway.config import Settings, load_settings
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,24 +77,82 @@ def test_a_bad_secret_is_named_but_never_echoed(monkeypatch: pytest.MonkeyPatch)
     assert "ymbols" not in str(info.value)
 
 
-def test_every_setting_is_in_env_example_and_the_settings_reference() -> None:
-    models = [Settings, *(p.section for p in platforms())]
-    names = {f.validation_alias for m in models for f in m.model_fields.values()}
-    example = (ROOT / ".env.example").read_text()
-    reference = (ROOT / "docs" / "SETTINGS.md").read_text()
-    for name in names:
-        assert re.search(rf"^#?\s*{name}=", example, re.M), f"{name} missing from .env.example"
-        assert f"`{name}`" in reference, f"{name} missing from docs/SETTINGS.md"
+def own_fields(section: type[BaseModel]) -> list[str]:
+    """The fields a section declares itself (not those of a section it extends)."""
+    inherited = {
+        name
+        for base in section.__mro__[1:]
+        if isinstance(base, type) and issubclass(base, BaseModel)
+        for name in base.model_fields
+    }
+    return [name for name in section.model_fields if name not in inherited]
 
 
 SECTIONS: list[type[Section]] = [
-    ModelSettings,
-    MediaSettings,
-    SynthesisSettings,
-    ReviewSettings,
-    ToolsSettings,
-    AlertSettings,
+    base
+    for base in Settings.__mro__[1:]
+    if isinstance(base, type) and issubclass(base, Section) and base is not Section
 ]
+"""The gateway's sections, in the order the docs list them."""
+DOCUMENTED: list[type[Section] | type[PlatformSettings]] = [
+    *SECTIONS,
+    *(p.section for p in platforms()),
+]
+"""Every section with a heading in the docs: the gateway's, then each platform's."""
+
+
+def test_every_setting_is_in_a_section_with_a_heading() -> None:
+    assert own_fields(Settings) == []  # declared on Settings itself: in no section
+    assert {ModelSettings, MediaSettings, GatewaySettings, OperationsSettings} <= set(SECTIONS)
+    for section in DOCUMENTED:
+        assert section.title, f"{section.__name__} has no heading"
+        assert section.operator <= set(own_fields(section)), f"{section.__name__}.operator"
+    titles = [section.title for section in DOCUMENTED if own_fields(section)]
+    assert len(titles) == len(set(titles))
+    every = {f.validation_alias for m in (Settings, *DOCUMENTED) for f in m.model_fields.values()}
+    placed = {
+        section.model_fields[name].validation_alias
+        for section in DOCUMENTED
+        for name in own_fields(section)
+    }
+    assert placed == every
+
+
+def _part(text: str, start: str, end: str) -> str:
+    """The text from `start` to the next `end` after it (or to the end)."""
+    begin = text.index(start)
+    stop = text.find(end, begin + len(start))
+    return text[begin : stop if stop >= 0 else None]
+
+
+def test_every_setting_is_documented_in_its_tier_and_section() -> None:
+    example = (ROOT / ".env.example").read_text()
+    reference = (ROOT / "docs" / "SETTINGS.md").read_text()
+    first_tier = {
+        "docs/SETTINGS.md": _part(reference, "\n## What an operator sets\n", "\n## "),
+        ".env.example": _part(example, "\n# === What an operator sets", "\n# === "),
+    }
+    for section in DOCUMENTED:
+        by_section = {
+            "docs/SETTINGS.md": _part(reference, f"\n### {section.title}\n", "\n#"),
+            ".env.example": _part(example, f"\n# --- {section.title} ---", "\n# ---"),
+        }
+        for name in own_fields(section):
+            variable = str(section.model_fields[name].validation_alias)
+            tier = first_tier if name in section.operator else by_section
+            row = f"\n| `{variable}` |"
+            line = re.compile(rf"^#?\s*{variable}=", re.M)
+            assert row in tier["docs/SETTINGS.md"], f"{variable}: not in its place (SETTINGS.md)"
+            assert line.search(tier[".env.example"]), (
+                f"{variable}: not in its place in .env.example"
+            )
+            assert reference.count(row) == 1, f"{variable} is in docs/SETTINGS.md twice"
+            assert len(line.findall(example)) == 1, f"{variable} is in .env.example twice"
+
+
+def test_the_first_tier_is_the_dozen_or_so_an_operator_sets() -> None:
+    first = [name for section in DOCUMENTED for name in sorted(section.operator)]
+    assert 10 <= len(first) <= 16, first
 
 
 def test_each_setting_is_declared_in_one_section_at_most() -> None:
@@ -102,7 +160,7 @@ def test_each_setting_is_declared_in_one_section_at_most() -> None:
     seen: dict[str, str] = {}
     for section in SECTIONS:
         assert issubclass(Settings, section)
-        for name in section.model_fields:
+        for name in own_fields(section):
             assert name not in seen, f"{name} is in {seen.get(name)} and {section.__name__}"
             seen[name] = section.__name__
     assert set(seen) <= set(Settings.model_fields)

@@ -72,6 +72,11 @@ class PlatformSettings(BaseSettings):
 
     model_config = SETTINGS_CONFIG
 
+    title: ClassVar[str] = ""
+    """Its heading in docs/SETTINGS.md and .env.example: the platform's label."""
+    operator: ClassVar[frozenset[str]] = frozenset()
+    """Its fields an operator sets (the first table of docs/SETTINGS.md): the bot's
+    credentials and its admins; the others are listed under `title` with their defaults."""
     polling_field: ClassVar[str | None] = None
     """The bool field that makes the platform poll instead of taking webhooks, if it can."""
     webhook_secret_field: ClassVar[str | None] = None

@@ -9,7 +9,7 @@ needs only this section is typed with it. Field names are the environment variab
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -39,9 +39,18 @@ class Section(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
+    title: ClassVar[str] = ""
+    """Its heading in docs/SETTINGS.md and .env.example."""
+    operator: ClassVar[frozenset[str]] = frozenset()
+    """Its fields an operator sets (the first table of docs/SETTINGS.md); the others are
+    listed under `title` with their defaults, which serve unless there is a reason."""
+
 
 class ModelSettings(Section):
     """The model: where it is, how long it may take, and how much of a prompt is given to it."""
+
+    title = "Model"
+    operator = frozenset({"llm_base_url", "llm_api_key", "llm_model", "llm_local_model"})
 
     llm_base_url: str | None = Field(None, validation_alias="LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, validation_alias="LLM_API_KEY")

@@ -10,6 +10,9 @@ from gateway.channels.api import Ids, PlatformSettings, http_url
 class LineSettings(PlatformSettings):
     """The channel's secret and access token, where the API is, who may chat and review."""
 
+    title = "LINE"
+    operator = frozenset({"line_channel_secret", "line_channel_access_token", "line_admin_ids"})
+
     line_channel_secret: SecretStr | None = Field(None, validation_alias="LINE_CHANNEL_SECRET")
     line_channel_access_token: SecretStr | None = Field(
         None, validation_alias="LINE_CHANNEL_ACCESS_TOKEN"

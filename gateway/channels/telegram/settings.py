@@ -13,6 +13,8 @@ from gateway.channels.api import Ids, PlatformSettings
 class TelegramSettings(PlatformSettings):
     """The bot's token and webhook secret, where the Bot API is, who may chat and review."""
 
+    title = "Telegram"
+    operator = frozenset({"telegram_bot_token", "telegram_webhook_secret", "telegram_admin_ids"})
     polling_field: ClassVar[str | None] = "telegram_polling"
     webhook_secret_field: ClassVar[str | None] = "telegram_webhook_secret"
 

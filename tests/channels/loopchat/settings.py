@@ -10,6 +10,9 @@ from gateway.channels.api import Ids, PlatformSettings, http_url
 class LoopSettings(PlatformSettings):
     """Where the platform's API is, the bot's secret, and who may chat and review."""
 
+    title = "Loopchat"
+    operator = frozenset({"loopchat_api_url", "loopchat_secret"})
+
     loopchat_api_url: str | None = Field(None, validation_alias="LOOPCHAT_API_URL")
     loopchat_secret: SecretStr | None = Field(None, validation_alias="LOOPCHAT_SECRET")
     loopchat_admin_ids: Ids[str] = Field(
