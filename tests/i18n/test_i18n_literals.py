@@ -19,7 +19,8 @@ import pytest
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
 SCANNED = sorted(
     [
-        *GATEWAY.joinpath("channels").rglob("*.py"),
+        # channels/api.py lists the names of the gateway's objects a platform uses: no text.
+        *(p for p in GATEWAY.joinpath("channels").rglob("*.py") if p.name != "api.py"),
         *GATEWAY.joinpath("conversation").rglob("*.py"),
         GATEWAY / "review" / "delivery.py",
         GATEWAY / "review" / "cards.py",
