@@ -10,6 +10,7 @@ it with the answer that made it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -21,6 +22,7 @@ from gateway.config import ToolsSettings
 from gateway.core.events import Events, ToolCalled
 from gateway.core.llm_wire import one_line
 from gateway.core.tools import (
+    CONFIRM_CHARS,
     ToolAccess,
     ToolCallRecord,
     ToolInfo,
@@ -38,7 +40,7 @@ from gateway.tools.policy import (
     ServerUnavailable,
     refusal,
 )
-from gateway.tools.results import cap, fenced_result, masked_arguments
+from gateway.tools.results import asked_call, canonical, cap, fenced_result, masked_arguments
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"
@@ -187,8 +189,14 @@ class Tools:
             return _ended(record, "refused", reason)
         if entry.rule.policy == "confirm":
             assert access.confirm is not None  # refusal() says so otherwise
-            if not await access.confirm(name, record.arguments):
+            text = canonical(arguments)
+            asked = asked_call(name, text, self.secrets)
+            if asked is None:
+                why = f"its arguments are too long to show for confirmation ({CONFIRM_CHARS:,}"
+                return _ended(record, "refused", why + " characters at most)")
+            if not await access.confirm(name, asked):
                 return _ended(record, "declined", "the user did not allow this call")
+            arguments = json.loads(text)  # exactly what was shown and signed for
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.settings.tool_call_timeout_seconds):

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.core.tools import ToolAccess
+from gateway.core.tools import AskedCall, ToolAccess
 from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.http_server import BIG, ToyServer
@@ -22,7 +22,7 @@ CHAT = ChatRef(channel="console", chat_id="c1", user_id="u1")
 GROUP = ChatRef(channel="console", chat_id="g1", user_id="u1", is_group=True)
 
 
-async def always(tool: str, arguments: str) -> bool:
+async def always(tool: str, call: AskedCall) -> bool:
     return True
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.core.tools import ToolAccess
+from gateway.core.tools import AskedCall, ToolAccess
 from gateway.errors import ConfigError
 from gateway.runtime.assembly import close_parts, open_parts
 from gateway.tools.config import load_tools_file
@@ -54,7 +54,7 @@ SECRETS = {
 }
 
 
-async def always(tool: str, arguments: str) -> bool:
+async def always(tool: str, call: AskedCall) -> bool:
     return True
 
 
