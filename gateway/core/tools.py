@@ -123,3 +123,7 @@ class Toolbox(Protocol):
     async def call(self, name: str, arguments: dict[str, Any], access: ToolAccess) -> ToolOutcome:
         """Run one call, its policy checked again; never raises for a tool's failure."""
         ...
+
+    def over_limit(self, name: str, turn_calls: int, round_calls: int) -> ToolOutcome | None:
+        """The refusal of a call past the turn's or the round's number of calls, else None."""
+        ...
