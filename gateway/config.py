@@ -315,6 +315,16 @@ class ToolsSettings(Section):
     tool_result_chars: int = Field(
         16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
     )
+    tool_calls_per_round: int = Field(
+        3, ge=1, le=32, validation_alias="SKILLGATE_TOOL_CALLS_PER_ROUND"
+    )
+    """How many tool calls one answer of the model may make at once; the rest are refused."""
+    tool_calls_per_turn: int = Field(
+        8, ge=1, le=100, validation_alias="SKILLGATE_TOOL_CALLS_PER_TURN"
+    )
+    """How many tool calls one user message may lead to, over all rounds."""
+    tool_admin_confirm: bool = Field(True, validation_alias="SKILLGATE_TOOL_ADMIN_CONFIRM")
+    """Whether an `admin` tool asks the admin with a card first, as a `confirm` one does."""
     searxng_url: str | None = Field(None, validation_alias="SEARXNG_URL")
     brave_api_key: SecretStr | None = Field(None, validation_alias="BRAVE_API_KEY")
     brave_search_url: str = Field(

@@ -148,8 +148,10 @@ class Conversation:
             return
         if chat.is_group and not message.addressed:
             # In a group, only what is said to the bot is answered (an answer to its
-            # question too); the rest is kept as context only where that is turned on.
-            await self.context.keep(message)
+            # question too); the rest is kept as context only where that is turned on, and
+            # only from users on the allowlist (an outsider's line must not steer a turn).
+            if self.profile.audience.allowed(chat.user_id):
+                await self.context.keep(message)
             return
         if message.given_up:
             # Every attempt at this update failed (one may have ended the process): say so once.

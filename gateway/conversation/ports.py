@@ -173,6 +173,7 @@ class ConfirmStore(Protocol):
         tool: str,
         arguments: str,
         *,
+        digest: str,
         expires_at: float,
         now: float | None = None,
     ) -> int: ...
@@ -183,6 +184,8 @@ class ConfirmStore(Protocol):
         channel: str,
         user_id: str | None,
         decision: Literal["approved", "declined"],
+        *,
+        digest: str,
         now: float | None = None,
     ) -> str: ...
 

@@ -163,9 +163,13 @@ class Quotas:
         return Refusal(over.scope, texts(NOTICES[over.scope], reset=until_reset(now, texts)))
 
     async def _alert(self, day: str, over: QuotaCheck) -> None:
-        if self.alerts is None or not await self.store.quota_first(day, "admins-told"):
+        """Tell the admins once a day per scope: a user spending their own limit first must
+        not keep them from hearing that a chat's, or the whole gateway's, ran out."""
+        if self.alerts is None:
+            return
+        if not await self.store.quota_first(day, f"admins-told:{over.scope}"):
             return
         try:
-            await self.alerts(ALERTS[over.scope], f"quota:{day}", subject=over.subject)
+            await self.alerts(ALERTS[over.scope], f"quota:{over.scope}:{day}", subject=over.subject)
         except Exception:
             log.exception("telling the admins about the daily limit failed")

@@ -317,9 +317,10 @@ class Agent:
             if not completion.tool_calls or round_ == rounds:
                 return self._answer(completion, trace, started)
             messages.append(_assistant_tool_message(completion))
+            round_start = len(ctx.tools_called)
             for call in completion.tool_calls:
                 trace.tools_used.append(call.name)
-                result = await self._tool(call, trace, ctx)
+                result = await self._tool(call, trace, ctx, round_start)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise AssertionError("unreachable: the last round has no tools")
 
@@ -381,13 +382,19 @@ class Agent:
             if name in evaluating and self.rng.random() < (eager if name in lagging else rate)
         ]
 
-    async def _tool(self, call: ToolCall, trace: Trace, ctx: TurnContext) -> str:
-        """Run one tool call and return its result text for the model."""
+    async def _tool(
+        self, call: ToolCall, trace: Trace, ctx: TurnContext, round_start: int = 0
+    ) -> str:
+        """Run one tool call and return its result text for the model; a toolbox call past
+        the turn's or the round's number of calls is refused (and the model told so)."""
         if call.name == "remember":
             return await self._remember(str(call.args().get("text", "")), ctx)
         if call.name != "load_skill" and self.tools is not None:
+            made = len(ctx.tools_called)
             # Even a tool this turn did not offer goes to the toolbox: its policy refuses it.
-            outcome = await self.tools.call(call.name, call.args(), ctx.access)
+            outcome = self.tools.over_limit(
+                call.name, made, made - round_start
+            ) or await self.tools.call(call.name, call.args(), ctx.access)
             trace.tool_calls.append(outcome.record)
             ctx.tools_called.append((call.name, outcome.record.status))
             return outcome.text

@@ -63,10 +63,29 @@ class ToolOutcome:
     record: ToolCallRecord
 
 
-class Confirm(Protocol):
-    """Asks the user who wrote the message whether `tool` may run with `arguments`."""
+CONFIRM_CHARS = 3000
+"""The most characters a confirmation shows of a call's arguments: a call whose arguments
+take more is refused for confirmation, never shown cut."""
 
-    async def __call__(self, tool: str, arguments: str) -> bool: ...
+
+@dataclass(frozen=True)
+class AskedCall:
+    """A call as its user is asked about it: every argument on its own line, whole and
+    masked only for secrets, and the digest of exactly the arguments that run."""
+
+    lines: tuple[str, ...]
+    digest: str
+    """Of the tool's name and its arguments' canonical JSON (`gateway.tools.results`)."""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class Confirm(Protocol):
+    """Asks the user who wrote the message whether `tool` may run with the arguments shown."""
+
+    async def __call__(self, tool: str, call: AskedCall) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -103,4 +122,8 @@ class Toolbox(Protocol):
 
     async def call(self, name: str, arguments: dict[str, Any], access: ToolAccess) -> ToolOutcome:
         """Run one call, its policy checked again; never raises for a tool's failure."""
+        ...
+
+    def over_limit(self, name: str, turn_calls: int, round_calls: int) -> ToolOutcome | None:
+        """The refusal of a call past the turn's or the round's number of calls, else None."""
         ...

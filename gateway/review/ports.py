@@ -45,6 +45,7 @@ class ReviewStore(SkillFiles, PendingProposals, ReplacedVersions, Protocol):
         tombstone: Rejection | None = None,
         record: SkillRecord | None = None,
         name: str | None = None,
+        redacted: str | None = None,
     ) -> Proposal | None: ...
 
     async def mark_promoted(

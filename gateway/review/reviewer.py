@@ -42,6 +42,9 @@ STALE_REASON = "the live skill changed after this proposal was made"
 WITHDRAWN_REASON = (
     "withdrawn: a user whose conversation it was made from asked for their data to be deleted"
 )
+WITHDRAWN_TEXT = "[removed: made from a conversation whose user asked for their data to be deleted]"
+"""What a withdrawn proposal's description and content become: the decision is kept, not the
+words it was made of."""
 WITHDRAWER = "privacy"
 """Who a withdrawal is recorded as decided by."""
 RETIRED = "retired"
@@ -279,8 +282,9 @@ class Reviewer:
 
     async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]:
         """Withdraw the pending proposals made from these (deleted) sessions: marked stale with
-        the reason, their staged files removed, their cards updated. Decided ones and live
-        skills keep their text: that is their provenance (docs/SECURITY.md)."""
+        the reason, their words replaced by WITHDRAWN_TEXT (in repeat notices too), their
+        staged files removed, their cards updated. Decided ones and live skills keep their
+        text: that is their provenance (docs/SECURITY.md)."""
         gone = set(session_ids)
         withdrawn = []
         for p in await self.store.pending_proposals():
@@ -293,6 +297,7 @@ class Reviewer:
                 by=WITHDRAWER,
                 at=self.clock(),
                 reason=WITHDRAWN_REASON,
+                redacted=WITHDRAWN_TEXT,
             ):
                 continue  # decided meanwhile
             self._discard(p)

@@ -776,6 +776,11 @@ _REPEAT_NOTICES: list[Step] = [
 ]
 
 
+_CONFIRMATION_DIGESTS = [
+    "alter table tool_confirmations add column arguments_digest text",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -836,6 +841,11 @@ MIGRATIONS: list[Migration] = [
         47,
         "the looks the retirement test took at each skill's text, and their verdicts",
         _SKILL_LOOKS,
+    ),
+    (
+        48,
+        "tool confirmations: the digest of the exact arguments each was asked for",
+        _CONFIRMATION_DIGESTS,
     ),
 ]
 

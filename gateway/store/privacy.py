@@ -160,6 +160,31 @@ class PrivacyQueries(QueriesBase):
             " and (s.user_id = user_languages.user_id or s.chat_id = user_languages.user_id))",
             before,
         )
+        # And what else names such a user, or holds words of theirs, past the cutoff: their
+        # display name, their memory opt-ins (once no memory of theirs is left either), a
+        # chat's persona where the chat has no conversation left, and every tool
+        # confirmation (the arguments a user was asked about) older than the cutoff.
+        await c.execute(
+            "delete from user_names where updated_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_names.channel"
+            " and (s.user_id = user_names.user_id or s.chat_id = user_names.user_id))",
+            before,
+        )
+        await c.execute(
+            "delete from memory_opt_ins where created_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = memory_opt_ins.channel"
+            " and (s.user_id = memory_opt_ins.user_id or s.chat_id = memory_opt_ins.user_id))"
+            " and not exists (select 1 from user_memory m where m.channel ="
+            " memory_opt_ins.channel and m.user_id = memory_opt_ins.user_id)",
+            before,
+        )
+        await c.execute(
+            "delete from chat_personas where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = chat_personas.channel"
+            " and s.chat_id = chat_personas.chat_id)",
+            before,
+        )
+        await c.execute("delete from tool_confirmations where created_at < ?", before)
         return sessions, messages, files
 
     @transaction

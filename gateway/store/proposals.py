@@ -133,12 +133,15 @@ class ProposalQueries(QueriesBase):
         tombstone: Rejection | None = None,
         record: SkillRecord | None = None,
         name: str | None = None,
+        redacted: str | None = None,
     ) -> Proposal | None:
         """Move a proposal from the status the caller saw: the proposal as it is now, or None
         when someone moved it first.
 
         The tombstone, the registry row and how the decider is shown (`name`), when given,
-        are written in the same transaction.
+        are written in the same transaction. With `redacted`, the proposal's words (its
+        description, content, rationale and diff, and those of the repeat notices that name
+        it) are replaced by that text: the decision stays, as a record without the words.
         """
         row = await c.fetchrow(
             "update proposals set status = ?, decided_by = ?, decided_at = ?,"
@@ -152,6 +155,21 @@ class ProposalQueries(QueriesBase):
         )
         if row is None:
             return None
+        if redacted is not None:
+            row = await c.fetchrow(
+                "update proposals set description = ?, content = ?, rationale = '',"
+                " change_text = '' where id = ? returning *",
+                redacted,
+                redacted,
+                proposal_id,
+            )
+            assert row is not None
+            await c.execute(
+                "update repeat_notice_items set description = ?, content = ? where proposal_id = ?",
+                redacted,
+                redacted,
+                proposal_id,
+            )
         if tombstone is not None:
             await c.execute(_INSERT_REJECTION, *_rejection_args(tombstone))
         if record is not None:

@@ -31,20 +31,23 @@ class ToolQueries(QueriesBase):
         tool: str,
         arguments: str,
         *,
+        digest: str,
         expires_at: float,
         now: float | None = None,
     ) -> int:
-        """A new confirmation awaiting the user's press; its id."""
+        """A new confirmation awaiting the user's press; its id. `digest` is of the exact
+        arguments that will run: a press counts only when it was signed for the same."""
         at = time.time() if now is None else now
         value = await c.fetchval(
-            "insert into tool_confirmations"
-            " (channel, chat_id, user_id, tool, arguments, created_at, expires_at)"
-            " values (?, ?, ?, ?, ?, ?, ?) returning id",
+            "insert into tool_confirmations (channel, chat_id, user_id, tool, arguments,"
+            " arguments_digest, created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?)"
+            " returning id",
             channel,
             chat_id,
             user_id,
             tool,
             arguments,
+            digest,
             at,
             expires_at,
         )
@@ -58,27 +61,33 @@ class ToolQueries(QueriesBase):
         channel: str,
         user_id: str | None,
         decision: Literal["approved", "declined"],
+        *,
+        digest: str,
         now: float | None = None,
     ) -> PressOutcome:
-        """Record a user's press: only theirs, only once, only before it expired."""
+        """Record a user's press: only theirs, only once, only before it expired, and only
+        for the arguments it was signed for (`digest`; another is "missing")."""
         at = time.time() if now is None else now
         changed = await c.execute(
             "update tool_confirmations set decision = ?, decided_at = ?"
-            " where id = ? and channel = ? and user_id = ? and decision is null"
-            " and expires_at > ?",
+            " where id = ? and channel = ? and user_id = ? and arguments_digest = ?"
+            " and decision is null and expires_at > ?",
             decision,
             at,
             confirmation_id,
             channel,
             user_id or "",
+            digest,
             at,
         )
         if changed == 1:
             return "decided"
         row = await c.fetchrow(
-            "select user_id, decision from tool_confirmations where id = ? and channel = ?",
+            "select user_id, decision from tool_confirmations"
+            " where id = ? and channel = ? and arguments_digest = ?",
             confirmation_id,
             channel,
+            digest,
         )
         if row is None:
             return "missing"

@@ -152,6 +152,9 @@ class McpServer:
                     args=self.config.args,
                     env=self._environment(),
                     cwd=self.config.cwd,
+                    # One line that is not UTF-8 is one bad message, not the end of the
+                    # reader (with "strict", the SDK's reader dies and the server is wedged).
+                    encoding_error_handler="replace",
                 )
                 errlog = stack.enter_context(stderr_logger(self.name, self.secrets))
                 streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))

@@ -1,8 +1,10 @@
 """Which tools a turn may use, decided when they are offered and again when one is called.
 
 Defaults: a read-only tool of a server the operator marked trusted runs (`auto`); every
-other tool asks the user first (`confirm`); `admin` tools exist only on admins' turns;
-`off` ones never. In a group no tool is offered unless its entry says `groups: allow`.
+other tool asks the user first (`confirm`); `admin` tools exist only on admins' turns, and
+ask the admin first too unless SKILLGATE_TOOL_ADMIN_CONFIRM is off (a line of someone else's
+kept as group context must not make one run unseen); `off` ones never. In a group no tool
+is offered unless its entry says `groups: allow`.
 """
 
 from __future__ import annotations
@@ -84,7 +86,12 @@ def web_rule(config: WebToolConfig) -> Rule:
     return Rule(config.policy or "confirm", config.groups == "allow")
 
 
-def refusal(rule: Rule, access: ToolAccess) -> str | None:
+def asks(rule: Rule, admin_confirm: bool = True) -> bool:
+    """Whether a call under `rule` runs only once its user pressed ✅."""
+    return rule.policy == "confirm" or (rule.policy == "admin" and admin_confirm)
+
+
+def refusal(rule: Rule, access: ToolAccess, admin_confirm: bool = True) -> str | None:
     """Why this turn may not use a tool under `rule`, or None when it may."""
     if rule.policy == "off":
         return "the tool is off"
@@ -92,6 +99,6 @@ def refusal(rule: Rule, access: ToolAccess) -> str | None:
         return "only admins may use this tool"
     if access.group and not rule.groups:
         return "tools are not used in groups"
-    if rule.policy == "confirm" and access.confirm is None:
+    if asks(rule, admin_confirm) and access.confirm is None:
         return "nobody can be asked to confirm here"
     return None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
+import unicodedata
 from typing import Any
 
 from gateway.core.fence import escape
 from gateway.core.llm_wire import one_line
+from gateway.core.tools import CONFIRM_CHARS, AskedCall
 from gateway.logs import mask
 
 RESULT_TAG = "untrusted-tool"
@@ -28,6 +31,46 @@ def masked_arguments(arguments: dict[str, Any], own_secrets: tuple[str, ...]) ->
     """The arguments as one JSON line for traces and cards, secrets masked, bounded."""
     text = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
     return one_line(mask(text, own_secrets))
+
+
+def canonical(arguments: dict[str, Any]) -> str:
+    """The arguments as the one JSON text that is shown, digested and run."""
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def arguments_digest(tool: str, text: str) -> str:
+    """What a confirmation is signed for: the tool and its canonical arguments (16 hex)."""
+    return hashlib.sha256(f"{tool}\0{text}".encode()).hexdigest()[:16]
+
+
+def _visible(text: str) -> str:
+    """`text` with every invisible or reordering character (controls, format characters such
+    as right-to-left overrides, line and paragraph separators) written as its escape."""
+    return "".join(
+        f"\\u{ord(ch):04x}" if unicodedata.category(ch) in _HIDDEN else ch for ch in text
+    )
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+
+
+def asked_call(
+    tool: str, text: str, own_secrets: tuple[str, ...], limit: int = CONFIRM_CHARS
+) -> AskedCall | None:
+    """A call as its user is asked about it, from its canonical arguments: each argument on
+    its own line (`name: value as JSON`), whole, secrets masked; None when they take more
+    than `limit` characters (then nobody is asked: the call is refused)."""
+    arguments: dict[str, Any] = json.loads(text)
+    lines = tuple(
+        mask(
+            f"• {_visible(name)}: {_visible(json.dumps(value, ensure_ascii=False))}",
+            own_secrets,
+        )
+        for name, value in sorted(arguments.items())
+    )
+    if sum(len(line) + 1 for line in lines) > limit:
+        return None
+    return AskedCall(lines, arguments_digest(tool, text))
 
 
 def fenced_result(name: str, text: str) -> str:

@@ -10,6 +10,7 @@ it with the answer that made it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -21,6 +22,7 @@ from gateway.config import ToolsSettings
 from gateway.core.events import Events, ToolCalled
 from gateway.core.llm_wire import one_line
 from gateway.core.tools import (
+    CONFIRM_CHARS,
     ToolAccess,
     ToolCallRecord,
     ToolInfo,
@@ -36,9 +38,10 @@ from gateway.tools.policy import (
     RemoteTool,
     Rule,
     ServerUnavailable,
+    asks,
     refusal,
 )
-from gateway.tools.results import cap, fenced_result, masked_arguments
+from gateway.tools.results import asked_call, canonical, cap, fenced_result, masked_arguments
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"
@@ -153,8 +156,23 @@ class Tools:
         return [
             ToolSpec(e.name, e.tool.description[:DESCRIPTION_CHARS], e.tool.schema)
             for e in self.entries()
-            if refusal(e.rule, access) is None
+            if refusal(e.rule, access, self.settings.tool_admin_confirm) is None
         ]
+
+    def over_limit(self, name: str, turn_calls: int, round_calls: int) -> ToolOutcome | None:
+        """A refusal for a call past this turn's or this round's number of calls (which the
+        model is told), else None; `turn_calls` and `round_calls` were made before it."""
+        per_round, per_turn = self.settings.tool_calls_per_round, self.settings.tool_calls_per_turn
+        if round_calls < per_round and turn_calls < per_turn:
+            return None
+        why = (
+            f"at most {per_round} tool calls at once (SKILLGATE_TOOL_CALLS_PER_ROUND)"
+            if round_calls >= per_round
+            else f"at most {per_turn} tool calls per message (SKILLGATE_TOOL_CALLS_PER_TURN)"
+        )
+        server, _, tool = name.rpartition(SEPARATOR) if SEPARATOR in name else ("", "", name)
+        record = ToolCallRecord(server=server, tool=tool, arguments="", status="ok")
+        return _ended(record, "refused", f"{why}: this call was not made")
 
     async def call(self, name: str, arguments: dict[str, Any], access: ToolAccess) -> ToolOutcome:
         entry = next((e for e in self.entries() if e.name == name), None)
@@ -182,13 +200,19 @@ class Tools:
         if entry is None:
             return _ended(record, "unavailable", "the tool is not available now")
         # Offered is not allowed: the rule is read again for this very call.
-        reason = refusal(entry.rule, access)
+        reason = refusal(entry.rule, access, self.settings.tool_admin_confirm)
         if reason is not None:
             return _ended(record, "refused", reason)
-        if entry.rule.policy == "confirm":
+        if asks(entry.rule, self.settings.tool_admin_confirm):
             assert access.confirm is not None  # refusal() says so otherwise
-            if not await access.confirm(name, record.arguments):
+            text = canonical(arguments)
+            asked = asked_call(name, text, self.secrets)
+            if asked is None:
+                why = f"its arguments are too long to show for confirmation ({CONFIRM_CHARS:,}"
+                return _ended(record, "refused", why + " characters at most)")
+            if not await access.confirm(name, asked):
                 return _ended(record, "declined", "the user did not allow this call")
+            arguments = json.loads(text)  # exactly what was shown and signed for
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.settings.tool_call_timeout_seconds):

@@ -1,11 +1,21 @@
 """The built-in web tools: `web_search` (SearXNG's JSON API, or Brave) and `web_fetch`.
 
 `web_fetch` reads the readable text of one page, bounded in bytes (and, like every call,
-in time). It never reaches this machine or its network: every address a name resolves to
-must be public, checked in the resolver the connection itself uses (so a name cannot
-resolve to a public address for the check and a private one for the connection), and
-every redirect is followed by hand and checked the same way. The resolver is the backend's
-`resolver` (a `PublicResolver` unless a test gives one that counts its loopback fake as public).
+in time). It never reaches this machine or its network, checked three times on every hop
+(every redirect is followed by hand):
+
+- the URL's host is read exactly as the HTTP client will read it (yarl's parse, with its
+  IDNA/UTS-46 mapping: full-width and circled digits, ideographic full stops), and when that
+  is an address in any spelling (`ipaddress`, then every IPv4 form `inet_aton` accepts:
+  `127.1`, `0x7f.1`, `2130706433`, `0177.0.0.1`), it must be public;
+- every address a name resolves to must be public, checked in the resolver the connection
+  itself uses (so a name cannot resolve to a public address for the check and a private one
+  for the connection);
+- every socket the connection opens is checked against the address it connects to, before
+  it connects (a literal never goes through the resolver, so this is the last word).
+
+The resolver is the backend's `resolver` (a `PublicResolver` unless a test gives one that
+counts its loopback fake as public); its `allowed` decides for all three checks.
 """
 
 from __future__ import annotations
@@ -16,11 +26,12 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
+from yarl import URL
 
 from gateway.tools.policy import CallFailed, CallRefused, RemoteTool
 
@@ -54,12 +65,47 @@ class Refused(CallRefused):
     """An address the gateway will not fetch from."""
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
 def public(address: str) -> bool:
-    """Whether an IP address is on the public internet (not private, loopback, link-local...)."""
+    """Whether an IP address is on the public internet (not private, loopback, link-local...).
+
+    An IPv6 address that carries an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) is
+    public only when the IPv4 address it carries is too.
+    """
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+        if ip in _NAT64 or ip in _IPV4_COMPATIBLE:
+            carried.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        return all(public(str(v4)) for v4 in carried if v4 is not None)
+    return True
+
+
+def literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address `host` spells in any form the system's resolver accepts, else None (a name).
+
+    `host` is the host as the HTTP client reads it (already IDNA-mapped); a final dot is
+    dropped, as resolvers do, and every IPv4 form `inet_aton` reads counts (`127.1`,
+    `0x7f.0.0.1`, `2130706433`, `0177.0.0.1`).
+    """
+    bare = host.strip("[]").rstrip(".")
+    try:
+        return ipaddress.ip_address(bare)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(bare))
+    except (OSError, ValueError):
+        return None
+
+
+class PeerRefused(OSError):
+    """A socket about to connect to a non-public address (raised before it connects)."""
 
 
 class PublicResolver(AbstractResolver):
@@ -69,13 +115,14 @@ class PublicResolver(AbstractResolver):
         self, inner: AbstractResolver | None = None, allowed: Callable[[str], bool] = public
     ) -> None:
         self._inner = inner or DefaultResolver()
-        self._allowed = allowed
+        self.allowed = allowed
+        """Which addresses may be reached (`public`; a test adds its loopback fake)."""
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         found = await self._inner.resolve(host, port, family)
-        blocked = [r["host"] for r in found if not self._allowed(r["host"])]
+        blocked = [r["host"] for r in found if not self.allowed(r["host"])]
         if blocked:
             raise Refused(f"{host} resolves to a non-public address ({blocked[0]})")
         return found
@@ -84,18 +131,43 @@ class PublicResolver(AbstractResolver):
         await self._inner.close()
 
 
-def checked_url(url: str) -> str:
-    """An http(s) URL whose host, when an address, is public; Refused otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Refused("only http and https addresses can be fetched")
+def checked_url(url: str, allowed: Callable[[str], bool] = public) -> URL:
+    """The URL as the HTTP client reads it, its host public when an address; Refused otherwise.
+
+    The URL returned is the very object that is fetched, so the host checked is the host
+    connected to: full-width or circled digits and ideographic full stops that spell 127.0.0.1
+    are `127.0.0.1` here.
+    A name is left to the resolver, except `localhost` and its subdomains (RFC 6761), which
+    never leave the machine.
+    """
     try:
-        literal = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return url  # a name: the resolver checks what it resolves to
-    if not public(str(literal)):
-        raise Refused(f"{parts.hostname} is not a public address")
-    return url
+        parsed = URL(url)
+        host = parsed.raw_host
+    except (ValueError, UnicodeError) as exc:
+        raise Refused(f"not an address that can be fetched ({exc})") from exc
+    if parsed.scheme not in ("http", "https") or not host:
+        raise Refused("only http and https addresses can be fetched")
+    address = literal(host)
+    if address is None:
+        name = host.rstrip(".").lower()
+        if name == "localhost" or name.endswith(".localhost"):
+            raise Refused(f"{host} is this machine, not a public address")
+        return parsed  # a name: the resolver checks what it resolves to
+    if not allowed(str(address)):
+        raise Refused(f"{host} is not a public address ({address})")
+    return parsed
+
+
+def peer_guard(allowed: Callable[[str], bool]) -> Callable[[tuple[Any, ...]], socket.socket]:
+    """A socket factory that refuses, before connecting, any socket for a non-public peer."""
+
+    def factory(addr_info: tuple[Any, ...]) -> socket.socket:
+        family, kind, proto, _, address = addr_info
+        if not allowed(str(address[0])):
+            raise PeerRefused(f"{address[0]} is not a public address")
+        return socket.socket(family=family, type=kind, proto=proto)
+
+    return factory
 
 
 def readable_text(body: bytes, content_type: str) -> str:
@@ -129,6 +201,7 @@ class WebTools:
     resolver: AbstractResolver | None = None
     """How web_fetch resolves names: a `PublicResolver` when None."""
     _session: aiohttp.ClientSession | None = None
+    _allowed: Callable[[str], bool] = public
 
     @property
     def alive(self) -> bool:
@@ -137,7 +210,11 @@ class WebTools:
     async def start(self) -> None:
         searching = self.search_url is not None or self.brave_key is not None
         self.tools = [t for t, on in ((SEARCH, searching), (FETCH, self.fetch)) if on]
-        connector = aiohttp.TCPConnector(resolver=self.resolver or PublicResolver())
+        resolver = self.resolver or PublicResolver()
+        self._allowed = resolver.allowed if isinstance(resolver, PublicResolver) else public
+        connector = aiohttp.TCPConnector(
+            resolver=resolver, socket_factory=peer_guard(self._allowed)
+        )
         self._session = aiohttp.ClientSession(
             connector=connector, headers={"User-Agent": USER_AGENT}
         )
@@ -157,6 +234,10 @@ class WebTools:
             if tool == "web_search":
                 return await self._search(str(arguments.get("query", ""))), False
             return await self._fetch(session, str(arguments.get("url", ""))), False
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, PeerRefused):
+                raise Refused(str(exc.os_error)) from exc
+            raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
         except aiohttp.ClientError as exc:
             raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
 
@@ -194,14 +275,29 @@ class WebTools:
 
     async def _fetch(self, session: aiohttp.ClientSession, url: str) -> str:
         for _ in range(MAX_REDIRECTS + 1):
-            async with session.get(checked_url(url), allow_redirects=False) as resp:
+            target = checked_url(url, self._allowed)
+            async with session.get(target, allow_redirects=False) as resp:
                 location = resp.headers.get("Location")
                 if resp.status in (301, 302, 303, 307, 308) and location:
                     url = urljoin(url, location)  # checked again before it is followed
                     continue
                 resp.raise_for_status()
-                body = await resp.content.read(self.max_bytes + 1)
+                body = await _read_up_to(resp.content, self.max_bytes + 1)
                 cut = len(body) > self.max_bytes
                 text = readable_text(body[: self.max_bytes], resp.content_type or "")
                 return text + ("\n[the page was longer; only its start was read]" if cut else "")
         raise CallFailed(f"more than {MAX_REDIRECTS} redirects")
+
+
+async def _read_up_to(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """Up to `limit` bytes of a body, read chunk by chunk until it ends or reaches the limit
+    (one `read(n)` returns only what has arrived so far: often the first chunk)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await stream.read(limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

@@ -3,13 +3,15 @@ a chat's files, the platform's language of a deleted user; and the export's atta
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from gateway.config import Settings
-from gateway.review.reviewer import WITHDRAWN_REASON
+from gateway.review.reviewer import WITHDRAWN_REASON, WITHDRAWN_TEXT
 from gateway.runtime.retention import purge_old
+from tests.console_support import sign_in
 from tests.conversation.test_forget import (
     FORGOTTEN,
     SECRET_WORDS,
@@ -127,3 +129,12 @@ async def test_a_pending_proposal_made_from_a_forgotten_users_session_is_withdra
 
         await until(lambda: bool(edits()))  # cards are updated in the background
         assert WITHDRAWN_REASON in edits()[-1]
+        # The decision is kept, the words are not: not in any row, the card or the console
+        # (the third hostile review found them in the proposal's description and content).
+        assert SECRET_WORDS not in edits()[-1]
+        assert WITHDRAWN_TEXT in json.dumps(withdrawn, ensure_ascii=False)
+        rows = await every_row(gw.parts.store)
+        assert traces_of(rows, str(FORGOTTEN), SECRET_WORDS) == []
+        await sign_in(gw.client, "admin-secret-token")
+        page = await (await gw.client.get(f"/admin/proposals/{withdrawn['id']}")).text()
+        assert SECRET_WORDS not in page and WITHDRAWN_REASON in page

@@ -97,3 +97,19 @@ async def test_with_group_context_off_no_unaddressed_message_is_stored(
             await chat.say("anything new?", group=True)
             assert await kept_lines(chat) == []
             assert "line " not in json.dumps(fake_llm.requests[-1])
+
+
+async def test_an_outsiders_unaddressed_lines_are_never_kept_nor_shown_to_the_model(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # The allowlist names only `other`: `user`'s lines in the group (the third hostile
+    # review: one made an admin tool run on an admin's turn) are not context.
+    for name in DRIVERS:
+        settings = {"group_context_messages": 20}
+        async with running(name, make_settings, fake_llm, only_other=True, **settings) as chat:
+            await chatter(chat, 4)
+            assert [r["user_id"] for r in await kept_lines(chat)] == [chat.other, chat.other]
+            await chat.say("what was said?", user=chat.other, group=True)
+            told = json.dumps(fake_llm.requests[-1]["messages"])
+            assert "line 02" in told and "line 04" in told
+            assert "line 01" not in told and "line 03" not in told

@@ -192,3 +192,20 @@ async def test_an_answer_retried_after_a_failed_delivery_is_counted_and_spent_on
         assert trace is not None and trace.prompt_tokens > 0
         assert counts["user"].answers == 1
         assert counts["user"].tokens == trace.prompt_tokens + trace.completion_tokens
+
+
+async def test_the_admins_hear_once_a_day_for_each_scope_not_once_for_all(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # An outsider spending their own limit first must not hide the gateway's budget running out.
+    limits = {"user_daily_answers": 1, "daily_token_budget": 1, "telegram_admin_ids": [7007]}
+    async with telegram_gateway(make_settings, fake_llm, **limits) as gw:
+        await gw.deliver(make_text_update(1, "first", chat_id=2002, user_id=2002))
+        await gw.deliver(make_text_update(2, "again", chat_id=2002, user_id=2002))  # user limit
+        await gw.deliver(make_text_update(3, "mine", chat_id=1001, user_id=1001))  # the budget
+        await gw.deliver(make_text_update(4, "more", chat_id=3003, user_id=3003))  # told already
+        alerts = gw.fake.sent_texts(7007)
+    assert len(fake_llm.requests) == 1
+    assert len(alerts) == 2
+    assert alerts[0].startswith("Daily limit reached by a user (telegram:2002)")
+    assert alerts[1].startswith("The gateway's daily budget is used up")

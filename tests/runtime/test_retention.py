@@ -12,8 +12,10 @@ from gateway.conversation.privacy import forget
 from gateway.core.records import Trace
 from gateway.runtime.retention import purge_old
 from gateway.store import SqliteStore, Store
+from gateway.store.conversations import remember_name
 from gateway.store.sql import Conn
 from tests.console_support import sign_in
+from tests.conversation.test_forget import every_row, traces_of
 from tests.fakes.openai_server import FakeOpenAI
 from tests.store_support import add_message, current_session
 from tests.synthesis_support import answer, gateway, proposal, synth_settings
@@ -129,3 +131,39 @@ async def test_the_server_applies_retention_on_its_schedule(
                 await asyncio.sleep(0.02)
         assert (await store.deleted_sessions([old]))[old].reason == "retention"
         assert await store.get_session(young) is not None
+
+
+async def test_retention_leaves_no_name_opt_in_persona_or_tool_question_of_a_user_it_deleted(
+    any_store: Store,
+) -> None:
+    # What the third hostile review found retention left (docs/SECURITY.md, T5).
+    now = time.time()
+    old = now - 40 * DAY
+    await private_chat(any_store, "4711", old, "the zebra marmalade plan")
+    await any_store._run(
+        lambda c: remember_name(c, "telegram", "4711", "Zebra Fan", old), transaction=True
+    )
+    await any_store.set_memory_opt_in("telegram", "-100", "4711", True, old)
+    await any_store.set_chat_persona("telegram", "4711", "speak of zebra marmalade", "4711", old)
+    await any_store.open_confirmation(
+        "telegram",
+        "-100",
+        "4711",
+        "notes__write",
+        '• text: "zebra marmalade"',
+        digest="0123456789abcdef",
+        expires_at=old + 60,
+        now=old,
+    )
+    kept = await private_chat(any_store, "2", now - DAY, "a recent question")
+    await any_store._run(
+        lambda c: remember_name(c, "telegram", "2", "Recent", now - DAY), transaction=True
+    )
+    await any_store.set_chat_persona("telegram", "2", "be brief", "2", now - DAY)
+
+    assert (await purge_old(any_store, 30, now)).sessions == 1
+    rows = await every_row(any_store)
+    assert traces_of(rows, "4711", "zebra marmalade") == []
+    assert await any_store.get_session(kept) is not None
+    assert await any_store.get_chat_persona("telegram", "2") == "be brief"
+    assert [r["name"] for r in rows["user_names"]] == ["Recent"]

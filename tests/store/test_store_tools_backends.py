@@ -7,34 +7,45 @@ from gateway.store import Store
 from tests.store_support import current_session
 
 DAY = 86400.0
+D = "0123456789abcdef"
+"""The digest of the arguments a confirmation is asked for."""
 DEC_1 = 1796083200.0 + 3600.0
 """2026-12-01, 01:00 UTC."""
 
 
 async def test_only_the_askers_first_press_in_time_decides(any_store: Store) -> None:
     ask = await any_store.open_confirmation(
-        "telegram", "c1", "u1", "git__git_add", "{}", expires_at=200.0, now=100.0
+        "telegram", "c1", "u1", "git__git_add", "{}", digest=D, expires_at=200.0, now=100.0
     )
     assert await any_store.confirmation_decision(ask) is None
-    assert await any_store.press_confirmation(ask, "telegram", "u2", "approved", now=110) == (
-        "foreign"
+    # A press signed for other arguments is not a press for these.
+    other = await any_store.press_confirmation(
+        ask, "telegram", "u1", "approved", digest="fedcba9876543210", now=110
     )
-    assert await any_store.press_confirmation(ask, "line", "u1", "approved", now=110) == ("missing")
-    assert await any_store.press_confirmation(ask, "telegram", "u1", "declined", now=120) == (
-        "decided"
+    assert other == "missing"
+    assert await any_store.press_confirmation(
+        ask, "telegram", "u2", "approved", digest=D, now=110
+    ) == ("foreign")
+    assert await any_store.press_confirmation(ask, "line", "u1", "approved", digest=D, now=110) == (
+        "missing"
     )
-    assert await any_store.press_confirmation(ask, "telegram", "u1", "approved", now=121) == (
-        "already"
-    )
+    assert await any_store.press_confirmation(
+        ask, "telegram", "u1", "declined", digest=D, now=120
+    ) == ("decided")
+    assert await any_store.press_confirmation(
+        ask, "telegram", "u1", "approved", digest=D, now=121
+    ) == ("already")
     assert await any_store.confirmation_decision(ask) == "declined"
     assert await any_store.expire_confirmation(ask, now=300) == "declined"  # the press stands
 
 
 async def test_an_expired_confirmation_takes_no_press(any_store: Store) -> None:
     ask = await any_store.open_confirmation(
-        "line", "c1", "u1", "web_fetch", "{}", expires_at=200.0, now=100.0
+        "line", "c1", "u1", "web_fetch", "{}", digest=D, expires_at=200.0, now=100.0
     )
-    assert await any_store.press_confirmation(ask, "line", "u1", "approved", now=201) == ("already")
+    assert await any_store.press_confirmation(ask, "line", "u1", "approved", digest=D, now=201) == (
+        "already"
+    )
     assert await any_store.expire_confirmation(ask, now=201) == "expired"
     assert await any_store.confirmation_decision(ask) == "expired"
 
@@ -72,13 +83,19 @@ async def test_forgetting_a_user_deletes_the_confirmations_they_were_asked(
     any_store: Store,
 ) -> None:
     mine = await any_store.open_confirmation(
-        "telegram", "c1", "u1", "git__git_add", '{"files": ["diary.txt"]}', expires_at=200.0
+        "telegram",
+        "c1",
+        "u1",
+        "git__git_add",
+        '{"files": ["diary.txt"]}',
+        digest=D,
+        expires_at=200.0,
     )
     theirs = await any_store.open_confirmation(
-        "telegram", "c2", "u2", "git__git_add", "{}", expires_at=200.0
+        "telegram", "c2", "u2", "git__git_add", "{}", digest=D, expires_at=200.0
     )
     await any_store.forget_user("telegram", "u1", 100.0)
-    assert await any_store.press_confirmation(mine, "telegram", "u1", "approved", now=1) == (
-        "missing"
-    )
+    assert await any_store.press_confirmation(
+        mine, "telegram", "u1", "approved", digest=D, now=1
+    ) == ("missing")
     assert await any_store.confirmation_decision(theirs) is None

@@ -2,8 +2,9 @@
 
 Its tools: `echo` (read-only), `weather` (a result with orders in it), `big` (a
 200,000-character result), `hang` (never answers until the test releases it), `note`
-(writes: not read-only), `whoami` (the headers it got), `grow` (adds
-`fresh` and says the list changed). Every call is recorded in `calls`.
+(writes: not read-only), `danger` (writes; a card must show both its arguments), `whoami`
+(the headers it got), `grow` (adds `fresh` and says the list changed). Every call is
+recorded in `calls`.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ class ToyServer:
             self.calls.append(("note", {"text": text}))
             self.notes.append(text)
             return "noted"
+
+        @server.tool()
+        def danger(reason: str, path: str) -> str:
+            """Remove a path, for a reason."""
+            self.calls.append(("danger", {"reason": reason, "path": path}))
+            return f"removed {path}"
 
         @server.tool(annotations=READ_ONLY)
         async def grow(ctx: Context) -> str:

@@ -152,3 +152,84 @@ async def test_a_line_user_confirms_a_call_with_the_card_buttons(
         said += [m["text"] for c in rig.fake.calls_to(REPLY) for m in c.body["messages"]]
     assert toy.notes == ["buy milk"]
     assert "Done." in said
+
+
+# The third hostile review's attack: a harmless first argument long enough to push the
+# real one off a card cut at 300 characters.
+HARMLESS = "Tidying up the old notes folder as you asked, nothing important is touched. " * 5
+PAYROLL = "/srv/payroll/ALL-EMPLOYEES"
+
+
+async def test_the_card_shows_every_argument_the_tool_runs_with_and_runs_exactly_those(
+    telegram: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    assert len(HARMLESS) > 330
+    fake_llm.tool_call("toy__danger", reason=HARMLESS, path=PAYROLL)
+    fake_llm.reply("Done.")
+    async with telegram() as gw:
+        await gw.post(make_text_update(1, "tidy my notes"))
+        [card] = await gw.fake.wait_for("sendMessage", timeout=30)
+        text = card.params["text"]
+        [row] = card.params["reply_markup"]["inline_keyboard"]
+        assert await press(gw, 2, row[0]["callback_data"], 1) == "✅ Allowed."
+        await gw.idle()
+    lines = text.splitlines()
+    assert f'• path: "{PAYROLL}"' in lines  # the argument that matters, on its own line
+    assert f'• reason: "{HARMLESS}"' in lines  # and the long one whole, not cut
+    assert toy.calls == [("danger", {"reason": HARMLESS, "path": PAYROLL})]
+
+
+async def test_a_press_signed_for_other_arguments_decides_nothing(
+    telegram: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    script_note(fake_llm)
+    async with telegram() as gw:
+        await gw.post(make_text_update(1, "note: buy milk"))
+        message_id, yes, no = await card_buttons(gw)
+        action, confirmation, answer, digest, _ = yes.split(":")
+        # Signed with the channel's key, but for arguments this question was not asked for.
+        other = f"{confirmation}:{answer}:{'0' * 16}"
+        forged = f"{action}:{other}:{gw.channel.profile.signer.sign(f'{action}:{other}')}"
+        assert digest != "0" * 16
+        assert await press(gw, 2, forged, message_id) == "This button is not valid."
+        assert await press(gw, 3, no, message_id) == "✖ Not allowed."
+        await gw.idle()
+    assert toy.notes == []
+
+
+async def test_arguments_too_long_to_show_are_refused_before_anyone_is_asked(
+    telegram: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    fake_llm.tool_call("toy__danger", reason="x" * 5000, path=PAYROLL)
+    fake_llm.reply("I could not do that.")
+    async with telegram() as gw:
+        await gw.post(make_text_update(1, "tidy my notes"))
+        await gw.idle()
+        trace = await last_trace(gw.parts.store)
+        sent = gw.fake.sent_texts()
+    assert sent == ["I could not do that."]  # no card
+    assert toy.calls == []
+    [call] = trace.tool_calls
+    assert call.status == "refused"
+    assert "too long to show for confirmation" in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+async def test_the_card_writes_out_invisible_and_reordering_characters_and_masks_secrets(
+    telegram: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    token = "123456:TEST-TOKEN"  # the gateway's own bot token (the fake Bot API's)
+    key = "sk-live-0123456789"  # shaped like a key
+    fake_llm.tool_call("toy__danger", reason=f"tidy\u202e{token} {key}", path="/tmp/x\u200b")
+    fake_llm.reply("Done.")
+    async with telegram() as gw:
+        assert gw.fake.token == token
+        await gw.post(make_text_update(1, "tidy my notes"))
+        [card] = await gw.fake.wait_for("sendMessage", timeout=30)
+        [row] = card.params["reply_markup"]["inline_keyboard"]
+        assert await press(gw, 2, row[1]["callback_data"], 1) == "✖ Not allowed."
+        await gw.idle()
+    text = card.params["text"]
+    assert "\u202e" not in text and "\u200b" not in text
+    assert "tidy\\u202e" in text and '• path: "/tmp/x\\u200b"' in text.splitlines()
+    assert token not in text and key not in text
+    assert toy.calls == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.core.tools import ToolAccess
+from gateway.core.tools import AskedCall, ToolAccess
 from gateway.runtime.assembly import close_parts, open_parts
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import git_server, last_trace, tool_names, tools_file
@@ -52,8 +52,8 @@ async def test_git_reads_run_writes_need_confirmation_and_reset_is_for_admins(
     asked: list[tuple[str, str]] = []
     answers = [False, True]
 
-    async def confirm(tool: str, arguments: str) -> bool:
-        asked.append((tool, arguments))
+    async def confirm(tool: str, call: AskedCall) -> bool:
+        asked.append((tool, call.text))
         return answers.pop(0)
 
     fake_llm.tool_call("git__git_status", repo_path=str(repo))
@@ -78,6 +78,6 @@ async def test_git_reads_run_writes_need_confirmation_and_reset_is_for_admins(
     assert "git__git_reset" in tool_names(fake_llm.requests[-1])
     assert "b.txt" in fake_llm.requests[1]["messages"][-1]["content"]  # status ran unasked
     assert [tool for tool, _ in asked] == ["git__git_add", "git__git_add"]
-    assert '"files": ["b.txt"]' in asked[0][1]
+    assert '• files: ["b.txt"]' in asked[0][1].splitlines()
     assert [c.status for c in trace.tool_calls] == ["ok", "declined", "ok"]
     assert staged(repo) == "b.txt"

@@ -12,9 +12,9 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.core.tools import ToolAccess
+from gateway.core.tools import AskedCall, ToolAccess
 from gateway.runtime.assembly import Parts, close_parts, open_parts
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Scripted
 from tests.tools.http_server import BIG, ToyServer
 from tests.tools.support import tool_names, tools_file
 
@@ -22,7 +22,7 @@ CHAT = ChatRef(channel="console", chat_id="c1", user_id="u1")
 GROUP = ChatRef(channel="console", chat_id="g1", user_id="u1", is_group=True)
 
 
-async def always(tool: str, arguments: str) -> bool:
+async def always(tool: str, call: AskedCall) -> bool:
     return True
 
 
@@ -39,7 +39,7 @@ def gateway(
     """Parts whose tools file lists the toy server, started; `server` adds to its entry."""
 
     @asynccontextmanager
-    async def start(**server: Any) -> AsyncIterator[Parts]:
+    async def start(settings: dict[str, Any] | None = None, **server: Any) -> AsyncIterator[Parts]:
         entry = {"url": toy.url, "trusted": True, **server}
         path = tools_file(tmp_path, servers={"toy": entry})
         settings = make_settings(
@@ -47,6 +47,7 @@ def gateway(
             llm_model="fake-model",
             tools_file=path,
             tool_call_timeout_seconds=0.5,
+            **(settings or {}),
         )
         parts = await open_parts(settings)
         assert parts.tools is not None
@@ -108,7 +109,7 @@ async def test_an_admin_tool_is_offered_to_admins_only_and_refused_to_others_whe
     fake_llm.reply("I cannot use that.")
     async with gateway(tools={"echo": {"policy": "admin"}}) as parts:
         await ask(parts, "hi")
-        await ask(parts, "hi", admin=True)
+        await ask(parts, "hi", admin=True, confirm=always)
         _, trace = await ask(parts, "echo something")
     user, admin, _, _ = fake_llm.requests
     assert "toy__echo" not in tool_names(user)
@@ -175,3 +176,60 @@ async def test_tools_are_listed_again_when_the_server_says_they_changed(
         await ask(parts, "hi")
     assert "toy__fresh" not in tool_names(fake_llm.requests[0])
     assert "toy__fresh" in tool_names(fake_llm.requests[2])
+
+
+async def test_calls_past_the_rounds_limit_are_not_made_and_the_model_is_told(
+    gateway: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    # Six calls in one answer (the review's six hanging calls held a chat): three are made.
+    fake_llm.script.append(Scripted(tool_calls=[("toy__echo", {"text": f"{n}"}) for n in range(6)]))
+    fake_llm.reply("Three of them.")
+    async with gateway() as parts:
+        _, trace = await ask(parts, "echo six times")
+    assert toy.calls == [("echo", {"text": f"{n}"}) for n in range(3)]
+    assert [c.status for c in trace.tool_calls] == ["ok"] * 3 + ["refused"] * 3
+    told = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert all("SKILLGATE_TOOL_CALLS_PER_ROUND" in t for t in told[3:])
+
+
+async def test_calls_past_the_turns_limit_are_not_made_over_all_rounds(
+    gateway: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    for round_ in range(3):
+        calls = [("toy__echo", {"text": f"{round_}.{n}"}) for n in range(2)]
+        fake_llm.script.append(Scripted(tool_calls=calls))
+    fake_llm.reply("Enough.")
+    async with gateway(settings={"tool_calls_per_turn": 5}) as parts:
+        _, trace = await ask(parts, "echo a lot")
+    assert len(toy.calls) == 5
+    assert [c.status for c in trace.tool_calls] == ["ok"] * 5 + ["refused"]
+    last = [m["content"] for m in fake_llm.requests[3]["messages"] if m["role"] == "tool"][-1]
+    assert "SKILLGATE_TOOL_CALLS_PER_TURN" in last
+
+
+async def test_an_admin_tool_asks_the_admin_first_unless_the_setting_says_otherwise(
+    gateway: Callable[..., Any], fake_llm: FakeOpenAI, toy: ToyServer
+) -> None:
+    asked: list[str] = []
+
+    async def no(tool: str, call: AskedCall) -> bool:
+        asked.append(call.text)
+        return False
+
+    policy = {"tools": {"note": {"policy": "admin"}}}
+    for _ in range(2):
+        fake_llm.tool_call("toy__note", text="reset everything")
+        fake_llm.reply("Done.")
+    async with gateway(**policy) as parts:
+        _, declined = await ask(parts, "reset", admin=True, confirm=no)
+        _, unasked = await ask(parts, "reset", admin=True)  # nobody to ask: not run
+    assert asked == ['• text: "reset everything"']
+    assert [c.status for c in declined.tool_calls] == ["declined"]
+    assert [c.status for c in unasked.tool_calls] == ["refused"]
+    assert toy.notes == []
+    fake_llm.tool_call("toy__note", text="reset everything")
+    fake_llm.reply("Done.")
+    async with gateway(settings={"tool_admin_confirm": False}, **policy) as parts:
+        _, trace = await ask(parts, "reset", admin=True)
+    assert [c.status for c in trace.tool_calls] == ["ok"]
+    assert toy.notes == ["reset everything"]

@@ -14,7 +14,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
-from gateway.core.tools import ToolAccess
+from gateway.core.tools import AskedCall, ToolAccess
 from gateway.errors import ConfigError
 from gateway.runtime.assembly import close_parts, open_parts
 from gateway.tools.config import load_tools_file
@@ -54,7 +54,7 @@ SECRETS = {
 }
 
 
-async def always(tool: str, arguments: str) -> bool:
+async def always(tool: str, call: AskedCall) -> bool:
     return True
 
 
@@ -196,3 +196,68 @@ def test_tools_with_unusable_or_repeated_names_are_left_out_and_descriptions_bou
     [spec] = tools.offer(ToolAccess())
     assert spec.name == "odd__fine"
     assert len(spec.description) == 1024
+
+
+GARBLING_SERVER = textwrap.dedent(
+    """
+    # A stdio server written by hand (the SDK's own keeps stray output off stdout): before
+    # each call's answer it writes a line that is not UTF-8.
+    import json, sys
+
+    def send(message):
+        sys.stdout.buffer.write(json.dumps(message).encode() + b"\\n")
+        sys.stdout.buffer.flush()
+
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        method, ident = request.get("method"), request.get("id")
+        if method == "initialize":
+            result = {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "garbler", "version": "1"},
+            }
+        elif method == "tools/list":
+            schema = {"type": "object", "properties": {}}
+            tool = {"name": "garble", "description": "Answer after a bad line.",
+                    "inputSchema": schema, "annotations": {"readOnlyHint": True}}
+            result = {"tools": [tool]}
+        elif method == "tools/call":
+            sys.stdout.buffer.write(b"\\xff\\xfe not utf-8\\n")
+            result = {"content": [{"type": "text", "text": "still here"}], "isError": False}
+        elif ident is None:
+            continue
+        else:
+            result = {}
+        send({"jsonrpc": "2.0", "id": ident, "result": result})
+    """
+)
+
+
+async def test_a_stdio_server_writing_a_line_that_is_not_utf8_is_not_wedged(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    script = tmp_path / "garbler.py"
+    script.write_text(GARBLING_SERVER, encoding="utf-8")
+    server = {"command": sys.executable, "args": [str(script)], "trusted": True}
+    settings = make_settings(
+        llm_base_url=fake_llm.base_url,
+        llm_model="fake-model",
+        tools_file=tools_file(tmp_path, servers={"garbler": server}),
+        tool_connect_timeout_seconds=60,
+        tool_call_timeout_seconds=10,
+    )
+    for _ in range(2):
+        fake_llm.tool_call("garbler__garble")
+        fake_llm.reply("done")
+    parts = await open_parts(settings)
+    try:
+        assert parts.tools is not None
+        await parts.tools.start()
+        chat = ChatRef(channel="console", chat_id="c", user_id="u")
+        for _ in range(2):
+            await parts.agent.respond(IncomingMessage(chat=chat, text="garble"))
+    finally:
+        await close_parts(parts)
+    for request in (fake_llm.requests[1], fake_llm.requests[3]):
+        assert "still here" in request["messages"][-1]["content"]

@@ -3,6 +3,7 @@ reaches private addresses, named or literal, on the first request or after any r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -18,7 +19,7 @@ from gateway.config import Settings
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.core.tools import ToolAccess
 from gateway.runtime.assembly import close_parts, open_parts
-from gateway.tools.web import PublicResolver, WebTools, public
+from gateway.tools.web import PublicResolver, Refused, WebTools, checked_url, public
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import last_trace, tool_names, tools_file
 
@@ -112,7 +113,70 @@ async def test_web_search_asks_searxng_and_gives_the_model_five_results(
     assert [c.status for c in trace.tool_calls] == ["ok"]
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+# Every spelling of loopback the third hostile review tried (the last three reached the
+# page before: the HTTP client maps them to 127.0.0.1, a literal it never resolves), and a
+# few more the same mapping gives.
+LOOPBACK = [
+    "127.0.0.1",
+    "localhost",
+    "[::1]",
+    "127.1",
+    "127.0.1",
+    "2130706433",
+    "0x7f000001",
+    "0177.0.0.1",
+    "0x7f.0.0.1",
+    "127.000.000.001",
+    "127.0.0.1.",
+    "LocalHost.",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[0:0:0:0:0:0:0:1]",
+    "127\u30020\u30020\u30021",  # ideographic full stops
+    "\uff11\uff12\uff17.\uff10.\uff10.\uff11",  # full-width digits
+    "\u2460\u2461\u2466.0.0.1",  # circled digits
+    "127\uff0e0\uff0e0\uff0e1",  # full-width full stops
+    "127\uff610\uff610\uff611",  # half-width ideographic full stops
+    "0.0.0.0",
+    "0",
+    "[::]",
+    "app.localhost",
+]
+# The same spellings of the cloud metadata address (link-local), and its IPv6 twins.
+METADATA = [
+    "169.254.169.254",
+    "169\u3002254\u3002169\u3002254",
+    "\uff11\uff16\uff19.\uff12\uff15\uff14.\uff11\uff16\uff19.\uff12\uff15\uff14",
+    "\u2460\u2465\u2468.\u2461\u2464\u2463.\u2460\u2465\u2468.\u2461\u2464\u2463",
+    "\u246f9.254.169.254",  # circled sixteen
+    "2852039166",
+    "0xa9fea9fe",
+    "0251.0376.0251.0376",
+    "0xa9.0xfe.0xa9.0xfe",
+    "169.254.43518",
+    "169.16689662",
+    "169.254.169.254.",
+    "[::ffff:169.254.169.254]",
+    "[::ffff:a9fe:a9fe]",
+    "[::169.254.169.254]",
+    "[64:ff9b::a9fe:a9fe]",
+    "[2002:a9fe:a9fe::1]",  # 6to4
+    "[fd00:ec2::254]",  # the IPv6 metadata service
+]
+
+
+@pytest.mark.parametrize("host", LOOPBACK + METADATA)
+def test_every_spelling_of_a_private_address_is_refused_as_the_client_reads_it(host: str) -> None:
+    with pytest.raises(Refused):
+        checked_url(f"http://{host}:8080/latest/meta-data/")
+
+
+@pytest.mark.parametrize("host", ["example.org", "93.184.215.14", "[2606:4700::1111]"])
+def test_a_public_name_or_address_passes_the_check_as_the_client_reads_it(host: str) -> None:
+    assert checked_url(f"http://{host}/page").raw_host == host.strip("[]")
+
+
+@pytest.mark.parametrize("host", LOOPBACK)
 async def test_web_fetch_of_a_loopback_address_is_refused_before_any_request(
     make_settings: Callable[..., Settings],
     fake_llm: FakeOpenAI,
@@ -252,8 +316,8 @@ class FakePages:
         self.paths.append(request.path)
         if request.path == "/start":
             raise web.HTTPFound("/hop")
-        if request.path == "/hop":
-            raise web.HTTPFound(self.target)
+        if request.path == "/hop":  # the target's bytes as they are (UTF-8), not normalised
+            return web.Response(status=302, headers={"Location": self.target})
         if request.path == "/admin":
             return web.Response(text="<html><title>secret admin page</title></html>")
         return web.Response(
@@ -306,6 +370,10 @@ async def test_web_fetch_reads_a_public_page_as_text(
         "http://[::ffff:127.0.0.1]:{admin}/admin",  # loopback inside an IPv6 address
         "http://metadata.test:{admin}/admin",  # a name resolving to link-local (metadata)
         "http://lan.test:{admin}/admin",  # a name resolving to a private address
+        "http://127\u30020\u30020\u30021:{admin}/admin",  # ideographic full stops
+        "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11:{admin}/admin",  # full-width
+        "http://\u2460\u2461\u2466.0.0.1:{admin}/admin",  # circled digits
+        "http://2130706433:{admin}/admin",  # one decimal number
     ],
 )
 async def test_web_fetch_refuses_a_redirect_to_a_private_address_on_any_hop(
@@ -322,3 +390,60 @@ async def test_web_fetch_refuses_a_redirect_to_a_private_address_on_any_hop(
     assert call.status == "refused"
     assert "non-public" in (call.detail or "") or "not a public" in (call.detail or "")
     assert "secret admin page" not in fake_llm.requests[1]["messages"][-1]["content"]
+
+
+async def test_a_connection_to_a_private_peer_is_refused_even_when_the_resolver_lets_it_pass(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    # A resolver that checks nothing: the socket itself still refuses a loopback peer.
+    async with FakePages() as pages:
+        fake_llm.tool_call("web_fetch", url=f"http://sneaky.test:{pages.admin_port}/admin")
+        fake_llm.reply("I cannot read that page.")
+        resolver = Names({"sneaky.test": "127.0.0.1"})
+        trace = await turn(make_settings, fake_llm, tmp_path, resolver=resolver)
+    assert pages.paths == []
+    [call] = trace.tool_calls
+    assert call.status == "refused"
+    assert "127.0.0.1 is not a public address" in (call.detail or "")
+
+
+class SlowPage:
+    """One page sent in three chunks, apart in time so that each arrives on its own."""
+
+    def __init__(self) -> None:
+        self.url = ""
+
+    async def _page(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        for part in (b"first part, ", b"second part, ", b"third part."):
+            await response.write(part)
+            await asyncio.sleep(0.05)  # each its own chunk on the wire
+        await response.write_eof()
+        return response
+
+    async def __aenter__(self) -> SlowPage:
+        app = web.Application()
+        app.router.add_get("/", self._page)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, PAGES, 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://pages.test:{port}/"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._runner.cleanup()
+
+
+async def test_web_fetch_reads_every_chunk_of_a_page_not_only_the_first(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    async with SlowPage() as page:
+        fake_llm.tool_call("web_fetch", url=page.url)
+        fake_llm.reply("Read it.")
+        trace = await turn(make_settings, fake_llm, tmp_path, resolver=pages_resolver())
+    told = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "first part, second part, third part." in told
+    assert [c.status for c in trace.tool_calls] == ["ok"]
