@@ -22,15 +22,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
-
+from gateway.core.scheduled import Deliver, Occurrence, Outcome, ScheduledTask, TaskRun
+from gateway.core.task_times import BadSchedule, next_due
 from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, StoreError
-from gateway.runtime.task_times import BadSchedule, next_due
-from gateway.store.schedule import Outcome, ScheduledTask, ScheduleQueries, TaskRun
+from gateway.store.schedule import ScheduleQueries
 
 log = logging.getLogger(__name__)
 
@@ -38,31 +37,6 @@ LATE_AFTER = 60.0
 """An occurrence delivered more than this many seconds after its due time is marked late."""
 MAX_FAILURES = 5
 """Deliveries of one occurrence that may fail before it is recorded as failed."""
-
-
-class Occurrence(BaseModel):
-    """One due time of a task, as it is handed to the delivery."""
-
-    task: ScheduledTask
-    due_at: float
-    timing: Literal["on_time", "late", "missed"]
-
-    @property
-    def ref(self) -> str:
-        """The same for every attempt at this occurrence (a LINE push's retry key)."""
-        return f"task:{self.task.id}:{self.due_at:.0f}"
-
-
-class Deliver(Protocol):
-    """Says an occurrence in its chat (the reminder, the agent's answer, or that it was missed).
-
-    It calls `fence` immediately before each message it sends; `fence` raises ClaimLost
-    when another replica owns the occurrence now.
-    """
-
-    async def __call__(
-        self, occurrence: Occurrence, fence: Callable[[], Awaitable[None]]
-    ) -> None: ...
 
 
 class TaskCounts(Protocol):

@@ -9,62 +9,14 @@ outcome row is unique per (task, due time): an occurrence is recorded once, whoe
 from __future__ import annotations
 
 import time
-from typing import Literal
 
-from pydantic import BaseModel
-
+from gateway.core.scheduled import NewTask, ScheduledTask, TaskRun
 from gateway.store.sql import Conn, QueriesBase, query, transaction, urgent
-
-Kind = Literal["reminder", "agent"]
-Outcome = Literal["sent", "late", "missed", "failed"]
-Status = Literal["active", "paused", "done", "cancelled"]
 
 TASK = (
     "id, channel, chat_id, user_id, kind, text, repeat, cron, timezone, next_at, status,"
     " claimed_by, lease_until, claim, failures, created_at, last_run_at, last_outcome"
 )
-
-
-class NewTask(BaseModel):
-    """What a task is made of when created."""
-
-    channel: str
-    chat_id: str
-    user_id: str | None
-    kind: Kind
-    text: str
-    repeat: str = "once"
-    """once, daily, weekdays, weekly, monthly or cron."""
-    cron: str | None = None
-    """The five crontab fields of a repeating task (standard meaning: 0 or 7 is Sunday)."""
-    timezone: str
-    next_at: float
-
-
-class ScheduledTask(NewTask):
-    """A stored task, with its claim while an occurrence is being delivered."""
-
-    id: int
-    next_at: float | None  # type: ignore[assignment]  # None once finished
-    status: Status
-    claimed_by: str | None = None
-    lease_until: float | None = None
-    claim: int = 0
-    failures: int = 0
-    created_at: float
-    last_run_at: float | None = None
-    last_outcome: str | None = None
-
-
-class TaskRun(BaseModel):
-    """The outcome of one occurrence."""
-
-    task_id: int
-    due_at: float
-    outcome: Outcome
-    ran_at: float
-    holder: str | None = None
-    detail: str | None = None
 
 
 class ScheduleQueries(QueriesBase):

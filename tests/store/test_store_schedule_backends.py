@@ -3,8 +3,8 @@ due and by one holder at a time, every write after the claim fenced by its claim
 
 from __future__ import annotations
 
+from gateway.core.scheduled import NewTask, ScheduledTask, TaskRun
 from gateway.store import Store
-from gateway.store.schedule import NewTask, ScheduledTask, TaskRun
 
 
 def reminder(next_at: float, text: str = "water the plants", **more: object) -> NewTask:
