@@ -94,3 +94,36 @@ async def test_the_most_overdue_are_claimed_first_up_to_the_limit(any_store: Sto
         ids[2],
         ids[0],
     ]
+
+
+async def test_forgetting_a_user_deletes_their_tasks_and_export_lists_them(
+    any_store: Store,
+) -> None:
+    mine = await any_store.task_add(reminder(100.0, "my secret errand"))
+    other = await any_store.task_add(reminder(100.0, chat_id="7", user_id="7"))
+    (claimed, _) = await any_store.task_claim("a", 30.0, limit=10, now=100.0)
+    assert await any_store.task_finish(claimed, ran(claimed, at=101.0), None)
+    exported = await any_store.export_user("telegram", "42")
+    (task,) = exported["scheduled_tasks"]
+    assert (task["text"], task["status"]) == ("my secret errand", "done")
+    assert [r["outcome"] for r in task["runs"]] == ["sent"]
+    forgotten = await any_store.forget_user("telegram", "42", 200.0)
+    assert forgotten.tasks == 1
+    assert await any_store.task_get(mine.id) is None
+    assert await any_store.task_runs(mine.id) == []
+    assert await any_store.task_get(other.id) is not None
+
+
+async def test_retention_deletes_old_occurrences_and_finished_tasks_but_not_active_ones(
+    any_store: Store,
+) -> None:
+    once = await any_store.task_add(reminder(100.0), now=50.0)
+    daily = await any_store.task_add(reminder(100.0, repeat="daily", cron="0 9 * * *"), now=50.0)
+    for claimed in await any_store.task_claim("a", 30.0, limit=10, now=100.0):
+        following = 86_500.0 if claimed.id == daily.id else None
+        assert await any_store.task_finish(claimed, ran(claimed, at=101.0), following)
+    await any_store.delete_old_sessions(1000.0, 1000.0)
+    assert await any_store.task_get(once.id) is None  # finished, its record expired
+    kept = await any_store.task_get(daily.id)
+    assert kept is not None and kept.status == "active"
+    assert await any_store.task_runs(daily.id) == []
