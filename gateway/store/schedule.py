@@ -207,3 +207,26 @@ class ScheduleQueries(QueriesBase):
             task_id,
         )
         return [TaskRun.model_validate(r) for r in rows]
+
+    @query
+    async def tasks_list(self, c: Conn, *, finished: bool = False) -> list[ScheduledTask]:
+        """Tasks by next due time: the active and paused ones, and with `finished` the rest."""
+        which = "" if finished else " where status in ('active', 'paused')"
+        rows = await c.fetch(
+            f"select {TASK} from scheduled_tasks{which} order by coalesce(next_at, 0), id"
+        )
+        return [ScheduledTask.model_validate(r) for r in rows]
+
+    @query
+    async def task_cancel(self, c: Conn, task_id: int) -> bool:
+        """Cancel a task that has not finished; False when there is none such.
+
+        An occurrence being delivered now finds the task cancelled when it records its outcome
+        (`task_finish`), so nothing after it is delivered.
+        """
+        cancelled = await c.execute(
+            "update scheduled_tasks set status = 'cancelled', next_at = null, claimed_by = null,"
+            " lease_until = null where id = ? and status in ('active', 'paused')",
+            task_id,
+        )
+        return cancelled == 1
