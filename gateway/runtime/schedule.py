@@ -182,7 +182,9 @@ class TaskWorker:
             if self.counts is not None:
                 self.counts.task_occurrence(outcome)
         else:
-            log.warning("task %d changed hands before its outcome was recorded", task.id)
+            log.warning(
+                "task %d was cancelled or taken over before its outcome was recorded", task.id
+            )
 
     @staticmethod
     def next_time(task: ScheduledTask, due: float, now: float) -> float | None:
