@@ -26,11 +26,21 @@ from gateway.config import Settings
 from gateway.core.llm import LLM
 from gateway.review.delivery import start_cards
 from gateway.runtime.alerts import AlertWatcher, log_only, looker
-from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts
-from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
+from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts, task_worker
+from gateway.runtime.keys import (
+    CATALOG,
+    REVIEW,
+    SCHEDULE,
+    SETTINGS,
+    STORE,
+    SYNTHESIZER,
+    TASKS,
+    TOOLS,
+)
 from gateway.runtime.metrics import METRICS, Metrics
 from gateway.runtime.model_check import look_at_start
 from gateway.runtime.replicas import RegistryWatcher
+from gateway.runtime.schedule import TaskWorker
 from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
 from gateway.runtime.settle import FirstAnswer, freeze_imports, settle
 from gateway.store.synthesis import SynthesisQueries
@@ -145,6 +155,7 @@ def build_app(
         settling: asyncio.Task[None] | None = None
         looking: asyncio.Task[bool] | None = None
         alerting: AlertWatcher | None = None
+        tasks: TaskWorker | None = None
         try:
             if parts.tools is not None:
                 await parts.tools.start()  # each server within its connect timeout, at once
@@ -165,6 +176,9 @@ def build_app(
                 languages=parts.languages,
                 capabilities=capabilities(),
             )
+            # After the channels: a task overdue at start-up (within the grace) goes out now.
+            tasks = app[TASKS] = task_worker(parts, started)
+            await tasks.start()
             if watch:
                 failures = settings.alert_synthesis_failures
                 look = looker(settings, parts.store, failures, parts.tools)
@@ -218,6 +232,8 @@ def build_app(
             if watcher is not None:
                 await watcher.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
+            if tasks is not None:
+                await tasks.stop(settings.shutdown_timeout_seconds)
             await parts.worker.stop(settings.shutdown_timeout_seconds)
             if parts.admins.cards is not None:
                 await parts.admins.cards.stop()

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar, cast, get_args
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     Field,
@@ -362,6 +363,33 @@ class AlertSettings(Section):
     )
 
 
+class ScheduleSettings(Section):
+    """Scheduled tasks: each user's timezone by default, and how late a missed task may run."""
+
+    title = "Scheduled tasks"
+
+    default_timezone: str = Field("UTC", validation_alias="SKILLGATE_DEFAULT_TIMEZONE")
+    """The timezone of a user who has not set one (an IANA name: Asia/Tokyo)."""
+    task_grace_minutes: float = Field(
+        60.0, ge=0, le=10_080, validation_alias="SKILLGATE_TASK_GRACE_MINUTES"
+    )
+    """A task found overdue by less than this (the bot was down) runs, marked late; later than
+    this it is reported missed, never fired."""
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"{value!r} is not an IANA timezone (such as Asia/Tokyo)") from exc
+        return value
+
+    @property
+    def task_grace_seconds(self) -> float:
+        return self.task_grace_minutes * 60
+
+
 class GatewaySettings(Section):
     """The gateway as a whole: where its data lives, where the platforms reach it, who signs
     in to the console, what it says by default, and what it logs."""
@@ -455,6 +483,7 @@ class Settings(
     ConversationSettings,
     ToolsSettings,
     AlertSettings,
+    ScheduleSettings,
     OperationsSettings,
 ):
     """Every setting Skillgate reads; names are the environment variables.

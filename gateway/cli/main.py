@@ -158,6 +158,53 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return asyncio.run(list_tools(settings))
 
 
+def cmd_tasks(args: argparse.Namespace) -> int:
+    """Scheduled tasks (reminders): list them, add one to a chat, or cancel one."""
+    from gateway.cli import tasks
+
+    settings = quiet(args)
+    if args.action == "add":
+        return asyncio.run(
+            tasks.add_task(
+                settings,
+                args.channel,
+                args.chat,
+                args.text,
+                at=args.at,
+                every=args.every,
+                cron=args.cron,
+                timezone=args.timezone,
+            )
+        )
+    if args.action == "cancel":
+        return asyncio.run(tasks.cancel_task(settings, args.id))
+    return asyncio.run(tasks.list_tasks(settings, args.all))
+
+
+def _add_tasks(cmd: argparse.ArgumentParser) -> None:
+    from gateway.channels.registry import platforms
+    from gateway.core.task_times import REPEATS
+
+    actions = cmd.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="tasks next due first: next and last run, outcome")
+    listing.add_argument("--all", action="store_true", help="finished and cancelled ones too")
+    add = actions.add_parser("add", help="a reminder sent to a chat at a time, once or repeated")
+    add.add_argument("channel", choices=[p.name for p in platforms()], help="the chat's platform")
+    add.add_argument("chat", help="the platform's chat id (a user's id for a private chat)")
+    add.add_argument("text", help="what the reminder says")
+    add.add_argument("--at", help="first time, local to --timezone: 2026-12-08T09:00")
+    add.add_argument(
+        "--every",
+        choices=[r for r in REPEATS if r != "cron"],
+        default="once",
+        help="repeat from --at (default once)",
+    )
+    add.add_argument("--cron", help='five crontab fields, e.g. "0 8 * * 1-5" (0 or 7: Sunday)')
+    add.add_argument("--timezone", help="IANA name (default SKILLGATE_DEFAULT_TIMEZONE)")
+    cancel = actions.add_parser("cancel", help="cancel a task by its id")
+    cancel.add_argument("id", type=int, help="the task's id (tasks list shows it)")
+
+
 def _proposal_id(value: str) -> int:
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise argparse.ArgumentTypeError("a proposal id is a positive integer")
@@ -310,6 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     tools = command("tools", cmd_tools).add_subparsers(dest="action", metavar="ACTION")
     tools.required = True
     tools.add_parser("list", help="servers, tools, policies and last errors")
+
+    _add_tasks(command("tasks", cmd_tasks))
 
     add_ops(command)
     return parser

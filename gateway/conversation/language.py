@@ -167,6 +167,14 @@ class Languages:
             return texts_for(state.chosen)
         return self.pick(await self._tag(chat, speaker, state))
 
+    async def for_chat(self, chat: ChatRef) -> Texts:
+        """The texts for a message the bot starts itself in `chat` (a reminder): the chat's
+        choice, else its user's language as last seen, else the default."""
+        state = await self.store.language_state(chat.channel, chat.chat_id, chat.user_id)
+        if state.chosen is not None:
+            return texts_for(state.chosen)
+        return self.pick(state.tag)
+
     async def for_admin(
         self,
         channel: str,

@@ -252,6 +252,8 @@ class Forgotten(BaseModel):
     updates: int = 0
     memory: int = 0
     """Memory entries (`/remember`)."""
+    tasks: int = 0
+    """Scheduled tasks (reminders), with the record of their occurrences."""
     files: list[str] = Field(default_factory=list, exclude=True)
     """Kept media files (names under the media dir) left without an attachment: to remove."""
     session_ids: list[int] = Field(default_factory=list, exclude=True)

@@ -61,6 +61,8 @@ TABLES = (
     "tool_usage",
     "user_names",
     "skill_looks",
+    "scheduled_tasks",
+    "task_runs",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

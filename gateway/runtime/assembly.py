@@ -22,6 +22,7 @@ from gateway.conversation.attachments import Attachments
 from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.ports import ConversationPorts
+from gateway.conversation.reminders import ReminderDelivery
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.events import Events, ToolCalled
@@ -47,6 +48,7 @@ from gateway.runtime.replicas import (
     replica_name,
     startup_lock,
 )
+from gateway.runtime.schedule import TaskWorker
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import holdout_state
 from gateway.skills.files import describe_files
@@ -128,6 +130,25 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
         conversation=conversation,
         deliveries=parts.store,
         claims=parts.worker,
+    )
+
+
+def task_worker(parts: Parts, started: list[Channel]) -> TaskWorker:
+    """The scheduled tasks' worker, delivering through the channels that started."""
+    senders = {}
+    for channel in started:
+        transport = channel.card_transport()
+        if transport is not None:
+            senders[channel.name] = transport
+    settings = parts.settings
+    return TaskWorker(
+        parts.store,
+        ReminderDelivery(senders, parts.languages),
+        holder=replica_name(),
+        lease=settings.inbox_lease_seconds,
+        grace=settings.task_grace_seconds,
+        clock=parts.clock,
+        counts=parts.metrics,
     )
 
 

@@ -13,6 +13,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.review.reviewer import Reviewer
+    from gateway.runtime.schedule import TaskWorker
     from gateway.runtime.scheduler import SynthesisSchedule
     from gateway.skills.catalog import SkillCatalog
     from gateway.store import Store
@@ -28,3 +29,5 @@ SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
 """The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""
 TOOLS: web.AppKey[Tools | None] = web.AppKey("tools")
 """The tool servers of this process; None without a tools file."""
+TASKS: web.AppKey[TaskWorker] = web.AppKey("tasks")
+"""The scheduled tasks' worker of this process (the console and the commands wake it)."""

@@ -75,6 +75,12 @@ class Metrics:
             ["tool", "status"],
             registry=r,
         )
+        self.task_occurrences = Counter(
+            "skillgate_task_occurrences",
+            "Occurrences of scheduled tasks, by outcome (sent, late, missed, failed)",
+            ["outcome"],
+            registry=r,
+        )
         self.feedback = Gauge(
             "skillgate_feedback", "Ratings stored, by rating (up, down)", ["rating"], registry=r
         )
@@ -107,6 +113,10 @@ class Metrics:
     def tool_called(self, tool: str, status: str) -> None:
         """Count one tool call that ended in `status`."""
         self.tool_calls.labels(tool, status).inc()
+
+    def task_occurrence(self, outcome: str) -> None:
+        """Count one occurrence of a scheduled task, recorded with `outcome`."""
+        self.task_occurrences.labels(outcome).inc()
 
     async def refresh(self, store: Totals) -> None:
         """Read the stored totals that the gauges show."""

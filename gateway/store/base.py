@@ -26,6 +26,7 @@ from gateway.store.proposals import ProposalQueries
 from gateway.store.ratings import RatingQueries
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
+from gateway.store.schedule import ScheduleQueries
 from gateway.store.sql import Conn, query
 from gateway.store.stats import StatsQueries
 from gateway.store.synthesis import SynthesisQueries
@@ -54,6 +55,7 @@ class Store(
     ContextQueries,
     PersonaQueries,
     ToolQueries,
+    ScheduleQueries,
     ReplicaQueries,  # with InboxQueries, which it extends
 ):
     """Every store method; opened by `SqliteStore` or `PostgresStore`."""

@@ -780,6 +780,49 @@ _CONFIRMATION_DIGESTS = [
     "alter table tool_confirmations add column arguments_digest text",
 ]
 
+# Scheduled tasks (reminders and agent tasks): one row per task, claimed like an inbox update
+# (holder, lease, claim number) while an occurrence is delivered; each occurrence's outcome is
+# one row of `task_runs`, unique per (task, due time), so none is recorded or delivered twice.
+_SCHEDULED_TASKS: list[Step] = [
+    """
+    create table scheduled_tasks (
+        id {id},
+        channel text not null,
+        chat_id text not null,
+        user_id text,
+        kind text not null check (kind in ('reminder', 'agent')),
+        text text not null,
+        repeat text not null default 'once',
+        cron text,
+        timezone text not null,
+        next_at {time},
+        status text not null default 'active'
+            check (status in ('active', 'paused', 'done', 'cancelled')),
+        claimed_by text,
+        lease_until {time},
+        claim integer not null default 0,
+        failures integer not null default 0,
+        created_at {time} not null,
+        last_run_at {time},
+        last_outcome text
+    )
+    """,
+    "create index scheduled_tasks_due on scheduled_tasks (status, next_at)",
+    "create index scheduled_tasks_owner on scheduled_tasks (channel, user_id)",
+    """
+    create table task_runs (
+        id {id},
+        task_id {bigint} not null references scheduled_tasks(id),
+        due_at {time} not null,
+        outcome text not null check (outcome in ('sent', 'late', 'missed', 'failed')),
+        ran_at {time} not null,
+        holder text,
+        detail text,
+        unique (task_id, due_at)
+    )
+    """,
+]
+
 
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
@@ -847,6 +890,7 @@ MIGRATIONS: list[Migration] = [
         "tool confirmations: the digest of the exact arguments each was asked for",
         _CONFIRMATION_DIGESTS,
     ),
+    (49, "scheduled tasks and the outcome of each occurrence", _SCHEDULED_TASKS),
 ]
 
 

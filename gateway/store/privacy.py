@@ -134,6 +134,15 @@ class PrivacyQueries(QueriesBase):
         # Memory is kept by user, not session: an entry older than the cutoff goes by its age.
         await c.execute("delete from user_memory where created_at < ?", before)
         await c.execute("delete from group_lines where created_at < ?", before)
+        # A task's record of past occurrences goes by its age; a finished task with it. A task
+        # still active stays: it is what the user asked for, not a conversation.
+        await c.execute("delete from task_runs where ran_at < ?", before)
+        await c.execute(
+            "delete from scheduled_tasks where status in ('done', 'cancelled')"
+            " and coalesce(last_run_at, created_at) < ?"
+            " and not exists (select 1 from task_runs r where r.task_id = scheduled_tasks.id)",
+            before,
+        )
         chats = (
             await c.fetch(
                 f"select distinct channel, chat_id from sessions where id in ({marks(ids)})", *ids
@@ -283,6 +292,17 @@ class PrivacyQueries(QueriesBase):
         await c.execute(
             "delete from repeat_notice_copies where channel = ? and chat_id = ?", channel, user_id
         )
+        # Scheduled tasks the user made, or that go to their private chat, with their runs.
+        owned = "select id from scheduled_tasks where channel = ? and (user_id = ? or chat_id = ?)"
+        await c.execute(
+            f"delete from task_runs where task_id in ({owned})", channel, user_id, user_id
+        )
+        done.tasks = await c.execute(
+            "delete from scheduled_tasks where channel = ? and (user_id = ? or chat_id = ?)",
+            channel,
+            user_id,
+            user_id,
+        )
         if meta_keys:
             keys = list(meta_keys)
             await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)
@@ -379,6 +399,25 @@ class PrivacyQueries(QueriesBase):
             if ids
             else []
         )
+        tasks = await c.fetch(
+            "select id, chat_id, kind, text, repeat, cron, timezone, next_at, status,"
+            " created_at, last_run_at, last_outcome from scheduled_tasks"
+            " where channel = ? and (user_id = ? or chat_id = ?) order by id",
+            channel,
+            user_id,
+            user_id,
+        )
+        runs = (
+            await c.fetch(
+                "select task_id, due_at, outcome, ran_at from task_runs"
+                f" where task_id in ({marks([t['id'] for t in tasks])}) order by task_id, due_at",
+                *(t["id"] for t in tasks),
+            )
+            if tasks
+            else []
+        )
+        for task in tasks:
+            task["runs"] = [r for r in runs if r["task_id"] == task["id"]]
         for t in traces:
             decode_json_fields(t, "skills_loaded")
             t["tokens_known"] = bool(t["tokens_known"])
@@ -396,6 +435,7 @@ class PrivacyQueries(QueriesBase):
             "daily_counts": counts,
             "language": {"as_the_platform_says": languages, "chosen": chosen},
             "memory": memory,
+            "scheduled_tasks": tasks,
         }
 
     @query

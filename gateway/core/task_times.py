@@ -1,0 +1,109 @@
+"""When a task is due next, in its owner's timezone, daylight-saving changes included.
+
+A repeating task is five crontab fields in the standard meaning (0 or 7 is Sunday), read
+by APScheduler's `CronTrigger` in the task's `zoneinfo` timezone. Two things are settled
+here rather than left to the trigger:
+
+- APScheduler counts weekdays from Monday (0 is Monday): numbers in the weekday field are
+  turned into names first, so `1-5` is Monday to Friday as in every crontab.
+- A wall time that occurs twice (the hour the clocks go back) fires once, at its first
+  occurrence; a wall time that does not exist (the hour the clocks go forward) fires once,
+  an hour later by the clock (02:30 becomes 03:30 that day). The trigger alone would fire
+  twice on the day the clocks go back.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from apscheduler.triggers.cron import CronTrigger
+
+REPEATS = ("once", "daily", "weekdays", "weekly", "monthly", "cron")
+"""How a task may repeat; `cron` is for the console and the command line."""
+WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+"""Crontab weekday numbers (0-7) by name."""
+
+
+class BadSchedule(ValueError):
+    """A timezone, repeat or cron expression that cannot be used (its message says why)."""
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA timezone `name` (Asia/Tokyo), or BadSchedule."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise BadSchedule(f"unknown timezone {name!r} (an IANA name such as Asia/Tokyo)") from exc
+
+
+def cron_for(repeat: str, first: datetime) -> str | None:
+    """The crontab fields of `repeat` anchored at the first local due time (None: once)."""
+    m, h = first.minute, first.hour
+    match repeat:
+        case "once":
+            return None
+        case "daily":
+            return f"{m} {h} * * *"
+        case "weekdays":
+            return f"{m} {h} * * 1-5"
+        case "weekly":
+            return f"{m} {h} * * {first.isoweekday() % 7}"
+        case "monthly":
+            return f"{m} {h} {first.day} * *"
+    raise BadSchedule(f"unknown repeat {repeat!r} (one of {', '.join(REPEATS)})")
+
+
+def trigger(cron: str, tz: ZoneInfo) -> CronTrigger:
+    """APScheduler's trigger for five standard crontab fields in `tz`."""
+    fields = cron.split()
+    if len(fields) != 5:
+        raise BadSchedule(
+            f"a cron expression has 5 fields (minute hour day month weekday): {cron!r}"
+        )
+    minute, hour, day, month, weekday = fields
+    weekday = re.sub(r"\d+", lambda n: _weekday_name(n.group()), weekday)
+    try:
+        return CronTrigger(
+            minute=minute, hour=hour, day=day, month=month, day_of_week=weekday, timezone=tz
+        )
+    except ValueError as exc:
+        raise BadSchedule(f"bad cron expression {cron!r}: {exc}") from exc
+
+
+def _weekday_name(number: str) -> str:
+    if int(number) > 7:
+        raise BadSchedule(f"a weekday is 0-7 (0 and 7: Sunday), not {number}")
+    return WEEKDAYS[int(number)]
+
+
+def next_due(cron: str, tz_name: str, after: float) -> float | None:
+    """The first due time of `cron` strictly after `after` (epoch seconds), once per wall time."""
+    tz = zone(tz_name)
+    rule = trigger(cron, tz)
+    previous = datetime.fromtimestamp(after, tz)
+    # Arithmetic on epoch seconds: adding to an aware datetime adds to its wall time, which
+    # loses the hour the clocks go back.
+    start = datetime.fromtimestamp(after + 1, tz)
+    while True:
+        found: datetime | None = rule.get_next_fire_time(None, start)
+        if found is None:
+            return None
+        if found.replace(tzinfo=None) != previous.replace(tzinfo=None) or found.fold == 0:
+            return found.timestamp()
+        # The same wall time again, the hour the clocks went back: it has fired already.
+        start = datetime.fromtimestamp(found.timestamp() + 1, tz)
+
+
+def upcoming(cron: str, tz_name: str, after: float, count: int) -> list[float]:
+    """The next `count` due times of `cron` after `after` (for listings and tests)."""
+    times: list[float] = []
+    at = after
+    while len(times) < count:
+        found = next_due(cron, tz_name, at)
+        if found is None:
+            break
+        times.append(found)
+        at = found
+    return times

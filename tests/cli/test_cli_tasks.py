@@ -1,0 +1,48 @@
+"""`skillgate tasks add|list|cancel` as an operator runs them, in their timezone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from gateway.store.sqlite import SqliteStore
+from tests.serve_process import skillgate
+
+
+async def test_an_operator_adds_lists_and_cancels_a_weekday_reminder(tmp_path: Path) -> None:
+    env = {"SKILLGATE_DATA_DIR": str(tmp_path), "SKILLGATE_DEFAULT_TIMEZONE": "Asia/Tokyo"}
+    code, out, err = await skillgate(
+        "tasks", "add", "telegram", "42", "stand-up", "--cron", "0 8 * * 1-5", env=env
+    )
+    assert code == 0, err
+    assert out.startswith("added #1 telegram:42 next ") and "Asia/Tokyo (cron 0 8 * * 1-5)" in out
+    async with SqliteStore(tmp_path / "skillgate.db") as store:
+        task = await store.task_get(1)
+    assert task is not None and task.next_at is not None
+    local = datetime.fromtimestamp(task.next_at, ZoneInfo("Asia/Tokyo"))
+    assert (local.hour, local.minute) == (8, 0) and local.isoweekday() <= 5  # Monday-Friday
+
+    code, out, _ = await skillgate("tasks", "list", env=env)
+    assert code == 0 and out.startswith("#1 telegram:42 next ") and "active" in out
+    code, out, _ = await skillgate("tasks", "cancel", "1", env=env)
+    assert code == 0 and out.strip() == "cancelled task #1"
+    code, _, err = await skillgate("tasks", "cancel", "1", env=env)
+    assert code == 1 and "no active or paused task #1" in err
+    code, out, _ = await skillgate("tasks", "list", env=env)
+    assert out.strip() == "no scheduled tasks"
+
+
+async def test_a_bad_time_timezone_or_expression_is_refused_with_why(tmp_path: Path) -> None:
+    env = {"SKILLGATE_DATA_DIR": str(tmp_path)}
+    add = ("tasks", "add", "telegram", "42", "x")
+    for extra, why in (
+        (("--at", "tomorrow"), "is not a date and time"),
+        (("--at", "2001-01-01T09:00"), "is in the past"),
+        (("--at", "2099-01-01T09:00", "--timezone", "Mars/Olympus"), "unknown timezone"),
+        (("--cron", "0 8 * *"), "5 fields"),
+        (("--cron", "0 8 * * 9"), "a weekday is 0-7"),
+        ((), "give --at"),
+    ):
+        code, _, err = await skillgate(*add, *extra, env=env)
+        assert code == 2 and why in err, (extra, err)
