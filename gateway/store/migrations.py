@@ -573,6 +573,20 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+# Each user's /voice choice: answers spoken "on", "off", or "auto" (to voice notes only).
+_VOICES: list[Step] = [
+    """
+    create table user_voices (
+        channel text not null,
+        user_id text not null,
+        mode text not null,
+        set_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 _MEMORY = [
     """
     create table user_memory (
@@ -837,6 +851,7 @@ MIGRATIONS: list[Migration] = [
         "the looks the retirement test took at each skill's text, and their verdicts",
         _SKILL_LOOKS,
     ),
+    (53, "each user's /voice choice: answers spoken on, off, or to voice notes", _VOICES),
 ]
 
 

@@ -226,6 +226,9 @@ class PrivacyQueries(QueriesBase):
             "delete from user_languages where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
+            "delete from user_voices where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
             "delete from user_names where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
