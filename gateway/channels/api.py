@@ -64,8 +64,11 @@ if TYPE_CHECKING:
     from gateway.conversation.review import ADMIN_COMMANDS, MAX_CARDS_SHOWN
     from gateway.core.capabilities import Capabilities
     from gateway.core.models import Button, ChatRef, Reply, rating_buttons
+    from gateway.core.ports import Meta
     from gateway.core.records import InboxItem
+    from gateway.core.settings import MB
     from gateway.core.stream import PartialText
+    from gateway.core.tasks import cancel_and_wait
     from gateway.errors import (
         ChannelError,
         ConfigError,
@@ -77,7 +80,7 @@ if TYPE_CHECKING:
     )
     from gateway.i18n import ENGLISH, N_, Np_, Texts, language_of, texts_for
     from gateway.logs import mask
-    from gateway.media.remote import MB, READABLE, Fetch, Remote
+    from gateway.media.remote import READABLE, Fetch, Remote
     from gateway.operator import SET_PUBLIC_URL, SET_WEBHOOK, Check, Step, public_endpoint
     from gateway.review.buttons import CardAction, CardSigner
     from gateway.review.cards import Card, clip, fit, trimmed_note
@@ -136,11 +139,15 @@ HOMES: dict[str, tuple[str, ...]] = {
     "gateway.conversation.preview": ("previewing",),
     "gateway.core.models": ("ChatRef", "Reply", "Button", "rating_buttons"),
     "gateway.core.stream": ("PartialText",),
+    # Small parts: a chat's notes in the store, stopping a background task.
+    "gateway.core.ports": ("Meta",),
+    "gateway.core.tasks": ("cancel_and_wait",),
     # Text: the platform's limits on a message's length.
     "gateway.channels.text": ("split_text", "split_message", "capped", "utf16_len", "CUT_NOTE"),
     "gateway.i18n": ("Texts", "ENGLISH", "texts_for", "language_of", "N_", "Np_"),
     # Users' files: what a platform's download is given and says.
-    "gateway.media.remote": ("Remote", "Fetch", "READABLE", "MB"),
+    "gateway.media.remote": ("Remote", "Fetch", "READABLE"),
+    "gateway.core.settings": ("MB",),
     # Proposal cards for the admins in chat.
     "gateway.review.cards": ("Card", "fit", "clip", "trimmed_note"),
     "gateway.review.buttons": ("CardSigner", "CardAction"),
@@ -214,6 +221,7 @@ __all__ = [
     "MediaTooBig",
     "MediaUnavailable",
     "Message",
+    "Meta",
     "NoticeView",
     "Np_",
     "PartialText",
@@ -240,6 +248,7 @@ __all__ = [
     "Texts",
     "Update",
     "Webhook",
+    "cancel_and_wait",
     "capped",
     "clip",
     "fit",

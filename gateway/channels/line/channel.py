@@ -40,6 +40,7 @@ from gateway.channels.api import (
     Settings,
     Update,
     Webhook,
+    cancel_and_wait,
 )
 from gateway.channels.line import quotes
 from gateway.channels.line.dialect import LINE

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.channels.api import MEDIA_META
+from gateway.channels.api import MEDIA_META, Meta
 
 REMEMBERED = 20
 """Media messages remembered per chat."""

@@ -28,6 +28,7 @@ from gateway.channels.api import (
     Proposal,
     Reply,
     Texts,
+    cancel_and_wait,
     split_text,
     utf16_len,
 )

@@ -15,7 +15,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 from telegram.warnings import PTBUserWarning
 
-from gateway.channels.api import ChannelError, Intake
+from gateway.channels.api import ChannelError, Intake, cancel_and_wait
 from gateway.channels.telegram.incoming import as_int
 from gateway.channels.telegram.send import Sender
 from gateway.channels.telegram.updates import ALLOWED_UPDATES, accept

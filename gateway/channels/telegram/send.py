@@ -42,7 +42,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from gateway.channels.api import ChannelError, ChatRef, RateLimited
+from gateway.channels.api import ChannelError, ChatRef, RateLimited, cancel_and_wait
 from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
