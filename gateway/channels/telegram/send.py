@@ -319,7 +319,7 @@ class Sender:
             "sendVoice",
             lambda: self.bot.send_voice(
                 target.chat_id,
-                InputFile(audio, filename="answer.ogg", attach=True),
+                InputFile(audio, filename="answer.ogg"),
                 duration=max(1, round(seconds)),
                 message_thread_id=target.thread_id,
                 reply_markup=keyboard,
