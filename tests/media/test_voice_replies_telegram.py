@@ -138,7 +138,7 @@ async def test_a_failed_speech_leaves_the_text_and_says_so_once(
     assert gw.fake.sent_texts(1001) == [ANSWER, EN(NOT_SPOKEN)]
     assert voices_sent(gw) == []
     # The rating buttons stay on the text.
-    text_call = [c for c in gw.fake.calls_of("sendMessage") if c.status == 200][0]
+    text_call = next(c for c in gw.fake.calls_of("sendMessage") if c.status == 200)
     assert [b["text"] for b in text_call.params["reply_markup"]["inline_keyboard"][0]] == [
         "👍",
         "👎",
