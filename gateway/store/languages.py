@@ -112,13 +112,14 @@ LANGUAGE_JOIN = "left join user_languages u on u.channel = ? and u.user_id = ?"
 
 
 def language_in(row: dict[str, Any]) -> LanguageState:
-    """The language state in a row selected with `LANGUAGE_COLUMNS`."""
+    """The language state in a row selected with `LANGUAGE_COLUMNS` (a row of the language
+    columns alone, as a card copy's, has no /voice choice)."""
     return LanguageState(
         chosen=row["chosen"],
         tag=row["tag"],
         ok=bool(row["ok"]),
         checked_at=row["checked_at"],
-        voice=row["voice"],
+        voice=row.get("voice"),  # read where the user's choice matters (a turn, a press)
     )
 
 
