@@ -91,6 +91,12 @@ class QuotaSettings(Section):
     stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
     """What a minute of speech-to-text costs, counted with the answer under the daily cost
     budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
+    tts_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="TTS_PRICE_PER_MINUTE")
+    """What a minute of spoken answer costs, counted under the daily cost budget."""
+    user_daily_spoken_seconds: int = Field(
+        0, ge=0, le=86_400, validation_alias="SKILLGATE_USER_DAILY_SPOKEN_SECONDS"
+    )
+    """Seconds of answers spoken to one user a day (checked before each); 0: no limit."""
 
     @field_validator("llm_prices")
     @classmethod
@@ -119,6 +125,11 @@ class QuotaSettings(Section):
     @property
     def chat_tokens(self) -> int | None:
         return self.chat_daily_tokens or None
+
+    @property
+    def user_spoken(self) -> int | None:
+        """Seconds of spoken answers a user hears a day; None: no limit."""
+        return self.user_daily_spoken_seconds or None
 
     @property
     def gateway_tokens(self) -> int | None:

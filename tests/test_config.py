@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from gateway.channels.line.settings import LineSettings
+from gateway.channels.registry import checked, platforms
+from gateway.channels.telegram.settings import TelegramSettings
 from gateway.config import (
     AlertSettings,
     MediaSettings,
@@ -18,10 +21,6 @@ from gateway.config import (
     load_settings,
 )
 from gateway.core.settings import ModelSettings, Section
-from gateway.channels.line.settings import LineSettings
-from gateway.channels.registry import checked, platforms
-from gateway.channels.telegram.settings import TelegramSettings
-from gateway.config import Settings, load_settings
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

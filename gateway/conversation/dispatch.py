@@ -56,7 +56,7 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
-from gateway.conversation.voice import NOT_SPOKEN, VOICE_COMMAND, Voices
+from gateway.conversation.voice import NOT_SPOKEN, SPOKEN_LIMIT, VOICE_COMMAND, Voices
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
 from gateway.core.tools import ToolAccess
@@ -138,7 +138,7 @@ class Conversation:
             profile, store, seconds=settings.tool_confirm_seconds, clock=clock
         )
         """The ✅/✖ cards of tools that need the asker's consent."""
-        self.voices = Voices(profile, store, ports.voicing)
+        self.voices = Voices(profile, store, ports.voicing, settings, clock=clock)
         """/voice, and the answers spoken."""
 
     @property
@@ -445,7 +445,9 @@ class Conversation:
             reply = await self.turns.respond(incoming, partial, access, turn=turn, spend=spend)
             spoken = None
             if self.voices.wanted(reply, voice, voice_note):
-                spoken = await self.voices.speak(reply, incoming.chat, out.texts.language)
+                spoken = await self.voices.speak(
+                    reply, incoming.chat, out.texts.language, admin=access.admin
+                )
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
@@ -453,8 +455,10 @@ class Conversation:
             return reply
         reply.delivered_ids = ids
         self._count(reply, time.monotonic() - started)
-        if spoken is False:  # the text went out; the user hears why there is no voice
+        if spoken == "failed":  # the text went out; the user hears why there is no voice
             await out.notice(out.texts(NOT_SPOKEN))
+        elif spoken == "over" and await self.voices.first_over(incoming.chat):
+            await out.notice(out.texts(SPOKEN_LIMIT))
         for entry in reply.remembered:  # the model kept a note: the user sees what
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)

@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import UTC, datetime
+from typing import Literal, Protocol
 
-from gateway.config import SpeechSettings
+from gateway.config import QuotaSettings, SpeechSettings
 from gateway.conversation.models import Profile
 from gateway.core.models import ChatRef, Reply, Voice
+from gateway.core.turn import QuotaSpend
 from gateway.errors import SpeechFailed
 from gateway.i18n import N_, Texts
 from gateway.media.links import MediaLinks
 from gateway.media.tts import Speaker, spoken_part
+from gateway.usage import day_start, subjects, utc_day
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +46,29 @@ VOICE_HOW = N_(
 VOICE_UNAVAILABLE = N_("Spoken answers are not turned on for this bot.")
 VOICE_NO_SENDER = N_("I can't tell who sent this, so I can't keep a choice for you here.")
 NOT_SPOKEN = N_("I could not speak this answer this time; it is here in text.")
+SPOKEN_LIMIT = N_(
+    "You have heard today's spoken answers; until 00:00 UTC my answers are in text only."
+)
+Spoken = Literal["spoken", "failed", "over"]
+"""What became of an answer to be spoken: spoken, the server failed, or over the day's limit."""
 CHOSEN = {"on": VOICE_ON, "off": VOICE_OFF, "auto": VOICE_AUTO}
 
 
 class VoiceStore(Protocol):
-    """Each user's /voice choice (`gateway.store.languages`; read with the chat's state)."""
+    """Each user's /voice choice (`gateway.store.languages`; read with the chat's state), and
+    the seconds spoken (`gateway.store.usage`)."""
 
     async def choose_voice(
         self, channel: str, user_id: str, mode: str | None, now: float | None = None
     ) -> None: ...
+
+    async def spoken_by(self, channel: str, user_id: str, since: float) -> float: ...
+
+    async def record_spoken(
+        self, message_id: int, seconds: float, spent: QuotaSpend | None = None
+    ) -> None: ...
+
+    async def quota_first(self, day: str, flag: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -62,12 +81,27 @@ class Voicing:
     links: MediaLinks | None = None
 
 
+def owner_of(chat: ChatRef) -> str:
+    """Whose files a chat's spoken answers are (`MediaLinks`): its user, else the chat."""
+    return f"{chat.channel}:{chat.user_id or chat.chat_id}"
+
+
 class Voices:
     """What /voice keeps, and the spoken answer where one is wanted."""
 
-    def __init__(self, profile: Profile, store: VoiceStore, voicing: Voicing | None) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        store: VoiceStore,
+        voicing: Voicing | None,
+        quotas: QuotaSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.profile = profile
         self.store = store
+        self.quotas = quotas
+        self.clock = clock
         capabilities = profile.capabilities
         usable = voicing is not None and capabilities.speech is not None
         if usable and capabilities.media_by_link and voicing is not None and not voicing.links:
@@ -92,12 +126,14 @@ class Voices:
         chosen = mode if mode in MODES else DEFAULT_MODE
         return chosen == "on" or (chosen == "auto" and voice_note)
 
-    async def speak(self, reply: Reply, chat: ChatRef, language: str) -> bool:
-        """Put the spoken answer on `reply`; False (logged) when the server failed."""
+    async def speak(self, reply: Reply, chat: ChatRef, language: str, *, admin: bool) -> Spoken:
+        """Put the spoken answer on `reply`, within the user's seconds a day (admins are
+        exempt); "failed" (logged) when the server failed."""
         voicing = self.voicing
-        assert voicing is not None
         audio_format = self.profile.capabilities.speech
-        assert audio_format is not None
+        assert voicing is not None and audio_format is not None
+        if not admin and await self._over(chat):
+            return "over"
         settings = voicing.settings
         text = spoken_part(reply.text, settings.tts_max_chars)
         voice = settings.voice_for(language)
@@ -105,16 +141,44 @@ class Voices:
             speech = await voicing.speaker.speak(text, voice, audio_format)
         except SpeechFailed as exc:
             log.warning("%s: the answer was not spoken: %s", self.profile.who, exc)
-            return False
+            return "failed"
         url = None
         if self.profile.capabilities.media_by_link:
             assert voicing.links is not None
-            who = f"{chat.channel}:{chat.user_id or chat.chat_id}"
             suffix = ".ogg" if audio_format == "opus" else ".mp3"
-            published = await asyncio.to_thread(voicing.links.publish, who, speech.audio, suffix)
+            published = await asyncio.to_thread(
+                voicing.links.publish, owner_of(chat), speech.audio, suffix
+            )
             url = published.url
         reply.voice = Voice(audio=speech.audio, mime=speech.mime, seconds=speech.seconds, url=url)
-        return True
+        if reply.message_id is not None:
+            await self.store.record_spoken(
+                reply.message_id, speech.seconds, self._spent(chat, speech.seconds)
+            )
+        return "spoken"
+
+    async def _over(self, chat: ChatRef) -> bool:
+        """The user heard their day's spoken seconds already."""
+        limit = self.quotas.user_spoken
+        if limit is None or chat.user_id is None:
+            return False
+        now = self.clock()
+        today = day_start(datetime.fromtimestamp(now, UTC).date())
+        return await self.store.spoken_by(chat.channel, chat.user_id, today) >= limit
+
+    async def first_over(self, chat: ChatRef) -> bool:
+        """Whether this is the first answer today the user's limit kept from being spoken."""
+        flag = f"spoken:{chat.channel}:{chat.user_id}"
+        return await self.store.quota_first(utc_day(self.clock()), flag)
+
+    def _spent(self, chat: ChatRef, seconds: float) -> QuotaSpend | None:
+        """The spoken seconds' cost (TTS_PRICE_PER_MINUTE) in the day's counts, where counted."""
+        cost = seconds / 60 * self.quotas.tts_price_per_minute
+        if not self.quotas.limited or not cost:
+            return None
+        scopes = subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group)
+        counts = tuple((scope, subject, 0) for scope, subject in scopes)
+        return QuotaSpend(utc_day(self.clock()), counts, 0, cost)
 
     async def command(self, chat: ChatRef, argument: str, texts: Texts, current: str | None) -> str:
         """/voice [on|off|auto]: keep the user's choice, or say what it is."""

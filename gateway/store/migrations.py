@@ -573,8 +573,10 @@ _LANGUAGES: list[Step] = [
 ]
 
 
-# Each user's /voice choice: answers spoken "on", "off", or "auto" (to voice notes only).
+# Each user's /voice choice: answers spoken "on", "off", or "auto" (to voice notes only);
+# and the seconds each answer was spoken for (counted per user and day, priced in usage).
 _VOICES: list[Step] = [
+    "alter table messages add column spoken_seconds double precision",
     """
     create table user_voices (
         channel text not null,
@@ -851,7 +853,7 @@ MIGRATIONS: list[Migration] = [
         "the looks the retirement test took at each skill's text, and their verdicts",
         _SKILL_LOOKS,
     ),
-    (53, "each user's /voice choice: answers spoken on, off, or to voice notes", _VOICES),
+    (53, "spoken answers: each user's /voice choice, the seconds each answer was spoken", _VOICES),
 ]
 
 

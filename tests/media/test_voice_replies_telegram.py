@@ -15,7 +15,13 @@ import mutagen
 import pytest
 
 from gateway.config import Settings
-from gateway.conversation.voice import NOT_SPOKEN, VOICE_AUTO, VOICE_OFF, VOICE_ON
+from gateway.conversation.voice import (
+    NOT_SPOKEN,
+    SPOKEN_LIMIT,
+    VOICE_AUTO,
+    VOICE_OFF,
+    VOICE_ON,
+)
 from gateway.i18n import texts_for
 from tests.channels.telegram.test_telegram_content import media_update
 from tests.channels.telegram.test_telegram_feedback import last_message, press
@@ -127,9 +133,7 @@ async def test_a_server_that_ignores_the_format_is_converted_to_ogg_opus(gw: Gat
 
 
 @pytest.mark.parametrize("answer", ["empty", "junk", "error"])
-async def test_a_failed_speech_leaves_the_text_and_says_so_once(
-    gw: Gateway, answer: str
-) -> None:
+async def test_a_failed_speech_leaves_the_text_and_says_so_once(gw: Gateway, answer: str) -> None:
     if answer == "error":
         gw.llm.speech_status = 503
     else:
@@ -159,9 +163,7 @@ async def test_a_server_that_sends_too_much_is_cut_off_while_it_reads(
 async def test_a_server_that_stalls_is_given_up_on_in_time(
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
-    async with telegram_gateway(
-        make_settings, fake_llm, **SPEECH, tts_timeout_seconds=0.5
-    ) as gw:
+    async with telegram_gateway(make_settings, fake_llm, **SPEECH, tts_timeout_seconds=0.5) as gw:
         gw.llm.speech_answer = "stall"
         await say_voice_note(gw, 1)
         assert gw.fake.sent_texts(1001) == [ANSWER, EN(NOT_SPOKEN)]
@@ -187,3 +189,44 @@ async def test_without_a_speech_model_voice_is_not_offered(
         assert gw.fake.sent_texts(1001) == [ANSWER] and gw.llm.speeches == []
         await gw.deliver(make_text_update(2, "/voice on"))
         assert "not turned on" in gw.fake.sent_texts(1001)[-1]
+
+
+async def test_spoken_seconds_a_day_are_bounded_per_user_and_counted(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(
+        make_settings,
+        fake_llm,
+        **SPEECH,
+        user_daily_spoken_seconds=1,
+        tts_price_per_minute=0.6,
+        daily_cost_budget=100.0,
+        llm_prices="*=0/0",
+    ) as gw:
+        await say_voice_note(gw, 1)
+        assert len(voices_sent(gw)) == 1  # 1.5 s: the first answer of the day is spoken
+        await say_voice_note(gw, 2)
+        await say_voice_note(gw, 3)
+        assert len(voices_sent(gw)) == 1 and len(gw.llm.speeches) == 1  # not even asked
+        # The text goes on; the user is told once that day.
+        assert gw.fake.sent_texts(1001) == [ANSWER, ANSWER, EN(SPOKEN_LIMIT), ANSWER]
+        rows = await gw.parts.store.run(
+            lambda db: list(
+                db.query("select spoken_seconds from messages where role = 'assistant'")
+            )
+        )
+        seconds = [r["spoken_seconds"] for r in rows]
+        assert seconds[0] is not None and seconds[0] > 1 and seconds[1:] == [None, None]
+        # The seconds' price is in the day's cost, under the budget (the model's tokens are free).
+        costs = await gw.parts.store.run(
+            lambda db: list(db.query("select scope, cost from quota_counts where scope != 'flag'"))
+        )
+        assert {r["scope"]: r["cost"] for r in costs}["gateway"] == pytest.approx(
+            seconds[0] / 60 * 0.6
+        )
+        # ... and in usage, for the API, the CLI and /usage.
+        got = await gw.client.get(
+            "/admin/api/usage", headers={"Authorization": "Bearer admin-secret-token"}
+        )
+        report = await got.json()
+        assert report["spoken_seconds"] == round(seconds[0], 1)
