@@ -73,9 +73,7 @@ def test_a_link_opens_its_file_and_names_no_user(links: MediaLinks, tmp_path: Pa
         ("0" * 31 + "/", "1800000600-" + "a" * 24 + ".mp3"),
     ],
 )
-def test_names_the_gateway_never_made_are_refused(
-    links: MediaLinks, owner: str, name: str
-) -> None:
+def test_names_the_gateway_never_made_are_refused(links: MediaLinks, owner: str, name: str) -> None:
     with pytest.raises(LinkRefused):
         links.open(owner, name, "0" * 64)
 
