@@ -56,7 +56,13 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
-from gateway.conversation.voice import NOT_SPOKEN, SPOKEN_LIMIT, VOICE_COMMAND, Voices
+from gateway.conversation.voice import (
+    NOT_SPOKEN,
+    SPOKEN_LIMIT,
+    VOICE_COMMAND,
+    Voices,
+    over_flag,
+)
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
 from gateway.core.tools import ToolAccess
@@ -64,6 +70,7 @@ from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
 from gateway.review.repeats import is_repeat_data
+from gateway.usage import utc_day
 
 log = logging.getLogger(__name__)
 
@@ -457,8 +464,10 @@ class Conversation:
         self._count(reply, time.monotonic() - started)
         if spoken == "failed":  # the text went out; the user hears why there is no voice
             await out.notice(out.texts(NOT_SPOKEN))
-        elif spoken == "over" and await self.voices.first_over(incoming.chat):
-            await out.notice(out.texts(SPOKEN_LIMIT))
+        elif spoken == "over":  # told once a day
+            day = utc_day(self.quotas.clock())
+            if await self.store.quota_first(day, over_flag(incoming.chat)):
+                await out.notice(out.texts(SPOKEN_LIMIT))
         for entry in reply.remembered:  # the model kept a note: the user sees what
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)

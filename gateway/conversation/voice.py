@@ -68,8 +68,6 @@ class VoiceStore(Protocol):
         self, message_id: int, seconds: float, spent: QuotaSpend | None = None
     ) -> None: ...
 
-    async def quota_first(self, day: str, flag: str) -> bool: ...
-
 
 @dataclass(frozen=True)
 class Voicing:
@@ -79,6 +77,11 @@ class Voicing:
     speaker: Speaker
     settings: SpeechSettings
     links: MediaLinks | None = None
+
+
+def over_flag(chat: ChatRef) -> str:
+    """The day's flag of a user told their spoken seconds are used up (deleted by /forget)."""
+    return f"spoken:{chat.channel}:{chat.user_id}"
 
 
 def owner_of(chat: ChatRef) -> str:
@@ -165,11 +168,6 @@ class Voices:
         now = self.clock()
         today = day_start(datetime.fromtimestamp(now, UTC).date())
         return await self.store.spoken_by(chat.channel, chat.user_id, today) >= limit
-
-    async def first_over(self, chat: ChatRef) -> bool:
-        """Whether this is the first answer today the user's limit kept from being spoken."""
-        flag = f"spoken:{chat.channel}:{chat.user_id}"
-        return await self.store.quota_first(utc_day(self.clock()), flag)
 
     def _spent(self, chat: ChatRef, seconds: float) -> QuotaSpend | None:
         """The spoken seconds' cost (TTS_PRICE_PER_MINUTE) in the day's counts, where counted."""
