@@ -25,6 +25,7 @@ from gateway.conversation.voice import (
 from gateway.i18n import texts_for
 from tests.channels.telegram.test_telegram_content import media_update
 from tests.channels.telegram.test_telegram_feedback import last_message, press
+from tests.conversation.test_forget import forget_press
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.media.test_media_telegram import voice
@@ -230,3 +231,29 @@ async def test_spoken_seconds_a_day_are_bounded_per_user_and_counted(
         )
         report = await got.json()
         assert report["spoken_seconds"] == round(seconds[0], 1)
+
+
+async def test_forget_deletes_the_voice_choice_and_the_spoken_seconds(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with telegram_gateway(
+        make_settings, fake_llm, **SPEECH, user_daily_spoken_seconds=1
+    ) as gw:
+        await gw.deliver(make_text_update(1, "/voice on"))
+        await gw.deliver(make_text_update(2, "hello"))
+        await gw.deliver(make_text_update(3, "hello again"))  # over: told once today
+        assert gw.fake.sent_texts(1001)[-1] == EN(SPOKEN_LIMIT)
+        await gw.deliver(make_text_update(4, "/forget"))
+        await gw.deliver(forget_press(gw.fake, 5, 1001, 0))
+
+        def left(db: Any) -> list[Any]:
+            return [
+                *db.query("select * from user_voices"),
+                *db.query("select * from quota_counts where subject like '%1001%'"),
+                *db.query("select * from messages where spoken_seconds is not null"),
+            ]
+
+        assert await gw.parts.store.run(left) == []
+        # A new start: the default again (auto), so a typed question is answered in text.
+        await gw.deliver(make_text_update(6, "hello"))
+        assert len(voices_sent(gw)) == 1
