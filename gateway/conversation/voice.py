@@ -116,10 +116,6 @@ class Voices:
             usable = False
         self.voicing = voicing if usable else None
 
-    @property
-    def enabled(self) -> bool:
-        return self.voicing is not None
-
     def wanted(self, reply: Reply, mode: str | None, voice_note: bool) -> bool:
         """Whether `reply` is spoken for a user whose choice is `mode`."""
         if self.voicing is None or reply.kind != "normal" or not reply.text.strip():

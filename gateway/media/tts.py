@@ -165,14 +165,13 @@ def as_format(raw: bytes, audio_format: AudioFormat) -> tuple[bytes, float]:
 
 def _length(audio: bytes, audio_format: AudioFormat) -> float | None:
     """The seconds `audio` lasts when it is `audio_format` (mutagen reads the container)."""
-    import mutagen
     from mutagen.mp3 import MP3
     from mutagen.oggopus import OggOpus
 
     kind = OggOpus if audio_format == "opus" else MP3
     try:
         found = kind(io.BytesIO(audio))
-    except (mutagen.MutagenError, Exception):  # mutagen raises its own kinds, and others, on junk
+    except Exception:  # mutagen raises its own kinds, and struct or index errors, on junk
         return None
     if audio_format == "mp3" and audio[:3] != b"ID3" and audio[:1] != b"\xff":
         return None  # mutagen finds an MPEG frame sync inside other files too
