@@ -223,7 +223,7 @@ def build_app(
                     parts.links.sweep_now,
                     "media links",
                     LINK_SWEEP_SECONDS,
-                    clock() + LINK_SWEEP_SECONDS,
+                    time.time() + LINK_SWEEP_SECONDS,  # the scheduler runs on the wall clock
                 )
             if settings.retention_days > 0:
                 retention = RetentionSchedule(
