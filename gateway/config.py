@@ -288,8 +288,9 @@ class SpeechSettings(Section):
     """The most one spoken answer may take, its whole body read."""
     tts_max_chars: int = Field(600, ge=20, le=4096, validation_alias="TTS_MAX_CHARS")
     """The most characters of an answer spoken; the rest stays text only."""
-    tts_max_mb: float = Field(5.0, gt=0, le=100, validation_alias="TTS_MAX_MB")
-    """The most audio read from the server for one answer (more: not spoken)."""
+    tts_max_mb: float = Field(5.0, gt=0, le=50, validation_alias="TTS_MAX_MB")
+    """The most audio read from the server for one answer (more: not spoken); at most 50,
+    what a bot may upload to Telegram."""
     media_link_minutes: float = Field(
         60.0, ge=1, le=10_080, validation_alias="SKILLGATE_MEDIA_LINK_MINUTES"
     )
