@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from functools import partial
 
 from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from gateway import __version__
 from gateway.admin.api import admin_api
@@ -24,11 +25,14 @@ from gateway.channels.base import INTAKE, Channel
 from gateway.channels.registry import capabilities, configured_channels
 from gateway.config import Settings
 from gateway.core.llm import LLM
+from gateway.media.links import ROUTE as LINK_ROUTE
+from gateway.media.links import LinkRefused
 from gateway.review.delivery import start_cards
 from gateway.runtime.alerts import AlertWatcher, log_only, looker
 from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts, task_worker
 from gateway.runtime.keys import (
     CATALOG,
+    LINKS,
     REVIEW,
     SCHEDULE,
     SETTINGS,
@@ -41,7 +45,7 @@ from gateway.runtime.metrics import METRICS, Metrics
 from gateway.runtime.model_check import look_at_start
 from gateway.runtime.replicas import RegistryWatcher
 from gateway.runtime.schedule import TaskWorker
-from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule
+from gateway.runtime.scheduler import RetentionSchedule, SynthesisSchedule, every, shut_down
 from gateway.runtime.settle import FirstAnswer, freeze_imports, settle
 from gateway.store.synthesis import SynthesisQueries
 from gateway.web.serving import OWN_BODY, bounded_body
@@ -49,6 +53,8 @@ from gateway.web.serving import OWN_BODY, bounded_body
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+LINK_SWEEP_SECONDS = 60.0
+"""How often files whose signed links expired are deleted."""
 BASIC_FRAMING = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"}
 
 
@@ -82,6 +88,25 @@ async def healthz(request: web.Request) -> web.Response:
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+async def media_link(request: web.Request) -> web.StreamResponse:
+    """A file the gateway sent by signed link (LINE fetches spoken answers so): 403 for a
+    signature that does not match or an expired link, 404 for a file gone (forgotten)."""
+    links = request.app.get(LINKS)
+    if links is None:
+        raise web.HTTPNotFound()
+    owner, name = request.match_info["owner"], request.match_info["name"]
+    try:
+        path, content_type = links.open(owner, name, request.query.get("sig", ""))
+    except LinkRefused as exc:
+        log.info("a media link was refused: %s", exc)
+        raise web.HTTPForbidden() from None
+    except FileNotFoundError:
+        raise web.HTTPNotFound() from None
+    return web.FileResponse(
+        path, headers={"Content-Type": content_type, "Cache-Control": "private, no-store"}
+    )
 
 
 def _answered(look: asyncio.Task[bool] | None) -> bool | None:
@@ -148,9 +173,11 @@ def build_app(
         app[PARTS], app[STORE], app[INTAKE] = parts, parts.store, parts.inbox
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
         app[TOOLS] = parts.tools
+        app[LINKS] = parts.links
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         retention: RetentionSchedule | None = None
+        sweeping: AsyncIOScheduler | None = None
         watcher: RegistryWatcher | None = None
         settling: asyncio.Task[None] | None = None
         looking: asyncio.Task[bool] | None = None
@@ -196,6 +223,14 @@ def build_app(
                 )
                 schedule.start(await last_run_started(parts.store))
             app[SCHEDULE] = schedule
+            if parts.links is not None:
+                await parts.links.sweep_now()  # what expired while the gateway was down
+                sweeping = every(
+                    parts.links.sweep_now,
+                    "media links",
+                    LINK_SWEEP_SECONDS,
+                    time.time() + LINK_SWEEP_SECONDS,  # the scheduler runs on the wall clock
+                )
             if settings.retention_days > 0:
                 retention = RetentionSchedule(
                     parts.store, settings.retention_days, media=settings.media_dir
@@ -229,6 +264,7 @@ def build_app(
                 await schedule.stop()
             if retention is not None:
                 await retention.stop()
+            await shut_down(sweeping)
             if watcher is not None:
                 await watcher.stop()
             log.info("stopping: answers in flight get %.0f s", settings.shutdown_timeout_seconds)
@@ -249,6 +285,7 @@ def build_app(
     app.on_response_prepare.append(first_answer)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
+    app.router.add_get(LINK_ROUTE, media_link)
     for channel in chans:
         app.router.add_routes(channel.routes())
     app.add_subapp("/admin/api", admin_api())

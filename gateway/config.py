@@ -94,6 +94,12 @@ class QuotaSettings(Section):
     stt_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="STT_PRICE_PER_MINUTE")
     """What a minute of speech-to-text costs, counted with the answer under the daily cost
     budget (`SKILLGATE_DAILY_COST_BUDGET`)."""
+    tts_price_per_minute: float = Field(0.0, ge=0, le=1000, validation_alias="TTS_PRICE_PER_MINUTE")
+    """What a minute of spoken answer costs, counted under the daily cost budget."""
+    user_daily_spoken_seconds: int = Field(
+        0, ge=0, le=86_400, validation_alias="SKILLGATE_USER_DAILY_SPOKEN_SECONDS"
+    )
+    """Seconds of answers spoken to one user a day (checked before each); 0: no limit."""
 
     @field_validator("llm_prices")
     @classmethod
@@ -122,6 +128,11 @@ class QuotaSettings(Section):
     @property
     def chat_tokens(self) -> int | None:
         return self.chat_daily_tokens or None
+
+    @property
+    def user_spoken(self) -> int | None:
+        """Seconds of spoken answers a user hears a day; None: no limit."""
+        return self.user_daily_spoken_seconds or None
 
     @property
     def gateway_tokens(self) -> int | None:
@@ -244,6 +255,84 @@ class MediaSettings(Section):
     @property
     def download_memory_bytes(self) -> int:
         return self.download_memory_mb * MB
+
+
+DEFAULT_VOICES: dict[str, str] = {"*": "alloy", "ja": "nova", "zh_TW": "nova", "th": "shimmer"}
+"""The voice each bot language is spoken in (OpenAI's names; "*": any other language).
+TTS_VOICES overrides entries: a server with voices of its own (Kokoro, speaches) names them."""
+
+
+def parse_voices(value: str) -> dict[str, str]:
+    """`ja=jf_alpha,*=af_heart` as {language: voice}; ValueError naming the bad entry."""
+    voices: dict[str, str] = {}
+    for position, entry in enumerate((e.strip() for e in value.split(",")), start=1):
+        if not entry:
+            continue
+        language, sep, voice = (part.strip() for part in entry.partition("="))
+        if not sep or not language or not voice:
+            raise ValueError(f"entry {position} is not language=voice")
+        if language != "*" and language_of(language) != language:
+            names = ", ".join(LANGUAGES)
+            raise ValueError(f"entry {position}: {language!r} is not * or one of {names}")
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", voice):
+            raise ValueError(f"entry {position}: a voice is 1-64 of A-Z, a-z, 0-9, _ . : -")
+        voices[language] = voice
+    return voices
+
+
+class SpeechSettings(Section):
+    """Answers spoken (text-to-speech at an OpenAI-compatible /audio/speech), and the signed
+    links that serve them (and other media the gateway sends) to platforms that fetch by URL."""
+
+    title = "Spoken answers"
+
+    tts_model: str | None = Field(None, validation_alias="TTS_MODEL")
+    """The speech model (`tts-1`, `kokoro`, ...); unset: answers are never spoken."""
+    tts_base_url: str | None = Field(None, validation_alias="TTS_BASE_URL")
+    """An OpenAI-compatible /v1 with /audio/speech; unset: LLM_BASE_URL."""
+    tts_api_key: SecretStr | None = Field(None, validation_alias="TTS_API_KEY")
+    tts_voices: str = Field("", validation_alias="TTS_VOICES")
+    """Voices per bot language over `DEFAULT_VOICES`: `ja=jf_alpha,*=af_heart`."""
+    tts_timeout_seconds: float = Field(30.0, gt=0, le=600, validation_alias="TTS_TIMEOUT_SECONDS")
+    """The most one spoken answer may take, its whole body read."""
+    tts_max_chars: int = Field(600, ge=20, le=4096, validation_alias="TTS_MAX_CHARS")
+    """The most characters of an answer spoken; the rest stays text only."""
+    tts_max_mb: float = Field(5.0, gt=0, le=50, validation_alias="TTS_MAX_MB")
+    """The most audio read from the server for one answer (more: not spoken); at most 50,
+    what a bot may upload to Telegram."""
+    media_link_minutes: float = Field(
+        60.0, ge=1, le=10_080, validation_alias="SKILLGATE_MEDIA_LINK_MINUTES"
+    )
+    """How long a signed link to a file the gateway sent (LINE fetches audio by URL) works;
+    the file is deleted when it expires."""
+
+    _speech_unset = field_validator("tts_model", "tts_base_url", "tts_api_key", mode="before")(
+        empty_is_unset
+    )
+    _speech_url = field_validator("tts_base_url")(http_url)
+
+    @field_validator("tts_voices")
+    @classmethod
+    def _voices(cls, value: str) -> str:
+        parse_voices(value)
+        return value
+
+    def voices(self) -> dict[str, str]:
+        """The voice map: `DEFAULT_VOICES` with TTS_VOICES over it."""
+        return {**DEFAULT_VOICES, **parse_voices(self.tts_voices)}
+
+    def voice_for(self, language: str) -> str:
+        """The voice an answer in `language` (a bot language) is spoken in."""
+        voices = self.voices()
+        return voices.get(language) or voices["*"]
+
+    @property
+    def tts_max_bytes(self) -> int:
+        return int(self.tts_max_mb * MB)
+
+    @property
+    def media_link_seconds(self) -> float:
+        return self.media_link_minutes * 60
 
 
 class SynthesisSettings(Section):
@@ -478,6 +567,7 @@ class Settings(
     GatewaySettings,
     ModelSettings,
     MediaSettings,
+    SpeechSettings,
     SynthesisSettings,
     ReviewSettings,
     ConversationSettings,
@@ -567,6 +657,16 @@ class Settings(
     def stt_configured(self) -> bool:
         """Voice can be transcribed: a model, and an endpoint of its own or the LLM's."""
         return self.stt_model is not None and (self.stt_base_url or self.llm_base_url) is not None
+
+    @property
+    def tts_configured(self) -> bool:
+        """Answers can be spoken: a model, and an endpoint of its own or the LLM's."""
+        return self.tts_model is not None and (self.tts_base_url or self.llm_base_url) is not None
+
+    @property
+    def speech_links_dir(self) -> Path:
+        """Where files served by signed link wait until their link expires."""
+        return self.data_dir / "links"
 
     @property
     def shared_database(self) -> bool:

@@ -157,6 +157,10 @@ class TranscriptionFailed(MediaError):
     """The speech-to-text endpoint failed or answered nothing usable."""
 
 
+class SpeechFailed(MediaError):
+    """The text-to-speech endpoint failed, or answered too much, too slowly or nothing usable."""
+
+
 class ChannelError(SkillgateError):
     """A platform API call failed."""
 

@@ -160,6 +160,8 @@ class UsageReport:
     priced: bool = False
     speech_seconds: float = 0.0
     """Speech transcribed (speech-to-text is paid for by the second or minute)."""
+    spoken_seconds: float = 0.0
+    """Answers spoken (text-to-speech, paid for by the minute or character)."""
     tool_calls: ToolTotals = field(default_factory=ToolTotals)
     tool_days: dict[str, ToolTotals] = field(default_factory=dict)
     tools: dict[str, ToolTotals] = field(default_factory=dict)
@@ -212,6 +214,7 @@ class UsageReport:
             "synthesis": self.synthesis.as_json(),
             "synthesis_share": self.synthesis_share,
             "speech_seconds": round(self.speech_seconds, 1),
+            "spoken_seconds": round(self.spoken_seconds, 1),
             "cost": round(self.total.cost + self.synthesis.cost, 6),
             "tool_calls": self.tool_calls.as_json(),
             "days": [
@@ -265,6 +268,8 @@ class UsageSource(Protocol):
 
     async def speech_seconds(self, since: float, until: float) -> float: ...
 
+    async def spoken_seconds(self, since: float, until: float) -> float: ...
+
     async def tool_usage(self, since_day: str) -> list[ToolDay]: ...
 
 
@@ -284,6 +289,7 @@ async def usage_report(
         end,
     )
     report.speech_seconds = await store.speech_seconds(since, until)
+    report.spoken_seconds = await store.spoken_seconds(since, until)
     report.count_tools(await store.tool_usage(start.isoformat()))
     return report
 
@@ -306,6 +312,7 @@ SHARE = N_("Synthesis share of tokens: {share}")
 TOTAL_COST = N_("Total cost: {cost}")
 NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
 SPEECH = N_("Speech-to-text: {minutes} min transcribed")
+SPOKEN = N_("Text-to-speech: {minutes} min spoken")
 TOOL_CALLS = N_("Tool calls: {calls}, {failed} failed")
 TOOLS = N_("Tool calls per day:")
 TOOL_ROW = Np_("  {key}: {n} call, {failed} failed", "  {key}: {n} calls, {failed} failed")
@@ -337,6 +344,8 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
     lines.append(_line(texts(RUNS), report.synthesis, report.priced, texts))
     if report.speech_seconds:
         lines.append(texts(SPEECH, minutes=f"{report.speech_seconds / 60:,.1f}"))
+    if report.spoken_seconds:
+        lines.append(texts(SPOKEN, minutes=f"{report.spoken_seconds / 60:,.1f}"))
     if report.tool_calls.calls:
         lines.append(
             texts(TOOL_CALLS, calls=report.tool_calls.calls, failed=report.tool_calls.failed)

@@ -121,14 +121,20 @@ def line_settings(
 
 @asynccontextmanager
 async def line_rig(
-    make_settings: Callable[..., Settings], llm: FakeOpenAI, **overrides: Any
+    make_settings: Callable[..., Settings],
+    llm: FakeOpenAI,
+    *,
+    clock: Callable[[], float] | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[LineRig]:
-    """Start FakeLineAPI and the gateway; stop the gateway before the fake."""
+    """Start FakeLineAPI and the gateway (on `clock`, where given); stop the gateway before
+    the fake."""
     async with FakeLineAPI() as fake:
         settings = line_settings(
             make_settings, llm, fake, admin_token="admin-secret-token", **overrides
         )
-        async with TestClient(TestServer(build_app(settings))) as http:
+        app = build_app(settings) if clock is None else build_app(settings, clock=clock)
+        async with TestClient(TestServer(app)) as http:
             rig = LineRig(http, fake, llm)
             await rig.channel.ready()  # line-bot-sdk loads in the background
             rig.channel.client.backoff = lambda attempt: 0.01

@@ -15,7 +15,7 @@ from gateway.admin.console_usage import channel_names, user_ref
 from gateway.admin.params import int_param
 from gateway.conversation.privacy import forget
 from gateway.errors import SkillError
-from gateway.runtime.keys import CATALOG, REVIEW, SETTINGS, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, LINKS, REVIEW, SETTINGS, STORE, SYNTHESIZER
 from gateway.usage import usage_report
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,7 @@ async def forget_user(request: web.Request) -> web.Response:
         *ref,
         media=request.config_dict[SETTINGS].media_dir,
         review=request.config_dict[REVIEW],
+        links=request.config_dict.get(LINKS),
     )
     log.info("admin API: %s deleted a %s user's data", request[API_ADMIN] or "admin", ref[0])
     return web.json_response(done.model_dump())

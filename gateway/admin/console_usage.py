@@ -15,7 +15,7 @@ from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.channels.registry import platforms
 from gateway.conversation.privacy import forget
-from gateway.runtime.keys import REVIEW, SETTINGS, STORE
+from gateway.runtime.keys import LINKS, REVIEW, SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
 
 log = logging.getLogger(__name__)
@@ -197,6 +197,7 @@ async def forget_user(request: web.Request) -> web.StreamResponse:
         now=time.time(),
         media=media,
         review=request.config_dict[REVIEW],
+        links=request.config_dict.get(LINKS),
     )
     log.info("console: %s deleted a %s user's data", decider(request), ref[0])
     known = await request.config_dict[STORE].known_users()

@@ -51,7 +51,12 @@ async def run_forget(settings: Settings, channel: str, user: str, yes: bool) -> 
     try:
         async with chat_cards(parts):
             done = await forget(
-                parts.store, channel, user, media=settings.media_dir, review=parts.review
+                parts.store,
+                channel,
+                user,
+                media=settings.media_dir,
+                review=parts.review,
+                links=parts.links,
             )
     finally:
         await close_parts(parts)

@@ -56,6 +56,13 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
+from gateway.conversation.voice import (
+    NOT_SPOKEN,
+    SPOKEN_LIMIT,
+    VOICE_COMMAND,
+    Voices,
+    over_flag,
+)
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
 from gateway.core.tools import ToolAccess
@@ -63,6 +70,7 @@ from gateway.core.turn import Admission
 from gateway.i18n import N_
 from gateway.review.buttons import is_card_data
 from gateway.review.repeats import is_repeat_data
+from gateway.usage import utc_day
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +82,14 @@ COMMANDS = (
     REMEMBER_COMMAND,
     MEMORY_COMMAND,
     PERSONA_COMMAND,
+    VOICE_COMMAND,
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
 ADMIN_COMMANDS. A platform without /start (LINE greets on follow) leaves it to the model."""
 KNOWN_COMMANDS = frozenset(name for name, _ in COMMANDS) | frozenset(ADMIN_COMMAND_NAMES)
+VOICE_NOTES = frozenset({"voice"})
+"""The media an answer is spoken back to under /voice auto."""
 GAVE_UP = N_(
     "Sorry, something went wrong every time I tried to handle that message, so I have set it"
     " aside. Please send it again in another form, or ask me something else."
@@ -121,7 +132,8 @@ class Conversation:
         )
         self.repeats = RepeatPresses(profile, store, review)
         kept = self.attachments.keep_dir if self.attachments is not None else None
-        self.privacy = Privacy(profile, store, clock, media=kept, review=review)
+        links = ports.voicing.links if ports.voicing is not None else None
+        self.privacy = Privacy(profile, store, clock, media=kept, review=review, links=links)
         self.quotas = Quotas(settings, store, alerts=ports.alerts, clock=clock)
         self.memory = MemoryCommands(ports.memory, store, clock)
         """/remember and /memory; its `memory` is None when SKILLGATE_MEMORY is off."""
@@ -133,6 +145,8 @@ class Conversation:
             profile, store, seconds=settings.tool_confirm_seconds, clock=clock
         )
         """The ✅/✖ cards of tools that need the asker's consent."""
+        self.voices = Voices(profile, store, ports.voicing, settings, clock=clock)
+        """/voice, and the answers spoken."""
 
     @property
     def channel(self) -> str:
@@ -180,18 +194,19 @@ class Conversation:
         if not self.profile.audience.allowed(chat.user_id):
             await out.notice(texts(dialect.refusal, user_id=chat.user_id))
             return
+        voice = state.language.voice
         if message.command is not None:
-            await self._command(message, out)
+            await self._command(message, out, voice)
             return
         if self.attachments is not None and readable(message.media, message.attachment):
-            await self._with_attachment(message, out)
+            await self._with_attachment(message, out, voice)
             return
         if text is None:
             if message.media is not None and dialect.text_only and await self._first(message):
                 await out.notice(texts(dialect.text_only))
             return
         incoming = self._incoming(message, text, texts.language)
-        await self.answer(incoming, out, turn=state.turn, admission=admission)
+        await self.answer(incoming, out, turn=state.turn, admission=admission, voice=voice)
 
     def _plain_turn(self, message: Message, text: str | None) -> bool:
         """Whatever the user's open question: the message is a turn for the agent, unless it
@@ -203,8 +218,11 @@ class Conversation:
             and not (self.attachments is not None and readable(message.media, message.attachment))
         )
 
-    async def _with_attachment(self, message: Message, out: Responder) -> None:
-        """Read the attachment into the turn, or say why not; an album is answered once."""
+    async def _with_attachment(
+        self, message: Message, out: Responder, voice: str | None = None
+    ) -> None:
+        """Read the attachment into the turn, or say why not; an album is answered once.
+        `voice`: the user's /voice choice (an answer to a voice note is spoken by default)."""
         assert self.attachments is not None and message.attachment is not None
         assert message.media is not None
         if await self._album_seen(message):
@@ -224,7 +242,14 @@ class Conversation:
             await out.notice(out.texts(read.notice, **read.notice_args))
         if read.notice is None or read.then_answer:
             incoming = self._incoming(message, read.text, out.texts.language, read)
-            await self.answer(incoming, out, admission=admission, admitted=True)
+            await self.answer(
+                incoming,
+                out,
+                admission=admission,
+                admitted=True,
+                voice=voice,
+                voice_note=message.media in VOICE_NOTES,
+            )
         else:
             await self.quotas.give_back(admission)
         # Only now: a crash before this reads the item again rather than dropping the album.
@@ -336,7 +361,7 @@ class Conversation:
             return True
         return False
 
-    async def _command(self, message: Message, out: Responder) -> None:
+    async def _command(self, message: Message, out: Responder, voice: str | None = None) -> None:
         chat, dialect, command = message.chat, self.profile.dialect, message.command
         assert command is not None
         texts = out.texts
@@ -359,6 +384,8 @@ class Conversation:
             # In a group the notice answers the sender's own message: it is about them.
             await out.notice(await run(chat, argument(message.text), texts), quote=chat.is_group)
             return
+        elif command == VOICE_COMMAND[0]:
+            text = await self.voices.command(chat, argument(message.text), texts, voice)
         elif command == PERSONA_COMMAND[0]:
             text = await self.personas.command(chat, argument(message.text), texts, out)
         elif command == "language":
@@ -391,6 +418,8 @@ class Conversation:
         turn: OpenedTurn | None = None,
         admission: Admission | None = None,
         admitted: bool = False,
+        voice: str | None = None,
+        voice_note: bool = False,
     ) -> Reply:
         """Ask the agent (showing that it works), deliver once, count it.
 
@@ -398,6 +427,8 @@ class Conversation:
         opened here, admitted with it unless `admitted` (counted under `admission` before its
         attachment was read). Over a daily quota, the user gets the quota's notice instead and
         the model is not asked. The channel records where the answer went as it sends it.
+        The answer is spoken too where the user's /voice choice (`voice`) wants it for this
+        message (`voice_note`: it was one), `voices`.
         """
         started = time.monotonic()
         if turn is None:
@@ -421,6 +452,11 @@ class Conversation:
             # Only a platform that shows drafts gets the answer as the model writes it.
             partial = preview if self.profile.capabilities.drafts else None
             reply = await self.turns.respond(incoming, partial, access, turn=turn, spend=spend)
+            spoken = None
+            if self.voices.wanted(reply, voice, voice_note):
+                spoken = await self.voices.speak(
+                    reply, incoming.chat, out.texts.language, admin=access.admin
+                )
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
@@ -428,6 +464,12 @@ class Conversation:
             return reply
         reply.delivered_ids = ids
         self._count(reply, time.monotonic() - started)
+        if spoken == "failed":  # the text went out; the user hears why there is no voice
+            await out.notice(out.texts(NOT_SPOKEN))
+        elif spoken == "over":  # told once a day
+            day = utc_day(self.quotas.clock())
+            if await self.store.quota_first(day, over_flag(incoming.chat)):
+                await out.notice(out.texts(SPOKEN_LIMIT))
         for entry in reply.remembered:  # the model kept a note: the user sees what
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)

@@ -20,6 +20,7 @@ from gateway.conversation.context import ContextStore
 from gateway.conversation.language import Languages, LanguageStore, Speaker
 from gateway.conversation.memory import MemoryCommandStore
 from gateway.conversation.persona import ChatAdmins, PersonaStore
+from gateway.conversation.voice import VoiceStore, Voicing
 from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
 from gateway.core.ports import Checkpoint, Meta, SkillRecords, TurnStarts
@@ -276,6 +277,7 @@ class ConversationStore(
     QuotaStore,
     ForgetStore,
     ConfirmStore,
+    VoiceStore,
     Protocol,
 ):
     """The part of the store the conversation layer reads and writes: what `Conversation`
@@ -389,5 +391,7 @@ class ConversationPorts:
     """Reads voice notes, photos and documents; None: they get the text-only notice."""
     memory: Memory | None = None
     """Per-user memory; None when SKILLGATE_MEMORY is off."""
+    voicing: Voicing | None = None
+    """Text-to-speech for spoken answers; None when TTS_MODEL is not set."""
     clock: Callable[[], float] = time.time
     """Now, for every window the conversation keeps (tests move it)."""

@@ -21,6 +21,7 @@ from gateway.core.models import Button, ChatRef
 from gateway.core.records import Forgotten
 from gateway.i18n import ENGLISH, N_, Texts
 from gateway.media.keep import discard
+from gateway.media.links import MediaLinks
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +64,13 @@ async def forget(
     now: float | None = None,
     media: Path | None = None,
     review: Withdrawals | None = None,
+    links: MediaLinks | None = None,
 ) -> Forgotten:
     """Delete everything about one user (the chat button, the console and the CLI all use this).
 
     `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA); the user's files go too.
     `review`: pending proposals made from the user's sessions are withdrawn there.
+    `links`: the files served to the user by signed link (spoken answers) go too.
     """
     at = time.time() if now is None else now
     keys = [meta.format(channel=channel, chat=user_id) for meta in (ALBUM_META, MEDIA_META)]
@@ -80,6 +83,8 @@ async def forget(
     await store.checkpoint()
     if media is not None and done.files:
         await asyncio.to_thread(discard, media, done.files)
+    if links is not None:
+        await asyncio.to_thread(links.forget, f"{channel}:{user_id}")
     # Counts only: the user's id is what was just deleted.
     log.info(
         "a %s user's data was deleted: %d session(s), %d message(s), %d rating(s)",
@@ -101,8 +106,10 @@ class Privacy:
         clock: Callable[[], float] = time.time,
         media: Path | None = None,
         review: Withdrawals | None = None,
+        links: MediaLinks | None = None,
     ) -> None:
         self.profile = profile
+        self.links = links
         self.store = store
         self.clock = clock
         self.media = media
@@ -131,6 +138,7 @@ class Privacy:
             now=self.clock(),
             media=self.media,
             review=self.review,
+            links=self.links,
         )
         # `texts` was chosen before the user's language was deleted with the rest.
         await out.acknowledge(texts(FORGET_DELETED), courtesy=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -21,3 +22,9 @@ class Capabilities:
     responder's preview; without it the answer arrives whole."""
     push: bool = True
     """Send without an update to answer: proposal cards go to its admins only then."""
+    speech: Literal["opus", "mp3"] | None = None
+    """The audio it plays as a spoken answer: "opus" (OGG/Opus, a voice message) or "mp3";
+    None: answers are never spoken there."""
+    media_by_link: bool = False
+    """It fetches media the bot sends from a URL (served by the gateway under a signed link
+    that expires) rather than taking the bytes."""

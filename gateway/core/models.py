@@ -88,6 +88,18 @@ class Button(BaseModel):
     value: str
 
 
+class Voice(BaseModel):
+    """An answer spoken: the audio in the format its platform plays, and how long it lasts.
+
+    `url` is its signed link where the platform fetches media by URL (LINE); else the
+    channel uploads `audio` (Telegram's voice message)."""
+
+    audio: bytes
+    mime: str
+    seconds: float
+    url: str | None = None
+
+
 class Reply(BaseModel):
     """What the agent answers: text, its stored id, and the buttons to show under it."""
 
@@ -103,6 +115,8 @@ class Reply(BaseModel):
     """Old entries that went to make room for them."""
     resumed: bool = False
     """Stored by an earlier attempt at the same update: some of it may have gone out."""
+    voice: Voice | None = None
+    """The answer spoken too (text-to-speech), sent before its text."""
 
 
 def rating_buttons(message_id: int) -> list[Button]:

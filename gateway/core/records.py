@@ -271,6 +271,8 @@ class LanguageState(BaseModel):
     """Whether the last lookup of `tag` succeeded."""
     checked_at: float | None = None
     """When `tag` was last looked up (None: never)."""
+    voice: str | None = None
+    """The user's /voice choice ("on", "off", "auto"); None: not chosen (auto)."""
 
 
 class PressState(BaseModel):

@@ -211,6 +211,33 @@ async def check_speech(settings: Settings) -> Check:
     return Check("speech-to-text", "ok", f"{settings.stt_model} transcribes")
 
 
+async def check_voice(settings: Settings) -> Check:
+    """Text-to-speech: one word spoken as OGG/Opus, as a voice message takes it."""
+    from gateway.runtime.assembly import make_speaker
+
+    speaker = make_speaker(settings)
+    if speaker is None:
+        return Check("text-to-speech", "ok", "not set up (TTS_MODEL): answers are text only")
+    voice = settings.voice_for("en")
+    try:
+        speech = await speaker.speak("Hello.", voice, "opus")
+    except SkillgateError as exc:
+        return Check(
+            "text-to-speech",
+            "fail",
+            str(exc),
+            "check TTS_BASE_URL (an OpenAI-compatible /v1 with /audio/speech), TTS_MODEL,"
+            " TTS_API_KEY and the voices in TTS_VOICES",
+        )
+    finally:
+        await speaker.close()
+    return Check(
+        "text-to-speech",
+        "ok",
+        f"{settings.tts_model} speaks ({voice}: {speech.seconds:.1f} s, {len(speech.audio)} bytes)",
+    )
+
+
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
     configured = configured_platforms(settings)
@@ -255,6 +282,7 @@ async def collect(
             checks.append(check_server(settings))
     checks.extend(await check_model(settings))
     checks.append(await check_speech(settings))
+    checks.append(await check_voice(settings))
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))

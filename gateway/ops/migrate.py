@@ -53,6 +53,7 @@ TABLES = (
     "deleted_sessions",
     "chat_languages",
     "user_languages",
+    "user_voices",
     "user_memory",
     "memory_opt_ins",
     "group_lines",

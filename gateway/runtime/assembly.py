@@ -23,6 +23,7 @@ from gateway.conversation.dispatch import Conversation
 from gateway.conversation.language import Languages
 from gateway.conversation.ports import ConversationPorts
 from gateway.conversation.reminders import ReminderDelivery
+from gateway.conversation.voice import Voicing
 from gateway.core.agent import Agent, AgentConfig
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.events import Events, ToolCalled
@@ -34,7 +35,9 @@ from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.settings import ModelSettings
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError
+from gateway.media.links import MediaLinks, load_key
 from gateway.media.stt import OpenAITranscriber, Transcriber
+from gateway.media.tts import OpenAISpeaker
 from gateway.review.delivery import ReviewCards, start_cards
 from gateway.review.events import ReviewEvent
 from gateway.review.proposals import PROPOSED_FILE, Proposal
@@ -104,6 +107,10 @@ class Parts:
     """Per-user memory (None when SKILLGATE_MEMORY is off)."""
     tools: Tools | None = None
     """MCP servers and web tools from the tools file (None: none configured)."""
+    voicing: Voicing | None = None
+    """Text-to-speech for spoken answers (None: TTS_MODEL is not set)."""
+    links: MediaLinks | None = None
+    """Files served by signed link (None: no https SKILLGATE_PUBLIC_URL to serve them at)."""
 
 
 def channel_ports(parts: Parts, channel: Channel) -> Ports:
@@ -120,6 +127,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
             alerts=parts.admins.tell,
             attachments=parts.attachments,
             memory=parts.memory,
+            voicing=parts.voicing,
             clock=parts.clock,
         ),
         parts.settings,
@@ -257,6 +265,36 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
     )
 
 
+def make_speaker(settings: Settings) -> OpenAISpeaker | None:
+    """Text-to-speech at TTS_BASE_URL (default: the LLM's endpoint and key), if TTS_MODEL is set."""
+    if not settings.tts_configured:
+        return None
+    base = settings.tts_base_url or settings.llm_base_url
+    assert base is not None and settings.tts_model is not None
+    key = settings.tts_api_key or (settings.llm_api_key if base == settings.llm_base_url else None)
+    return OpenAISpeaker(
+        base,
+        settings.tts_model,
+        key.get_secret_value() if key else None,
+        timeout=settings.tts_timeout_seconds,
+        max_bytes=settings.tts_max_bytes,
+    )
+
+
+def make_links(settings: Settings, clock: Callable[[], float]) -> MediaLinks | None:
+    """Signed links under SKILLGATE_PUBLIC_URL, when it is https (LINE fetches only those)."""
+    url = settings.public_url
+    if url is None or not url.lower().startswith("https://"):
+        return None
+    return MediaLinks(
+        settings.speech_links_dir,
+        load_key(settings.data_dir),
+        url,
+        settings.media_link_seconds,
+        clock=clock,
+    )
+
+
 def make_embedder(model: ModelSettings) -> Embedder | None:
     """Embeddings from the model's endpoint when `LLM_EMBEDDING_MODEL` names a model there."""
     if model.llm_embedding_model is None or model.llm_base_url is None:
@@ -347,6 +385,9 @@ async def open_parts(
     subscribe(events, catalog=catalog, admins=admins, metrics=metrics)
     if tools is not None:
         synthesizer.tools = review.tools = tools
+    links = make_links(settings, clock)
+    speaker = make_speaker(settings)
+    voicing = None if speaker is None else Voicing(speaker, settings, links)
     return Parts(
         settings,
         store,
@@ -366,6 +407,8 @@ async def open_parts(
         clock=clock,
         memory=memory,
         tools=tools,
+        voicing=voicing,
+        links=links,
     )
 
 
@@ -376,6 +419,8 @@ async def close_parts(parts: Parts) -> None:
         await parts.tools.stop()
     if parts.attachments.transcriber is not None:
         await parts.attachments.transcriber.close()
+    if parts.voicing is not None:
+        await parts.voicing.speaker.close()
     if parts.synthesizer.embedder is not None:
         await parts.synthesizer.embedder.close()
     if parts.synthesizer.judge is not parts.agent.llm:

@@ -12,6 +12,7 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from gateway.config import Settings
+    from gateway.media.links import MediaLinks
     from gateway.review.reviewer import Reviewer
     from gateway.runtime.schedule import TaskWorker
     from gateway.runtime.scheduler import SynthesisSchedule
@@ -27,6 +28,8 @@ SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
 CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")
 SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
 """The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""
+LINKS: web.AppKey[MediaLinks | None] = web.AppKey("links")
+"""Files served by signed link (audio for LINE); None without an https public URL."""
 TOOLS: web.AppKey[Tools | None] = web.AppKey("tools")
 """The tool servers of this process; None without a tools file."""
 TASKS: web.AppKey[TaskWorker] = web.AppKey("tasks")

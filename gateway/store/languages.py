@@ -46,6 +46,26 @@ class LanguageQueries(QueriesBase):
         )
 
     @query
+    async def choose_voice(
+        self, c: Conn, channel: str, user_id: str, mode: str | None, now: float | None = None
+    ) -> None:
+        """Keep the user's /voice choice ("on", "off", "auto"); None forgets it (the default)."""
+        if mode is None:
+            await c.execute(
+                "delete from user_voices where channel = ? and user_id = ?", channel, user_id
+            )
+            return
+        await c.execute(
+            "insert into user_voices (channel, user_id, mode, set_at) values (?, ?, ?, ?)"
+            " on conflict (channel, user_id) do update set"
+            " mode = excluded.mode, set_at = excluded.set_at",
+            channel,
+            user_id,
+            mode,
+            time.time() if now is None else now,
+        )
+
+    @query
     async def user_language_seen(
         self,
         c: Conn,
@@ -75,17 +95,31 @@ class LanguageQueries(QueriesBase):
 
 LANGUAGE_COLUMNS = (
     "(select language from chat_languages where channel = ? and chat_id = ?) as chosen,"
-    " u.tag, u.ok, u.checked_at"
+    " u.tag, u.ok, u.checked_at,"
+    " (select mode from user_voices where channel = ? and user_id = ?) as voice"
 )
-"""The select items of a chat's language state; their marks take the channel and the chat."""
+"""The select items of a chat's language state and the user's /voice; their marks take the
+channel and the chat, then the channel and the user (`language_args`)."""
+
+
+def language_args(channel: str, chat_id: str, user_id: str | None) -> list[object]:
+    """The values of `LANGUAGE_COLUMNS`' marks."""
+    return [channel, chat_id, channel, user_id or ""]
+
+
 LANGUAGE_JOIN = "left join user_languages u on u.channel = ? and u.user_id = ?"
 """Its from-clause item after `(select 1 as one) as x`; the marks take the channel and user."""
 
 
 def language_in(row: dict[str, Any]) -> LanguageState:
-    """The language state in a row selected with `LANGUAGE_COLUMNS`."""
+    """The language state in a row selected with `LANGUAGE_COLUMNS` (a row of the language
+    columns alone, as a card copy's, has no /voice choice)."""
     return LanguageState(
-        chosen=row["chosen"], tag=row["tag"], ok=bool(row["ok"]), checked_at=row["checked_at"]
+        chosen=row["chosen"],
+        tag=row["tag"],
+        ok=bool(row["ok"]),
+        checked_at=row["checked_at"],
+        voice=row.get("voice"),  # read where the user's choice matters (a turn, a press)
     )
 
 
@@ -95,8 +129,7 @@ async def read_language_state(
     """The chat's choice and the user's platform language, in one statement."""
     row = await c.fetchrow(
         f"select {LANGUAGE_COLUMNS} from (select 1 as one) as x {LANGUAGE_JOIN}",
-        channel,
-        chat_id,
+        *language_args(channel, chat_id, user_id),
         channel,
         user_id or "",
     )

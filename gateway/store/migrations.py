@@ -573,6 +573,22 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+# Each user's /voice choice: answers spoken "on", "off", or "auto" (to voice notes only);
+# and the seconds each answer was spoken for (counted per user and day, priced in usage).
+_VOICES: list[Step] = [
+    "alter table messages add column spoken_seconds double precision",
+    """
+    create table user_voices (
+        channel text not null,
+        user_id text not null,
+        mode text not null,
+        set_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 _MEMORY = [
     """
     create table user_memory (
@@ -891,6 +907,7 @@ MIGRATIONS: list[Migration] = [
         _CONFIRMATION_DIGESTS,
     ),
     (49, "scheduled tasks and the outcome of each occurrence", _SCHEDULED_TASKS),
+    (53, "spoken answers: each user's /voice choice, the seconds each answer was spoken", _VOICES),
 ]
 
 

@@ -254,10 +254,16 @@ class PrivacyQueries(QueriesBase):
         )
         subject = f"{channel}:{user_id}"
         await c.execute(
-            "delete from quota_counts where scope in ('user', 'chat') and subject = ?", subject
+            "delete from quota_counts where (scope in ('user', 'chat') and subject = ?)"
+            " or (scope = 'flag' and subject = ?)",
+            subject,
+            f"spoken:{subject}",
         )
         await c.execute(
             "delete from user_languages where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
+            "delete from user_voices where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
             "delete from user_names where channel = ? and user_id = ?", channel, user_id

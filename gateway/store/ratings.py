@@ -12,7 +12,7 @@ import json
 
 from gateway.core.records import PressState
 from gateway.store.conversations import store_rating
-from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
+from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_args, language_in
 from gateway.store.registry import AWAITING_COLUMNS, AWAITING_JOIN, awaiting_in
 from gateway.store.sql import Conn, QueriesBase, transaction
 
@@ -45,8 +45,7 @@ class RatingQueries(QueriesBase):
         row = await c.fetchrow(
             f"select {LANGUAGE_COLUMNS}, {AWAITING_COLUMNS}, {_ANSWER_COLUMNS}"
             f" from (select 1 as one) as x {LANGUAGE_JOIN} {AWAITING_JOIN} {_ANSWER_JOIN}",
-            channel,
-            chat_id,
+            *language_args(channel, chat_id, user_id),
             channel,
             user_id,
             channel,

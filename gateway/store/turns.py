@@ -15,7 +15,7 @@ from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
 from gateway.store.conversations import chat_lock_key, lock_chat, open_session, remember_name
-from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_in
+from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_args, language_in
 from gateway.store.memory import turn_memory
 from gateway.store.messages import inbox_turn, insert_message, read_history, store_attachments
 from gateway.store.personas import PERSONA_COLUMN, chat_persona
@@ -43,7 +43,7 @@ class TurnQueries(QueriesBase):
         user has an open question (which the message may answer instead)."""
         # The language, the open question and (for a turn) the persona: one statement.
         items, joins = [LANGUAGE_COLUMNS], [LANGUAGE_JOIN]
-        args: list[object] = [channel, chat_id]
+        args = language_args(channel, chat_id, user_id)
         if turn is not None:
             items.append(PERSONA_COLUMN)
             args += [channel, chat_id]

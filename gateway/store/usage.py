@@ -62,6 +62,40 @@ class UsageQueries(QueriesBase):
         return float(value or 0)
 
     @query
+    async def spoken_seconds(self, c: Conn, since: float, until: float) -> float:
+        """Seconds of answers spoken (text-to-speech) in [since, until)."""
+        value = await c.fetchval(
+            "select coalesce(sum(spoken_seconds), 0) from messages"
+            " where spoken_seconds is not null and created_at >= ? and created_at < ?",
+            since,
+            until,
+        )
+        return float(value or 0)
+
+    @query
+    async def spoken_by(self, c: Conn, channel: str, user_id: str, since: float) -> float:
+        """Seconds of the answers spoken to one user since `since` (their day's count)."""
+        value = await c.fetchval(
+            "select coalesce(sum(m.spoken_seconds), 0) from messages m"
+            " join sessions s on s.id = m.session_id"
+            " where s.channel = ? and m.user_id = ? and m.spoken_seconds is not null"
+            " and m.created_at >= ?",
+            channel,
+            user_id,
+            since,
+        )
+        return float(value or 0)
+
+    @transaction
+    async def record_spoken(
+        self, c: Conn, message_id: int, seconds: float, spent: QuotaSpend | None = None
+    ) -> None:
+        """An answer was spoken for `seconds`: kept on it, and its cost in the daily counts."""
+        await c.execute("update messages set spoken_seconds = ? where id = ?", seconds, message_id)
+        if spent is not None:
+            await spend(c, spent)
+
+    @query
     async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:
         """The tokens of every synthesis run started in [since, until)."""
         rows = await c.fetch(

@@ -186,6 +186,8 @@ def _validate_messages(messages: Any) -> list[dict[str, str]]:
                         "property": f"{prop}.text",
                     }
                 )
+        if msg["type"] in ("audio", "image", "video"):
+            _check_media(msg, prop, details)
         quick_reply = msg.get("quickReply")
         if isinstance(quick_reply, dict):
             items = quick_reply.get("items")
@@ -198,6 +200,35 @@ def _validate_messages(messages: Any) -> list[dict[str, str]]:
                 )
         _walk_postbacks(msg, prop, details)
     return details
+
+
+MAX_MEDIA_URL = 2000
+"""The longest originalContentUrl / previewImageUrl LINE takes."""
+
+
+def _check_media(msg: dict[str, Any], prop: str, details: list[dict[str, str]]) -> None:
+    """An audio, image or video message: its URLs https and at most 2000 characters; an
+    audio message's duration in milliseconds."""
+    urls = ["originalContentUrl"]
+    if msg["type"] in ("image", "video"):
+        urls.append("previewImageUrl")
+    for key in urls:
+        url = msg.get(key)
+        if not isinstance(url, str) or not url:
+            details.append({"message": "must be specified", "property": f"{prop}.{key}"})
+        elif not url.startswith("https://"):
+            details.append({"message": "must be a HTTPS URL", "property": f"{prop}.{key}"})
+        elif len(url) > MAX_MEDIA_URL:
+            details.append(
+                {
+                    "message": f"Length must be between 0 and {MAX_MEDIA_URL}",
+                    "property": f"{prop}.{key}",
+                }
+            )
+    if msg["type"] == "audio":
+        duration = msg.get("duration")
+        if not isinstance(duration, int) or isinstance(duration, bool) or duration < 1:
+            details.append({"message": "must be specified", "property": f"{prop}.duration"})
 
 
 def _sent_messages(messages: list[dict[str, Any]]) -> dict[str, Any]:

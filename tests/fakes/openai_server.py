@@ -34,7 +34,9 @@ words, names aside (a cosine of word sets of 0.6 or more), else none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import io
 import itertools
 import json
 import math
@@ -43,7 +45,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -173,6 +175,15 @@ class FakeOpenAI:
         self.transcriptions: list[dict[str, Any]] = []
         self.transcripts: deque[str] = deque()
         self.transcription_status = 200
+        self.speeches: list[dict[str, Any]] = []
+        """Every /audio/speech request body, as JSON."""
+        self.speech_status = 200
+        self.speech_answer: Literal["asked", "wav", "empty", "flood", "stall", "junk"] = "asked"
+        """How /audio/speech answers: audio in the format asked (`asked`); WAV whatever was
+        asked (a server that ignores `response_format`); nothing; audio without end until the
+        client hangs up; nothing for a minute; bytes that are not audio."""
+        self.speech_streamed = 0
+        """Bytes written by `flood` answers."""
         self.see_images = True
         self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
@@ -190,14 +201,17 @@ class FakeOpenAI:
         self._open = asyncio.Event()
         self._open.set()
         self._released = asyncio.Event()
+        self._closing = asyncio.Event()
         self.base_url = ""
 
     async def start(self) -> FakeOpenAI:
+        self._closing.clear()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_post("/v1/audio/speech", self._speech)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -207,6 +221,7 @@ class FakeOpenAI:
         return self
 
     async def close(self) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -314,6 +329,52 @@ class FakeOpenAI:
             )
         text = self.transcripts.popleft() if self.transcripts else "Transcribed words."
         return web.json_response({"text": text})
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
+        """POST /v1/audio/speech: JSON `model`, `input`, `voice`, `response_format` (mp3 by
+        default), as OpenAI's API takes; the audio's bytes back, streamed (chunked)."""
+        body = await request.json()
+        self.speeches.append(body)
+        problem = None
+        fmt = body.get("response_format", "mp3")
+        if not all(isinstance(body.get(k), str) and body[k] for k in ("model", "input", "voice")):
+            problem = "model, input and voice are required"
+        elif len(body["input"]) > SPEECH_MAX_INPUT:
+            problem = f"input is longer than {SPEECH_MAX_INPUT} characters"
+        elif fmt not in SPEECH_FORMATS:
+            problem = f"response_format must be one of {', '.join(SPEECH_FORMATS)}"
+        if problem is not None:
+            return web.json_response(
+                {"error": {"message": problem, "type": "invalid_request_error"}}, status=400
+            )
+        if self.speech_status != 200:
+            return web.json_response(
+                {"error": {"message": "the voice model is down", "type": "server_error"}},
+                status=self.speech_status,
+            )
+        seconds = max(0.5, len(body["input"]) * SECONDS_PER_CHAR)
+        answer = self.speech_answer
+        if answer == "wav":
+            fmt = "wav"
+        response = web.StreamResponse(headers={"Content-Type": SPEECH_FORMATS[fmt]})
+        await response.prepare(request)
+        if answer == "stall":
+            await self._closing.wait()  # until the client hangs up or the fake closes
+        elif answer == "flood":
+            piece = b"\0" * 65536
+            with contextlib.suppress(ConnectionError):
+                while True:
+                    await response.write(piece)
+                    self.speech_streamed += len(piece)
+                    await asyncio.sleep(0)
+        elif answer == "junk":
+            await response.write(b"this is not audio at all " * 40)
+        elif answer != "empty":
+            audio = await asyncio.to_thread(spoken_audio, seconds, fmt)
+            for start in range(0, len(audio), 4096):
+                await response.write(audio[start : start + 4096])
+        await response.write_eof()
+        return response
 
     @staticmethod
     def image_parts(body: dict[str, Any]) -> list[str]:
@@ -579,6 +640,41 @@ class FakeOpenAI:
     def system_prompt(self, index: int = -1) -> str:
         """The system message of a recorded request."""
         return str(self.requests[index]["messages"][0]["content"])
+
+
+SPEECH_MAX_INPUT = 4096
+SPEECH_FORMATS = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+"""`response_format`s OpenAI's /audio/speech takes, with the Content-Type it answers."""
+SECONDS_PER_CHAR = 0.06
+"""How long the fake speaks each character of its input."""
+SPEECH_RATE = 24000
+"""The sample rate of the fake's speech (OpenAI's and Kokoro's)."""
+
+
+def spoken_audio(seconds: float, fmt: str) -> bytes:
+    """A real recording of `seconds` (a quiet tone) as libsndfile writes `fmt`."""
+    import numpy
+    import soundfile
+
+    frames = int(seconds * SPEECH_RATE)
+    tone = 0.1 * numpy.sin(numpy.arange(frames) * (2 * numpy.pi * 220 / SPEECH_RATE))
+    out = io.BytesIO()
+    if fmt == "opus":
+        soundfile.write(out, tone, SPEECH_RATE, format="OGG", subtype="OPUS")
+    elif fmt == "mp3":
+        soundfile.write(out, tone, SPEECH_RATE, format="MP3", subtype="MPEG_LAYER_III")
+    elif fmt == "flac":
+        soundfile.write(out, tone, SPEECH_RATE, format="FLAC")
+    else:
+        soundfile.write(out, tone, SPEECH_RATE, format="WAV", subtype="PCM_16")
+    return out.getvalue()
 
 
 def forwarded_text(body: Any) -> str:

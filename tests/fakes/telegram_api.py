@@ -60,6 +60,8 @@ MAX_TEXT_LENGTH = 4096
 MAX_CAPTION_LENGTH = 1024
 MAX_CALLBACK_ANSWER_LENGTH = 200
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+MAX_VOICE_UPLOAD = 50 * 1024 * 1024
+"""The most a bot may upload (sendVoice, sendAudio, sendDocument)."""
 """The most getFile lets a bot download from the Bot API server."""
 NOT_MODIFIED = (
     "message is not modified: specified new message content and reply markup"
@@ -300,6 +302,7 @@ class FakeTelegramAPI:
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "deleteMessage": self._delete_message,
             "sendDocument": self._send_document,
+            "sendVoice": self._send_voice,
             "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
@@ -699,6 +702,44 @@ class FakeTelegramAPI:
         message = self._stored(call.params, "message to delete not found")
         del self.messages[(call.params["chat_id"], message["message_id"])]
         return True
+
+    def _send_voice(self, call: Call) -> dict[str, Any]:
+        """sendVoice: an uploaded file (multipart) or a file_id; a voice message is OGG/Opus
+        (MP3 and M4A play too), at most 50 MB; caption at most 1024 characters."""
+        self._require(call.params, "chat_id")
+        caption = self._check_text(call.params, "caption", MAX_CAPTION_LENGTH)
+        _check_markup(call.params.get("reply_markup"))
+        upload = call.files.get("voice")
+        if upload is None:
+            file_id = str(self._require(call.params, "voice"))
+            voice: dict[str, Any] = {
+                "file_id": file_id,
+                "file_unique_id": f"u-{file_id}",
+                "duration": int(call.params.get("duration") or 0),
+            }
+        else:
+            content = upload.content
+            if not content:
+                raise bad_request("file must be non-empty")
+            if len(content) > MAX_VOICE_UPLOAD:
+                raise ApiError(413, "Request Entity Too Large")
+            ogg_opus = content[:4] == b"OggS" and b"OpusHead" in content[:128]
+            if not (ogg_opus or content[:3] == b"ID3" or content[:1] == b"\xff"):
+                raise bad_request("wrong type of the web page content")
+            file_id = f"VOICE{len(self.calls)}"
+            voice = {
+                "file_id": file_id,
+                "file_unique_id": f"u-{file_id}",
+                "duration": int(call.params.get("duration") or 0),
+                "mime_type": "audio/ogg" if ogg_opus else "audio/mpeg",
+                "file_size": len(content),
+            }
+        return self._new_message(
+            call.params,
+            voice=voice,
+            caption=caption,
+            reply_markup=_markup_or_none(call.params.get("reply_markup")),
+        )
 
     def _send_document(self, call: Call) -> dict[str, Any]:
         self._require(call.params, "chat_id")

@@ -118,6 +118,26 @@ async def test_speech_to_text_is_tried_with_a_real_request(
     assert down.status == "fail" and "the speech model is down" in down.detail
 
 
+async def test_text_to_speech_is_tried_with_one_word(
+    bot_settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    assert "not set up" in by_name(await collect(bot_settings))["text-to-speech"].detail
+    spoken = bot_settings.model_copy(update={"tts_model": "tts-1", "tts_voices": "*=af_heart"})
+    check = by_name(await collect(spoken))["text-to-speech"]
+    assert check.status == "ok" and "af_heart" in check.detail
+    [request] = fake_llm.speeches
+    assert request == {
+        "model": "tts-1",
+        "input": "Hello.",
+        "voice": "af_heart",
+        "response_format": "opus",
+    }
+    fake_llm.speech_status = 503
+    down = by_name(await collect(spoken))["text-to-speech"]
+    assert down.status == "fail" and "the voice model is down" in down.detail
+    assert "TTS_BASE_URL" in down.fix
+
+
 async def test_a_world_writable_data_dir_fails(bot_settings: Settings) -> None:
     bot_settings.data_dir.mkdir(parents=True)
     bot_settings.data_dir.chmod(0o777)

@@ -49,6 +49,7 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
             "remember",
             "memory",
             "persona",
+            "voice",
             "forget",
         ]
         assert all(c["description"] for c in params["commands"])
@@ -64,7 +65,7 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
     assert f"telegram webhook: set {TELEGRAM_URL}" in out
     assert (
         "telegram commands: set /start, /help, /new, /language, /remember, /memory, /persona,"
-        " /forget (default, ja, zh, th)" in out
+        " /voice, /forget (default, ja, zh, th)" in out
     )
     assert f"line webhook: set {LINE_URL}" in out
     assert "line webhook test: ok" in out

@@ -182,7 +182,17 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
         # everyone, in four languages, come first).
         telegram.fail_next("setMyCommands", 400, "Bad Request: chat not found", after=5)
         assert await run_set_webhook(settings) == 0
-        public = ["start", "help", "new", "language", "remember", "memory", "persona", "forget"]
+        public = [
+            "start",
+            "help",
+            "new",
+            "language",
+            "remember",
+            "memory",
+            "persona",
+            "voice",
+            "forget",
+        ]
         assert menus(telegram) == {
             "default": public,
             f"chat{ALICE}": [*public, "proposals", "skills", "synthesize", "reopen", "usage"],

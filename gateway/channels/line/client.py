@@ -19,6 +19,7 @@ from linebot.v3.messaging import (
     ApiException,
     AsyncApiClient,
     AsyncMessagingApi,
+    AudioMessage,
     Configuration,
     Message,
     PostbackAction,
@@ -62,6 +63,25 @@ class PushQuotaExhausted(ChannelError):
 
 def text_messages(texts: Sequence[str], buttons: Sequence[Button] = ()) -> list[TextMessage]:
     """Text messages; the buttons become postback quick replies on the last one."""
+    quick = quick_reply(buttons)
+    last = len(texts) - 1
+    return [
+        TextMessage(text=t, quick_reply=quick if i == last else None) for i, t in enumerate(texts)
+    ]
+
+
+def audio_message(url: str, seconds: float, buttons: Sequence[Button] = ()) -> AudioMessage:
+    """An audio message LINE fetches from `url` (https), lasting `seconds` (sent in ms), the
+    buttons as its quick replies."""
+    return AudioMessage(
+        original_content_url=url,
+        duration=max(1, round(seconds * 1000)),
+        quick_reply=quick_reply(buttons),
+    )
+
+
+def quick_reply(buttons: Sequence[Button]) -> QuickReply | None:
+    """The buttons as postback quick replies (None without any)."""
     items = []
     for b in buttons:
         data = f"{b.action}:{b.value}"
@@ -72,11 +92,7 @@ def text_messages(texts: Sequence[str], buttons: Sequence[Button] = ()) -> list[
             continue
         action = PostbackAction(label=b.label[:20], data=data, display_text=b.label)
         items.append(QuickReplyItem(action=action))
-    quick = QuickReply(items=items[:MAX_QUICK_REPLY_ITEMS]) if items else None
-    last = len(texts) - 1
-    return [
-        TextMessage(text=t, quick_reply=quick if i == last else None) for i, t in enumerate(texts)
-    ]
+    return QuickReply(items=items[:MAX_QUICK_REPLY_ITEMS]) if items else None
 
 
 class LineClient:

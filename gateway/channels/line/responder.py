@@ -14,6 +14,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
+from linebot.v3.messaging import Message
+
 from gateway.channels.api import (
     CUT_NOTE,
     ENGLISH,
@@ -31,7 +33,12 @@ from gateway.channels.api import (
     utf16_len,
 )
 from gateway.channels.line.cards import CardBubbles
-from gateway.channels.line.client import MAX_MESSAGES_PER_CALL, LineClient, text_messages
+from gateway.channels.line.client import (
+    MAX_MESSAGES_PER_CALL,
+    LineClient,
+    audio_message,
+    text_messages,
+)
 from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import ASK_IN_GROUP, ASK_WHAT_WENT_WRONG
 from gateway.channels.line.format import MAX_TEXT_UTF16, line_parts
@@ -150,6 +157,16 @@ class LineResponder:
         answer = reply.message_id
         # A notice, or an answer stored by this very attempt, tries the reply token first.
         fresh = not reply.resumed
+        voice = reply.voice
+        if voice is not None and voice.url is not None:
+            # Spoken: the text, then the audio LINE fetches by its signed link, with the buttons.
+            messages: list[Message] = [
+                *text_messages(parts),
+                audio_message(voice.url, voice.seconds, reply.buttons),
+            ]
+            return await self.outbox.deliver_messages(
+                self.chat.chat_id, messages, ref, self.event, answer=answer, fresh=fresh
+            )
         return await self.outbox.deliver(
             self.chat.chat_id, parts, reply.buttons, ref, self.event, answer=answer, fresh=fresh
         )

@@ -44,7 +44,7 @@ SPEC = PlatformSpec(
     user_label=N_("LINE user {who}…"),
     user_id_shown=9,
     # No edit API: a decided card gets a notice, a rated answer keeps its buttons.
-    capabilities=Capabilities(),
+    capabilities=Capabilities(speech="mp3", media_by_link=True),
     settings=SETTINGS,
     setup="gateway.channels.line.interview",
 )

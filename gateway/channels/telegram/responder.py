@@ -156,12 +156,28 @@ class TelegramResponder:
             self._shown = stream.message_id
 
     async def deliver(self, reply: Reply) -> list[str]:
-        """The answer in parts, the last one with its buttons; continues after a failure."""
+        """The answer in parts, the last one with its buttons; continues after a failure.
+        A spoken answer goes after its text as a voice message, which takes the buttons."""
         parts = render_parts(reply.text, note=self.texts(CUT_NOTE))
         ids = list(reply.delivered_ids)
-        if len(ids) >= len(parts):
+        voice = reply.voice
+        if len(ids) >= len(parts) + (voice is not None):
             return ids
         markup = keyboard(reply.buttons) if reply.buttons else None
+        if voice is not None:
+            if len(ids) < len(parts):
+                ids = await self._parts(reply, parts, ids, None)
+            sent = await self.sender.voice(self.target, voice.audio, voice.seconds, markup=markup)
+            ids.append(str(sent))
+            if reply.message_id is not None:
+                await self.parts_log.set_platform_ids(reply.message_id, ids)
+            return ids
+        return await self._parts(reply, parts, ids, markup)
+
+    async def _parts(
+        self, reply: Reply, parts: list[Part], ids: list[str], markup: Keyboard | None
+    ) -> list[str]:
+        """The text parts not sent yet, `markup` on the last one."""
         if not ids and self._shown is None and self._edits_in_place():
             # A retry of an answer already written: its streamed message may be waiting.
             assert self.message_id is not None

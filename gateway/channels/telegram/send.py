@@ -23,7 +23,14 @@ from datetime import timedelta
 from typing import TypeVar
 
 from aiolimiter import AsyncLimiter
-from telegram import Bot, ForceReply, InlineKeyboardMarkup, InputFile, Message
+from telegram import (
+    Bot,
+    ForceReply,
+    InlineKeyboardMarkup,
+    InputFile,
+    Message,
+    ReplyParameters,
+)
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
@@ -290,6 +297,36 @@ class Sender:
                 message_thread_id=target.thread_id,
             ),
         )
+
+    async def voice(
+        self,
+        target: Target,
+        audio: bytes,
+        seconds: float,
+        *,
+        markup: Keyboard | None = None,
+        reply_to: int | None = None,
+    ) -> int:
+        """Send OGG/Opus audio as a voice message (with `markup` under it): its id."""
+        await self._pace(target)
+        keyboard = None if markup is None else markup.markup()
+        reply = (
+            None
+            if reply_to is None
+            else ReplyParameters(reply_to, allow_sending_without_reply=True)
+        )
+        sent = await self.call(
+            "sendVoice",
+            lambda: self.bot.send_voice(
+                target.chat_id,
+                InputFile(audio, filename="answer.ogg"),
+                duration=max(1, round(seconds)),
+                message_thread_id=target.thread_id,
+                reply_markup=keyboard,
+                reply_parameters=reply,
+            ),
+        )
+        return sent.message_id
 
     async def _pace(self, target: Target) -> None:
         limiter = self._limiter(target)

@@ -36,7 +36,7 @@ SPEC = PlatformSpec(
     user_id=USER_ID,
     user_id_hint="a number",
     user_label=N_("Telegram user {who}"),
-    capabilities=Capabilities(edit=True, drafts=True),
+    capabilities=Capabilities(edit=True, drafts=True, speech="opus"),
     # A bot token ("<bot id>:<35 characters>") anywhere, e.g. inside a Bot API URL that
     # httpx logs, is masked even when it is not the configured one.
     token_shapes=(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}",),
