@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from functools import partial
 
 from aiohttp import web
@@ -24,6 +25,7 @@ from gateway.channels.base import INTAKE, Channel
 from gateway.channels.registry import capabilities, configured_channels
 from gateway.config import Settings
 from gateway.core.llm import LLM
+from gateway.core.model_health import ModelHealth
 from gateway.review.delivery import start_cards
 from gateway.runtime.alerts import AlertWatcher, log_only, looker
 from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts
@@ -54,24 +56,43 @@ async def last_run_started(store: SynthesisQueries) -> float | None:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness and configuration at a glance; 503 when the database does not answer."""
+    """Liveness and configuration at a glance; 503 when the database does not answer,
+    `degraded` (still 200: the process is alive) while the model's chat calls fail."""
     parts = request.app[PARTS]
     settings = parts.settings
     db_ok = await parts.store.ping()
+    model = {
+        "configured": settings.model_configured,
+        "name": settings.llm_model,
+        "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
+        **model_state(parts.health),
+    }
+    degraded = model["state"] != "ok" and model["state"] != "unknown"
     body = {
-        "status": "ok" if db_ok else "error",
+        "status": ("degraded" if degraded else "ok") if db_ok else "error",
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
-        "model": {
-            "configured": settings.model_configured,
-            "name": settings.llm_model,
-            "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
-        },
+        "model": model,
         "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+def model_state(health: ModelHealth | None) -> dict[str, object]:
+    """The model as its chat calls find it: ok, unknown (no call yet) or failing since when."""
+    if health is None or not health.known:
+        return {"state": "unknown"}
+    failing = health.failing()
+    if failing is None:
+        return {"state": "ok"}
+    since = datetime.fromtimestamp(failing.since, UTC).isoformat(timespec="seconds")
+    return {
+        "state": f"failing since {since}",
+        "failed_calls": f"{failing.failed} of {failing.calls}",
+        "last_error": failing.error,
+    }
 
 
 def _answered(look: asyncio.Task[bool] | None) -> bool | None:
@@ -167,7 +188,7 @@ def build_app(
             )
             if watch:
                 failures = settings.alert_synthesis_failures
-                look = looker(settings, parts.store, failures, parts.tools)
+                look = looker(settings, parts.store, failures, parts.tools, parts.health)
                 cards = parts.admins.cards
                 tell = cards.tell_admins if cards is not None else log_only
                 revive = parts.tools.probe if parts.tools is not None else None

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.config import AlertSettings, Settings
+from gateway.core.model_health import ModelHealth
 from gateway.core.ports import Meta
 from gateway.i18n import N_
-from gateway.runtime.model_check import model_error
+from gateway.runtime.model_check import model_error, what_to_fix
 from gateway.runtime.scheduler import every, shut_down
 from gateway.synthesis.ports import Locks
 from gateway.synthesis.runs import RunRecord
@@ -40,8 +41,8 @@ LOCK_NAME = "alerts"
 LEASE_SECONDS = 3 * EVERY_SECONDS
 
 MODEL_DOWN = N_(
-    "⚠️ The model has not answered for {minutes} minutes: {error}. Users get an apology"
-    " instead of answers. `skillgate doctor` says what to fix."
+    "⚠️ The model has been failing for {minutes} minutes: {error}. Users are told it is having"
+    " trouble instead of getting answers. What to fix: {fix}"
 )
 MODEL_BACK = N_("✅ The model answers again (it was down for {minutes} minutes).")
 NO_WEBHOOK = N_(
@@ -95,6 +96,11 @@ class Signals:
 
     model_error: str | None = None
     model_checked: bool = False
+    model_since: float | None = None
+    """When the chat calls began to fail (None: the failure is `/models`', seen now)."""
+    model_unsure: bool = False
+    """`/models` answers, but no chat call was made since the start: the calls say nothing."""
+    model_fix: str = ""
     webhook_last: dict[str, float | None] | None = None
     """Per platform in webhook mode with users: when its last update arrived (None: never)."""
     disk_mb: int | None = None
@@ -112,9 +118,14 @@ def webhook_platforms(settings: Settings) -> list[str]:
 
 
 def looker(
-    settings: Settings, store: SignalStore, limit: int, tools: ToolServers | None = None
+    settings: Settings,
+    store: SignalStore,
+    limit: int,
+    tools: ToolServers | None = None,
+    health: ModelHealth | None = None,
 ) -> Callable[[], Awaitable[Signals]]:
-    """What the watcher looks at, for these settings, this store and these tool servers."""
+    """What the watcher looks at, for these settings, this store, these tool servers and
+    the outcomes of the model's chat calls (`health`)."""
 
     async def look() -> Signals:
         seen = Signals(disk_mb=free_mb(settings.data_dir))
@@ -123,6 +134,16 @@ def looker(
         if settings.model_configured:
             seen.model_checked = True
             seen.model_error = await model_error(settings)
+            failing = health.failing() if health is not None else None
+            if seen.model_error is None and failing is not None:
+                seen.model_since = failing.since
+                seen.model_error = (
+                    f"{failing.failed} of the last {failing.calls} chat calls failed,"
+                    f" the last with: {failing.error}"
+                )
+            seen.model_unsure = seen.model_error is None and health is not None and not health.known
+            if seen.model_error is not None:
+                seen.model_fix = what_to_fix(settings, seen.model_error)
         seen.webhook_last = {
             name: await store.inbox_last_received(name)
             for name in webhook_platforms(settings)
@@ -195,7 +216,7 @@ class AlertWatcher:
         state: dict[str, dict[str, Any]] = json.loads(await self.store.get_meta(STATE_KEY) or "{}")
         now, t = self.clock(), self.thresholds
         if t.alert_model_minutes > 0 and seen.model_checked:
-            await self._model(state, seen.model_error, now)
+            await self._model(state, seen, now)
         if t.alert_tool_minutes > 0 and seen.tool_servers is not None:
             await self._tools(state, seen.tool_servers, now)
         for platform, last in (
@@ -213,9 +234,25 @@ class AlertWatcher:
             )
         await self.store.set_meta(STATE_KEY, json.dumps(state, sort_keys=True))
 
-    async def _model(self, state: dict[str, dict[str, Any]], error: str | None, now: float) -> None:
+    async def _model(self, state: dict[str, dict[str, Any]], seen: Signals, now: float) -> None:
+        if seen.model_unsure and state.get("model", {}).get("calls"):
+            # The chat calls failed before a restart and none was made since: still open.
+            return
         limit = self.thresholds.alert_model_minutes
-        await self._outage(state, "model", error, now, limit, MODEL_DOWN, MODEL_BACK)
+        error, since = seen.model_error, seen.model_since
+        await self._outage(
+            state,
+            "model",
+            error,
+            now,
+            limit,
+            MODEL_DOWN,
+            MODEL_BACK,
+            since=since,
+            fix=seen.model_fix,
+        )
+        if since is not None and "model" in state:
+            state["model"]["calls"] = True
 
     async def _tools(
         self, state: dict[str, dict[str, Any]], servers: dict[str, str | None], now: float
@@ -237,9 +274,12 @@ class AlertWatcher:
         minutes: float,
         down: str,
         back: str,
+        since: float | None = None,
+        fix: str | None = None,
         **values: object,
     ) -> None:
-        """Told once when down for `minutes`, and once when back (only if it was told)."""
+        """Told once when down for `minutes` (since `since`, or since first seen), and once
+        when back (only if it was told)."""
         open_ = state.get(key)
         if error is None:
             if open_ is not None and open_.get("told"):
@@ -248,12 +288,15 @@ class AlertWatcher:
             state.pop(key, None)
             return
         if open_ is None:
-            state[key] = open_ = {"since": now, "told": False}
+            state[key] = open_ = {"since": min(since or now, now), "told": False}
         waited = (now - open_["since"]) / 60
         if not open_["told"] and waited >= minutes:
             open_["told"] = True
             lasted = round(waited)
-            await self._say(key, down, open_["since"], minutes=lasted, error=error, **values)
+            extra = {"fix": fix} if fix is not None else {}
+            await self._say(
+                key, down, open_["since"], minutes=lasted, error=error, **extra, **values
+            )
 
     async def _webhook(
         self, state: dict[str, dict[str, Any]], platform: str, last: float | None, now: float

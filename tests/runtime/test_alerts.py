@@ -170,4 +170,4 @@ async def test_an_alert_reaches_the_admins_private_chat_in_their_language(
         await watcher.tick()
     alerts = [t for t in gw.fake.sent_texts(4242) if "connection refused" in t]
     assert len(alerts) == 1
-    assert alerts[0].startswith("⚠️ モデルが 2 分間応答していません")
+    assert alerts[0].startswith("⚠️ モデルが 2 分間失敗しています")
