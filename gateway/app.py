@@ -27,7 +27,7 @@ from gateway.config import Settings
 from gateway.core.llm import LLM
 from gateway.core.model_health import ModelHealth
 from gateway.review.delivery import start_cards
-from gateway.runtime.alerts import AlertWatcher, log_only, looker
+from gateway.runtime.alerts import AlertWatcher, WatchedProcess, log_only, looker
 from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts
 from gateway.runtime.keys import CATALOG, REVIEW, SCHEDULE, SETTINGS, STORE, SYNTHESIZER, TOOLS
 from gateway.runtime.metrics import METRICS, Metrics
@@ -47,6 +47,7 @@ BASIC_FRAMING = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"}
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
 MODEL_LOOK: web.AppKey[asyncio.Task[bool]] = web.AppKey("model look")
+MODEL_PROCESS: web.AppKey[WatchedProcess] = web.AppKey("model process")
 
 
 async def last_run_started(store: SynthesisQueries) -> float | None:
@@ -67,6 +68,11 @@ async def healthz(request: web.Request) -> web.Response:
         "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
         **model_state(parts.health),
     }
+    process = request.app.get(MODEL_PROCESS)
+    if process is not None:
+        model["process"] = process.state
+        if process.gave_up is not None:
+            model["state"] = f"failing: {process.gave_up}"
     degraded = model["state"] != "ok" and model["state"] != "unknown"
     body = {
         "status": ("degraded" if degraded else "ok") if db_ok else "error",
@@ -133,12 +139,14 @@ def build_app(
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
     watch: bool = False,
+    model_process: WatchedProcess | None = None,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
     `watch` (the server) looks at the model at start and watches for outages, telling the
-    admins (`runtime.model_check`, `runtime.alerts`).
+    admins (`runtime.model_check`, `runtime.alerts`). `model_process` is the on-board
+    model's server (LLM_LOCAL_MODEL) that `runtime.local_model` keeps running.
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -146,6 +154,8 @@ def build_app(
     app[OWN_BODY] = frozenset(route.path for channel in chans for route in channel.routes())
     app[CHANNELS] = chans
     app[SETTINGS] = settings
+    if model_process is not None:
+        app[MODEL_PROCESS] = model_process
     metrics = app[METRICS] = Metrics()
     first = FirstAnswer()
 
@@ -188,7 +198,9 @@ def build_app(
             )
             if watch:
                 failures = settings.alert_synthesis_failures
-                look = looker(settings, parts.store, failures, parts.tools, parts.health)
+                look = looker(
+                    settings, parts.store, failures, parts.tools, parts.health, model_process
+                )
                 cards = parts.admins.cards
                 tell = cards.tell_admins if cards is not None else log_only
                 revive = parts.tools.probe if parts.tools is not None else None

@@ -66,18 +66,18 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     start_logging(settings, settings.log_level, args.log_format or settings.log_format)
     from gateway.cli.banner import next_steps
     from gateway.ops.spelling import unknown_settings
-    from gateway.runtime.local_model import local_model
+    from gateway.runtime.local_model import supervised_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
     for unknown in unknown_settings(args.env_file or Path(".env")):
         log.warning("%s", unknown)
-    with local_model(settings) as settings:
+    with supervised_model(settings) as (settings, process):
         log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
         for line in next_steps(settings, args.host, port):
             log.info("%s", line)
         serving.run(
-            build_app(settings, settle_after_start=True, watch=True),
+            build_app(settings, settle_after_start=True, watch=True, model_process=process),
             sock,
             limits=serving.Limits(),
             shutdown_timeout=settings.shutdown_timeout_seconds,

@@ -90,6 +90,18 @@ class ToolServers(Protocol):
         ...
 
 
+class WatchedProcess(Protocol):
+    """The on-board model's server, as its supervisor keeps it (`runtime.local_model`)."""
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def gave_up(self) -> str | None:
+        """Why it is no longer started again (None: it runs, or is being started)."""
+        ...
+
+
 @dataclass
 class Signals:
     """What one look found; None where a check has nothing to say (not configured)."""
@@ -123,6 +135,7 @@ def looker(
     limit: int,
     tools: ToolServers | None = None,
     health: ModelHealth | None = None,
+    process: WatchedProcess | None = None,
 ) -> Callable[[], Awaitable[Signals]]:
     """What the watcher looks at, for these settings, this store, these tool servers and
     the outcomes of the model's chat calls (`health`)."""
@@ -141,6 +154,8 @@ def looker(
                     f"{failing.failed} of the last {failing.calls} chat calls failed,"
                     f" the last with: {failing.error}"
                 )
+            if process is not None and process.gave_up is not None:
+                seen.model_error = process.gave_up
             seen.model_unsure = seen.model_error is None and health is not None and not health.known
             if seen.model_error is not None:
                 seen.model_fix = what_to_fix(settings, seen.model_error)
