@@ -46,7 +46,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.runtime.datadir import lock_data_dir
 
     try:
-        held = None if settings.shared_database else lock_data_dir(settings.data_dir)
+        # Where doctor on this machine reaches this server (any address: loopback).
+        local = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+        host = f"[{local}]" if ":" in local else local
+        here = f"http://{host}:{sock.getsockname()[1]}"
+        held = None if settings.shared_database else lock_data_dir(settings.data_dir, here)
     except BaseException:
         sock.close()
         raise

@@ -145,10 +145,67 @@ async def check_skills_volume(settings: Settings) -> Check:
     return Check("skills volume", "ok", f"{settings.skills_dir} is the shared volume")
 
 
+async def check_served_model(settings: Settings) -> Check | None:
+    """The model as the `skillgate serve` holding this data dir finds it (None: none runs)."""
+    import aiohttp
+
+    from gateway.runtime.datadir import lock_holder, served_url
+    from gateway.runtime.model_check import what_to_fix
+
+    holder = lock_holder(settings.data_dir)
+    url = served_url(holder)
+    if url is None:
+        return None
+    try:
+        timeout = aiohttp.ClientTimeout(total=10)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as http,
+            http.get(f"{url}/healthz") as resp,
+        ):
+            model = (await resp.json())["model"]
+    except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError) as exc:
+        return Check(
+            "model (served)",
+            "warn",
+            f"the running server ({holder}) did not answer {url}/healthz: {exc!r}",
+            "its log says why; restart `skillgate serve` if it hangs",
+        )
+    name, state = model.get("name"), str(model.get("state", "unknown"))
+    where = f"as the running server sees it ({url})"
+    if state.startswith("failing"):
+        error = str(model.get("last_error") or state)
+        return Check(
+            "model (served)",
+            "fail",
+            f"{name} {where}: {state}; the last error: {error}",
+            what_to_fix(settings, error),
+        )
+    if state == "ok":
+        return Check("model (served)", "ok", f"{name} {where}: its chat calls answer")
+    if model.get("answered_at_start") is False:
+        return Check(
+            "model (served)",
+            "fail",
+            f"{name} {where}: did not answer its look at start, and no chat call was made since",
+            what_to_fix(settings, "did not answer"),
+        )
+    return Check("model (served)", "ok", f"{name} {where}: answered, no chat call yet")
+
+
 async def check_model(settings: Settings) -> list[Check]:
-    """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    """The model's reachability, context size, chat, tools and JSON mode (model_probe); with a
+    running server, the model that server uses, as it finds it."""
+    served = await check_served_model(settings)
     if settings.llm_local_model is not None:
+        if served is not None:
+            # Its own copy would be a second model, not the one the users' answers come from.
+            return [_trying(settings), served]
         return await check_local_model(settings)
+    checks = await _check_configured_model(settings)
+    return checks if served is None else [*checks, served]
+
+
+async def _check_configured_model(settings: Settings) -> list[Check]:
     if not settings.model_configured:
         return [
             Check(
@@ -172,20 +229,26 @@ async def check_model(settings: Settings) -> list[Check]:
 
 async def check_local_model(settings: Settings) -> list[Check]:
     """LLM_LOCAL_MODEL: start llama.cpp's server as serve would, and probe it."""
-    from gateway.runtime.local_model import TRYING, local_model
+    from gateway.runtime.local_model import local_model
 
     try:
         with local_model(settings) as started:
-            checks = await check_model(started.model_copy(update={"llm_local_model": None}))
+            unset = started.model_copy(update={"llm_local_model": None})
+            checks = await _check_configured_model(unset)
     except ConfigError as exc:
         return [Check("model", "fail", str(exc), "install what it names, or `skillgate init`")]
-    note = Check(
+    return [_trying(settings), *checks]
+
+
+def _trying(settings: Settings) -> Check:
+    from gateway.runtime.local_model import TRYING
+
+    return Check(
         "local model",
         "warn",
         f"{settings.llm_local_model}: {TRYING}",
         "for users, a real model: `skillgate init` (or LLM_BASE_URL and LLM_MODEL)",
     )
-    return [note, *checks]
 
 
 async def check_speech(settings: Settings) -> Check:
