@@ -399,6 +399,12 @@ class Synthesizer:
         try:
             drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
         except SynthesisError as exc:
+            if completion.cut_by is not None:
+                # The gateway's own bound, not the model's context: name the one to move.
+                raise SynthesisError(
+                    f"the model's answer was cut at {completion.cut_by}, before it was"
+                    f" whole: raise that setting for a slow model: {exc}"
+                ) from exc
             if completion.finish_reason == "length":
                 limit = cfg.budget.cut(completion.prompt_tokens, completion.completion_tokens)
                 raise SynthesisError(f"the model's answer was {limit}: {exc}") from exc

@@ -215,3 +215,18 @@ async def test_a_model_that_takes_only_its_default_temperature_is_asked_without_
         fake_llm.reply(answer())
         await gw.synthesize()
         assert "temperature" not in fake_llm.requests[-1]  # not asked again
+
+
+async def test_a_synthesis_answer_cut_by_the_streams_time_limit_names_that_limit_not_the_context(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(
+        make_settings, fake_llm, llm_context_tokens=4096, llm_stream_max_seconds=1
+    )
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.flood('{"proposals": [', interval=0.01)  # slow, never quiet, never done
+        run = await gw.synthesize()
+    assert run["status"] == "failed"
+    assert "the stream's time limit of 1 s (LLM_STREAM_MAX_SECONDS)" in run["error"]
+    assert "context" not in run["error"] and "LLM_CONTEXT_TOKENS" not in run["error"]
