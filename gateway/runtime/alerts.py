@@ -12,6 +12,7 @@ closes when its cause is gone, and the next one is told again. 0 turns a check o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -223,6 +224,10 @@ class AlertWatcher:
                     await self.revive()
                 return
             await self.check(await self.look())
+        except asyncio.CancelledError:
+            # The server stops while a look is under way (it waits on the model): nothing
+            # failed, and the scheduler would log the cancellation as an ERROR traceback.
+            log.debug("the alert check was cut short by the shutdown")
         except Exception:
             log.exception("the alert check failed; the next one tries again")
 
