@@ -14,7 +14,7 @@ from gateway.core.stream import PartialText
 from gateway.runtime.assembly import close_parts, open_parts
 from gateway.runtime.local_model import TRYING
 
-HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"
+HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /help, /quit; Ctrl-C leaves"
 
 
 def input_reader() -> Callable[[str], Awaitable[str | None]]:
@@ -102,6 +102,9 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                 continue
             if text in ("/quit", "/exit"):
                 break
+            if text in ("/help", "/start", "/?"):
+                print(HELP)  # the terminal's commands, not a question for the model
+                continue
             if text == "/new":
                 await parts.store.finish_chat_session("console", user, "new")
                 print("(new session)")
