@@ -314,8 +314,10 @@ class AlertWatcher:
             open_["told"] = True
             lasted = round(waited)
             extra = {"fix": fix} if fix is not None else {}
+            # The message ends the error's sentence itself: "unavailable.." reads as a typo.
+            said = error.rstrip(". ")
             await self._say(
-                key, down, open_["since"], minutes=lasted, error=error, **extra, **values
+                key, down, open_["since"], minutes=lasted, error=said, **extra, **values
             )
 
     async def _webhook(

@@ -39,7 +39,7 @@ async def test_chat_calls_failing_while_models_answers_bring_one_alert_and_a_deg
             LIMITS,
             clock=clock,
         )
-        fake_llm.error(500, times=3, message="engine is dead")
+        fake_llm.error(500, times=3, message="engine is dead.")
         for n in range(1, 4):
             await gw.deliver(make_text_update(n, f"question {n}", user_id=7, chat_id=7))
             clock.now += 30
@@ -67,6 +67,7 @@ async def test_chat_calls_failing_while_models_answers_bring_one_alert_and_a_deg
         assert values["minutes"] == 2 and "3 of the last 3 chat calls failed" in values["error"]
         assert "HTTP 500" in values["error"] and "behind its API" in values["fix"]
         assert "{fix}" in message
+        assert not values["error"].endswith(".")  # the message ends the sentence itself
 
         # A restart forgets the calls but not the incident: no "back" until a call answers.
         fresh = ModelHealth(clock=clock)
