@@ -12,6 +12,7 @@ from gateway.app import MODEL_LOOK, build_app
 from gateway.config import Settings
 from gateway.synthesis.budget import answer_tokens
 from gateway.synthesis.synthesizer import BATCH_ATTEMPTS, FAILED_BATCH_KEY
+from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import (
     Gateway,
@@ -234,6 +235,10 @@ async def test_a_synthesis_answer_cut_by_the_streams_time_limit_names_that_limit
         assert await gw.parts.store.get_meta(FAILED_BATCH_KEY) in (None, "{}")
         (record,) = await gw.parts.store.list_runs(1)
         assert record.sessions == 1  # what it read and showed the model, though it failed
+        await sign_in(gw.client)
+        page = await (await gw.client.get(f"/admin/runs/{record.id}")).text()
+        assert "<dd>1 session in 1 batch</dd>" in page
+        assert "not reported by the model" in page and "0 + 0" not in page
 
 
 async def test_a_model_outage_during_synthesis_uses_up_no_attempt_of_its_sessions(
