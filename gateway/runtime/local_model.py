@@ -180,7 +180,7 @@ class ModelProcess:
         )
         self._starting = True
         try:
-            _wait_healthy(self.proc, self.base, self.what, self._said, self.timeout)
+            _wait_healthy(self.proc, self.base, self.what, self._said, self.timeout, self._stopping)
         except ConfigError:
             _stop(self.proc)
             raise
@@ -237,10 +237,17 @@ class ModelProcess:
 
 
 def _wait_healthy(
-    proc: subprocess.Popen[bytes], base: str, what: str, said: IO[bytes], timeout: float
+    proc: subprocess.Popen[bytes],
+    base: str,
+    what: str,
+    said: IO[bytes],
+    timeout: float,
+    stopping: threading.Event | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
     while not _healthy(base):
+        if stopping is not None and stopping.is_set():
+            raise ConfigError(f"LLM_LOCAL_MODEL: {what} was stopped while it loaded")
         if proc.poll() is not None:
             said.seek(0)
             last = said.read().decode(errors="replace").strip().splitlines()[-1:] or ["-"]
