@@ -269,7 +269,7 @@ class AlertWatcher:
             MODEL_DOWN,
             MODEL_BACK,
             since=since,
-            fix=seen.model_fix,
+            fix=seen.model_fix or "`skillgate doctor` checks the model",
         )
         if since is not None and "model" in state:
             state["model"]["calls"] = True
