@@ -114,6 +114,9 @@ class Signals:
     model_unsure: bool = False
     """`/models` answers, but no chat call was made since the start: the calls say nothing."""
     model_fix: str = ""
+    model_given_up: bool = False
+    """The on-board model's process is no longer started again: told at once, not after
+    SKILLGATE_ALERT_MODEL_MINUTES, since waiting will not mend it."""
     webhook_last: dict[str, float | None] | None = None
     """Per platform in webhook mode with users: when its last update arrived (None: never)."""
     disk_mb: int | None = None
@@ -156,7 +159,7 @@ def looker(
                     f" the last with: {failing.error}"
                 )
             if process is not None and process.gave_up is not None:
-                seen.model_error = process.gave_up
+                seen.model_error, seen.model_given_up = process.gave_up, True
             seen.model_unsure = seen.model_error is None and health is not None and not health.known
             if seen.model_error is not None:
                 seen.model_fix = what_to_fix(settings, seen.model_error)
@@ -258,7 +261,7 @@ class AlertWatcher:
         if seen.model_unsure and state.get("model", {}).get("calls"):
             # The chat calls failed before a restart and none was made since: still open.
             return
-        limit = self.thresholds.alert_model_minutes
+        limit = 0 if seen.model_given_up else self.thresholds.alert_model_minutes
         error, since = seen.model_error, seen.model_since
         await self._outage(
             state,

@@ -16,10 +16,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import build_app
-from gateway.config import Settings
-from gateway.runtime.alerts import looker
+from gateway.config import AlertSettings, Settings
+from gateway.runtime.alerts import MODEL_DOWN, AlertWatcher, looker
 from gateway.runtime.local_model import ModelProcess
 from gateway.store import SqliteStore
+from tests.runtime.test_alerts import Clock, Told
 from tests.serve_process import free_port
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "model_process.py")
@@ -121,7 +122,16 @@ async def test_a_given_up_model_process_is_the_alerts_error_with_its_fix(
     # As `serve` has them: pointed at the server it started.
     started = {"llm_base_url": f"http://127.0.0.1:{free_port()}/v1", "llm_model": "smollm2"}
     settings = make_settings(llm_local_model="smollm2").model_copy(update=started)
+    told = Told()
+    limits = AlertSettings(alert_model_minutes=10, alert_disk_mb=0, alert_synthesis_failures=0)
     async with SqliteStore(tmp_path / "alerts.db") as store:
-        seen = await looker(settings, store, 0, None, None, GivenUp())()
-    assert seen.model_error == GivenUp.gave_up
-    assert "LLM_LOCAL_MODEL" in seen.model_fix and "restart `skillgate serve`" in seen.model_fix
+        look = looker(settings, store, 0, None, None, GivenUp())
+        seen = await look()
+        assert seen.model_error == GivenUp.gave_up
+        assert "LLM_LOCAL_MODEL" in seen.model_fix and "restart `skillgate serve`" in seen.model_fix
+        watcher = AlertWatcher(store, look, told, limits, clock=Clock())
+        await watcher.tick()  # waiting will not mend it: told at once, not in 10 minutes
+        await watcher.tick()
+        await watcher.stop()
+    assert told.messages == [MODEL_DOWN]
+    assert told.said[0][1]["error"] == GivenUp.gave_up.rstrip(".")
