@@ -1,7 +1,9 @@
 """Admins hear when it breaks: one alert per incident, in their private chats and the log.
 
 Every minute the watcher looks at what users would notice first: the model failing for
-SKILLGATE_ALERT_MODEL_MINUTES (and again when it is back), no webhook from a configured
+SKILLGATE_ALERT_MODEL_MINUTES (its `/models` does not answer, or its chat calls fail, as
+`core.model_health` judges them; at once when the on-board model's process is given up),
+with what to fix, and again when it is back; no webhook from a configured
 platform for SKILLGATE_ALERT_WEBHOOK_HOURS while it has users, free disk under
 SKILLGATE_ALERT_DISK_MB, SKILLGATE_ALERT_SYNTHESIS_FAILURES failed passes in a row, and a
 tool server down for SKILLGATE_ALERT_TOOL_MINUTES (and again when it is back). Each look
