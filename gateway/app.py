@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from functools import partial
 
 from aiohttp import web
@@ -25,10 +26,11 @@ from gateway.channels.base import INTAKE, Channel
 from gateway.channels.registry import capabilities, configured_channels
 from gateway.config import Settings
 from gateway.core.llm import LLM
+from gateway.core.model_health import ModelHealth
 from gateway.media.links import ROUTE as LINK_ROUTE
 from gateway.media.links import LinkRefused
 from gateway.review.delivery import start_cards
-from gateway.runtime.alerts import AlertWatcher, log_only, looker
+from gateway.runtime.alerts import AlertWatcher, WatchedProcess, log_only, looker
 from gateway.runtime.assembly import Parts, channel_ports, close_parts, open_parts, task_worker
 from gateway.runtime.keys import (
     CATALOG,
@@ -61,6 +63,7 @@ BASIC_FRAMING = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"}
 PARTS: web.AppKey[Parts] = web.AppKey("parts")
 CHANNELS: web.AppKey[list[Channel]] = web.AppKey("channels")
 MODEL_LOOK: web.AppKey[asyncio.Task[bool]] = web.AppKey("model look")
+MODEL_PROCESS: web.AppKey[WatchedProcess] = web.AppKey("model process")
 
 
 async def last_run_started(store: SynthesisQueries) -> float | None:
@@ -70,24 +73,48 @@ async def last_run_started(store: SynthesisQueries) -> float | None:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness and configuration at a glance; 503 when the database does not answer."""
+    """Liveness and configuration at a glance; 503 when the database does not answer,
+    `degraded` (still 200: the process is alive) while the model's chat calls fail."""
     parts = request.app[PARTS]
     settings = parts.settings
     db_ok = await parts.store.ping()
+    model = {
+        "configured": settings.model_configured,
+        "name": settings.llm_model,
+        "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
+        **model_state(parts.health),
+    }
+    process = request.app.get(MODEL_PROCESS)
+    if process is not None:
+        model["process"] = process.state
+        if process.gave_up is not None:
+            model["state"] = f"failing: {process.gave_up}"
+    degraded = model["state"] != "ok" and model["state"] != "unknown"
     body = {
-        "status": "ok" if db_ok else "error",
+        "status": ("degraded" if degraded else "ok") if db_ok else "error",
         "version": __version__,
         "database": "ok" if db_ok else "unreachable",
         "channels": {ch.name: ch.health() for ch in request.app[CHANNELS]},
-        "model": {
-            "configured": settings.model_configured,
-            "name": settings.llm_model,
-            "answered_at_start": _answered(request.app.get(MODEL_LOOK)),
-        },
+        "model": model,
         "inbox_pending": await parts.store.inbox_pending_count() if db_ok else None,
         "skills_enabled": len(parts.catalog.enabled),
     }
     return web.json_response(body, status=200 if db_ok else 503)
+
+
+def model_state(health: ModelHealth | None) -> dict[str, object]:
+    """The model as its chat calls find it: ok, unknown (no call yet) or failing since when."""
+    if health is None or not health.known:
+        return {"state": "unknown"}
+    failing = health.failing()
+    if failing is None:
+        return {"state": "ok"}
+    since = datetime.fromtimestamp(failing.since, UTC).isoformat(timespec="seconds")
+    return {
+        "state": f"failing since {since}",
+        "failed_calls": f"{failing.failed} of {failing.calls}",
+        "last_error": failing.error,
+    }
 
 
 async def media_link(request: web.Request) -> web.StreamResponse:
@@ -147,12 +174,14 @@ def build_app(
     clock: Callable[[], float] = time.time,
     settle_after_start: bool = False,
     watch: bool = False,
+    model_process: WatchedProcess | None = None,
 ) -> web.Application:
     """The gateway as one aiohttp application; `llm` and `channels` are for tests.
 
     `settle_after_start` (the server, not tests) freezes start-up objects; see `settle`.
     `watch` (the server) looks at the model at start and watches for outages, telling the
-    admins (`runtime.model_check`, `runtime.alerts`).
+    admins (`runtime.model_check`, `runtime.alerts`). `model_process` is the on-board
+    model's server (LLM_LOCAL_MODEL) that `runtime.local_model` keeps running.
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[bounded_body])
     chans = configured_channels(settings) if channels is None else channels
@@ -160,6 +189,8 @@ def build_app(
     app[OWN_BODY] = frozenset(route.path for channel in chans for route in channel.routes())
     app[CHANNELS] = chans
     app[SETTINGS] = settings
+    if model_process is not None:
+        app[MODEL_PROCESS] = model_process
     metrics = app[METRICS] = Metrics()
     first = FirstAnswer()
 
@@ -208,7 +239,9 @@ def build_app(
             await tasks.start()
             if watch:
                 failures = settings.alert_synthesis_failures
-                look = looker(settings, parts.store, failures, parts.tools)
+                look = looker(
+                    settings, parts.store, failures, parts.tools, parts.health, model_process
+                )
                 cards = parts.admins.cards
                 tell = cards.tell_admins if cards is not None else log_only
                 revive = parts.tools.probe if parts.tools is not None else None

@@ -450,6 +450,19 @@ class AlertSettings(Section):
     alert_tool_minutes: float = Field(
         5.0, ge=0, le=10_080, validation_alias="SKILLGATE_ALERT_TOOL_MINUTES"
     )
+    alert_model_window_minutes: float = Field(
+        5.0, gt=0, le=1_440, validation_alias="SKILLGATE_ALERT_MODEL_WINDOW_MINUTES"
+    )
+    alert_model_failed_share: float = Field(
+        0.5, gt=0, le=1, validation_alias="SKILLGATE_ALERT_MODEL_FAILED_SHARE"
+    )
+    alert_model_min_calls: int = Field(
+        3, ge=1, le=10_000, validation_alias="SKILLGATE_ALERT_MODEL_MIN_CALLS"
+    )
+
+    @property
+    def model_window_seconds(self) -> float:
+        return self.alert_model_window_minutes * 60
 
 
 class ScheduleSettings(Section):

@@ -22,7 +22,12 @@ async def test_healthz_reports_database_channels_and_model(
     assert body["status"] == "ok"
     assert body["database"] == "ok"
     assert body["channels"] == {}
-    assert body["model"] == {"configured": True, "name": "fake-model", "answered_at_start": None}
+    assert body["model"] == {
+        "configured": True,
+        "name": "fake-model",
+        "answered_at_start": None,
+        "state": "unknown",  # no chat call yet: nothing known of its health
+    }
     assert body["skills_enabled"] >= 3
 
 

@@ -15,6 +15,7 @@ from gateway.admin.console import decider, page, refuse
 from gateway.admin.console_chart import MAX_X_LABELS, Frame, Tick
 from gateway.channels.registry import platforms
 from gateway.conversation.privacy import forget
+from gateway.core.models import TERMINAL
 from gateway.runtime.keys import LINKS, REVIEW, SETTINGS, STORE
 from gateway.usage import Totals, UsageReport, usage_report
 
@@ -133,8 +134,9 @@ def user_ref(channel: object, user: object) -> tuple[str, str] | None:
 
 
 def channel_names() -> list[str]:
-    """The platforms whose users the console and the API export and forget."""
-    return [p.name for p in platforms()]
+    """The platforms whose users the console and the API export and forget, and the
+    terminal's (`skillgate chat`), whose users are listed beside theirs."""
+    return [*(p.name for p in platforms()), TERMINAL]
 
 
 async def users(request: web.Request) -> web.Response:

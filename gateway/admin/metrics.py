@@ -39,6 +39,7 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
     if not allowed:
         return unauthorized("metrics need the admin bearer token or a local connection")
     metrics = request.app[METRICS]
+    metrics.refresh_model()
     try:
         await metrics.refresh(request.app[STORE])
     except StoreError as exc:

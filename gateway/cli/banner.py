@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+
 from gateway.channels.registry import configured_platforms
 from gateway.config import Settings
 from gateway.runtime.local_model import TRYING
@@ -34,4 +38,20 @@ def next_steps(settings: Settings, host: str, port: int) -> list[str]:
             " (`skillgate doctor --fix` generates one into .env)"
         )
     lines.append("`skillgate doctor` checks everything; Ctrl-C stops")
+    if (mine := unfound_command()) is not None:
+        lines.append(
+            f"`skillgate` is not on this shell's PATH: type {mine} for the commands named here,"
+            f' or `export PATH="{mine.parent}:$PATH"`'
+        )
     return lines
+
+
+def unfound_command() -> Path | None:
+    """This install's `skillgate` when the shell would not find it by name (else None)."""
+    mine = Path(sys.executable).parent / "skillgate"
+    if not mine.exists():
+        return None  # run from the source tree (`python -m gateway.cli`): nothing to type
+    found = shutil.which("skillgate")
+    if found is not None and Path(found).resolve() == mine.resolve():
+        return None
+    return mine

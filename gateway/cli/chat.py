@@ -9,12 +9,12 @@ from collections.abc import Awaitable, Callable
 from gateway.config import Settings
 from gateway.conversation.feedback import NOTHING_TO_RATE, rateable
 from gateway.core.agent import Agent
-from gateway.core.models import ChatRef, IncomingMessage, Reply
+from gateway.core.models import TERMINAL, ChatRef, IncomingMessage, Reply
 from gateway.core.stream import PartialText
 from gateway.runtime.assembly import close_parts, open_parts
 from gateway.runtime.local_model import TRYING
 
-HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /quit; Ctrl-C leaves"
+HELP = "Commands: /new (fresh session), /good, /bad [what went wrong], /help, /quit; Ctrl-C leaves"
 
 
 def input_reader() -> Callable[[str], Awaitable[str | None]]:
@@ -88,7 +88,7 @@ async def _answer(agent: Agent, incoming: IncomingMessage) -> Reply:
 async def run_chat(settings: Settings, *, user: str) -> int:
     """Read lines, answer them, until /quit or end of input."""
     parts = await open_parts(settings)
-    chat = ChatRef(channel="console", chat_id=user, user_id=user)
+    chat = ChatRef(channel=TERMINAL, chat_id=user, user_id=user)
     model = settings.llm_model or "no model configured"
     if settings.llm_local_model is not None:
         model += f" on this machine: {TRYING}"
@@ -102,8 +102,11 @@ async def run_chat(settings: Settings, *, user: str) -> int:
                 continue
             if text in ("/quit", "/exit"):
                 break
+            if text in ("/help", "/start", "/?"):
+                print(HELP)  # the terminal's commands, not a question for the model
+                continue
             if text == "/new":
-                await parts.store.finish_chat_session("console", user, "new")
+                await parts.store.finish_chat_session(TERMINAL, user, "new")
                 print("(new session)")
                 continue
             if text.startswith(("/good", "/bad")):

@@ -46,7 +46,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.runtime.datadir import lock_data_dir
 
     try:
-        held = None if settings.shared_database else lock_data_dir(settings.data_dir)
+        # Where doctor on this machine reaches this server (any address: loopback).
+        local = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+        host = f"[{local}]" if ":" in local else local
+        here = f"http://{host}:{sock.getsockname()[1]}"
+        held = None if settings.shared_database else lock_data_dir(settings.data_dir, here)
     except BaseException:
         sock.close()
         raise
@@ -66,18 +70,18 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     start_logging(settings, settings.log_level, args.log_format or settings.log_format)
     from gateway.cli.banner import next_steps
     from gateway.ops.spelling import unknown_settings
-    from gateway.runtime.local_model import local_model
+    from gateway.runtime.local_model import supervised_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
     for unknown in unknown_settings(args.env_file or Path(".env")):
         log.warning("%s", unknown)
-    with local_model(settings) as settings:
+    with supervised_model(settings) as (settings, process):
         log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
         for line in next_steps(settings, args.host, port):
             log.info("%s", line)
         serving.run(
-            build_app(settings, settle_after_start=True, watch=True),
+            build_app(settings, settle_after_start=True, watch=True, model_process=process),
             sock,
             limits=serving.Limits(),
             shutdown_timeout=settings.shutdown_timeout_seconds,

@@ -12,6 +12,7 @@ from typing import Any
 
 from gateway.core.llm import LLM, Completion, ToolCall
 from gateway.core.memory import Memory, Remembered, clean
+from gateway.core.model_health import ModelHealth
 from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
 from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
@@ -41,6 +42,10 @@ log = logging.getLogger(__name__)
 
 # The placeholders of a failed turn are message ids: `respond` says them in the user's language.
 APOLOGY = N_("⚠️ Sorry, I couldn't answer that just now. Please try again in a moment.")
+MODEL_DOWN = N_(
+    "⚠️ Sorry, I can't answer now: the model behind this bot is failing, and its admins are"
+    " being told. Waiting a moment won't help; please try again later."
+)
 NOT_CONFIGURED = N_("⚠️ I can't answer yet: no language model is configured on this gateway.")
 TOO_LONG = N_(
     "⚠️ This conversation has grown too long for the model. Send /new to start a fresh one."
@@ -115,6 +120,7 @@ class Agent:
         vision: VisionPolicy | None = None,
         memory: Memory | None = None,
         tools: Toolbox | None = None,
+        health: ModelHealth | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -128,6 +134,8 @@ class Agent:
         """Per-user memory (the `remember` tool); None when SKILLGATE_MEMORY is off."""
         self.tools = tools
         """MCP servers and built-in tools beside load_skill (None: none configured)."""
+        self.health = health
+        """The recent chat calls' outcomes: a user is told when waiting will not help."""
 
     def start(self, incoming: IncomingMessage, admission: Admission | None = None) -> TurnStart:
         """How the store opens the turn of `incoming`: this agent's session and history rules."""
@@ -279,13 +287,19 @@ class Agent:
             trace.error, trace.operator_error = str(exc), True
             return NOT_CONFIGURED, "error", _finish(trace, started, completed=False)
         except ModelMisconfigured as exc:
+            # A refused key, an unknown model, nothing listening: the operator's to fix.
             log.warning("model failed for its configuration: %s", exc)
             trace.error, trace.operator_error = str(exc), True
-            return APOLOGY, "error", _finish(trace, started, completed=False)
+            return MODEL_DOWN, "error", _finish(trace, started, completed=False)
         except ModelError as exc:
             log.warning("model failed: %s", exc)
             trace.error = str(exc)
-            return APOLOGY, "error", _finish(trace, started, completed=False)
+            down = self.health is not None and self.health.failing() is not None
+            return (
+                MODEL_DOWN if down else APOLOGY,
+                "error",
+                _finish(trace, started, completed=False),
+            )
 
     async def _rounds(
         self,

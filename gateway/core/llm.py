@@ -344,14 +344,16 @@ class OpenAIChat:
                     # Bytes as read off the connection, whatever the chunks hold; leaving
                     # the block unread closes the connection.
                     if reply.received > self._stream_bytes:
-                        cut = f"more than {self._stream_bytes:,} bytes"
+                        cut = f"the stream's size limit of {self._stream_bytes:,} bytes"
+                        cut += " (LLM_STREAM_MAX_MB)"
                         break
                 else:
                     for data in events.end():
                         assembler.feed(jiter.from_json(data))
         except TimeoutError as exc:
             if assembler.chunks and loop.time() >= ends:
-                return _cut(assembler.completion(self.model), f"{self._stream_seconds:g} s")
+                limit = f"the stream's time limit of {self._stream_seconds:g} s"
+                return _cut(assembler.completion(self.model), f"{limit} (LLM_STREAM_MAX_SECONDS)")
             if assembler.chunks == 0:
                 said = f"model timed out after {self._timeout:g} s (it sent nothing)"
                 raise _Stalled(said) from exc
@@ -511,9 +513,10 @@ def _retry_after(headers: Any) -> float | None:
     return None
 
 
-def _cut(completion: Completion, past: str) -> Completion:
-    """A streamed answer stopped at a bound: shown as cut, with the bound in its trace."""
-    note = f"answer cut: the stream went on past {past} (LLM_STREAM_MAX_SECONDS, _MB)"
+def _cut(completion: Completion, limit: str) -> Completion:
+    """A streamed answer stopped at a bound: shown as cut, with the bound (and its setting)
+    in its trace and in `cut_by`, so that nobody blames the context for it."""
+    note = f"answer cut: the stream reached {limit}"
     return completion.model_copy(
-        update={"finish_reason": "length", "notes": [*completion.notes, note]}
+        update={"finish_reason": "length", "notes": [*completion.notes, note], "cut_by": limit}
     )

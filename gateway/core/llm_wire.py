@@ -96,6 +96,9 @@ class Completion(BaseModel):
     # Only ever sent back within the same turn's tool round; never shown or stored.
     reasoning: str | None = None
     notes: list[str] = Field(default_factory=list)
+    cut_by: str | None = None
+    """The gateway's own bound that stopped a streamed answer, with its setting (None: the
+    server ended it, `finish_reason` says how)."""
 
 
 def one_line(text: str) -> str:

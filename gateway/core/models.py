@@ -10,6 +10,8 @@ MessageKind = Literal["normal", "error", "notice"]
 """`error` marks a placeholder shown to the user that the model never sees again."""
 
 Role = Literal["user", "assistant"]
+TERMINAL = "console"
+"""The channel of `skillgate chat`: its users are exported and forgotten like a platform's."""
 
 
 class ChatRef(BaseModel):

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from gateway.channels.registry import configured_platforms, platforms, secrets
 from gateway.config import Settings
-from gateway.core.llm import OpenAIChat
 from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
 from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_path
+from gateway.ops.served_model import check_served_model
 from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
+from gateway.runtime.assembly import chat_client
 from gateway.store import store_for
 from gateway.tools.build import build_tools
 
@@ -146,9 +147,19 @@ async def check_skills_volume(settings: Settings) -> Check:
 
 
 async def check_model(settings: Settings) -> list[Check]:
-    """The model's reachability, context size, chat, tools and JSON mode (model_probe)."""
+    """The model's reachability, context size, chat, tools and JSON mode (model_probe); with a
+    running server, the model that server uses, as it finds it."""
+    served = await check_served_model(settings)
     if settings.llm_local_model is not None:
+        if served is not None:
+            # Its own copy would be a second model, not the one the users' answers come from.
+            return [_trying(settings), served]
         return await check_local_model(settings)
+    checks = await _check_configured_model(settings)
+    return checks if served is None else [*checks, served]
+
+
+async def _check_configured_model(settings: Settings, *, on_board: bool = False) -> list[Check]:
     if not settings.model_configured:
         return [
             Check(
@@ -160,32 +171,37 @@ async def check_model(settings: Settings) -> list[Check]:
             )
         ]
     assert settings.llm_base_url is not None and settings.llm_model is not None
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    # A slow model is not a dead one: the probes wait as long as an answer would.
-    timeout = settings.llm_timeout_seconds
-    llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=timeout, max_retries=0)
+    # As the gateway's own client: a slow model is not a dead one, a dropped connection is
+    # tried again, and the probes wait as long as an answer would.
+    llm = chat_client(settings, settings.llm_base_url, settings.llm_model, settings.llm_key, None)
     try:
-        return await probe(llm)
+        return await probe(llm, on_board=on_board)
     finally:
         await llm.close()
 
 
 async def check_local_model(settings: Settings) -> list[Check]:
     """LLM_LOCAL_MODEL: start llama.cpp's server as serve would, and probe it."""
-    from gateway.runtime.local_model import TRYING, local_model
+    from gateway.runtime.local_model import local_model
 
     try:
         with local_model(settings) as started:
-            checks = await check_model(started.model_copy(update={"llm_local_model": None}))
+            unset = started.model_copy(update={"llm_local_model": None})
+            checks = await _check_configured_model(unset, on_board=True)
     except ConfigError as exc:
         return [Check("model", "fail", str(exc), "install what it names, or `skillgate init`")]
-    note = Check(
+    return [_trying(settings), *checks]
+
+
+def _trying(settings: Settings) -> Check:
+    from gateway.runtime.local_model import TRYING
+
+    return Check(
         "local model",
         "warn",
         f"{settings.llm_local_model}: {TRYING}",
         "for users, a real model: `skillgate init` (or LLM_BASE_URL and LLM_MODEL)",
     )
-    return [note, *checks]
 
 
 async def check_speech(settings: Settings) -> Check:

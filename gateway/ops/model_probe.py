@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.core.json_modes import JSON_MODES
 from gateway.core.llm import OpenAIChat, context_size
-from gateway.errors import ModelError, ModelUnavailable
+from gateway.errors import ModelError, ModelUnavailable, ToolsUnsupported
 from gateway.operator import Check
 
 SMALL_CONTEXT = 4096
@@ -38,6 +38,15 @@ TOOLS_FIX = (
     "llama.cpp: llama-server --jinja with a model whose chat template has tool markup; "
     "Ollama: a model whose `ollama show` lists tools; or a model that can call tools"
 )
+ON_BOARD_TOOLS = (
+    "the on-board model is too small to call tools, and its server is the gateway's own:"
+    " skills are offered but never loaded. For skills, a model that calls tools:"
+    " `skillgate init` (or LLM_BASE_URL and LLM_MODEL)"
+)
+FAILED_FIX = (
+    "the request failed, which says nothing of tools: run `skillgate doctor` again, and read"
+    " the model server's log if it repeats"
+)
 JSON_FIX = (
     "synthesis asks for a strict JSON schema, then JSON mode, then plain text with the "
     "contract in the prompt; a server that constrains output to a schema makes it reliable"
@@ -48,8 +57,13 @@ CONTEXT_FIX = (
 )
 
 
-async def probe(llm: OpenAIChat) -> list[Check]:
-    """Reachability and context size, then chat, tools and JSON mode, each one tiny request."""
+async def probe(llm: OpenAIChat, *, on_board: bool = False) -> list[Check]:
+    """Reachability and context size, then chat, tools and JSON mode, each one tiny request.
+
+    `llm` is built as the gateway builds its own (`runtime.assembly.chat_client`: the same
+    retries), so a probe fails where an answer would. `on_board`: the model the gateway
+    starts itself (LLM_LOCAL_MODEL), whose server flags nobody can change.
+    """
     where = f"{llm.model} at {llm.base_url}"
     try:
         models = await llm.models()
@@ -79,7 +93,7 @@ async def probe(llm: OpenAIChat) -> list[Check]:
     chat = await _chat(llm)
     checks.append(chat)
     if chat.status != "fail":
-        checks.append(await _tools(llm))
+        checks.append(await _tools(llm, ON_BOARD_TOOLS if on_board else TOOLS_FIX))
         checks.append(await _json(llm))
     return checks
 
@@ -114,7 +128,7 @@ async def _chat(llm: OpenAIChat) -> Check:
     )
 
 
-async def _tools(llm: OpenAIChat) -> Check:
+async def _tools(llm: OpenAIChat, fix: str) -> Check:
     messages = [
         {
             "role": "user",
@@ -123,14 +137,19 @@ async def _tools(llm: OpenAIChat) -> Check:
     ]
     try:
         done = await llm.complete(messages, tools=[PROBE_TOOL], max_tokens=64)
+    except ToolsUnsupported as exc:
+        return Check("model tools", "warn", f"refused: {exc}; skills will not load", fix)
     except ModelError as exc:
-        return Check("model tools", "warn", f"refused: {exc}; skills will not load", TOOLS_FIX)
+        # A dropped connection or a 5xx is not a refusal: the tools are not known either way.
+        return Check(
+            "model tools", "warn", f"not known: the tools request failed: {exc}", FAILED_FIX
+        )
     if llm.tools_refused is not None:
         return Check(
             "model tools",
             "warn",
             f"refused: {llm.tools_refused}; the agent answers without skills",
-            TOOLS_FIX,
+            fix,
         )
     if done.tool_calls:
         return Check("model tools", "ok", f"yes: the model called {done.tool_calls[0].name}")
@@ -138,7 +157,7 @@ async def _tools(llm: OpenAIChat) -> Check:
         "model tools",
         "warn",
         "ignored: the server took the tools but the model answered in text; skills will not load",
-        TOOLS_FIX,
+        fix,
     )
 
 

@@ -1,7 +1,9 @@
 """Admins hear when it breaks: one alert per incident, in their private chats and the log.
 
 Every minute the watcher looks at what users would notice first: the model failing for
-SKILLGATE_ALERT_MODEL_MINUTES (and again when it is back), no webhook from a configured
+SKILLGATE_ALERT_MODEL_MINUTES (its `/models` does not answer, or its chat calls fail, as
+`core.model_health` judges them; at once when the on-board model's process is given up),
+with what to fix, and again when it is back; no webhook from a configured
 platform for SKILLGATE_ALERT_WEBHOOK_HOURS while it has users, free disk under
 SKILLGATE_ALERT_DISK_MB, SKILLGATE_ALERT_SYNTHESIS_FAILURES failed passes in a row, and a
 tool server down for SKILLGATE_ALERT_TOOL_MINUTES (and again when it is back). Each look
@@ -12,6 +14,7 @@ closes when its cause is gone, and the next one is told again. 0 turns a check o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -23,9 +26,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.config import AlertSettings, Settings
+from gateway.core.model_health import ModelHealth
 from gateway.core.ports import Meta
 from gateway.i18n import N_
-from gateway.runtime.model_check import model_error
+from gateway.runtime.model_check import model_error, what_to_fix
 from gateway.runtime.scheduler import every, shut_down
 from gateway.synthesis.ports import Locks
 from gateway.synthesis.runs import RunRecord
@@ -40,8 +44,8 @@ LOCK_NAME = "alerts"
 LEASE_SECONDS = 3 * EVERY_SECONDS
 
 MODEL_DOWN = N_(
-    "⚠️ The model has not answered for {minutes} minutes: {error}. Users get an apology"
-    " instead of answers. `skillgate doctor` says what to fix."
+    "⚠️ The model has been failing for {minutes} minutes: {error}. Users are told it is having"
+    " trouble instead of getting answers. What to fix: {fix}"
 )
 MODEL_BACK = N_("✅ The model answers again (it was down for {minutes} minutes).")
 NO_WEBHOOK = N_(
@@ -89,12 +93,32 @@ class ToolServers(Protocol):
         ...
 
 
+class WatchedProcess(Protocol):
+    """The on-board model's server, as its supervisor keeps it (`runtime.local_model`)."""
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def gave_up(self) -> str | None:
+        """Why it is no longer started again (None: it runs, or is being started)."""
+        ...
+
+
 @dataclass
 class Signals:
     """What one look found; None where a check has nothing to say (not configured)."""
 
     model_error: str | None = None
     model_checked: bool = False
+    model_since: float | None = None
+    """When the chat calls began to fail (None: the failure is `/models`', seen now)."""
+    model_unsure: bool = False
+    """`/models` answers, but no chat call was made since the start: the calls say nothing."""
+    model_fix: str = ""
+    model_given_up: bool = False
+    """The on-board model's process is no longer started again: told at once, not after
+    SKILLGATE_ALERT_MODEL_MINUTES, since waiting will not mend it."""
     webhook_last: dict[str, float | None] | None = None
     """Per platform in webhook mode with users: when its last update arrived (None: never)."""
     disk_mb: int | None = None
@@ -112,9 +136,15 @@ def webhook_platforms(settings: Settings) -> list[str]:
 
 
 def looker(
-    settings: Settings, store: SignalStore, limit: int, tools: ToolServers | None = None
+    settings: Settings,
+    store: SignalStore,
+    limit: int,
+    tools: ToolServers | None = None,
+    health: ModelHealth | None = None,
+    process: WatchedProcess | None = None,
 ) -> Callable[[], Awaitable[Signals]]:
-    """What the watcher looks at, for these settings, this store and these tool servers."""
+    """What the watcher looks at, for these settings, this store, these tool servers and
+    the outcomes of the model's chat calls (`health`)."""
 
     async def look() -> Signals:
         seen = Signals(disk_mb=free_mb(settings.data_dir))
@@ -123,6 +153,18 @@ def looker(
         if settings.model_configured:
             seen.model_checked = True
             seen.model_error = await model_error(settings)
+            failing = health.failing() if health is not None else None
+            if seen.model_error is None and failing is not None:
+                seen.model_since = failing.since
+                seen.model_error = (
+                    f"{failing.failed} of the last {failing.calls} chat calls failed,"
+                    f" the last with: {failing.error}"
+                )
+            if process is not None and process.gave_up is not None:
+                seen.model_error, seen.model_given_up = process.gave_up, True
+            seen.model_unsure = seen.model_error is None and health is not None and not health.known
+            if seen.model_error is not None:
+                seen.model_fix = what_to_fix(settings, seen.model_error)
         seen.webhook_last = {
             name: await store.inbox_last_received(name)
             for name in webhook_platforms(settings)
@@ -187,6 +229,10 @@ class AlertWatcher:
                     await self.revive()
                 return
             await self.check(await self.look())
+        except asyncio.CancelledError:
+            # The server stops while a look is under way (it waits on the model): nothing
+            # failed, and the scheduler would log the cancellation as an ERROR traceback.
+            log.debug("the alert check was cut short by the shutdown")
         except Exception:
             log.exception("the alert check failed; the next one tries again")
 
@@ -195,7 +241,7 @@ class AlertWatcher:
         state: dict[str, dict[str, Any]] = json.loads(await self.store.get_meta(STATE_KEY) or "{}")
         now, t = self.clock(), self.thresholds
         if t.alert_model_minutes > 0 and seen.model_checked:
-            await self._model(state, seen.model_error, now)
+            await self._model(state, seen, now)
         if t.alert_tool_minutes > 0 and seen.tool_servers is not None:
             await self._tools(state, seen.tool_servers, now)
         for platform, last in (
@@ -213,9 +259,25 @@ class AlertWatcher:
             )
         await self.store.set_meta(STATE_KEY, json.dumps(state, sort_keys=True))
 
-    async def _model(self, state: dict[str, dict[str, Any]], error: str | None, now: float) -> None:
-        limit = self.thresholds.alert_model_minutes
-        await self._outage(state, "model", error, now, limit, MODEL_DOWN, MODEL_BACK)
+    async def _model(self, state: dict[str, dict[str, Any]], seen: Signals, now: float) -> None:
+        if seen.model_unsure and state.get("model", {}).get("calls"):
+            # The chat calls failed before a restart and none was made since: still open.
+            return
+        limit = 0 if seen.model_given_up else self.thresholds.alert_model_minutes
+        error, since = seen.model_error, seen.model_since
+        await self._outage(
+            state,
+            "model",
+            error,
+            now,
+            limit,
+            MODEL_DOWN,
+            MODEL_BACK,
+            since=since,
+            fix=seen.model_fix or "`skillgate doctor` checks the model",
+        )
+        if since is not None and "model" in state:
+            state["model"]["calls"] = True
 
     async def _tools(
         self, state: dict[str, dict[str, Any]], servers: dict[str, str | None], now: float
@@ -237,9 +299,12 @@ class AlertWatcher:
         minutes: float,
         down: str,
         back: str,
+        since: float | None = None,
+        fix: str | None = None,
         **values: object,
     ) -> None:
-        """Told once when down for `minutes`, and once when back (only if it was told)."""
+        """Told once when down for `minutes` (since `since`, or since first seen), and once
+        when back (only if it was told)."""
         open_ = state.get(key)
         if error is None:
             if open_ is not None and open_.get("told"):
@@ -248,12 +313,17 @@ class AlertWatcher:
             state.pop(key, None)
             return
         if open_ is None:
-            state[key] = open_ = {"since": now, "told": False}
+            state[key] = open_ = {"since": min(since or now, now), "told": False}
         waited = (now - open_["since"]) / 60
         if not open_["told"] and waited >= minutes:
             open_["told"] = True
             lasted = round(waited)
-            await self._say(key, down, open_["since"], minutes=lasted, error=error, **values)
+            extra = {"fix": fix} if fix is not None else {}
+            # The message ends the error's sentence itself: "unavailable.." reads as a typo.
+            said = error.rstrip(". ")
+            await self._say(
+                key, down, open_["since"], minutes=lasted, error=said, **extra, **values
+            )
 
     async def _webhook(
         self, state: dict[str, dict[str, Any]], platform: str, last: float | None, now: float

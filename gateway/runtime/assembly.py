@@ -31,6 +31,7 @@ from gateway.core.fallback import FallbackLLM, parse_fallbacks
 from gateway.core.json_modes import JsonModeMemory
 from gateway.core.llm import LLM, OpenAIChat, UnconfiguredLLM
 from gateway.core.memory import Memory
+from gateway.core.model_health import ModelHealth, WatchedLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.settings import ModelSettings
 from gateway.core.vision import VisionPolicy
@@ -111,6 +112,8 @@ class Parts:
     """Text-to-speech for spoken answers (None: TTS_MODEL is not set)."""
     links: MediaLinks | None = None
     """Files served by signed link (None: no https SKILLGATE_PUBLIC_URL to serve them at)."""
+    health: ModelHealth | None = None
+    """The outcomes of the model's recent chat calls (answers and synthesis)."""
 
 
 def channel_ports(parts: Parts, channel: Channel) -> Ports:
@@ -344,14 +347,23 @@ async def open_parts(
             repaired = await reconcile(review, described, staged)
             await catalog.sync(bundled_skills_dir(), described=None if repaired else described)
         config = AgentConfig.of(settings, load_persona(settings))
-        model = llm or make_llm(settings, store)
+        health = model_health(settings, clock)
+        model = WatchedLLM(llm or make_llm(settings, store), health)
         vision = VisionPolicy(settings.llm_vision, store, model.model)
         memory = (
             Memory(store, known=secrets(settings), clock=clock) if settings.memory == "on" else None
         )
         tools = build_tools(settings, secrets(settings), events=events)
         agent = Agent(
-            store, model, catalog, config, clock=clock, vision=vision, memory=memory, tools=tools
+            store,
+            model,
+            catalog,
+            config,
+            clock=clock,
+            vision=vision,
+            memory=memory,
+            tools=tools,
+            health=health,
         )
         synthesizer = Synthesizer(
             store,
@@ -380,6 +392,7 @@ async def open_parts(
         else InboxWorker(store, concurrency=settings.max_concurrent_answers)
     )
     metrics = metrics or Metrics()
+    metrics.watch_model(health)
     admins = Admins()
     # Only now: what reconcile repaired above is in the files the catalog synced from.
     subscribe(events, catalog=catalog, admins=admins, metrics=metrics)
@@ -409,6 +422,17 @@ async def open_parts(
         tools=tools,
         voicing=voicing,
         links=links,
+        health=health,
+    )
+
+
+def model_health(settings: Settings, clock: Callable[[], float]) -> ModelHealth:
+    """The judge of the chat calls' outcomes, with the alert section's window and floor."""
+    return ModelHealth(
+        window_seconds=settings.model_window_seconds,
+        min_calls=settings.alert_model_min_calls,
+        share=settings.alert_model_failed_share,
+        clock=clock,
     )
 
 

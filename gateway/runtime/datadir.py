@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import socket
 import time
 from datetime import UTC, datetime
@@ -50,8 +51,12 @@ class DataDirLock:
             os.close(fd)  # closing drops the lock
 
 
-def lock_data_dir(data_dir: Path) -> DataDirLock:
-    """Hold the data dir for this server; DataDirInUse when another server holds it."""
+def lock_data_dir(data_dir: Path, url: str | None = None) -> DataDirLock:
+    """Hold the data dir for this server; DataDirInUse when another server holds it.
+
+    `url`, where the server answers, is written with the holder: `skillgate doctor`
+    asks that server how its model does rather than starting a model of its own.
+    """
     make_private(data_dir)
     path = data_dir / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -77,7 +82,9 @@ def lock_data_dir(data_dir: Path) -> DataDirLock:
         raise
     since = datetime.now(UTC).isoformat(timespec="seconds")
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n".encode(), 0)
+    at = f", at {url}" if url else ""
+    said = f"pid {os.getpid()} on {socket.gethostname()}, since {since}{at}\n"
+    os.pwrite(fd, said.encode(), 0)
     return DataDirLock(path, fd)
 
 
@@ -97,6 +104,12 @@ def lock_holder(data_dir: Path) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+def served_url(holder: str | None) -> str | None:
+    """The URL a holder line names (`..., at http://127.0.0.1:8080`), if it names one."""
+    found = re.search(r", at (https?://\S+)$", holder or "")
+    return found.group(1) if found else None
 
 
 def _read(fd: int) -> str:

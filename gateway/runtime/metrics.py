@@ -13,6 +13,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
+from gateway.core.model_health import ModelHealth
+
 LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 
 
@@ -90,6 +92,28 @@ class Metrics:
         self.inbox_pending = Gauge(
             "skillgate_inbox_pending", "Stored updates not processed yet", registry=r
         )
+        self.model_calls = Counter(
+            "skillgate_model_calls",
+            "Chat calls to the model (answers and synthesis), by outcome (ok, failed)",
+            ["outcome"],
+            registry=r,
+        )
+        self.model_failing = Gauge(
+            "skillgate_model_failing",
+            "1 while the model's recent chat calls fail (SKILLGATE_ALERT_MODEL_FAILED_SHARE"
+            " of the window's), else 0",
+            registry=r,
+        )
+        self.health: ModelHealth | None = None
+        """The chat calls' outcomes, read at scrape time (None: not watched)."""
+
+    def watch_model(self, health: ModelHealth) -> None:
+        """Count each chat call of `health` and show whether the model is failing."""
+        self.health = health
+        health.listeners.append(self.model_called)
+
+    def model_called(self, error: str | None) -> None:
+        self.model_calls.labels("ok" if error is None else "failed").inc()
 
     def received(self, channel: str) -> None:
         """Count one update stored for answering."""
@@ -128,6 +152,11 @@ class Metrics:
         for status, count in proposals.items():
             self.proposals.labels(status).set(count)
         self.inbox_pending.set(await store.inbox_pending_count())
+
+    def refresh_model(self) -> None:
+        """Whether the model fails now, as its chat calls say."""
+        if self.health is not None:
+            self.model_failing.set(1 if self.health.failing() is not None else 0)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""

@@ -39,6 +39,37 @@ async def model_error(settings: Settings) -> str | None:
     return None
 
 
+def what_to_fix(settings: Settings, error: str) -> str:
+    """The fix an admin can apply for this model error, in one line."""
+    lowered = error.lower()
+    if settings.llm_local_model is not None:
+        return (
+            "the on-board model (LLM_LOCAL_MODEL) stopped answering and was not started again:"
+            " the log says why; restart `skillgate serve`, or set LLM_BASE_URL and LLM_MODEL"
+            " to a real model (`skillgate init`)"
+        )
+    if "connection refused" in lowered or "host name not found" in lowered:
+        url = settings.llm_base_url
+        return f"nothing answers at LLM_BASE_URL ({url}): start the model's server, or fix the URL"
+    if "http 401" in lowered or "http 403" in lowered:
+        return "the server refuses the key: set LLM_API_KEY to a valid one"
+    if "http 404" in lowered or "does not serve model" in lowered:
+        return f"the server does not know {settings.llm_model!r}: fix LLM_MODEL or LLM_BASE_URL"
+    if "http 429" in lowered or "quota" in lowered or "http 402" in lowered:
+        return (
+            "the provider's rate limit or quota is exhausted: raise it (billing, plan), or set"
+            " LLM_FALLBACK_MODELS to a second model"
+        )
+    if "timed out" in lowered or "went quiet" in lowered:
+        return "the model answers too slowly: check its server's load, or raise LLM_TIMEOUT_SECONDS"
+    if "http 5" in lowered or "connection" in lowered:
+        return (
+            "the model's server fails behind its API (its engine, its GPU, its upstream): read"
+            " its log and restart it; `skillgate doctor` checks it from here"
+        )
+    return "`skillgate doctor` checks the model from here and names the setting to change"
+
+
 async def probed_context(settings: Settings) -> int | None:
     """The model's context as its server reports it, as doctor reads it (None: unknown)."""
     if settings.llm_base_url is None or settings.llm_model is None:

@@ -232,6 +232,8 @@ class Synthesizer:
                     break  # what is left stays unconsumed for the next pass
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 consumed = batch.consumed_ids
+                # Read and shown to the model, whatever its answer: the run page counts them.
+                summary.sessions += len(batch.sessions)
                 if batch.sessions:
                     summary.batches += 1
                     if progress is not None:  # a slow model: say what it is working on
@@ -255,7 +257,6 @@ class Synthesizer:
                 await self.store.consume_sessions(consumed, run.id, self.clock())
                 if shown_again := [i for i in batch.shown_ids if i not in consumed]:
                     await self.store.note_showings(shown_again, self.clock())
-                summary.sessions += len(batch.sessions)
                 summary.skipped += len(batch.skipped)
                 if not await self.store.acquire_lock(
                     LOCK_NAME, holder, self.clock(), cfg.lease_seconds
@@ -399,6 +400,13 @@ class Synthesizer:
         try:
             drafts = parse_answer(completion.text)  # nothing is staged unless all of it parses
         except SynthesisError as exc:
+            if completion.cut_by is not None:
+                # The gateway's own bound, not the model's context: name the one to move. Not
+                # the batch's fault either: no attempt of its sessions is used up.
+                raise ModelError(
+                    f"the model's answer was cut at {completion.cut_by}, before it was"
+                    f" whole: raise that setting for a slow model: {exc}"
+                ) from exc
             if completion.finish_reason == "length":
                 limit = cfg.budget.cut(completion.prompt_tokens, completion.completion_tokens)
                 raise SynthesisError(f"the model's answer was {limit}: {exc}") from exc

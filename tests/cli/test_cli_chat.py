@@ -72,3 +72,13 @@ async def test_the_answer_shows_as_the_model_writes_it(
     term.press("\x03")
     assert await term.ends() == 130
     assert term.seen.count("bot> ") == 1  # streamed once, not printed again at the end
+
+
+async def test_help_lists_the_commands_and_does_not_go_to_the_model(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    env = model_env(tmp_path, fake_llm)
+    code, out, err = await skillgate("chat", env=env, stdin="/help\n")
+    assert code == 0, err
+    assert "Commands: /new (fresh session)" in out
+    assert fake_llm.requests == []

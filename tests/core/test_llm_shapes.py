@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gateway.config import Settings
-from gateway.core.agent import APOLOGY, CUT_MARK, FILTERED, TOO_LONG
+from gateway.core.agent import APOLOGY, CUT_MARK, FILTERED, MODEL_DOWN, TOO_LONG
 from gateway.core.models import ChatRef, IncomingMessage
 from gateway.runtime.assembly import Parts, close_parts, open_parts
 from tests.console_support import sign_in
@@ -295,4 +295,5 @@ async def test_a_refused_connection_and_a_missing_v1_are_named_in_the_trace(
             trace = await traced(parts, reply.message_id)
         finally:
             await close_parts(parts)
-        assert reply.text == APOLOGY and expected in trace.error
+        # The operator's to fix: waiting would not help, and the user is told so.
+        assert reply.text == MODEL_DOWN and expected in trace.error

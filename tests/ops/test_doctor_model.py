@@ -7,6 +7,7 @@ from collections.abc import Callable
 from gateway.config import Settings
 from gateway.operator import Check
 from gateway.ops.doctor import check_model
+from gateway.ops.init.model import check_model as check_model_at
 from tests.fakes.openai_server import FakeOpenAI
 from tests.serve_process import free_port
 
@@ -100,3 +101,48 @@ async def test_a_slow_model_is_timed_out_after_llm_timeout_seconds_not_called_un
     assert chat.detail == "model timed out after 0.5 s (it sent nothing)"
     assert "connection failed" not in chat.detail and "refused" not in chat.detail
     assert chat.fix is not None and "LLM_TIMEOUT_SECONDS" in chat.fix
+
+
+async def test_a_tools_request_that_fails_once_is_tried_again_as_the_gateway_does(
+    settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.reply("OK")
+    fake_llm.error(503, message="the engine restarted")  # the tools request, once
+    fake_llm.tool_call("load_skill", name="greeting")
+    fake_llm.reply('{"ok": true}')
+    checks = await probed(settings)
+    assert checks["model"].status == "ok"
+    assert checks["model tools"].status == "ok", checks["model tools"]
+
+
+async def test_a_failed_tools_request_is_not_called_a_refusal(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        llm_base_url=fake_llm.base_url, llm_model="fake-model", llm_max_retries=0
+    )
+    fake_llm.reply("OK")
+    fake_llm.error(500, message="engine is dead")
+    fake_llm.reply('{"ok": true}')
+    tools = (await probed(settings))["model tools"]
+    assert tools.status == "warn" and tools.detail.startswith("not known: the tools request failed")
+    assert "--jinja" not in (tools.fix or "") and "again" in (tools.fix or "")
+
+
+async def test_the_on_board_model_is_told_plainly_skills_do_not_load_and_no_server_flag(
+    fake_llm: FakeOpenAI,
+) -> None:
+    fake_llm.reply("OK")
+    fake_llm.reply("I answer in text.")  # a tiny model does not call the tool
+    fake_llm.reply('{"ok": true}')
+    checks = {
+        c.name: c
+        for c in await check_model_at(fake_llm.base_url, "fake-model", None, on_board=True)
+    }
+    tools = checks["model tools"]
+    assert tools.status == "warn" and "skills will not load" in tools.detail
+    fix = tools.fix or ""
+    assert "never loaded" in fix and "skillgate init" in fix
+    assert not any(
+        flag in fix for flag in ("--jinja", "vLLM", "Ollama", "--enable-auto-tool-choice")
+    )

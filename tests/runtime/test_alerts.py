@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gateway.config import AlertSettings, Settings
 from gateway.runtime.alerts import (
@@ -170,4 +174,25 @@ async def test_an_alert_reaches_the_admins_private_chat_in_their_language(
         await watcher.tick()
     alerts = [t for t in gw.fake.sent_texts(4242) if "connection refused" in t]
     assert len(alerts) == 1
-    assert alerts[0].startswith("⚠️ モデルが 2 分間応答していません")
+    assert alerts[0].startswith("⚠️ モデルが 2 分間失敗しています")
+
+
+async def test_a_look_cut_short_by_the_shutdown_is_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = AlertSettings(alert_model_minutes=1, alert_disk_mb=0, alert_synthesis_failures=0)
+    looking = asyncio.Event()
+
+    async def slow_look() -> Signals:
+        looking.set()
+        await asyncio.Event().wait()  # a model that does not answer before the stop
+        return Signals()
+
+    async with SqliteStore(tmp_path / "alerts.db") as store:
+        watcher = AlertWatcher(store, slow_look, Told(), limits, clock=Clock())
+        tick = asyncio.create_task(watcher.tick())
+        await looking.wait()
+        tick.cancel()
+        await tick  # as the scheduler's executor awaits it: no CancelledError to log
+        await watcher.stop()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -11,7 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.app import MODEL_LOOK, build_app
 from gateway.config import Settings
 from gateway.synthesis.budget import answer_tokens
-from gateway.synthesis.synthesizer import BATCH_ATTEMPTS
+from gateway.synthesis.synthesizer import BATCH_ATTEMPTS, FAILED_BATCH_KEY
+from tests.console_support import sign_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.synthesis_support import (
     Gateway,
@@ -215,3 +216,44 @@ async def test_a_model_that_takes_only_its_default_temperature_is_asked_without_
         fake_llm.reply(answer())
         await gw.synthesize()
         assert "temperature" not in fake_llm.requests[-1]  # not asked again
+
+
+async def test_a_synthesis_answer_cut_by_the_streams_time_limit_names_that_limit_not_the_context(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(
+        make_settings, fake_llm, llm_context_tokens=4096, llm_stream_max_seconds=1
+    )
+    async with gateway(settings) as gw:
+        await gw.seed()
+        fake_llm.flood('{"proposals": [', interval=0.01)  # slow, never quiet, never done
+        run = await gw.synthesize()
+        assert run["status"] == "failed"
+        assert "the stream's time limit of 1 s (LLM_STREAM_MAX_SECONDS)" in run["error"]
+        assert "context" not in run["error"] and "LLM_CONTEXT_TOKENS" not in run["error"]
+        assert "attempt" not in run["error"]  # our own limit: the sessions' tries are kept
+        assert await gw.parts.store.get_meta(FAILED_BATCH_KEY) in (None, "{}")
+        (record,) = await gw.parts.store.list_runs(1)
+        assert record.sessions == 1  # what it read and showed the model, though it failed
+        await sign_in(gw.client)
+        page = await (await gw.client.get(f"/admin/runs/{record.id}")).text()
+        assert "<dd>1 session in 1 batch</dd>" in page
+        assert "not reported by the model" in page and "0 + 0" not in page
+
+
+async def test_a_model_outage_during_synthesis_uses_up_no_attempt_of_its_sessions(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm, llm_max_retries=0)
+    async with gateway(settings) as gw:
+        await gw.seed()
+        for _ in range(BATCH_ATTEMPTS + 1):
+            fake_llm.error(500, message="engine is dead")
+            run = await gw.synthesize()
+            assert run["status"] == "failed" and "attempt" not in run["error"]
+        assert await gw.parts.store.get_meta(FAILED_BATCH_KEY) in (None, "{}")
+        fake_llm.reply(answer())
+        run = await gw.synthesize()
+        assert run["status"] == "ok"
+        (record,) = await gw.parts.store.list_runs(1)
+        assert record.sessions == 1  # the same session, read once the model is back
