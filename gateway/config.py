@@ -273,6 +273,8 @@ class SynthesisSettings(Section):
     evidence_window_days: float = Field(
         14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
     )
+    # Judges declared able by the operator: not calibrated, shown as declared.
+    trusted_judges: str = Field("", max_length=2000, validation_alias="SKILLGATE_TRUSTED_JUDGES")
     # Skill effects: when a skill is proposed for retirement.
     retire_min_evidence: int = Field(
         5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
@@ -281,6 +283,11 @@ class SynthesisSettings(Section):
     retire_false_alarms: float = Field(
         0.05, gt=0, le=0.5, validation_alias="SKILLGATE_RETIRE_FALSE_ALARMS"
     )
+
+    @property
+    def trusted_judge_models(self) -> tuple[str, ...]:
+        """The model names in SKILLGATE_TRUSTED_JUDGES (comma-separated)."""
+        return tuple(n.strip() for n in self.trusted_judges.split(",") if n.strip())
 
 
 class ReviewSettings(Section):

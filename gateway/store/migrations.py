@@ -740,6 +740,56 @@ _SKILL_LOOKS: list[Step] = [
     """,
 ]
 
+# What each judging model scored on the calibration set (per question kind, with the set's
+# hash, so a changed set is tried again), and when the admins were told it cannot judge;
+# the nearest known claims of a proposal the judge could not judge, for its reviewer.
+_CALIBRATION: list[Step] = [
+    """
+    create table judge_calibrations (
+        model text not null,
+        kind text not null,
+        total integer not null,
+        correct integer not null,
+        yes integer not null,
+        unanswered integer not null,
+        pairs_hash text not null,
+        at {time} not null,
+        told_at {time},
+        primary key (model, kind)
+    )
+    """,
+    "alter table proposals add column possibly_same text not null default '[]'",
+    # A check may end `undecided`: the judge cannot judge and a person decides. Nothing
+    # references the checks, so SQLite copies them into a table with the new check.
+    ByDialect(
+        sqlite=[
+            """
+            create table same_claim_checks_v48 (
+                id integer primary key autoincrement,
+                run_id integer not null references synthesis_runs(id),
+                name text not null,
+                decision text not null
+                    check (decision in ('same', 'different', 'held', 'undecided')),
+                compared text not null,
+                reason text not null,
+                matched integer,
+                matched_skill text
+            )
+            """,
+            "insert into same_claim_checks_v48 select id, run_id, name, decision, compared,"
+            " reason, matched, matched_skill from same_claim_checks order by id",
+            "drop table same_claim_checks",
+            "alter table same_claim_checks_v48 rename to same_claim_checks",
+            "create index same_claim_checks_run on same_claim_checks (run_id, id)",
+        ],
+        postgresql=[
+            "alter table same_claim_checks drop constraint same_claim_checks_decision_check",
+            "alter table same_claim_checks add constraint same_claim_checks_decision_check"
+            " check (decision in ('same', 'different', 'held', 'undecided'))",
+        ],
+    ),
+]
+
 _REPEAT_NOTICES: list[Step] = [
     """
     create table repeat_notices (
@@ -836,6 +886,11 @@ MIGRATIONS: list[Migration] = [
         47,
         "the looks the retirement test took at each skill's text, and their verdicts",
         _SKILL_LOOKS,
+    ),
+    (
+        48,
+        "judges' calibration per model, and proposals a judge could not judge",
+        _CALIBRATION,
     ),
 ]
 

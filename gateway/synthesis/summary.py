@@ -66,6 +66,8 @@ class RunSummary(BaseModel):
     model: str | None = None
     prompt_tokens: int = 0
     error: str | None = None
+    judge: str | None = None
+    """The same-claim judge's calibration, when it was tried (`judge-model: unable to judge…`)."""
 
     @property
     def about(self) -> str:

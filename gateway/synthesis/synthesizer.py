@@ -52,8 +52,10 @@ from gateway.skills.effect import (
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, answer_schema, parse_answer
 from gateway.synthesis.budget import Budget, fit
+from gateway.synthesis.calibration import Calibration, Calibrator, judge_line
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
+from gateway.synthesis.judge import SAME_CLAIM
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import MAX_TOOLS, build_messages
@@ -162,6 +164,7 @@ class Synthesizer:
         embedder: Embedder | None = None,
         judge: LLM | None = None,
         events: Events | None = None,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -179,7 +182,30 @@ class Synthesizer:
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
             judge=self.judge,
+            calibrator=calibrator,
         )
+        self.calibrator = calibrator
+        """Tries the judge before it is trusted (None: trusted untried)."""
+
+    async def calibrate(self, *, again: bool = False) -> Calibration | None:
+        """The judge's calibration, tried now if it has none (`again`: tried anew).
+
+        None without a calibrator; Unreachable when the judge cannot be asked.
+        """
+        if self.calibrator is None:
+            return None
+        return await self.calibrator.result(self.judge, SAME_CLAIM, again=again)
+
+    async def judge_status(self) -> Calibration | None:
+        """The judge's standing as last calibrated (None: not tried yet)."""
+        if self.calibrator is None:
+            return None
+        model = self.judge.model or ""
+        if model in self.calibrator.trusted:
+            found: Calibration | None = await self.calibrator.result(self.judge, SAME_CLAIM)
+        else:
+            found = await self.store.calibration(model, SAME_CLAIM.kind)
+        return found
 
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
@@ -278,6 +304,10 @@ class Synthesizer:
 
     async def _finish(self, run: RunRecord, summary: RunSummary) -> None:
         summary.prompt_tokens = run.prompt_tokens
+        if (judge := await self.judge_status()) is not None:
+            summary.judge = judge_line(judge)
+            if judge.verdict == "unable":
+                log.warning("synthesis run %s: the judge %s", run.id, summary.judge)
         await self.store.finish_run(
             run.model_copy(
                 update={
@@ -436,6 +466,9 @@ class Synthesizer:
             summary.checks.append(check_brief(result.name, decision))
             if decision.outcome == "held":
                 return "held", result.based_on
+            if decision.outcome == "undecided":  # the judge cannot judge: a person decides
+                labels = [k.label() for k in decision.compared]
+                result = result.model_copy(update={"possibly_same": labels})
         if repeat is not None:
             summary.suppressed.append(dropped_brief(repeat))
             if repeat.against == "rejected" and repeat.matched is not None:

@@ -16,7 +16,14 @@ from typing import Any
 from gateway.config import Settings
 from tests.console_support import sign_in as console_sign_in
 from tests.effect_support import plant
-from tests.fakes.openai_server import FakeOpenAI, Scripted, claims_asked, same_claim_answer
+from tests.fakes.openai_server import (
+    FakeOpenAI,
+    Responder,
+    Scripted,
+    calibrated,
+    claims_asked,
+    same_claim_answer,
+)
 from tests.synthesis.same_claim_pairs import DIFFERENT, ORIGINALS, REPEATS, SAME_AS, Entry
 from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
 
@@ -53,7 +60,7 @@ def names_asked(body: dict[str, Any]) -> tuple[list[str], str]:
     return slug[:-1], slug[-1]
 
 
-def knowing(truth: Mapping[str, str]) -> Callable[[dict[str, Any]], str]:
+def knowing(truth: Mapping[str, str]) -> Responder:
     """A judge that answers correctly: the original a repeat restates, when it was shown."""
 
     def judge(body: dict[str, Any]) -> str:
@@ -63,7 +70,7 @@ def knowing(truth: Mapping[str, str]) -> Callable[[dict[str, Any]], str]:
             return same_claim_answer(shown.index(original) + 1, f"{new} restates {original}")
         return same_claim_answer(0, "a different instruction")
 
-    return judge
+    return calibrated(judge)
 
 
 def draft(entry: Entry) -> dict[str, Any]:
@@ -230,7 +237,7 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
     settings = synth_settings(make_settings, fake_llm)
     async with gateway(settings) as gw:
         await rejected(gw, fake_llm, VERIFY)
-        fake_llm.judge = lambda body: "I think they are quite similar."
+        fake_llm.judge = calibrated(lambda body: "I think they are quite similar.")
         run = await proposed_again(gw, fake_llm, SAME_TOPIC)
         assert run["status"] == "ok" and run["proposed"] == [] and run["suppressed"] == []
         (check,) = run["checks"]
@@ -240,7 +247,7 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
         assert status == 200 and pending == []
 
     # The model is down: still held, across a restart.
-    fake_llm.judge = lambda body: Scripted(status=503)
+    fake_llm.judge = calibrated(lambda body: Scripted(status=503))
     async with gateway(settings) as gw:
         asked = len(fake_llm.requests)
         again = await gw.synthesize()
@@ -248,7 +255,7 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
         assert again["checks"][0]["reason"].startswith("the model could not be asked")
 
     # It answers: the held candidate is checked and staged, with no new synthesis call.
-    fake_llm.judge = lambda body: same_claim_answer(0, "a different instruction")
+    fake_llm.judge = calibrated(lambda body: same_claim_answer(0, "a different instruction"))
     async with gateway(settings) as gw:
         done = await gw.synthesize()
         assert [p["name"] for p in done["proposed"]] == ["password-reset-help"]
@@ -263,7 +270,7 @@ async def test_a_held_candidate_found_to_repeat_a_rejection_is_suppressed_when_a
     settings = synth_settings(make_settings, fake_llm)
     async with gateway(settings) as gw:
         (first,) = await rejected(gw, fake_llm, VERIFY)
-        fake_llm.judge = lambda body: json.dumps({"same_as": 9, "why": "out of range"})
+        fake_llm.judge = calibrated(lambda body: json.dumps({"same_as": 9, "why": "out of range"}))
         run = await proposed_again(gw, fake_llm, REWORDED)
         assert [c["decision"] for c in run["checks"]] == ["held"]
         assert "not one of 0-" in run["checks"][0]["reason"]
