@@ -49,6 +49,8 @@ def print_summary(summary: RunSummary) -> None:
         f" {len(summary.refused)} refused from {summary.sessions} session(s)"
         f" in {summary.batches} batch(es)"
     )
+    if summary.judge is not None:
+        print(f"judge: {summary.judge}")
     if summary.status == "ok":
         print(f"run {summary.run_id} ok: {counts}")
     else:

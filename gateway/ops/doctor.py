@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +21,16 @@ from gateway.ops.repair import fix_files, fix_secrets, fix_webhooks, persona_pat
 from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.store import store_for
+from gateway.synthesis.calibration import (
+    PAIRS_FILE,
+    Calibration,
+    Calibrations,
+    Calibrator,
+    Unreachable,
+    judge_line,
+    load_pairs,
+)
+from gateway.synthesis.judge import SAME_CLAIM
 from gateway.tools.build import build_tools
 
 DISK_FAIL_MB = 50
@@ -165,9 +176,73 @@ async def check_model(settings: Settings) -> list[Check]:
     timeout = settings.llm_timeout_seconds
     llm = OpenAIChat(settings.llm_base_url, settings.llm_model, key, timeout=timeout, max_retries=0)
     try:
-        return await probe(llm)
+        checks = await probe(llm)
     finally:
         await llm.close()
+    if any(c.status == "fail" for c in checks):
+        return checks
+    return [*checks, await check_judge(settings)]
+
+
+JUDGE_FIX = (
+    "set LLM_SAME_CLAIM_MODEL to a model able to judge (a capable instruction model at the"
+    " same endpoint), or declare this one trusted with SKILLGATE_TRUSTED_JUDGES; until then"
+    " each candidate that needs a judgement goes to a person marked as possibly a repeat"
+)
+
+
+async def check_judge(settings: Settings) -> Check:
+    """The same-claim judge tried on the calibration set now, and the result kept."""
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    name = settings.llm_same_claim_model or settings.llm_model
+    try:
+        pairs = load_pairs(settings.data_dir)
+    except ConfigError as exc:
+        where = settings.data_dir / PAIRS_FILE
+        return Check(
+            "calibration set", "fail", str(exc), f"correct {where} (docs/LEARNING.md) or remove it"
+        )
+    if name in settings.trusted_judge_models:
+        return Check("same-claim judge", "ok", f"{name}: declared trusted, not calibrated")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    llm = OpenAIChat(
+        settings.llm_base_url, name, key, timeout=settings.llm_timeout_seconds, max_retries=0
+    )
+    kept: Calibrations = Unkept()
+    store = store_for(settings) if settings.data_dir.is_dir() else None
+    try:
+        if store is not None:
+            try:
+                kept = await store.open()
+            except SkillgateError:
+                store = None  # the database check says why; the result is only printed
+        calibrator = Calibrator(kept, pairs, clock=time.time)
+        try:
+            result = await calibrator.result(llm, SAME_CLAIM, again=True)
+        except Unreachable as exc:
+            return Check(
+                "same-claim judge",
+                "fail",
+                f"{name} could not be asked: {exc}",
+                "check that the endpoint serves it (LLM_SAME_CLAIM_MODEL, else LLM_MODEL)",
+            )
+    finally:
+        await llm.close()
+        if store is not None:
+            await store.close()
+    if result.verdict == "unable":
+        return Check("same-claim judge", "warn", judge_line(result, fix=False), JUDGE_FIX)
+    return Check("same-claim judge", "ok", judge_line(result))
+
+
+class Unkept:
+    """Where a result goes when the database cannot be opened: nowhere."""
+
+    async def calibration(self, model: str, kind: str) -> Calibration | None:
+        return None
+
+    async def record_calibration(self, result: Calibration) -> None:
+        return None
 
 
 async def check_local_model(settings: Settings) -> list[Check]:

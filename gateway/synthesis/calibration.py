@@ -298,7 +298,7 @@ FIX = (
 )
 
 
-def judge_line(result: Calibration) -> str:
-    """The judge's standing in one line, with the fix when it is unable."""
+def judge_line(result: Calibration, *, fix: bool = True) -> str:
+    """The judge's standing in one line, with the fix when it is unable (and `fix`)."""
     line = f"{result.model} on the {result.kind} question: {result.summary()}"
-    return f"{line}; {FIX}" if result.verdict == "unable" else line
+    return f"{line}; {FIX}" if fix and result.verdict == "unable" else line

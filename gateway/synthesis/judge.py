@@ -84,10 +84,10 @@ def question(candidate: Claim, shown: Sequence[Known]) -> list[dict[str, str]]:
     """The messages of the question: the known claims numbered from 1, then the new one."""
     tag = new_tag()
     known = "\n\n".join(
-        f"[{i}] ({k.against})\n{fence(_text(k.claim), tag)}" for i, k in enumerate(shown, 1)
+        f"[{i}] ({k.against})\n{fence(shown_text(k.claim), tag)}" for i, k in enumerate(shown, 1)
     )
     user = (
-        f"KNOWN instructions:\n\n{known}\n\nNEW instruction:\n{fence(_text(candidate), tag)}\n\n"
+        f"KNOWN instructions:\n\n{known}\n\nNEW instruction:\n{fence(shown_text(candidate), tag)}\n\n"
         f"Which known instruction, 1 to {len(shown)}, does the new one state again? 0 if none."
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -123,7 +123,7 @@ def read(text: str | None, shown: int) -> Answered:
     return Answered(verdict.same_as - 1 if verdict.same_as else None, why)
 
 
-def _text(claim: Claim) -> str:
+def shown_text(claim: Claim) -> str:
     """A new skill by its description and body; an update by the lines it adds and removes."""
     if claim.kind == "update":
         # The skill's own text is shared by every update of it: only the change is a claim.

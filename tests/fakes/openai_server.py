@@ -151,7 +151,7 @@ def judge_by_words(body: dict[str, Any]) -> str:
 
 def calibration_truth(pairs: list[Pair]) -> dict[tuple[str, str], bool]:
     """The right answer to each calibration question, by the texts shown (known, new)."""
-    text = same_claim._text
+    text = same_claim.shown_text
     return {
         (text(same_claim.pair_claim(p.known)), text(same_claim.pair_claim(p.new))): p.same
         for p in pairs
