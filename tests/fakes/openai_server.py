@@ -48,7 +48,8 @@ from typing import Any
 from aiohttp import web
 
 from gateway.synthesis import judge as same_claim
-from gateway.synthesis.calibration import Pair, builtin_pairs
+from gateway.core.fence import normalise as fenced_text
+from gateway.synthesis.calibration import Pair, Text, builtin_pairs
 
 
 @dataclass
@@ -151,11 +152,11 @@ def judge_by_words(body: dict[str, Any]) -> str:
 
 def calibration_truth(pairs: list[Pair]) -> dict[tuple[str, str], bool]:
     """The right answer to each calibration question, by the texts shown (known, new)."""
-    text = same_claim.shown_text
-    return {
-        (text(same_claim.pair_claim(p.known)), text(same_claim.pair_claim(p.new))): p.same
-        for p in pairs
-    }
+
+    def text(side: Text) -> str:  # as the fence shows it
+        return fenced_text(same_claim.shown_text(same_claim.pair_claim(side)))
+
+    return {(text(p.known), text(p.new)): p.same for p in pairs}
 
 
 _BUILTIN_TRUTH = calibration_truth(builtin_pairs())
