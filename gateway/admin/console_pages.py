@@ -14,6 +14,7 @@ from gateway.admin.params import positive
 from gateway.channels.registry import platforms
 from gateway.runtime.keys import SCHEDULE, STORE, SYNTHESIZER
 from gateway.synthesis.calibration import judge_line
+from gateway.synthesis.held import HELD_TRIES, held_drafts
 from gateway.synthesis.synthesizer import LOCK_NAME, Synthesizer
 
 WINDOWS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
@@ -119,6 +120,8 @@ async def runs(request: web.Request) -> web.Response:
         active="runs",
         runs=await store.list_runs(RUNS),
         judge=await judge_standing(request.config_dict[SYNTHESIZER]),
+        held=await held_drafts(store),
+        held_tries=HELD_TRIES,
         next_pass=_next_pass(request),
         busy=await store.lock_holder(LOCK_NAME, time.time()) is not None,
     )

@@ -11,6 +11,7 @@ candidate with the reason, records nothing, and is tried again at the next pass.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,37 @@ async def test_doctor_calibrates_the_judge_and_names_the_fix_when_it_cannot_judg
     check = await check_judge(settings)
     assert (check.status, check.name) == ("fail", "same-claim judge")
     assert "could not be asked" in check.detail
+
+
+async def test_a_held_candidate_is_asked_with_backoff_then_goes_to_a_person(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    now = [time.time() + 600]  # after every rating the test makes (stored at the real time)
+    async with gateway(settings, lambda: now[0]) as gw:
+        (first,) = await rejected(gw, fake_llm, VERIFY)
+        fake_llm.judge = calibrated(lambda body: "no JSON here")
+        questions = len(fake_llm.same_claim_requests)
+        run = await proposed_again(gw, fake_llm, REWORDED)
+        assert [c["decision"] for c in run["checks"]] == ["held"]
+        synthesis_calls = len(fake_llm.requests)
+        # Three days of hourly passes with nothing new: asked at the next pass, 4 hours
+        # later, a day after that; then a person decides. Four questions in all.
+        decided: list[tuple[int, dict[str, Any]]] = []
+        for _ in range(72):
+            now[0] += 3600
+            done = await gw.synthesize()
+            decided += [(done["run_id"], p) for p in done["proposed"]]
+            if done["checks"]:
+                assert done["checks"][0]["decision"] in ("held", "undecided")
+        assert len(fake_llm.same_claim_requests) - questions == 4
+        assert len(fake_llm.requests) == synthesis_calls  # nothing new: no synthesis call
+        ((run_id, made),) = decided
+        assert made["name"] == "account-verification"
+        _, stored = await gw.call("GET", f"/proposals/{made['id']}")
+        assert stored["possibly_same"][0] == f"rejected #{first} verify-identity"
+        _, last = await gw.call("GET", f"/runs/{run_id}")
+        (check,) = last["same_claim_checks"]
+        assert check["decision"] == "undecided"
+        assert check["reason"].startswith("no usable answer after 4 questions")
+        assert (await gw.synthesize())["held"] == []

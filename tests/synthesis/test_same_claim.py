@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -235,7 +236,8 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     settings = synth_settings(make_settings, fake_llm)
-    async with gateway(settings) as gw:
+    now = [time.time() + 600]  # after every rating the test makes (stored at the real time)
+    async with gateway(settings, lambda: now[0]) as gw:
         await rejected(gw, fake_llm, VERIFY)
         fake_llm.judge = calibrated(lambda body: "I think they are quite similar.")
         run = await proposed_again(gw, fake_llm, SAME_TOPIC)
@@ -243,20 +245,29 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
         (check,) = run["checks"]
         assert (check["name"], check["decision"]) == ("password-reset-help", "held")
         assert check["reason"].startswith("the model's answer is not the same-claim JSON")
+        assert "(asked 1 of 4 times; asked again at the next pass" in check["reason"]
+        (held,) = run["held"]
+        assert (held["name"], held["tries"]) == ("password-reset-help", 1)
         status, pending = await gw.call("GET", "/proposals?status=pending")
         assert status == 200 and pending == []
 
-    # The model is down: still held, across a restart.
+    # The model is down: still held, across a restart, and asked again only hours later.
     fake_llm.judge = calibrated(lambda body: Scripted(status=503))
-    async with gateway(settings) as gw:
+    async with gateway(settings, lambda: now[0]) as gw:
         asked = len(fake_llm.requests)
         again = await gw.synthesize()
         assert again["proposed"] == [] and again["checks"][0]["decision"] == "held"
         assert again["checks"][0]["reason"].startswith("the model could not be asked")
+        assert again["held"][0]["next_at"] == now[0] + 4 * 3600
+        questions = len(fake_llm.same_claim_requests)
+        nothing = await gw.synthesize()  # nothing new, nothing due: no call at all
+        assert nothing["checks"] == [] and len(nothing["held"]) == 1
+        assert len(fake_llm.same_claim_requests) == questions
 
     # It answers: the held candidate is checked and staged, with no new synthesis call.
     fake_llm.judge = calibrated(lambda body: same_claim_answer(0, "a different instruction"))
-    async with gateway(settings) as gw:
+    now[0] += 4 * 3600
+    async with gateway(settings, lambda: now[0]) as gw:
         done = await gw.synthesize()
         assert [p["name"] for p in done["proposed"]] == ["password-reset-help"]
         assert [c["decision"] for c in done["checks"]] == ["different"]
