@@ -87,7 +87,8 @@ def question(candidate: Claim, shown: Sequence[Known]) -> list[dict[str, str]]:
         f"[{i}] ({k.against})\n{fence(shown_text(k.claim), tag)}" for i, k in enumerate(shown, 1)
     )
     user = (
-        f"KNOWN instructions:\n\n{known}\n\nNEW instruction:\n{fence(shown_text(candidate), tag)}\n\n"
+        f"KNOWN instructions:\n\n{known}\n\n"
+        f"NEW instruction:\n{fence(shown_text(candidate), tag)}\n\n"
         f"Which known instruction, 1 to {len(shown)}, does the new one state again? 0 if none."
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

@@ -47,8 +47,8 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.synthesis import judge as same_claim
 from gateway.core.fence import normalise as fenced_text
+from gateway.synthesis import judge as same_claim
 from gateway.synthesis.calibration import Pair, Text, builtin_pairs
 
 

@@ -157,7 +157,7 @@ async def test_a_judge_that_always_says_none_is_unable_and_suppresses_nothing(
     fake_llm.judge = ALWAYS_NONE
     settings = synth_settings(make_settings, fake_llm)
     async with gateway(settings) as gw:
-        (first,) = await rejected(gw, fake_llm, VERIFY)
+        await rejected(gw, fake_llm, VERIFY)
         run = await proposed_again(gw, fake_llm, REWORDED)
         (made,) = run["proposed"]
         assert made["name"] == "account-verification"  # a repeat, but a person decides
