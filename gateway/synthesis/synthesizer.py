@@ -331,7 +331,7 @@ class Synthesizer:
             )
         if (judge := await self.judge_status()) is not None:
             summary.judge = judge_line(judge)
-            if judge.verdict == "unable":
+            if judge.verdict == "unable" and any(c.decision == "undecided" for c in summary.checks):
                 log.warning("synthesis run %s: the judge %s", run.id, summary.judge)
         await self.store.finish_run(
             run.model_copy(
