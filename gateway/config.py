@@ -294,6 +294,10 @@ class ReviewSettings(Section):
     """Review: whether automation's proposals wait for an admin."""
 
     require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
+    # Repeat notices: at most this many to one admin in 24 hours; the rest wait (3 days).
+    repeat_notices_per_day: int = Field(
+        3, ge=1, le=100, validation_alias="SKILLGATE_REPEAT_NOTICES_PER_DAY"
+    )
 
 
 class ToolsSettings(Section):
