@@ -761,7 +761,8 @@ _CALIBRATION: list[Step] = [
     "alter table proposals add column possibly_same text not null default '[]'",
     # A repeat of a rejection already named in a notice that day: counted, not told again.
     "alter table repeat_notice_items add column quiet integer not null default 0",
-    "create index repeat_notice_copies_chat on repeat_notice_copies (channel, chat_id, delivered_at)",
+    "create index repeat_notice_copies_chat"
+    " on repeat_notice_copies (channel, chat_id, delivered_at)",
     # A check may end `undecided`: the judge cannot judge and a person decides. Nothing
     # references the checks, so SQLite copies them into a table with the new check.
     ByDialect(
