@@ -61,6 +61,7 @@ TABLES = (
     "tool_usage",
     "user_names",
     "skill_looks",
+    "judge_calibrations",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")
