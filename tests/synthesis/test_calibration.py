@@ -10,12 +10,18 @@ candidate with the reason, records nothing, and is tried again at the next pass.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import MODEL_LOOK, PARTS, build_app
+from gateway.cli.synthesize import print_summary
 from gateway.config import Settings
 from gateway.ops.doctor import check_judge
 from gateway.synthesis.calibration import (
@@ -28,6 +34,7 @@ from gateway.synthesis.calibration import (
     pairs_hash,
 )
 from gateway.synthesis.judge import ANSWER_TOKENS, SAME_CLAIM, WHY_CHARS, schema
+from gateway.synthesis.summary import RunSummary
 from tests.console_support import sign_in as console_sign_in
 from tests.fakes.openai_server import (
     FakeOpenAI,
@@ -315,7 +322,7 @@ async def test_doctor_calibrates_the_judge_and_names_the_fix_when_it_cannot_judg
 
 
 async def test_a_held_candidate_is_asked_with_backoff_then_goes_to_a_person(
-    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = synth_settings(make_settings, fake_llm)
     now = [time.time() + 600]  # after every rating the test makes (stored at the real time)
@@ -326,6 +333,14 @@ async def test_a_held_candidate_is_asked_with_backoff_then_goes_to_a_person(
         run = await proposed_again(gw, fake_llm, REWORDED)
         assert [c["decision"] for c in run["checks"]] == ["held"]
         synthesis_calls = len(fake_llm.requests)
+        await console_sign_in(gw.client)
+        page = await (await gw.client.get("/admin/runs")).text()
+        assert "Held back" in page and "account-verification" in page
+        assert "(asked 1 of 4 times; next try" in page
+        print_summary(RunSummary.model_validate(run))
+        out = capsys.readouterr().out
+        assert "held account-verification: the model's answer is not the same-claim JSON" in out
+        assert "(asked 1 of 4 times; next try " in out
         # Three days of hourly passes with nothing new: asked at the next pass, 4 hours
         # later, a day after that; then a person decides. Four questions in all.
         decided: list[tuple[int, dict[str, Any]]] = []
@@ -346,3 +361,18 @@ async def test_a_held_candidate_is_asked_with_backoff_then_goes_to_a_person(
         assert check["decision"] == "undecided"
         assert check["reason"].startswith("no usable answer after 4 questions")
         assert (await gw.synthesize())["held"] == []
+
+
+async def test_serve_calibrates_the_judge_in_the_background_after_start_up(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(
+        make_settings, fake_llm, synthesis_interval_minutes=600, llm_same_claim_model="judge-model"
+    )
+    app = build_app(settings, channels=[], watch=True)  # as serve builds it
+    async with TestClient(TestServer(app)) as client:
+        await client.get("/healthz")  # the look waits for the first answer
+        assert await asyncio.wait_for(app[MODEL_LOOK], 20) is True
+        found = await app[PARTS].store.calibration("judge-model", SAME_CLAIM.kind)
+        assert found is not None and found.verdict == "able"
+        assert len(calibration_requests(fake_llm)) == len(builtin_pairs())
