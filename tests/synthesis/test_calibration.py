@@ -341,6 +341,7 @@ async def test_a_held_candidate_is_asked_with_backoff_then_goes_to_a_person(
         out = capsys.readouterr().out
         assert "held account-verification: the model's answer is not the same-claim JSON" in out
         assert "(asked 1 of 4 times; next try " in out
+        assert "judge: fake-model on the same-claim question: able to judge: 16 of 16" in out
         # Three days of hourly passes with nothing new: asked at the next pass, 4 hours
         # later, a day after that; then a person decides. Four questions in all.
         decided: list[tuple[int, dict[str, Any]]] = []
