@@ -244,8 +244,22 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     parser.add_argument("--days", type=int, default=0, help="instead: simulate this many days")
     parser.add_argument("--per-day", default="10,100,1000", help="rated sessions a day (--days)")
+    parser.add_argument(
+        "--held-days", type=int, default=0, help="instead: days with a judge that never answers"
+    )
     args = parser.parse_args()
     started = time.monotonic()
+    if args.held_days:
+        from bench.synthesis_held import render as render_held
+        from bench.synthesis_held import simulate as simulate_held
+
+        async def held(tmp: Path) -> list[Any]:
+            return [await simulate_held(args.held_days, tmp, j) for j in ("down", "garbled")]
+
+        results_held = run_in_scratch(held)
+        text = render_held(results_held, args.held_days)
+        publish("synthesis-held", text, started, write=args.write)
+        return
     if args.days:
         from bench.synthesis_days import render as render_days
         from bench.synthesis_days import simulate

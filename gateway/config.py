@@ -371,6 +371,8 @@ class SynthesisSettings(Section):
     evidence_window_days: float = Field(
         14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
     )
+    # Judges declared able by the operator: not calibrated, shown as declared.
+    trusted_judges: str = Field("", max_length=2000, validation_alias="SKILLGATE_TRUSTED_JUDGES")
     # Skill effects: when a skill is proposed for retirement.
     retire_min_evidence: int = Field(
         5, ge=3, le=100_000, validation_alias="SKILLGATE_RETIRE_MIN_EVIDENCE"
@@ -380,6 +382,11 @@ class SynthesisSettings(Section):
         0.05, gt=0, le=0.5, validation_alias="SKILLGATE_RETIRE_FALSE_ALARMS"
     )
 
+    @property
+    def trusted_judge_models(self) -> tuple[str, ...]:
+        """The model names in SKILLGATE_TRUSTED_JUDGES (comma-separated)."""
+        return tuple(n.strip() for n in self.trusted_judges.split(",") if n.strip())
+
 
 class ReviewSettings(Section):
     """Review: whether automation's proposals wait for an admin."""
@@ -387,6 +394,10 @@ class ReviewSettings(Section):
     title = "Review"
 
     require_approval: bool = Field(True, validation_alias="SKILLGATE_REQUIRE_APPROVAL")
+    # Repeat notices: at most this many to one admin in 24 hours; the rest wait (3 days).
+    repeat_notices_per_day: int = Field(
+        3, ge=1, le=100, validation_alias="SKILLGATE_REPEAT_NOTICES_PER_DAY"
+    )
 
 
 class ToolsSettings(Section):

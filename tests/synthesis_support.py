@@ -158,9 +158,12 @@ class Gateway:
 
 
 @asynccontextmanager
-async def gateway(settings: Settings) -> AsyncIterator[Gateway]:
-    """The whole app on loopback, stopped (cleanly) on exit."""
-    client = TestClient(TestServer(build_app(settings, channels=[])))
+async def gateway(
+    settings: Settings, clock: Callable[[], float] | None = None
+) -> AsyncIterator[Gateway]:
+    """The whole app on loopback (on `clock`, when given), stopped (cleanly) on exit."""
+    app = build_app(settings, channels=[], **({"clock": clock} if clock else {}))
+    client = TestClient(TestServer(app))
     await client.start_server()
     try:
         yield Gateway(client)

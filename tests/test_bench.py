@@ -56,3 +56,17 @@ async def test_synthesis_calls_grow_with_new_evidence_not_with_the_window(tmp_pa
     assert all(0 < calls <= 6 for calls in days.calls), days.calls
     assert days.before_calls == [PASSES_PER_DAY, PASSES_PER_DAY]
     assert days.tokens[1] < days.before_tokens[1] / 2
+
+
+async def test_a_judge_that_never_answers_costs_questions_bounded_by_the_backoff(
+    tmp_path: Path,
+) -> None:
+    from bench.synthesis_held import simulate
+
+    down = await simulate(3, tmp_path, "down")
+    # One candidate a day, asked at most 4 times in all (next pass, 4 h, a day), however many
+    # passes run; the earlier rule asked every held one at every pass.
+    assert down.questions[0] <= 3 and sum(down.questions) <= 3 * 4, down.questions
+    assert down.before[2] > 24 * 2
+    garbled = await simulate(3, tmp_path, "garbled")
+    assert sum(garbled.questions) == 0 and garbled.to_person == 3

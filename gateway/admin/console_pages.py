@@ -13,7 +13,9 @@ from gateway.admin.console_views import PER_PAGE, page_number
 from gateway.admin.params import positive
 from gateway.channels.registry import platforms
 from gateway.runtime.keys import SCHEDULE, STORE, SYNTHESIZER
-from gateway.synthesis.synthesizer import LOCK_NAME
+from gateway.synthesis.calibration import judge_line
+from gateway.synthesis.held import HELD_TRIES, held_drafts
+from gateway.synthesis.synthesizer import LOCK_NAME, Synthesizer
 
 WINDOWS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
 DEFAULT_WINDOW = "30"
@@ -117,9 +119,18 @@ async def runs(request: web.Request) -> web.Response:
         "runs.html",
         active="runs",
         runs=await store.list_runs(RUNS),
+        judge=await judge_standing(request.config_dict[SYNTHESIZER]),
+        held=await held_drafts(store),
+        held_tries=HELD_TRIES,
         next_pass=_next_pass(request),
         busy=await store.lock_holder(LOCK_NAME, time.time()) is not None,
     )
+
+
+async def judge_standing(synthesizer: Synthesizer) -> tuple[str, str] | None:
+    """The same-claim judge's verdict and its line, as last calibrated (None: not yet)."""
+    found = await synthesizer.judge_status()
+    return None if found is None else (found.verdict, judge_line(found))
 
 
 async def run(request: web.Request) -> web.Response:

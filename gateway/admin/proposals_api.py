@@ -59,6 +59,7 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
         "reopened_by": p.reopened_by,
         "reopened": iso(p.reopened_at),
         "reopen_reason": p.reopen_reason,
+        "possibly_same": p.possibly_same,
     }
     if full:
         out["content"] = p.content

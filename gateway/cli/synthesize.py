@@ -7,7 +7,8 @@ import time
 
 from gateway.config import Settings
 from gateway.runtime.assembly import chat_cards, close_parts, open_parts
-from gateway.synthesis.synthesizer import BatchReport, RunSummary
+from gateway.synthesis.held import HELD_TRIES
+from gateway.synthesis.synthesizer import BatchReport, RunSummary, iso_time
 
 
 class _Progress:
@@ -49,6 +50,13 @@ def print_summary(summary: RunSummary) -> None:
         f" {len(summary.refused)} refused from {summary.sessions} session(s)"
         f" in {summary.batches} batch(es)"
     )
+    for h in summary.held:
+        print(
+            f"held {h.name}: {h.reason} (asked {h.tries} of {HELD_TRIES} times;"
+            f" next try {iso_time(h.next_at)})"
+        )
+    if summary.judge is not None:
+        print(f"judge: {summary.judge}")
     if summary.status == "ok":
         print(f"run {summary.run_id} ok: {counts}")
     else:

@@ -6,12 +6,14 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from gateway.channels.registry import configured_platforms, platforms, secrets
 from gateway.config import Settings
+from gateway.core.llm import OpenAIChat
 from gateway.errors import ConfigError, SkillgateError
 from gateway.operator import Check
 from gateway.ops.model_probe import probe
@@ -21,6 +23,16 @@ from gateway.ops.spelling import check_spelling
 from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.runtime.assembly import chat_client
 from gateway.store import store_for
+from gateway.synthesis.calibration import (
+    PAIRS_FILE,
+    Calibration,
+    Calibrations,
+    Calibrator,
+    Unreachable,
+    judge_line,
+    load_pairs,
+)
+from gateway.synthesis.judge import SAME_CLAIM
 from gateway.tools.build import build_tools
 
 DISK_FAIL_MB = 50
@@ -175,9 +187,73 @@ async def _check_configured_model(settings: Settings, *, on_board: bool = False)
     # tried again, and the probes wait as long as an answer would.
     llm = chat_client(settings, settings.llm_base_url, settings.llm_model, settings.llm_key, None)
     try:
-        return await probe(llm, on_board=on_board)
+        checks = await probe(llm, on_board=on_board)
     finally:
         await llm.close()
+    if any(c.status == "fail" for c in checks):
+        return checks
+    return [*checks, await check_judge(settings)]
+
+
+JUDGE_FIX = (
+    "set LLM_SAME_CLAIM_MODEL to a model able to judge (a capable instruction model at the"
+    " same endpoint), or declare this one trusted with SKILLGATE_TRUSTED_JUDGES; until then"
+    " each candidate that needs a judgement goes to a person marked as possibly a repeat"
+)
+
+
+async def check_judge(settings: Settings) -> Check:
+    """The same-claim judge tried on the calibration set now, and the result kept."""
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    name = settings.llm_same_claim_model or settings.llm_model
+    try:
+        pairs = load_pairs(settings.data_dir)
+    except ConfigError as exc:
+        where = settings.data_dir / PAIRS_FILE
+        return Check(
+            "calibration set", "fail", str(exc), f"correct {where} (docs/LEARNING.md) or remove it"
+        )
+    if name in settings.trusted_judge_models:
+        return Check("same-claim judge", "ok", f"{name}: declared trusted, not calibrated")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    llm = OpenAIChat(
+        settings.llm_base_url, name, key, timeout=settings.llm_timeout_seconds, max_retries=0
+    )
+    kept: Calibrations = Unkept()
+    store = store_for(settings) if settings.data_dir.is_dir() else None
+    try:
+        if store is not None:
+            try:
+                kept = await store.open()
+            except SkillgateError:
+                store = None  # the database check says why; the result is only printed
+        calibrator = Calibrator(kept, pairs, clock=time.time)
+        try:
+            result = await calibrator.result(llm, SAME_CLAIM, again=True)
+        except Unreachable as exc:
+            return Check(
+                "same-claim judge",
+                "fail",
+                f"{name} could not be asked: {exc}",
+                "check that the endpoint serves it (LLM_SAME_CLAIM_MODEL, else LLM_MODEL)",
+            )
+    finally:
+        await llm.close()
+        if store is not None:
+            await store.close()
+    if result.verdict == "unable":
+        return Check("same-claim judge", "warn", judge_line(result, fix=False), JUDGE_FIX)
+    return Check("same-claim judge", "ok", judge_line(result))
+
+
+class Unkept:
+    """Where a result goes when the database cannot be opened: nowhere."""
+
+    async def calibration(self, model: str, kind: str) -> Calibration | None:
+        return None
+
+    async def record_calibration(self, result: Calibration) -> None:
+        return None
 
 
 async def check_local_model(settings: Settings) -> list[Check]:

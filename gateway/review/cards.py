@@ -56,6 +56,11 @@ ROLLED_BACK = N_("↩️ Rolled back by {who} at {at}")
 ROLLED_BACK_BECAUSE = N_("↩️ Rolled back by {who} at {at}: {reason}")
 WAITING = N_("⏳ Waiting for review")
 TOOLS = N_("Tools")
+REPEAT_CHECK = N_("⚠️ A repeat?")
+POSSIBLY_SAME = N_(
+    "possibly the same as {known}; the model cannot judge this — decide yourself"
+    " (nearest known claims: {nearest})"
+)
 TOOL_WARNING = N_("⚠️ Check before approving")
 TOOL_ASKS = N_("{tool} asks the user first")
 TOOL_ADMIN = N_("{tool} is for admins only")
@@ -211,6 +216,11 @@ class Card:
         if p.rationale.strip():
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
         facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if p.possibly_same:
+            nearest = t(LIST_SEPARATOR).join(p.possibly_same)
+            facts.append(
+                (t(REPEAT_CHECK), t(POSSIBLY_SAME, known=p.possibly_same[0], nearest=nearest))
+            )
         if self.tools:
             facts.append((t(TOOLS), t(LIST_SEPARATOR).join(tool_line(n, i) for n, i in self.tools)))
             warnings = [w for n, i in self.tools for w in tool_warnings(n, i, t)]

@@ -144,6 +144,7 @@ class ReviewCards:
             language=self._language if languages is not None else None,
             retake_after=retake_after,
             clock=clock,
+            per_day=review.settings.repeat_notices_per_day,
         )
 
     async def _language(self, channel: str, chat_id: str) -> Texts:

@@ -6,6 +6,11 @@ got: the card work's background task runs it after each pass, at start-up and ev
 minutes, so a notice a crash left unsent goes out at the next start or the next pass,
 and a claimed copy is never sent twice. A notice older than `MAX_AGE` is no longer sent
 (an admin added later does not get last month's news).
+
+A digest, not a stream: a rejection is named in at most one notice a day (its later
+returns that day are counted, quietly, and the next notice naming it counts them), and
+one admin gets at most `per_day` notices in 24 hours (SKILLGATE_REPEAT_NOTICES_PER_DAY);
+the others wait for a later sync, while younger than `MAX_AGE`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from gateway.review.repeats import NoticeView, RepeatNotice
 
 log = logging.getLogger(__name__)
 
-MAX_AGE = 3 * 86400.0
+DAY = 86400.0
+MAX_AGE = 3 * DAY
 """Seconds after its pass during which a notice is still sent."""
 
 
@@ -54,6 +60,8 @@ class NoticeStore(Protocol):
 
     async def notice_sent(self, notice_id: int, at: float) -> None: ...
 
+    async def notices_delivered_to(self, channel: str, chat_id: str, since: float) -> int: ...
+
 
 class Language(Protocol):
     """The language of an admin's private chat."""
@@ -72,7 +80,10 @@ class RepeatNotices:
         language: Language | None = None,
         retake_after: float,
         clock: Callable[[], float] = time.time,
+        per_day: int = 3,
     ) -> None:
+        self.per_day = per_day
+        """Notices one admin gets in 24 hours at most."""
         self.store = store
         self.transports = transports
         self.language = language
@@ -91,6 +102,17 @@ class RepeatNotices:
         for transport in self.transports.values():
             for chat_id in transport.admins():
                 now = self.clock()
+                got = await self.store.notices_delivered_to(transport.channel, chat_id, now - DAY)
+                if got >= self.per_day:
+                    complete = False  # this admin's cap for the day: it waits
+                    log.info(
+                        "repeat notice of run %d to %s admin %s waits: %d sent in 24 hours",
+                        notice.run_id,
+                        transport.channel,
+                        chat_id,
+                        got,
+                    )
+                    continue
                 if not await self.store.claim_notice(
                     notice.id,
                     transport.channel,

@@ -40,6 +40,9 @@ class Candidate(Claim):
     generated_at: float
     allowed_tools: list[str] = Field(default_factory=list)
     """The tools the skill names (`allowed-tools`): a declaration, never a grant."""
+    possibly_same: list[str] = Field(default_factory=list)
+    """The nearest known claims (`rejected #4 verify-identity`), most like first, when the
+    same-claim judge could not judge this one: the reviewer decides whether it repeats one."""
 
     @property
     def slug(self) -> str:

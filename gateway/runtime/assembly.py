@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from gateway.channels.base import Channel, Ports
@@ -35,7 +36,7 @@ from gateway.core.model_health import ModelHealth, WatchedLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.settings import ModelSettings
 from gateway.core.vision import VisionPolicy
-from gateway.errors import ChannelError
+from gateway.errors import ChannelError, ConfigError
 from gateway.media.links import MediaLinks, load_key
 from gateway.media.stt import OpenAITranscriber, Transcriber
 from gateway.media.tts import OpenAISpeaker
@@ -58,6 +59,14 @@ from gateway.skills.effect import holdout_state
 from gateway.skills.files import describe_files
 from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
+from gateway.synthesis.calibration import (
+    UNABLE_NOTICE,
+    Calibration,
+    Calibrator,
+    Pair,
+    builtin_pairs,
+    load_pairs,
+)
 from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
@@ -193,6 +202,31 @@ def subscribe(
     events.subscribe(ReviewEvent, review_effects)
     events.subscribe(RunSummary, repeats_found)
     events.subscribe(ToolCalled, count_tool_call)
+
+
+def calibration_pairs(settings: Settings) -> list[Pair]:
+    """The calibration set: the built-in pairs and the operator's; theirs, when unreadable,
+    are left out with an error in the log (doctor names it) and the built-in set is used."""
+    try:
+        return load_pairs(settings.data_dir)
+    except ConfigError as exc:
+        log.error("the operator's calibration pairs are not used: %s", exc)
+        return builtin_pairs()
+
+
+async def tell_unable(
+    store: Store, admins: Admins, clock: Callable[[], float], result: Calibration
+) -> None:
+    """Tell the chat admins, once per model and question, that a judge cannot judge."""
+    if admins.cards is None:
+        return  # no admin reachable now: told at the next use, once they are
+    if await store.claim_calibration_notice(result.model, result.kind, clock()):
+        await admins.tell(
+            UNABLE_NOTICE,
+            f"judge:{result.kind}:{result.model}",
+            model=result.model,
+            right=f"{result.correct}/{result.total}",
+        )
 
 
 def log_review_event(p: Proposal, kind: str) -> None:
@@ -354,6 +388,14 @@ async def open_parts(
             Memory(store, known=secrets(settings), clock=clock) if settings.memory == "on" else None
         )
         tools = build_tools(settings, secrets(settings), events=events)
+        admins = Admins()
+        calibrator = Calibrator(
+            store,
+            calibration_pairs(settings),
+            trusted=settings.trusted_judge_models,
+            clock=clock,
+            told=partial(tell_unable, store, admins, clock),
+        )
         agent = Agent(
             store,
             model,
@@ -375,6 +417,7 @@ async def open_parts(
             embedder=make_embedder(settings),
             judge=make_judge(settings, store) if llm is None else None,
             events=events,
+            calibrator=calibrator,
         )
         # Holdout only where still needed, and more often where the comparison lags.
         catalog.settle(*await holdout_state(store, synthesizer.config.effect))
@@ -393,7 +436,6 @@ async def open_parts(
     )
     metrics = metrics or Metrics()
     metrics.watch_model(health)
-    admins = Admins()
     # Only now: what reconcile repaired above is in the files the catalog synced from.
     subscribe(events, catalog=catalog, admins=admins, metrics=metrics)
     if tools is not None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from gateway.config import Settings
 from gateway.core.llm import OpenAIChat
 from gateway.errors import ModelError
+from gateway.synthesis.calibration import Unreachable
 from gateway.synthesis.synthesizer import Synthesizer
 
 log = logging.getLogger("gateway.model")
@@ -107,4 +108,14 @@ async def look_at_start(settings: Settings, synthesizer: Synthesizer) -> bool:
     if settings.llm_context_tokens is None and (context := await probed_context(settings)):
         synthesizer.config = replace(synthesizer.config, context_tokens=context)
         log.info("synthesis fits the model's context of %d tokens, as its server reports", context)
+    if settings.synthesis_interval_minutes > 0:
+        await calibrate_at_start(synthesizer)
     return True
+
+
+async def calibrate_at_start(synthesizer: Synthesizer) -> None:
+    """Try the same-claim judge on the calibration set, unless its result is kept already."""
+    try:
+        await synthesizer.calibrate()
+    except Unreachable as exc:
+        log.warning("the same-claim judge could not be calibrated now (tried again later): %s", exc)

@@ -756,6 +756,60 @@ _SKILL_LOOKS: list[Step] = [
     """,
 ]
 
+# What each judging model scored on the calibration set (per question kind, with the set's
+# hash, so a changed set is tried again), and when the admins were told it cannot judge;
+# the nearest known claims of a proposal the judge could not judge, for its reviewer.
+_CALIBRATION: list[Step] = [
+    """
+    create table judge_calibrations (
+        model text not null,
+        kind text not null,
+        total integer not null,
+        correct integer not null,
+        yes integer not null,
+        unanswered integer not null,
+        pairs_hash text not null,
+        at {time} not null,
+        told_at {time},
+        primary key (model, kind)
+    )
+    """,
+    "alter table proposals add column possibly_same text not null default '[]'",
+    # A repeat of a rejection already named in a notice that day: counted, not told again.
+    "alter table repeat_notice_items add column quiet integer not null default 0",
+    "create index repeat_notice_copies_chat"
+    " on repeat_notice_copies (channel, chat_id, delivered_at)",
+    # A check may end `undecided`: the judge cannot judge and a person decides. Nothing
+    # references the checks, so SQLite copies them into a table with the new check.
+    ByDialect(
+        sqlite=[
+            """
+            create table same_claim_checks_v48 (
+                id integer primary key autoincrement,
+                run_id integer not null references synthesis_runs(id),
+                name text not null,
+                decision text not null
+                    check (decision in ('same', 'different', 'held', 'undecided')),
+                compared text not null,
+                reason text not null,
+                matched integer,
+                matched_skill text
+            )
+            """,
+            "insert into same_claim_checks_v48 select id, run_id, name, decision, compared,"
+            " reason, matched, matched_skill from same_claim_checks order by id",
+            "drop table same_claim_checks",
+            "alter table same_claim_checks_v48 rename to same_claim_checks",
+            "create index same_claim_checks_run on same_claim_checks (run_id, id)",
+        ],
+        postgresql=[
+            "alter table same_claim_checks drop constraint same_claim_checks_decision_check",
+            "alter table same_claim_checks add constraint same_claim_checks_decision_check"
+            " check (decision in ('same', 'different', 'held', 'undecided'))",
+        ],
+    ),
+]
+
 _REPEAT_NOTICES: list[Step] = [
     """
     create table repeat_notices (
@@ -908,6 +962,11 @@ MIGRATIONS: list[Migration] = [
     ),
     (49, "scheduled tasks and the outcome of each occurrence", _SCHEDULED_TASKS),
     (53, "spoken answers: each user's /voice choice, the seconds each answer was spoken", _VOICES),
+    (
+        54,
+        "judges' calibration per model, proposals a judge could not judge, quiet repeats",
+        _CALIBRATION,
+    ),
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from gateway.review.repeats import MAX_ITEMS, NoticeItem, RejectedRepeat, RepeatNotice, grouped
 from gateway.store.sql import Conn, QueriesBase, query, transaction
 
+DAY = 86400.0
 _ITEMS = (
     "select i.id, i.notice_id, n.run_id, i.proposal_id, i.repeats, i.name, i.description,"
     " i.content, coalesce(p.target, p.name) as slug,"
@@ -41,15 +42,38 @@ async def add_repeat_notice(
     )
     if notice_id is None:
         return  # this run's notice exists already
+    # A rejection already named (not quietly) in the last day is counted, not told again.
+    told = {
+        r["proposal_id"]
+        for r in await c.fetch(
+            "select distinct i.proposal_id from repeat_notice_items i"
+            " join repeat_notices n on n.id = i.notice_id"
+            " where i.quiet = 0 and n.created_at > ? and n.id <> ?",
+            at - DAY,
+            notice_id,
+        )
+    }
     await c.executemany(
         "insert into repeat_notice_items"
-        " (notice_id, proposal_id, repeats, name, description, content)"
-        " select ?, ?, ?, ?, ?, ? where exists (select 1 from proposals where id = ?)",
+        " (notice_id, proposal_id, repeats, name, description, content, quiet)"
+        " select ?, ?, ?, ?, ?, ?, ? where exists (select 1 from proposals where id = ?)",
         [
-            (notice_id, r.proposal_id, n, r.name, r.description, r.content, r.proposal_id)
+            (
+                notice_id,
+                r.proposal_id,
+                n,
+                r.name,
+                r.description,
+                r.content,
+                int(r.proposal_id in told),
+                r.proposal_id,
+            )
             for r, n in grouped(repeats)
         ],
     )
+    if all(r.proposal_id in told for r, _ in grouped(repeats)):
+        # Nothing new to tell: kept for the counts, never sent.
+        await c.execute("update repeat_notices set sent_at = ? where id = ?", at, notice_id)
 
 
 def _item(row: dict[str, Any]) -> NoticeItem:
@@ -71,7 +95,9 @@ class NoticeQueries(QueriesBase):
         for row in rows:
             items = [
                 _item(r)
-                for r in await c.fetch(f"{_ITEMS} where i.notice_id = ? order by i.id", row["id"])
+                for r in await c.fetch(
+                    f"{_ITEMS} where i.notice_id = ? and i.quiet = 0 order by i.id", row["id"]
+                )
             ]
             notices.append(
                 RepeatNotice(**row, items=items[:MAX_ITEMS], more=max(0, len(items) - MAX_ITEMS))
@@ -144,3 +170,15 @@ class NoticeQueries(QueriesBase):
             notice_id,
             notice_id,
         )
+
+    @query
+    async def notices_delivered_to(self, c: Conn, channel: str, chat_id: str, since: float) -> int:
+        """Repeat notices delivered to one admin chat at `since` or later."""
+        count = await c.fetchval(
+            "select count(*) from repeat_notice_copies where channel = ? and chat_id = ?"
+            " and delivered_at >= ?",
+            channel,
+            chat_id,
+            since,
+        )
+        return int(count or 0)

@@ -26,7 +26,9 @@ _INSERT_VERSION = insert_sql(
 
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
-    return Proposal.model_validate(decode_json_fields(row, "based_on", "allowed_tools"))
+    return Proposal.model_validate(
+        decode_json_fields(row, "based_on", "allowed_tools", "possibly_same")
+    )
 
 
 def _rejection_args(rejection: Rejection) -> list[Any]:
@@ -43,6 +45,7 @@ class ProposalQueries(QueriesBase):
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
         row["allowed_tools"] = json.dumps(row["allowed_tools"])
+        row["possibly_same"] = json.dumps(row["possibly_same"])
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),

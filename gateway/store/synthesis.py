@@ -11,6 +11,7 @@ from gateway.review.repeats import RejectedRepeat
 from gateway.store.messages import attachments_by_message
 from gateway.store.notices import add_repeat_notice
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
+from gateway.synthesis.calibration import Calibration
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 
 _RATED_SINCE_SHOWN = (
@@ -299,3 +300,51 @@ class SynthesisQueries(QueriesBase):
             "select holder from locks where name = ? and expires_at >= ?", name, now
         )
         return None if holder is None else str(holder)
+
+    @query
+    async def calibration(self, c: Conn, model: str, kind: str) -> Calibration | None:
+        """A model's last calibration on one kind of question, if it has one."""
+        row = await c.fetchrow(
+            "select * from judge_calibrations where model = ? and kind = ?", model, kind
+        )
+        return None if row is None else Calibration.model_validate(row)
+
+    @query
+    async def calibrations(self, c: Conn) -> list[Calibration]:
+        """Every model's last calibration, newest first."""
+        rows = await c.fetch("select * from judge_calibrations order by at desc")
+        return [Calibration.model_validate(r) for r in rows]
+
+    @query
+    async def record_calibration(self, c: Conn, result: Calibration) -> None:
+        """Keep a calibration, replacing the model's last one on that kind (whether the
+        admins were told is kept: they are told once per model and kind)."""
+        await c.execute(
+            "insert into judge_calibrations"
+            " (model, kind, total, correct, yes, unanswered, pairs_hash, at)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?)"
+            " on conflict (model, kind) do update set total = excluded.total,"
+            " correct = excluded.correct, yes = excluded.yes,"
+            " unanswered = excluded.unanswered, pairs_hash = excluded.pairs_hash,"
+            " at = excluded.at",
+            result.model,
+            result.kind,
+            result.total,
+            result.correct,
+            result.yes,
+            result.unanswered,
+            result.pairs_hash,
+            result.at,
+        )
+
+    @query
+    async def claim_calibration_notice(self, c: Conn, model: str, kind: str, at: float) -> bool:
+        """True once per model and kind: the caller tells the admins it cannot judge."""
+        claimed = await c.fetchval(
+            "update judge_calibrations set told_at = ? where model = ? and kind = ?"
+            " and told_at is null returning model",
+            at,
+            model,
+            kind,
+        )
+        return claimed is not None

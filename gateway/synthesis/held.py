@@ -1,9 +1,13 @@
-"""Candidates held back because the same-claim question had no answer, kept for the next pass.
+"""Candidates held back because the same-claim question had no answer, asked again with backoff.
 
 A candidate is never staged unchecked: when the model cannot say whether it repeats a
-known claim, the draft, the sessions it may cite and the model that wrote it are kept in
-the store (one JSON value), and each pass checks them again before reading new evidence.
-At most `HELD_LIMIT` wait; past that a candidate's sessions stay unconsumed instead.
+known claim, the draft, the sessions it may cite, the model that wrote it, why it waits and
+when it is asked next are kept in the store (one JSON value). It is asked again at the
+next pass, then after `BACKOFF` hours, then a day later: a question asked at temperature 0
+gets the same answer, so asking at every pass only spends calls. After `HELD_TRIES`
+questions without an answer it goes to a person, marked as possibly a repeat (see
+`synthesizer`). A pass with nothing due asks nothing. At most `HELD_LIMIT` wait; past that
+a candidate's sessions stay unconsumed instead.
 """
 
 from __future__ import annotations
@@ -19,6 +23,15 @@ from gateway.synthesis.answer import ProposalDraft
 log = logging.getLogger(__name__)
 HELD_KEY = "synthesis.held"
 HELD_LIMIT = 20
+HELD_TRIES = 4
+"""Questions asked about one candidate at most; then a person decides."""
+BACKOFF = (0.0, 4 * 3600.0, 86400.0)
+"""Seconds until the next question after the first, second and third unanswered one."""
+
+
+def next_try(tries: int, now: float) -> float:
+    """When a candidate asked `tries` times without an answer is asked again."""
+    return now + BACKOFF[min(tries, len(BACKOFF)) - 1]
 
 
 class HeldDraft(BaseModel):
@@ -27,6 +40,12 @@ class HeldDraft(BaseModel):
     draft: ProposalDraft
     shown: list[int] = Field(default_factory=list)
     model: str | None = None
+    tries: int = 1
+    """Questions asked about it without a usable answer."""
+    next_at: float = 0.0
+    """When it is asked again (epoch seconds; 0: at the next pass)."""
+    reason: str = ""
+    """Why the last question had no answer."""
 
 
 async def held_drafts(store: Meta) -> list[HeldDraft]:

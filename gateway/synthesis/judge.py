@@ -21,12 +21,12 @@ from gateway.core.llm import LLM
 from gateway.core.llm_wire import strip_think
 from gateway.errors import ModelError
 from gateway.review.proposals import Claim
+from gateway.synthesis.calibration import NoAnswer, Pair, Text, Unreachable
 from gateway.synthesis.ranking import Known
-from gateway.synthesis.similarity import claim_text
+from gateway.synthesis.similarity import body_hash, change_text, claim_text
 
 MAX_CHARS = 1500
 """Of each text shown: the start of a skill says what it asks."""
-ANSWER_TOKENS = 200
 SYSTEM = (
     "You check whether a NEW instruction for a chat assistant states the same claim as one of"
     " the KNOWN instructions. The same claim: it asks the assistant to behave the same way,"
@@ -48,6 +48,11 @@ class Verdict(BaseModel):
 
 
 WHY_CHARS = 200
+SKELETON_BYTES = 64
+"""`{"same_as": N, "why": ""}` with room for the spaces and line breaks a model adds."""
+ANSWER_TOKENS = 6 * WHY_CHARS + SKELETON_BYTES
+"""The most an answer within the schema can take: a token is at least one byte, and a
+character of `why` is at most 6 bytes of JSON (a `\\uXXXX` escape). A full answer is never cut."""
 
 
 def schema(shown: int) -> dict[str, Any]:
@@ -79,10 +84,11 @@ def question(candidate: Claim, shown: Sequence[Known]) -> list[dict[str, str]]:
     """The messages of the question: the known claims numbered from 1, then the new one."""
     tag = new_tag()
     known = "\n\n".join(
-        f"[{i}] ({k.against})\n{fence(_text(k.claim), tag)}" for i, k in enumerate(shown, 1)
+        f"[{i}] ({k.against})\n{fence(shown_text(k.claim), tag)}" for i, k in enumerate(shown, 1)
     )
     user = (
-        f"KNOWN instructions:\n\n{known}\n\nNEW instruction:\n{fence(_text(candidate), tag)}\n\n"
+        f"KNOWN instructions:\n\n{known}\n\n"
+        f"NEW instruction:\n{fence(shown_text(candidate), tag)}\n\n"
         f"Which known instruction, 1 to {len(shown)}, does the new one state again? 0 if none."
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -118,7 +124,7 @@ def read(text: str | None, shown: int) -> Answered:
     return Answered(verdict.same_as - 1 if verdict.same_as else None, why)
 
 
-def _text(claim: Claim) -> str:
+def shown_text(claim: Claim) -> str:
     """A new skill by its description and body; an update by the lines it adds and removes."""
     if claim.kind == "update":
         # The skill's own text is shared by every update of it: only the change is a claim.
@@ -126,3 +132,37 @@ def _text(claim: Claim) -> str:
             :MAX_CHARS
         ]
     return f"name: {claim.name}\n{claim_text(claim)}"[:MAX_CHARS]
+
+
+class SameClaimQuestion:
+    """The same-claim question as a calibration question: the known text of a pair shown
+    alone, its new text asked about; "yes" is naming it."""
+
+    kind = "same-claim"
+
+    def expected(self, item: Pair) -> bool:
+        return item.same
+
+    async def answer(self, llm: LLM, item: Pair) -> bool:
+        known = Known("rejected", pair_claim(item.known))
+        try:
+            answered = await ask(llm, pair_claim(item.new), [known])
+        except Unanswered as exc:
+            if isinstance(exc.__cause__, ModelError):
+                raise Unreachable(str(exc)) from exc
+            raise NoAnswer(str(exc)) from exc
+        return answered.index is not None
+
+
+SAME_CLAIM = SameClaimQuestion()
+
+
+def pair_claim(text: Text) -> Claim:
+    """One side of a calibration pair as a new skill's claim."""
+    return Claim(
+        kind="create",
+        name=text.name,
+        description=text.description,
+        content_hash=body_hash(text.body),
+        change_text=change_text(None, text.body),
+    )

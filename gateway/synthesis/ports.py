@@ -10,6 +10,7 @@ from gateway.review.ports import PendingProposals
 from gateway.review.proposals import Rejection
 from gateway.review.repeats import RejectedRepeat
 from gateway.skills.effect import EffectStore, SkillTallies
+from gateway.synthesis.calibration import Calibrations
 from gateway.synthesis.evidence import EvidenceSource
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
 
@@ -34,7 +35,7 @@ class RetireStore(EffectStore, PendingProposals, SkillRecords, Protocol):
     async def rejections(self, limit: int | None = None) -> list[Rejection]: ...
 
 
-class SynthesisStore(EvidenceSource, RetireStore, Locks, Meta, Protocol):
+class SynthesisStore(EvidenceSource, RetireStore, Locks, Meta, Calibrations, Protocol):
     """Evidence, consumed sessions, runs, the run lock, and what proposals are compared with."""
 
     async def finish_idle_sessions(self, now: float, idle_seconds: float) -> int: ...

@@ -53,7 +53,7 @@ class RunCheck(BaseModel):
     """One same-claim check: the candidate, the decision, what it was compared with and why."""
 
     name: str
-    decision: Literal["same", "different", "held"]
+    decision: Literal["same", "different", "held", "undecided"]
     compared: list[str]
     """The known claims the model was shown, most like first (`rejected #4 verify-identity`)."""
     reason: str

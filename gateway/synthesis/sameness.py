@@ -4,8 +4,10 @@ The same text (body hash), or under the same name a like description (difflib; f
 updates of one skill the lines they change must match instead) is a repeat at once.
 Anything else is one question to the model (see `judge`): does the candidate state the
 same claim as any of the few known claims most like it (see `ranking`)? Only the model's
-answer decides; when it cannot be had, the candidate is held back (`held`), never passed
-unchecked.
+answer decides, and only once the model has shown it can judge (see `calibration`): a
+model unable to judge is not asked, and the candidate goes to a person marked as possibly
+the same as the nearest known claims (`undecided`). When no answer can be had, the
+candidate is held back (`held`), never passed unchecked.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from typing import Literal
 from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
 from gateway.review.proposals import Claim
-from gateway.synthesis.judge import Unanswered, ask
+from gateway.synthesis.calibration import Calibration, Calibrator, Unreachable
+from gateway.synthesis.judge import SAME_CLAIM, Unanswered, ask
 from gateway.synthesis.ranking import Against, Known, rank
 from gateway.synthesis.similarity import claim_key, normalise, similar
 
 __all__ = ["Against", "Decision", "Known", "SameClaim", "SameClaimConfig"]
-Outcome = Literal["same", "different", "held"]
+Outcome = Literal["same", "different", "held", "undecided"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,22 @@ class SameClaim:
         *,
         embedder: Embedder | None = None,
         judge: LLM | None = None,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder
         self.judge = judge
+        self.calibrator = calibrator
+        """Whether the judge can judge (None: it is trusted untried, as in unit tests)."""
+
+    async def ability(self) -> Calibration | None:
+        """The judge's calibration (None: no judge, or none to calibrate it with).
+
+        Unreachable when it has to be tried and cannot be asked.
+        """
+        if self.judge is None or self.calibrator is None:
+            return None
+        return await self.calibrator.result(self.judge, SAME_CLAIM)
 
     async def find(self, claim: Claim, known: Sequence[Known]) -> Decision | None:
         """The decision about `claim`; None when there is nothing to compare it with."""
@@ -72,6 +87,16 @@ class SameClaim:
         shown = tuple(r.known for r in ranked)
         if self.judge is None:
             return Decision("held", shown, "no model to ask whether it is the same claim")
+        try:
+            ability = await self.ability()
+        except Unreachable as exc:
+            return Decision("held", shown, f"the judge could not be calibrated: {exc}")
+        if ability is not None and ability.verdict == "unable":
+            detail = (
+                f"possibly the same as {shown[0].label()}; the model {ability.model} cannot"
+                f" judge this ({ability.summary()}): decide yourself"
+            )
+            return Decision("undecided", shown, detail)
         try:
             answer = await ask(self.judge, claim, shown)
         except Unanswered as exc:

@@ -10,18 +10,23 @@ later, different improvement of that skill.
 from __future__ import annotations
 
 import hashlib
-import re
+import unicodedata
 from difflib import SequenceMatcher
 
 from gateway.review.proposals import Claim
 
 MAX_CHANGE_CHARS = 4000
-_PUNCTUATION = re.compile(r"[^\w\s]+", re.UNICODE)
+_MARKS = ("Mn", "Mc")
+"""Combining marks: Thai vowels and tones, Devanagari signs. Part of the word, not punctuation."""
 
 
 def normalise(text: str) -> str:
-    """Lower case, punctuation dropped, whitespace collapsed."""
-    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+    """Lower case, punctuation dropped, whitespace collapsed; letters keep their marks."""
+    kept = (
+        c if c.isalnum() or c == "_" or unicodedata.category(c) in _MARKS else " "
+        for c in text.lower()
+    )
+    return " ".join("".join(kept).split())
 
 
 def body_hash(content: str) -> str:

@@ -47,6 +47,15 @@ class BatchReport(BaseModel):
     finished: bool = True
 
 
+class HeldBrief(BaseModel):
+    """A candidate held back: its name, why, how often asked, when it is asked next."""
+
+    name: str
+    reason: str
+    tries: int
+    next_at: float
+
+
 class RunSummary(BaseModel):
     """What a pass did: proposals made, suppressed and refused, its counts and its error."""
 
@@ -66,6 +75,10 @@ class RunSummary(BaseModel):
     model: str | None = None
     prompt_tokens: int = 0
     error: str | None = None
+    held: list[HeldBrief] = Field(default_factory=list)
+    """The candidates waiting for a same-claim answer after this pass, and when each is asked."""
+    judge: str | None = None
+    """The same-claim judge's calibration, when it was tried (`judge-model: unable to judge…`)."""
 
     @property
     def about(self) -> str:

@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Literal
 
 from gateway.config import SynthesisSettings
@@ -52,8 +53,10 @@ from gateway.skills.effect import (
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, answer_schema, parse_answer
 from gateway.synthesis.budget import Budget, fit
+from gateway.synthesis.calibration import Calibration, Calibrator, judge_line
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
-from gateway.synthesis.held import HeldDraft, held_drafts, hold, keep_held
+from gateway.synthesis.held import HELD_TRIES, HeldDraft, held_drafts, hold, keep_held, next_try
+from gateway.synthesis.judge import SAME_CLAIM
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import MAX_TOOLS, build_messages
@@ -72,6 +75,7 @@ from gateway.synthesis.screening import (
 from gateway.synthesis.summary import (
     BatchReport,
     DroppedBrief,
+    HeldBrief,
     Progress,
     ProposalBrief,
     RunSummary,
@@ -93,6 +97,13 @@ __all__ = [
 ]
 log = logging.getLogger(__name__)
 BATCH_ATTEMPTS = 3
+
+
+def iso_time(ts: float) -> str:
+    """`2026-12-07 18:00 UTC`."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 FAILED_BATCH_KEY = "synthesis.failed_batch"
 
 
@@ -162,6 +173,7 @@ class Synthesizer:
         embedder: Embedder | None = None,
         judge: LLM | None = None,
         events: Events | None = None,
+        calibrator: Calibrator | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -179,7 +191,30 @@ class Synthesizer:
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
             judge=self.judge,
+            calibrator=calibrator,
         )
+        self.calibrator = calibrator
+        """Tries the judge before it is trusted (None: trusted untried)."""
+
+    async def calibrate(self, *, again: bool = False) -> Calibration | None:
+        """The judge's calibration, tried now if it has none (`again`: tried anew).
+
+        None without a calibrator; Unreachable when the judge cannot be asked.
+        """
+        if self.calibrator is None:
+            return None
+        return await self.calibrator.result(self.judge, SAME_CLAIM, again=again)
+
+    async def judge_status(self) -> Calibration | None:
+        """The judge's standing as last calibrated (None: not tried yet)."""
+        if self.calibrator is None:
+            return None
+        model = self.judge.model or ""
+        if model in self.calibrator.trusted:
+            found: Calibration | None = await self.calibrator.result(self.judge, SAME_CLAIM)
+        else:
+            found = await self.store.calibration(model, SAME_CLAIM.kind)
+        return found
 
     async def run(self, trigger: str = "manual", progress: Progress | None = None) -> RunSummary:
         """One pass now; `busy` when another pass holds the lock."""
@@ -279,6 +314,26 @@ class Synthesizer:
 
     async def _finish(self, run: RunRecord, summary: RunSummary) -> None:
         summary.prompt_tokens = run.prompt_tokens
+        held = await held_drafts(self.store)
+        summary.held = [
+            HeldBrief(name=e.draft.name, reason=e.reason, tries=e.tries, next_at=e.next_at)
+            for e in held
+        ]
+        if held:
+            log.warning(
+                "synthesis run %s: %d candidate(s) held back for want of a same-claim answer: %s",
+                run.id,
+                len(held),
+                "; ".join(
+                    f"{e.draft.name} ({e.reason}; asked {e.tries} of {HELD_TRIES} times,"
+                    f" next {iso_time(e.next_at)})"
+                    for e in held
+                ),
+            )
+        if (judge := await self.judge_status()) is not None:
+            summary.judge = judge_line(judge)
+            if judge.verdict == "unable" and any(c.decision == "undecided" for c in summary.checks):
+                log.warning("synthesis run %s: the judge %s", run.id, summary.judge)
         await self.store.finish_run(
             run.model_copy(
                 update={
@@ -417,20 +472,42 @@ class Synthesizer:
         keep: set[int] = set()
         for draft in drafts:
             outcome, ids = await self._consider(draft, ctx, run, summary)
-            held = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model)
-            if outcome == "held" and not await hold(self.store, held):
-                keep.update(ids)
+            if outcome == "held":
+                held = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model)
+                if not await hold(self.store, self._held_again(held, 1, summary)):
+                    keep.update(ids)
             elif outcome == "acted":
                 acted.update(ids)
         return acted, keep
 
+    def _held_again(self, entry: HeldDraft, tries: int, summary: RunSummary) -> HeldDraft:
+        """`entry` asked `tries` times without an answer: when next, and why (on its check)."""
+        now = self.clock()
+        check = summary.checks[-1]
+        entry = entry.model_copy(
+            update={"tries": tries, "next_at": next_try(tries, now), "reason": check.reason}
+        )
+        when = "at the next pass" if entry.next_at <= now else f"after {iso_time(entry.next_at)}"
+        check.reason = (
+            f"{check.reason} (asked {tries} of {HELD_TRIES} times; asked again {when},"
+            " then a person decides)"
+        )
+        return entry
+
     async def _consider(
-        self, draft: ProposalDraft, ctx: ScreenContext, run: RunRecord, summary: RunSummary
+        self,
+        draft: ProposalDraft,
+        ctx: ScreenContext,
+        run: RunRecord,
+        summary: RunSummary,
+        *,
+        last_try: bool = False,
     ) -> tuple[Literal["acted", "refused", "held", "later"], list[int]]:
         """Screen, check and submit one draft; what came of it, and the sessions it is based on.
 
         Past the per-pass limit a draft is still screened and checked, so a repeat is
-        recorded as one; a new claim is then left for a later pass (`later`).
+        recorded as one; a new claim is then left for a later pass (`later`). On its
+        `last_try` a candidate whose question has no answer again goes to a person.
         """
         result = screen(draft, ctx)
         if isinstance(result, Dropped):
@@ -442,8 +519,18 @@ class Synthesizer:
         repeat, decision = await repeat_of(result, ctx)
         if decision is not None:
             summary.checks.append(check_brief(result.name, decision))
-            if decision.outcome == "held":
+            if decision.outcome == "held" and last_try:
+                check = summary.checks[-1]
+                check.decision = "undecided"
+                check.reason = (
+                    f"no usable answer after {HELD_TRIES} questions ({decision.detail}):"
+                    f" possibly the same as {decision.compared[0].label()}; decide yourself"
+                )
+            elif decision.outcome == "held":
                 return "held", result.based_on
+            if summary.checks[-1].decision == "undecided":  # no judgement: a person decides
+                labels = [k.label() for k in decision.compared]
+                result = result.model_copy(update={"possibly_same": labels})
         if repeat is not None:
             summary.suppressed.append(dropped_brief(repeat))
             if repeat.against == "rejected" and repeat.matched is not None:
@@ -489,13 +576,20 @@ class Synthesizer:
     async def _retry_held(self, run: RunRecord, summary: RunSummary) -> None:
         """Check again the candidates an earlier pass held back; keep those still unanswered."""
         waiting = await held_drafts(self.store)
-        if not waiting:
-            return
+        due = [e for e in waiting if e.next_at <= self.clock()]
+        if not due:
+            return  # nothing to ask yet: no call
         still = []
         for entry in waiting:
+            if entry not in due:
+                still.append(entry)
+                continue
             ctx = await self._context(entry.shown, entry.model)
-            outcome, _ = await self._consider(entry.draft, ctx, run, summary)
-            if outcome in ("held", "later"):
+            last = entry.tries + 1 >= HELD_TRIES
+            outcome, _ = await self._consider(entry.draft, ctx, run, summary, last_try=last)
+            if outcome == "held":
+                still.append(self._held_again(entry, entry.tries + 1, summary))
+            elif outcome == "later":
                 still.append(entry)
         await keep_held(self.store, still)
 

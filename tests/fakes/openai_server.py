@@ -49,7 +49,9 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from gateway.core.fence import normalise as fenced_text
 from gateway.synthesis import judge as same_claim
+from gateway.synthesis.calibration import Pair, Text, builtin_pairs
 
 
 @dataclass
@@ -150,6 +152,37 @@ def judge_by_words(body: dict[str, Any]) -> str:
     return same_claim_answer(best, "they share most words" if best else "different words")
 
 
+def calibration_truth(pairs: list[Pair]) -> dict[tuple[str, str], bool]:
+    """The right answer to each calibration question, by the texts shown (known, new)."""
+
+    def text(side: Text) -> str:  # as the fence shows it
+        return fenced_text(same_claim.shown_text(same_claim.pair_claim(side)))
+
+    return {(text(p.known), text(p.new)): p.same for p in pairs}
+
+
+_BUILTIN_TRUTH = calibration_truth(builtin_pairs())
+
+
+def calibrated(judge: Responder, truth: dict[tuple[str, str], bool] = _BUILTIN_TRUTH) -> Responder:
+    """`judge`, answering the calibration questions right: a judge able to judge."""
+
+    def answer(body: dict[str, Any]) -> Scripted | str:
+        known, new = claims_asked(body)
+        if len(known) == 1 and (known[0], new) in truth:
+            same = truth[(known[0], new)]
+            return same_claim_answer(1 if same else 0, "calibration")
+        return judge(body)
+
+    return answer
+
+
+def calibration_asked(body: dict[str, Any]) -> bool:
+    """Whether a same-claim question is one of the built-in calibration set's."""
+    known, new = claims_asked(body)
+    return len(known) == 1 and (known[0], new) in _BUILTIN_TRUTH
+
+
 class FakeOpenAI:
     """Serves /v1/chat/completions and /v1/models; records every request body."""
 
@@ -170,7 +203,7 @@ class FakeOpenAI:
         self.embedding_status = 200
         self.script: deque[Scripted] = deque()
         self.default: Responder = lambda body: "Hello from the fake model."
-        self.judge: Responder = judge_by_words
+        self.judge: Responder = calibrated(judge_by_words)
         self.same_claim_requests: list[dict[str, Any]] = []
         self.transcriptions: list[dict[str, Any]] = []
         self.transcripts: deque[str] = deque()

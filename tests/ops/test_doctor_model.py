@@ -28,7 +28,9 @@ async def test_a_capable_server_gets_yes_for_each_and_its_context_size(
     fake_llm.tool_call("load_skill", name="greeting")
     fake_llm.reply('{"ok": true}')
     checks = await probed(settings)
-    assert [c.status for c in checks.values()] == ["ok"] * 4
+    assert [c.status for c in checks.values()] == ["ok"] * 5
+    assert checks["same-claim judge"].detail.startswith("fake-model on the same-claim question:")
+    assert "able to judge: 16 of 16 right" in checks["same-claim judge"].detail
     assert "context 8192 tokens" in checks["model"].detail
     assert checks["model chat"].detail.startswith("yes")
     assert checks["model tools"].detail.startswith("yes")

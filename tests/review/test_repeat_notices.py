@@ -1,6 +1,7 @@
 """A rejected claim that keeps coming back is told to the admins in chat, where they can reopen it.
 
-One notice per synthesis pass that suppressed repeats of standing rejections, in every
+One notice per synthesis pass that suppressed repeats of standing rejections (each
+rejection named once a day at most; an admin gets a few notices a day at most), in every
 admin's private chat on Telegram and LINE, naming each rejection and how often it came
 back, with 🔍 (both wordings) and Reopen (the console's reopen, as the admin who pressed).
 """
@@ -137,11 +138,11 @@ async def test_one_notice_per_pass_names_each_rejection_and_reopen_works_from_te
     said = f"Proposal #{brevity} was already reopened by Alice (@alice) at "
     assert rig.acks()[-1].startswith(said)
 
-    # The count goes on across passes: the standing rejection comes back a second time.
+    # The standing rejection comes back again the same day: counted, not told again (the
+    # next day's notice naming it counts this return too; see the store's tests).
     await synthesize(rig, proposal("brief-lines", content=SNAPPY, description=SNAPPY_WHEN))
-    latest = notices_in(rig, ALICE)[-1]
-    assert f"#{snappy} snappy-answers: came back 2 times" in latest["text"]
-    assert len(notices_in(rig, ALICE)) == 2
+    assert len(notices_in(rig, ALICE)) == 1
+    assert await rig.parts.store.unsent_repeat_notices(0.0) == []
 
 
 async def test_repeats_of_pending_proposals_and_live_skills_bring_no_notice(rig: Rig) -> None:
@@ -205,3 +206,21 @@ async def test_a_notice_a_crash_left_unsent_goes_out_at_the_next_start_once_and_
             await rig.press(notice, "Reopen", user_id=ALICE)
             _, shown = await rig.api("GET", f"/proposals/{pid}")
             assert (shown["status"], shown["reopened_by"]) == ("pending", f"telegram:{ALICE}")
+
+
+async def test_an_admin_gets_at_most_the_days_cap_of_notices_the_rest_wait(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with fakes() as (telegram, line):
+        settings = rig_settings(make_settings, fake_llm, telegram, line, repeat_notices_per_day=1)
+        async with running(settings, telegram, line, fake_llm) as rig:
+            brevity = await rejected(rig, "chat-brevity")
+            snappy = await rejected(rig, "snappy-answers", content=SNAPPY, description=SNAPPY_WHEN)
+            await synthesize(rig, proposal("short-replies"))
+            (first,) = notices_in(rig, ALICE)
+            assert f"#{brevity} chat-brevity" in first["text"]
+            # Another rejection comes back: its notice waits for tomorrow's room.
+            await synthesize(rig, proposal("one-liners", content=SNAPPY, description=SNAPPY_WHEN))
+            assert len(notices_in(rig, ALICE)) == len(notices_in(rig, BOB)) == 1
+            (waiting,) = await rig.parts.store.unsent_repeat_notices(0.0)
+            assert [i.proposal_id for i in waiting.items] == [snappy]

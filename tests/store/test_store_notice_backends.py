@@ -54,7 +54,8 @@ async def test_a_pass_notice_counts_each_rejection_and_is_sent_to_each_chat_once
     await any_store.notice_sent(notice.id, 52.0)
     assert await any_store.unsent_repeat_notices(0.0) == []
 
-    later = await finished_run(any_store, 60.0, repeat(brevity.id, "brief"))
+    # The count goes on (a day later: a rejection is named in one notice a day at most).
+    later = await finished_run(any_store, 20.0 + 86400 + 1, repeat(brevity.id, "brief"))
     (again,) = await any_store.unsent_repeat_notices(0.0)
     assert again.run_id == later and [i.total for i in again.items] == [3]
     item = await any_store.repeat_notice_item(again.items[0].id)
@@ -64,3 +65,40 @@ async def test_a_pass_notice_counts_each_rejection_and_is_sent_to_each_chat_once
         later,
     )
     assert await any_store.repeat_notice_item(10**9) is None
+
+
+async def test_a_rejection_is_named_once_a_day_and_its_quiet_returns_are_counted(
+    any_store: Store,
+) -> None:
+    (brevity,) = await proposals(any_store, "brevity")
+    rejected = {"from_status": "pending", "to_status": "rejected", "by": "web", "at": 3.0}
+    assert await any_store.transition(brevity.id, **rejected, tombstone=tombstone(brevity))
+    first = await finished_run(any_store, 1000.0, repeat(brevity.id, "short"))
+    (notice,) = await any_store.unsent_repeat_notices(0.0)
+    assert notice.run_id == first
+    await any_store.notice_sent(notice.id, 1001.0)
+    # Two more returns within the day: counted, no notice.
+    await finished_run(any_store, 5000.0, repeat(brevity.id, "terse"))
+    await finished_run(any_store, 9000.0, repeat(brevity.id, "brief"))
+    assert await any_store.unsent_repeat_notices(0.0) == []
+    # A day after the notice it is named again, with every return since the rejection.
+    later = await finished_run(any_store, 1000.0 + 86400 + 1, repeat(brevity.id, "snappy"))
+    (again,) = await any_store.unsent_repeat_notices(0.0)
+    assert again.run_id == later
+    assert [(i.repeats, i.total, i.name) for i in again.items] == [(1, 4, "snappy")]
+
+
+async def test_the_notices_delivered_to_an_admin_are_counted_since_a_time(
+    any_store: Store,
+) -> None:
+    (brevity,) = await proposals(any_store, "brevity")
+    rejected = {"from_status": "pending", "to_status": "rejected", "by": "web", "at": 3.0}
+    assert await any_store.transition(brevity.id, **rejected, tombstone=tombstone(brevity))
+    await finished_run(any_store, 10.0, repeat(brevity.id, "short"))
+    (notice,) = await any_store.unsent_repeat_notices(0.0)
+    assert await any_store.claim_notice(notice.id, "telegram", "1", retake_before=0.0, now=20.0)
+    assert await any_store.notices_delivered_to("telegram", "1", 0.0) == 0  # claimed only
+    await any_store.notice_delivered(notice.id, "telegram", "1", "7", 30.0)
+    assert await any_store.notices_delivered_to("telegram", "1", 25.0) == 1
+    assert await any_store.notices_delivered_to("telegram", "1", 31.0) == 0
+    assert await any_store.notices_delivered_to("line", "1", 0.0) == 0

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.config import Settings
 from tests.console_support import sign_in as console_sign_in
 from tests.effect_support import plant
-from tests.fakes.openai_server import FakeOpenAI, Scripted, claims_asked, same_claim_answer
+from tests.fakes.openai_server import (
+    FakeOpenAI,
+    Responder,
+    Scripted,
+    calibrated,
+    claims_asked,
+    same_claim_answer,
+)
 from tests.synthesis.same_claim_pairs import DIFFERENT, ORIGINALS, REPEATS, SAME_AS, Entry
 from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
 
@@ -53,7 +61,7 @@ def names_asked(body: dict[str, Any]) -> tuple[list[str], str]:
     return slug[:-1], slug[-1]
 
 
-def knowing(truth: Mapping[str, str]) -> Callable[[dict[str, Any]], str]:
+def knowing(truth: Mapping[str, str]) -> Responder:
     """A judge that answers correctly: the original a repeat restates, when it was shown."""
 
     def judge(body: dict[str, Any]) -> str:
@@ -63,7 +71,7 @@ def knowing(truth: Mapping[str, str]) -> Callable[[dict[str, Any]], str]:
             return same_claim_answer(shown.index(original) + 1, f"{new} restates {original}")
         return same_claim_answer(0, "a different instruction")
 
-    return judge
+    return calibrated(judge)
 
 
 def draft(entry: Entry) -> dict[str, Any]:
@@ -228,28 +236,38 @@ async def test_a_candidate_the_model_cannot_judge_is_held_back_and_checked_again
     make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
 ) -> None:
     settings = synth_settings(make_settings, fake_llm)
-    async with gateway(settings) as gw:
+    now = [time.time() + 600]  # after every rating the test makes (stored at the real time)
+    async with gateway(settings, lambda: now[0]) as gw:
         await rejected(gw, fake_llm, VERIFY)
-        fake_llm.judge = lambda body: "I think they are quite similar."
+        fake_llm.judge = calibrated(lambda body: "I think they are quite similar.")
         run = await proposed_again(gw, fake_llm, SAME_TOPIC)
         assert run["status"] == "ok" and run["proposed"] == [] and run["suppressed"] == []
         (check,) = run["checks"]
         assert (check["name"], check["decision"]) == ("password-reset-help", "held")
         assert check["reason"].startswith("the model's answer is not the same-claim JSON")
+        assert "(asked 1 of 4 times; asked again at the next pass" in check["reason"]
+        (held,) = run["held"]
+        assert (held["name"], held["tries"]) == ("password-reset-help", 1)
         status, pending = await gw.call("GET", "/proposals?status=pending")
         assert status == 200 and pending == []
 
-    # The model is down: still held, across a restart.
-    fake_llm.judge = lambda body: Scripted(status=503)
-    async with gateway(settings) as gw:
+    # The model is down: still held, across a restart, and asked again only hours later.
+    fake_llm.judge = calibrated(lambda body: Scripted(status=503))
+    async with gateway(settings, lambda: now[0]) as gw:
         asked = len(fake_llm.requests)
         again = await gw.synthesize()
         assert again["proposed"] == [] and again["checks"][0]["decision"] == "held"
         assert again["checks"][0]["reason"].startswith("the model could not be asked")
+        assert again["held"][0]["next_at"] == now[0] + 4 * 3600
+        questions = len(fake_llm.same_claim_requests)
+        nothing = await gw.synthesize()  # nothing new, nothing due: no call at all
+        assert nothing["checks"] == [] and len(nothing["held"]) == 1
+        assert len(fake_llm.same_claim_requests) == questions
 
     # It answers: the held candidate is checked and staged, with no new synthesis call.
-    fake_llm.judge = lambda body: same_claim_answer(0, "a different instruction")
-    async with gateway(settings) as gw:
+    fake_llm.judge = calibrated(lambda body: same_claim_answer(0, "a different instruction"))
+    now[0] += 4 * 3600
+    async with gateway(settings, lambda: now[0]) as gw:
         done = await gw.synthesize()
         assert [p["name"] for p in done["proposed"]] == ["password-reset-help"]
         assert [c["decision"] for c in done["checks"]] == ["different"]
@@ -263,7 +281,7 @@ async def test_a_held_candidate_found_to_repeat_a_rejection_is_suppressed_when_a
     settings = synth_settings(make_settings, fake_llm)
     async with gateway(settings) as gw:
         (first,) = await rejected(gw, fake_llm, VERIFY)
-        fake_llm.judge = lambda body: json.dumps({"same_as": 9, "why": "out of range"})
+        fake_llm.judge = calibrated(lambda body: json.dumps({"same_as": 9, "why": "out of range"}))
         run = await proposed_again(gw, fake_llm, REWORDED)
         assert [c["decision"] for c in run["checks"]] == ["held"]
         assert "not one of 0-" in run["checks"][0]["reason"]
