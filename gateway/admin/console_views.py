@@ -11,7 +11,7 @@ from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
 from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
 from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
-from gateway.review.cards import tool_line, tool_warnings
+from gateway.review.cards import tool_line, tool_warnings, warning_of
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
@@ -128,6 +128,7 @@ async def proposal(request: web.Request) -> web.Response:
         outcome=outcome if outcome in OUTCOMES else None,
         max_reason=MAX_REASON,
         tools=proposal_tools(review, p),
+        warning=await warning_of(p, review, store),
     )
 
 

@@ -12,6 +12,7 @@ from gateway.admin.console_auth import decider
 from gateway.admin.params import int_param, positive
 from gateway.errors import ProposalNotFound, SkillNotFound
 from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
+from gateway.review.cards import warning_of
 from gateway.review.proposals import STATUSES, Proposal
 from gateway.review.reviewer import Decision
 from gateway.review.staging import iso
@@ -152,11 +153,15 @@ async def get_proposal(request: web.Request) -> web.Response:
         p = await review.get(pid)
     except ProposalNotFound as exc:
         return refused(exc, pid, "get")
-    deleted = await request.config_dict[STORE].deleted_sessions(p.based_on)
+    store = request.config_dict[STORE]
+    deleted = await store.deleted_sessions(p.based_on)
+    warning = await warning_of(p, review, store)
     return web.json_response(
         {
             **proposal_json(p, full=True),
             "diff": await review.diff(p),
+            # An update that removes most of its skill or shares almost nothing with it.
+            "warning": warning.as_json() if warning is not None else None,
             # Source sessions deleted since (retention, a user's /forget): why and when.
             "deleted_sources": [
                 {"session": d.session_id, "reason": d.reason, "at": iso(d.deleted_at)}

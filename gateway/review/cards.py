@@ -10,15 +10,17 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from gateway.core.records import SessionEvidence
+from gateway.core.similarity import word_overlap
 from gateway.core.tools import ToolInfo
 from gateway.errors import SkillError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.review.proposals import Proposal, SkillVersion
 from gateway.skills.library import SKILL_FILE, parse_skill
 from gateway.skills.live import LiveSkill
+from gateway.skills.overview import SOURCES
 
 Length = Callable[[str], int]
 
@@ -66,6 +68,25 @@ TOOL_ASKS = N_("{tool} asks the user first")
 TOOL_ADMIN = N_("{tool} is for admins only")
 TOOL_CHANGES = N_("{tool} changes things")
 TOOL_MISSING = N_("{tool} is not available now")
+DESTRUCTIVE = N_("⚠️ Destructive update")
+# TRANSLATORS: {source} is where the skill came from ("bundled", "custom", "auto"), {n} the
+# skill's line count: "removes 18 of 20 lines of the bundled skill writing-for-chat".
+REMOVES_LINES = Np_(
+    "removes {removed} of {n} line of the {source} skill {slug}",
+    "removes {removed} of {n} lines of the {source} skill {slug}",
+)
+EMPTIES = N_("removes the whole body of the {source} skill {slug}")
+OFF_TOPIC = Np_(
+    "shares almost nothing with the {source} skill {slug} it replaces"
+    " (removes {removed} of {n} line)",
+    "shares almost nothing with the {source} skill {slug} it replaces"
+    " (removes {removed} of {n} lines)",
+)
+OFF_TOPIC_BELOW = 0.15
+"""An update "shares almost nothing" with the body it replaces when `word_overlap` (the share
+of the shorter text's words that difflib matches, in order, in the other) is below this.
+Measured on the bundled skills: another skill or an unrelated text (boiling eggs) overlaps
+0.08 to 0.09, a short rewrite on the same topic 0.45 to 0.8, a small edit about 1.0."""
 DIFF_TRIMMED = Np_(
     "… {n} more diff line not shown: tap Full diff.",
     "… {n} more diff lines not shown: tap Full diff.",
@@ -198,6 +219,8 @@ class Card:
     """The language of the admin the card is for."""
     tools: tuple[tuple[str, ToolInfo | None], ...] = ()
     """Each tool the skill names, with its live policy (None: no such tool now)."""
+    warning: UpdateWarning | None = None
+    """Set when an update removes most of the skill it replaces or shares almost nothing with it."""
 
     @property
     def pending(self) -> bool:
@@ -212,7 +235,8 @@ class Card:
     def facts(self) -> list[tuple[str, str]]:
         """(label, text) lines under the title."""
         p, t = self.proposal, self.texts
-        facts = [(t(DESCRIPTION), p.description)]
+        facts = [(t(DESTRUCTIVE), self.warning.line(t))] if self.warning is not None else []
+        facts.append((t(DESCRIPTION), p.description))
         if p.rationale.strip():
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
         facts.append((t(EVIDENCE), self.evidence.summary(t)))
@@ -278,6 +302,64 @@ def tool_warnings(name: str, info: ToolInfo | None, t: Texts = ENGLISH) -> list[
     if not info.read_only:
         found.append(t(TOOL_CHANGES, tool=name))
     return found
+
+
+WarningKind = Literal["empties", "removes", "off_topic"]
+
+
+@dataclass(frozen=True)
+class UpdateWarning:
+    """Why an update needs a second look: it removes most of a skill, or replaces it with
+    something else. `removed` of the replaced body's `of` non-blank lines are not kept."""
+
+    kind: WarningKind
+    removed: int
+    of: int
+    source: str
+    """Where the replaced skill came from: bundled, custom or auto."""
+    slug: str
+
+    def line(self, texts: Texts = ENGLISH) -> str:
+        """E.g. "removes 18 of 20 lines of the bundled skill writing-for-chat"."""
+        source = texts(SOURCES[self.source]) if self.source in SOURCES else self.source
+        if self.kind == "empties":
+            return texts(EMPTIES, source=source, slug=self.slug)
+        message = OFF_TOPIC if self.kind == "off_topic" else REMOVES_LINES
+        return texts.plural(message, self.of, removed=self.removed, source=source, slug=self.slug)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "removed": self.removed,
+            "of": self.of,
+            "source": self.source,
+            "slug": self.slug,
+        }
+
+
+def update_warning(slug: str, source: str, old_body: str, new_body: str) -> UpdateWarning | None:
+    """The warning an update from `old_body` to `new_body` carries, or None for an ordinary one.
+
+    Lines are compared stripped, blank ones left out; a line the update rewrites counts as
+    removed. It warns when the new body is empty, when it shares almost nothing with the old
+    one (`OFF_TOPIC_BELOW`), or when half the old lines or more are gone.
+    """
+    old = [line.strip() for line in old_body.splitlines() if line.strip()]
+    new = [line.strip() for line in new_body.splitlines() if line.strip()]
+    if not old:
+        return None
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    removed = len(old) - sum(block.size for block in matcher.get_matching_blocks())
+    kind: WarningKind
+    if not new:
+        kind = "empties"
+    elif word_overlap(old_body, new_body) < OFF_TOPIC_BELOW:
+        kind = "off_topic"
+    elif 2 * removed >= len(old):
+        kind = "removes"
+    else:
+        return None
+    return UpdateWarning(kind=kind, removed=removed, of=len(old), source=source, slug=slug)
 
 
 def fit(text: str, budget: int, length: Length = len) -> tuple[str, int]:
@@ -362,31 +444,71 @@ def _reviewable(description: str, body: str, tools: Sequence[str] = ()) -> list[
     return f"description: {description}\n{uses}\n{body.strip()}\n".splitlines(keepends=True)
 
 
-async def change_diff(
-    p: Proposal, review: CardReview, source: CardSource, *, context: int = COMPACT_CONTEXT
-) -> str:
-    """What the proposal changes in the skill, the same before and after the decision.
+@dataclass(frozen=True)
+class Base:
+    """The skill a proposal changes, as it stood before: live while pending, else what its
+    approval replaced (nothing for a create)."""
+
+    lines: list[str]
+    """Its reviewable lines, for the diff."""
+    body: str | None = None
+    """Its body, when it parses as a skill."""
+    source: str = "custom"
+
+
+async def base_of(p: Proposal, review: CardReview, source: ReplacedVersions) -> Base:
+    """What the proposal changes, the same before and after the decision.
 
     Once approved, the live skill is the proposal itself, so the text it replaced is the base.
     """
-    before: list[str] = []
     if p.status in ("approved", "applied", "rolled_back"):
         version = await source.replaced_version(p.id)
-        if version is not None:
-            try:
-                old = parse_skill(version.content)
-                before = _reviewable(old.description, old.body, old.allowed_tools)
-            except SkillError:
-                before = version.content.splitlines(keepends=True)
-    else:
-        live = await review.live(p.slug)
-        if live is not None:
-            before = _reviewable(live.skill.description, live.skill.body, live.skill.allowed_tools)
+        if version is None:
+            return Base([])
+        try:
+            old = parse_skill(version.content)
+        except SkillError:
+            return Base(version.content.splitlines(keepends=True))
+        lines = _reviewable(old.description, old.body, old.allowed_tools)
+        return Base(lines, old.body, old.source or "custom")
+    live = await review.live(p.slug)
+    if live is None:
+        return Base([])
+    skill = live.skill
+    lines = _reviewable(skill.description, skill.body, skill.allowed_tools)
+    return Base(lines, skill.body, live.source)
+
+
+def diff_from(p: Proposal, base: Base, *, context: int = COMPACT_CONTEXT) -> str:
+    """The proposal against `base`, without file headers (the card names the skill)."""
     after = _reviewable(p.description, p.content, p.allowed_tools)
     lines = difflib.unified_diff(
-        before, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
+        base.lines, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
     )
-    return "".join(list(lines)[2:])  # the card names the skill: no file headers
+    return "".join(list(lines)[2:])
+
+
+def warning_from(p: Proposal, base: Base) -> UpdateWarning | None:
+    """The destructive or off-topic warning of an update against the skill it replaces."""
+    if p.kind != "update" or base.body is None:
+        return None
+    return update_warning(p.slug, base.source, base.body, p.content)
+
+
+async def warning_of(
+    p: Proposal, review: CardReview, source: ReplacedVersions
+) -> UpdateWarning | None:
+    """`warning_from` for a page that builds no card (the console, the admin API)."""
+    if p.kind != "update":
+        return None
+    return warning_from(p, await base_of(p, review, source))
+
+
+async def change_diff(
+    p: Proposal, review: CardReview, source: CardSource, *, context: int = COMPACT_CONTEXT
+) -> str:
+    """What the proposal changes in the skill, the same before and after the decision."""
+    return diff_from(p, await base_of(p, review, source), context=context)
 
 
 async def full_diff(p: Proposal, review: CardReview, source: CardSource) -> str:
@@ -403,6 +525,17 @@ async def build_card(
     return await Cards(p, review, source).card(texts)
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What a card shows, read once for every language."""
+
+    evidence: Evidence
+    diff: str
+    name: str | None
+    """The decider's remembered name."""
+    warning: UpdateWarning | None
+
+
 class Cards:
     """One proposal's card in each language asked for: what it shows is read once."""
 
@@ -410,8 +543,7 @@ class Cards:
         self.proposal = p
         self.review = review
         self.source = source
-        self._read: tuple[Evidence, str, str | None] | None = None
-        """The evidence, the diff and the decider's remembered name, once read."""
+        self._read: _Read | None = None
         self._made: dict[str, Card] = {}
 
     async def card(self, texts: Texts = ENGLISH) -> Card:
@@ -421,18 +553,20 @@ class Cards:
             made = self._made[texts.language] = self._build(await self._facts(), texts)
         return made
 
-    async def _facts(self) -> tuple[Evidence, str, str | None]:
+    async def _facts(self) -> _Read:
         if self._read is None:
             p, source = self.proposal, self.source
             sessions = await source.session_evidence(p.based_on)
             name = await source.reviewer_name(p.decided_by) if p.decided_by else None
-            diff = await change_diff(p, self.review, source)
-            self._read = (evidence_of(p, sessions), diff, name)
+            base = await base_of(p, self.review, source)
+            self._read = _Read(
+                evidence_of(p, sessions), diff_from(p, base), name, warning_from(p, base)
+            )
         return self._read
 
-    def _build(self, facts: tuple[Evidence, str, str | None], texts: Texts) -> Card:
+    def _build(self, facts: _Read, texts: Texts) -> Card:
         p, review = self.proposal, self.review
-        evidence, diff, name = facts
+        evidence, diff, name = facts.evidence, facts.diff, facts.name
         live_tools = review.tool_directory()
         decided_by = (
             decider_label(p.decided_by, name, texts, review.users) if p.decided_by else None
@@ -444,4 +578,5 @@ class Cards:
             diff=diff,
             decided_by=decided_by,
             texts=texts,
+            warning=facts.warning,
         )

@@ -18,11 +18,12 @@ from typing import Literal
 
 from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
+from gateway.core.similarity import normalise, similar
 from gateway.review.proposals import Claim
 from gateway.synthesis.calibration import Calibration, Calibrator, Unreachable
 from gateway.synthesis.judge import SAME_CLAIM, Unanswered, ask
 from gateway.synthesis.ranking import Against, Known, rank
-from gateway.synthesis.similarity import claim_key, normalise, similar
+from gateway.synthesis.similarity import claim_key
 
 __all__ = ["Against", "Decision", "Known", "SameClaim", "SameClaimConfig"]
 Outcome = Literal["same", "different", "held", "undecided"]

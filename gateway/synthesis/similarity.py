@@ -1,5 +1,7 @@
 """Recognising a claim again: content hashes, text similarity (difflib), what a claim says.
 
+The measures themselves (`normalise`, `similar`) are in gateway/core/similarity.py.
+
 Two proposals make the same claim when their normalised bodies are equal, or
 when target, name and description closely match. An update usually keeps its
 skill's description, so for two updates the change itself (the lines added or
@@ -10,23 +12,12 @@ later, different improvement of that skill.
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from difflib import SequenceMatcher
 
+from gateway.core.similarity import normalise
 from gateway.review.proposals import Claim
 
 MAX_CHANGE_CHARS = 4000
-_MARKS = ("Mn", "Mc")
-"""Combining marks: Thai vowels and tones, Devanagari signs. Part of the word, not punctuation."""
-
-
-def normalise(text: str) -> str:
-    """Lower case, punctuation dropped, whitespace collapsed; letters keep their marks."""
-    kept = (
-        c if c.isalnum() or c == "_" or unicodedata.category(c) in _MARKS else " "
-        for c in text.lower()
-    )
-    return " ".join("".join(kept).split())
 
 
 def body_hash(content: str) -> str:
@@ -52,18 +43,6 @@ def change_text(old_body: str | None, new_body: str) -> str:
 def claim_key(claim: Claim) -> str:
     """`target|name|description`, each part normalised."""
     return "|".join(normalise(part) for part in (claim.target or "", claim.name, claim.description))
-
-
-def similar(a: str, b: str, threshold: float) -> bool:
-    """SequenceMatcher ratio at least `threshold`, with difflib's cheap upper bounds first."""
-    if a == b:
-        return True
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return (
-        matcher.real_quick_ratio() >= threshold
-        and matcher.quick_ratio() >= threshold
-        and matcher.ratio() >= threshold
-    )
 
 
 def claim_text(claim: Claim) -> str:
