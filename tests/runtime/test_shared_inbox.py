@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from gateway.core.records import InboxItem
+from gateway.core.tasks import cancel_and_wait
 from gateway.runtime.replicas import SharedInboxWorker
 from gateway.store.postgres import PostgresStore
 
@@ -59,18 +60,16 @@ async def taken_over(
 ) -> None:
     """Worker 0 stalls past its lease; worker 1 takes the update over and answers it.
 
-    A stalled replica claims nothing either: left polling, worker 0 could claim the
-    expired update again itself before worker 1 starts.
+    A stalled replica claims nothing either: its claim loop is stopped (and waited for)
+    before the leases expire, so that no claim of its own still on its way to the database
+    takes the expired update back before worker 1 starts, however slow the machine.
     """
-    stalled = dict(workers[0].handlers)
-    workers[0].handlers.clear()
-    try:
-        await expire_leases(store)
-        await workers[1].start()
-        await until(lambda: bool(handled[1]))
-        await workers[1].wait_idle(5)
-    finally:
-        workers[0].handlers.update(stalled)
+    claiming = workers[0]._loops[0]  # the claim loop (`SharedInboxWorker.start`)
+    await cancel_and_wait(claiming)
+    await expire_leases(store)
+    await workers[1].start()
+    await until(lambda: bool(handled[1]))
+    await workers[1].wait_idle(5)
 
 
 async def test_a_slow_answer_keeps_its_claim_past_the_lease(postgres_url: str) -> None:
