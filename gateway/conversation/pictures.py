@@ -31,8 +31,6 @@ log = logging.getLogger(__name__)
 
 IMAGE_LIMIT = N_("You have had today's {limit} pictures; I can make more after 00:00 UTC.")
 IMAGE_NOT_SENT = N_("I made the picture you asked for, but I could not send it here.")
-LIMIT_REASON = "the user has had the day's pictures (SKILLGATE_USER_DAILY_IMAGES)"
-"""What the model is told of a call past the limit."""
 
 
 class PictureStore(Protocol):
@@ -58,7 +56,8 @@ class Drawing:
         """Why the turn's next picture may not be made, or None (it counts as made)."""
         if await self.pictures.over(self.chat, self.admin, self.allowed):
             self.refused = True
-            return LIMIT_REASON
+            # For the model and the trace (the user is told IMAGE_LIMIT, translated).
+            return "the user has had the day's pictures (SKILLGATE_USER_DAILY_IMAGES)"
         self.allowed += 1
         return None
 
