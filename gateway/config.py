@@ -100,6 +100,10 @@ class QuotaSettings(Section):
         0, ge=0, le=86_400, validation_alias="SKILLGATE_USER_DAILY_SPOKEN_SECONDS"
     )
     """Seconds of answers spoken to one user a day (checked before each); 0: no limit."""
+    user_daily_images: int = Field(
+        0, ge=0, le=10_000, validation_alias="SKILLGATE_USER_DAILY_IMAGES"
+    )
+    """Images `generate_image` makes for one user a day (checked before each); 0: no limit."""
 
     @field_validator("llm_prices")
     @classmethod
@@ -128,6 +132,11 @@ class QuotaSettings(Section):
     @property
     def chat_tokens(self) -> int | None:
         return self.chat_daily_tokens or None
+
+    @property
+    def user_images(self) -> int | None:
+        """Images a user may have made a day; None: no limit."""
+        return self.user_daily_images or None
 
     @property
     def user_spoken(self) -> int | None:
@@ -438,9 +447,28 @@ class ToolsSettings(Section):
         validation_alias="SKILLGATE_WEB_FETCH_MAX_BYTES",
     )
 
-    _tools_unset = field_validator("tools_file", "searxng_url", "brave_api_key", mode="before")(
-        empty_is_unset
+    image_model: str | None = Field(None, validation_alias="IMAGE_MODEL")
+    """The image model (`gpt-image-1`, `dall-e-3`, a local one); unset: no `generate_image`."""
+    image_base_url: str | None = Field(None, validation_alias="IMAGE_BASE_URL")
+    """An OpenAI-compatible /v1 with /images/generations; unset: LLM_BASE_URL."""
+    image_api_key: SecretStr | None = Field(None, validation_alias="IMAGE_API_KEY")
+    image_timeout_seconds: float = Field(
+        120.0, gt=0, le=600, validation_alias="IMAGE_TIMEOUT_SECONDS"
     )
+    """The most one image may take, its whole answer read."""
+    image_max_mb: float = Field(8.0, gt=0, le=50, validation_alias="IMAGE_MAX_MB")
+    """The most bytes read of the server's answer for one image (more: no image)."""
+
+    _tools_unset = field_validator(
+        "tools_file",
+        "searxng_url",
+        "brave_api_key",
+        "image_model",
+        "image_base_url",
+        "image_api_key",
+        mode="before",
+    )(empty_is_unset)
+    _image_url = field_validator("image_base_url")(http_url)
 
 
 class AlertSettings(Section):

@@ -39,6 +39,7 @@ from gateway.conversation.memory import (
 )
 from gateway.conversation.models import Greeting, Message, Press, Profile
 from gateway.conversation.persona import PERSONA_COMMAND, Personas
+from gateway.conversation.pictures import IMAGE_LIMIT, IMAGE_NOT_SENT, Pictures
 from gateway.conversation.ports import (
     Answers,
     ConversationPorts,
@@ -62,6 +63,7 @@ from gateway.conversation.voice import (
     VOICE_COMMAND,
     Voices,
     over_flag,
+    owner_of,
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
@@ -132,7 +134,7 @@ class Conversation:
         )
         self.repeats = RepeatPresses(profile, store, review)
         kept = self.attachments.keep_dir if self.attachments is not None else None
-        links = ports.voicing.links if ports.voicing is not None else None
+        links = ports.links or (ports.voicing.links if ports.voicing is not None else None)
         self.privacy = Privacy(profile, store, clock, media=kept, review=review, links=links)
         self.quotas = Quotas(settings, store, alerts=ports.alerts, clock=clock)
         self.memory = MemoryCommands(ports.memory, store, clock)
@@ -147,6 +149,8 @@ class Conversation:
         """The ✅/✖ cards of tools that need the asker's consent."""
         self.voices = Voices(profile, store, ports.voicing, settings, clock=clock)
         """/voice, and the answers spoken."""
+        self.pictures = Pictures(profile, store, settings, links, clock=clock)
+        """The daily limit on pictures made, and the pictures made ready to send."""
 
     @property
     def channel(self) -> str:
@@ -443,10 +447,13 @@ class Conversation:
             await out.notice(refusal.notice)
             return Reply(text=refusal.notice, kind="notice")
         spend = self.quotas.spender(incoming, turn, admission)
+        admin = self.review.is_admin(incoming.chat.user_id)
+        drawing = self.pictures.drawing(incoming.chat, admin)
         access = ToolAccess(
-            admin=self.review.is_admin(incoming.chat.user_id),
+            admin=admin,
             group=incoming.chat.is_group,
             confirm=self.confirmations.asker(incoming.chat, out),
+            may_draw=drawing.may_draw,
         )
         async with out.working() as preview:
             # Only a platform that shows drafts gets the answer as the model writes it.
@@ -457,6 +464,7 @@ class Conversation:
                 spoken = await self.voices.speak(
                     reply, incoming.chat, out.texts.language, admin=access.admin
                 )
+            pictured = await self.pictures.ready(reply, owner_of(incoming.chat))
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:
@@ -470,6 +478,11 @@ class Conversation:
             day = utc_day(self.quotas.clock())
             if await self.store.quota_first(day, over_flag(incoming.chat)):
                 await out.notice(out.texts(SPOKEN_LIMIT))
+        if not pictured:
+            await out.notice(out.texts(IMAGE_NOT_SENT))
+        if drawing.refused:
+            limit = self.pictures.quotas.user_images
+            await out.notice(out.texts(IMAGE_LIMIT, limit=limit))
         for entry in reply.remembered:  # the model kept a note: the user sees what
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)

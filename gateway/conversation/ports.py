@@ -20,6 +20,7 @@ from gateway.conversation.context import ContextStore
 from gateway.conversation.language import Languages, LanguageStore, Speaker
 from gateway.conversation.memory import MemoryCommandStore
 from gateway.conversation.persona import ChatAdmins, PersonaStore
+from gateway.conversation.pictures import PictureStore
 from gateway.conversation.voice import VoiceStore, Voicing
 from gateway.core.memory import Memory
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply, Role
@@ -37,6 +38,7 @@ from gateway.core.stream import PartialText
 from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission, ChatState, Spender, TurnStart
 from gateway.i18n import Texts
+from gateway.media.links import MediaLinks
 from gateway.review.cards import Card, CardReview, CardSource, ReviewerNames
 from gateway.review.ports import CardLedger, PendingProposals
 from gateway.review.proposals import Proposal
@@ -278,6 +280,7 @@ class ConversationStore(
     ForgetStore,
     ConfirmStore,
     VoiceStore,
+    PictureStore,
     Protocol,
 ):
     """The part of the store the conversation layer reads and writes: what `Conversation`
@@ -393,5 +396,8 @@ class ConversationPorts:
     """Per-user memory; None when SKILLGATE_MEMORY is off."""
     voicing: Voicing | None = None
     """Text-to-speech for spoken answers; None when TTS_MODEL is not set."""
+    links: MediaLinks | None = None
+    """Files served by signed link (LINE fetches pictures by URL); None: no https
+    SKILLGATE_PUBLIC_URL."""
     clock: Callable[[], float] = time.time
     """Now, for every window the conversation keeps (tests move it)."""

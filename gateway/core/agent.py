@@ -13,7 +13,7 @@ from typing import Any
 from gateway.core.llm import LLM, Completion, ToolCall
 from gateway.core.memory import Memory, Remembered, clean
 from gateway.core.model_health import ModelHealth
-from gateway.core.models import ChatRef, IncomingMessage, Reply, rating_buttons
+from gateway.core.models import ChatRef, IncomingMessage, Picture, Reply, rating_buttons
 from gateway.core.persona import persona_hash, persona_section
 from gateway.core.ports import ConversationStore, SkillProvider
 from gateway.core.prompt import (
@@ -99,6 +99,8 @@ class TurnContext:
     tools_called: list[tuple[str, str]] = field(default_factory=list)
     """Each toolbox call as (the name the model called, how it ended): the day's usage
     counts them with the answer."""
+    pictures: list[Picture] = field(default_factory=list)
+    """Pictures the turn's calls made (`generate_image`), sent with a normal answer."""
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -209,6 +211,8 @@ class Agent:
             tools=context.tools_called,
         )
         reply = _reply(answer)
+        if reply.kind == "normal":
+            reply.pictures = list(context.pictures)
         if context.remembered:
             # The words of a turn that wrote memory never become synthesis evidence.
             asked = [m.id for m in turn.history if m.role == "user"][-1:]
@@ -411,6 +415,7 @@ class Agent:
             ) or await self.tools.call(call.name, call.args(), ctx.access)
             trace.tool_calls.append(outcome.record)
             ctx.tools_called.append((call.name, outcome.record.status))
+            ctx.pictures.extend(outcome.pictures)
             return outcome.text
         if call.name != "load_skill":
             return f"error: unknown tool {call.name!r}"

@@ -102,6 +102,17 @@ class Voice(BaseModel):
     url: str | None = None
 
 
+class Picture(BaseModel):
+    """A picture the answer sends (`generate_image`): its bytes, type, and the prompt it was
+    made from. `url` is its signed link where the platform fetches media by URL (LINE)."""
+
+    data: bytes
+    mime: str
+    suffix: str
+    prompt: str
+    url: str | None = None
+
+
 class Reply(BaseModel):
     """What the agent answers: text, its stored id, and the buttons to show under it."""
 
@@ -119,6 +130,8 @@ class Reply(BaseModel):
     """Stored by an earlier attempt at the same update: some of it may have gone out."""
     voice: Voice | None = None
     """The answer spoken too (text-to-speech), sent before its text."""
+    pictures: list[Picture] = Field(default_factory=list)
+    """Pictures made for this answer (`generate_image`), sent before its text."""
 
 
 def rating_buttons(message_id: int) -> list[Button]:

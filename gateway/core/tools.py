@@ -8,10 +8,13 @@ conversation layer provides (a card with ✅/✖ in the chat the question came f
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
+
+from gateway.core.models import Picture
 
 ToolStatus = Literal["ok", "error", "timeout", "refused", "declined", "unavailable"]
 """What became of one call: refused by its policy, declined (or not confirmed) by the user."""
@@ -61,6 +64,8 @@ class ToolOutcome:
 
     text: str
     record: ToolCallRecord
+    pictures: tuple[Picture, ...] = ()
+    """Pictures the call made, for the reply (never shown to the model)."""
 
 
 CONFIRM_CHARS = 3000
@@ -96,6 +101,9 @@ class ToolAccess:
     group: bool = False
     confirm: Confirm | None = None
     """None where nobody can be asked (a terminal, a test): `confirm` tools do not run."""
+    may_draw: Callable[[], Awaitable[str | None]] | None = None
+    """Why this turn may not have one more picture made (the user's daily limit), or None;
+    None itself: no limit here."""
 
 
 @dataclass(frozen=True)

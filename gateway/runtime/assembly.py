@@ -140,6 +140,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
             attachments=parts.attachments,
             memory=parts.memory,
             voicing=parts.voicing,
+            links=parts.links,
             clock=parts.clock,
         ),
         parts.settings,

@@ -573,6 +573,10 @@ _LANGUAGES: list[Step] = [
 ]
 
 
+# How many pictures `generate_image` made for each answer (counted per user and day).
+_PICTURES: list[Step] = ["alter table messages add column pictures integer"]
+
+
 # Each user's /voice choice: answers spoken "on", "off", or "auto" (to voice notes only);
 # and the seconds each answer was spoken for (counted per user and day, priced in usage).
 _VOICES: list[Step] = [
@@ -967,6 +971,7 @@ MIGRATIONS: list[Migration] = [
         "judges' calibration per model, proposals a judge could not judge, quiet repeats",
         _CALIBRATION,
     ),
+    (55, "pictures made on request: how many for each answer", _PICTURES),
 ]
 
 

@@ -96,6 +96,25 @@ class UsageQueries(QueriesBase):
             await spend(c, spent)
 
     @query
+    async def pictured_by(self, c: Conn, channel: str, user_id: str, since: float) -> int:
+        """Pictures made for one user's answers since `since` (their day's count)."""
+        value = await c.fetchval(
+            "select coalesce(sum(m.pictures), 0) from messages m"
+            " join sessions s on s.id = m.session_id"
+            " where s.channel = ? and m.user_id = ? and m.pictures is not null"
+            " and m.created_at >= ?",
+            channel,
+            user_id,
+            since,
+        )
+        return int(value or 0)
+
+    @transaction
+    async def record_pictures(self, c: Conn, message_id: int, count: int) -> None:
+        """`count` pictures were made for an answer: kept on it."""
+        await c.execute("update messages set pictures = ? where id = ?", count, message_id)
+
+    @query
     async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:
         """The tokens of every synthesis run started in [since, until)."""
         rows = await c.fetch(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from gateway.config import Settings
 from gateway.core.events import Events
-from gateway.tools.config import ToolsFile, load_tools_file, tools_file_path
+from gateway.errors import ConfigError
+from gateway.tools.config import ToolsFile, WebToolConfig, load_tools_file, tools_file_path
+from gateway.tools.image import ImageTool
 from gateway.tools.policy import RemoteTool, Rule, server_rule, web_rule
 from gateway.tools.toolbox import Mounted, Tools
 from gateway.tools.web import WebTools
@@ -23,7 +25,7 @@ def build_tools(
     """The configured tools, not yet started, publishing to `events`; None when the file lists
     none; `secrets`: every configured secret value (`registry.secrets`), kept from the tools."""
     config = file or load_tools_file(tools_file_path(settings.data_dir, settings.tools_file))
-    if config.empty:
+    if config.empty and settings.image_model is None:
         return None
     kept = tuple(secrets)
     mounted: list[Mounted] = []
@@ -53,4 +55,28 @@ def build_tools(
             return web_rule(own) if own is not None else Rule("off", False)
 
         mounted.append(Mounted(web_tools, rule, prefixed=False))
+    if settings.image_model is not None:
+        mounted.append(Mounted(image_tool(settings), image_rule(config.image), prefixed=False))
     return Tools(mounted, settings=settings, secrets=kept, events=events or Events())
+
+
+def image_tool(settings: Settings) -> ImageTool:
+    """`generate_image` at IMAGE_BASE_URL (else the model's server), IMAGE_MODEL."""
+    assert settings.image_model is not None
+    base_url = settings.image_base_url or settings.llm_base_url
+    if base_url is None:
+        raise ConfigError("IMAGE_MODEL is set: set IMAGE_BASE_URL or LLM_BASE_URL too")
+    key = settings.image_api_key or settings.llm_api_key
+    return ImageTool(
+        base_url=base_url,
+        model=settings.image_model,
+        api_key=key.get_secret_value() if key is not None else None,
+        timeout=settings.image_timeout_seconds,
+        max_bytes=int(settings.image_max_mb * 1024 * 1024),
+    )
+
+
+def image_rule(config: WebToolConfig | None) -> Callable[[RemoteTool], Rule]:
+    """The tools file's `image:` entry, else `confirm` and not in groups."""
+    rule = web_rule(config or WebToolConfig())
+    return lambda tool: rule

@@ -117,6 +117,8 @@ class ToolsFile(BaseModel):
 
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     web: WebConfig = Field(default_factory=WebConfig)
+    image: WebToolConfig | None = None
+    """`generate_image`'s policy and groups (on with IMAGE_MODEL; default `confirm`, no groups)."""
 
     @field_validator("servers")
     @classmethod

@@ -21,6 +21,7 @@ from typing import Any
 from gateway.config import ToolsSettings
 from gateway.core.events import Events, ToolCalled
 from gateway.core.llm_wire import one_line
+from gateway.core.models import Picture
 from gateway.core.tools import (
     CONFIRM_CHARS,
     ToolAccess,
@@ -31,6 +32,7 @@ from gateway.core.tools import (
     ToolStatus,
 )
 from gateway.logs import mask
+from gateway.tools.image import ImageTool
 from gateway.tools.policy import (
     Backend,
     CallFailed,
@@ -203,6 +205,10 @@ class Tools:
         reason = refusal(entry.rule, access, self.settings.tool_admin_confirm)
         if reason is not None:
             return _ended(record, "refused", reason)
+        if isinstance(entry.mounted.backend, ImageTool) and access.may_draw is not None:
+            over = await access.may_draw()
+            if over is not None:
+                return _ended(record, "refused", over)
         if asks(entry.rule, self.settings.tool_admin_confirm):
             assert access.confirm is not None  # refusal() says so otherwise
             text = canonical(arguments)
@@ -214,11 +220,17 @@ class Tools:
                 return _ended(record, "declined", "the user did not allow this call")
             arguments = json.loads(text)  # exactly what was shown and signed for
         started = time.monotonic()
+        pictures: tuple[Picture, ...] = ()
         try:
-            async with asyncio.timeout(self.settings.tool_call_timeout_seconds):
-                text, failed = await entry.mounted.backend.call(entry.tool.name, arguments)
+            async with asyncio.timeout(self._timeout(entry)):
+                backend = entry.mounted.backend
+                if isinstance(backend, ImageTool):
+                    drawn = await backend.draw(arguments)
+                    text, failed, pictures = drawn.text, False, (drawn.picture,)
+                else:
+                    text, failed = await backend.call(entry.tool.name, arguments)
         except TimeoutError:
-            why = f"no answer within {self.settings.tool_call_timeout_seconds:g} s"
+            why = f"no answer within {self._timeout(entry):g} s"
             return _ended(record, "timeout", why, started)
         except ServerUnavailable as exc:
             return _ended(record, "unavailable", f"the server is unavailable: {exc}", started)
@@ -238,7 +250,15 @@ class Tools:
                 "capped": capped,
             }
         )
-        return ToolOutcome(fenced_result(name, shown), record)
+        return ToolOutcome(fenced_result(name, shown), record, pictures)
+
+    def _timeout(self, entry: Entry) -> float:
+        """A call's time: the image tool's own (IMAGE_TIMEOUT_SECONDS) past which it gives up
+        itself, else SKILLGATE_TOOL_CALL_TIMEOUT_SECONDS."""
+        backend = entry.mounted.backend
+        if isinstance(backend, ImageTool):
+            return backend.timeout + 1
+        return self.settings.tool_call_timeout_seconds
 
 
 def _ms(started: float | None) -> int:

@@ -282,14 +282,14 @@ class WebTools:
                     url = urljoin(url, location)  # checked again before it is followed
                     continue
                 resp.raise_for_status()
-                body = await _read_up_to(resp.content, self.max_bytes + 1)
+                body = await read_up_to(resp.content, self.max_bytes + 1)
                 cut = len(body) > self.max_bytes
                 text = readable_text(body[: self.max_bytes], resp.content_type or "")
                 return text + ("\n[the page was longer; only its start was read]" if cut else "")
         raise CallFailed(f"more than {MAX_REDIRECTS} redirects")
 
 
-async def _read_up_to(stream: aiohttp.StreamReader, limit: int) -> bytes:
+async def read_up_to(stream: aiohttp.StreamReader, limit: int) -> bytes:
     """Up to `limit` bytes of a body, read chunk by chunk until it ends or reaches the limit
     (one `read(n)` returns only what has arrived so far: often the first chunk)."""
     chunks: list[bytes] = []

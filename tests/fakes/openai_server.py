@@ -34,6 +34,7 @@ words, names aside (a cosine of word sets of 0.6 or more), else none.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import io
@@ -217,6 +218,13 @@ class FakeOpenAI:
         client hangs up; nothing for a minute; bytes that are not audio."""
         self.speech_streamed = 0
         """Bytes written by `flood` answers."""
+        self.generations: list[dict[str, Any]] = []
+        """Every /images/generations request body, as JSON."""
+        self.image_answer: Literal["png", "empty", "flood", "junk"] = "png"
+        """How /images/generations answers: a real PNG as b64_json; `data` empty; a body
+        without end until the client hangs up; base64 of bytes that are not an image."""
+        self.image_streamed = 0
+        """Bytes written by `flood` answers."""
         self.see_images = True
         self.image_refusal = "image input is not supported by this model"
         self._ids = itertools.count(1)
@@ -245,6 +253,7 @@ class FakeOpenAI:
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_post("/v1/images/generations", self._images)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -362,6 +371,42 @@ class FakeOpenAI:
             )
         text = self.transcripts.popleft() if self.transcripts else "Transcribed words."
         return web.json_response({"text": text})
+
+    async def _images(self, request: web.Request) -> web.StreamResponse:
+        """POST /v1/images/generations: JSON `prompt` (required), `model`, `n`, `size`,
+        `response_format` (`url` or `b64_json`), as OpenAI's API takes; `{"created", "data":
+        [{"b64_json", "revised_prompt"}]}` back. A `url` answer is refused here: the fake
+        serves no files."""
+        body = await request.json()
+        self.generations.append(body)
+        problem = None
+        if not isinstance(body.get("prompt"), str) or not body["prompt"]:
+            problem = "prompt is required"
+        elif body.get("response_format", "url") != "b64_json":
+            problem = "this server answers response_format b64_json only"
+        elif body.get("n", 1) != 1:
+            problem = "n must be 1"
+        if problem is not None:
+            return web.json_response(
+                {"error": {"message": problem, "type": "invalid_request_error"}}, status=400
+            )
+        answer = self.image_answer
+        if answer == "flood":
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            piece = b"A" * 65536
+            with contextlib.suppress(ConnectionError):
+                await response.write(b'{"created": 1, "data": [{"b64_json": "')
+                while True:
+                    await response.write(piece)
+                    self.image_streamed += len(piece)
+                    await asyncio.sleep(0)
+            return response
+        if answer == "empty":
+            return web.json_response({"created": int(time.time()), "data": []})
+        data = b"not a picture at all" * 10 if answer == "junk" else drawn_png(body["prompt"])
+        item = {"b64_json": base64.b64encode(data).decode(), "revised_prompt": body["prompt"]}
+        return web.json_response({"created": int(time.time()), "data": [item]})
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:
         """POST /v1/audio/speech: JSON `model`, `input`, `voice`, `response_format` (mp3 by
@@ -689,6 +734,16 @@ SECONDS_PER_CHAR = 0.06
 """How long the fake speaks each character of its input."""
 SPEECH_RATE = 24000
 """The sample rate of the fake's speech (OpenAI's and Kokoro's)."""
+
+
+def drawn_png(prompt: str) -> bytes:
+    """A small real PNG (64x64) whose colour follows the prompt."""
+    from PIL import Image
+
+    shade = sum(prompt.encode()) % 256
+    out = io.BytesIO()
+    Image.new("RGB", (64, 64), (shade, 128, 255 - shade)).save(out, format="PNG")
+    return out.getvalue()
 
 
 def spoken_audio(seconds: float, fmt: str) -> bytes:

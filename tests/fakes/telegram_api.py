@@ -58,6 +58,8 @@ _HTML_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
 
 MAX_TEXT_LENGTH = 4096
 MAX_CAPTION_LENGTH = 1024
+MAX_PHOTO_UPLOAD = 10 * 1024 * 1024
+"""The most a bot may upload as a photo (sendPhoto)."""
 MAX_CALLBACK_ANSWER_LENGTH = 200
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 MAX_VOICE_UPLOAD = 50 * 1024 * 1024
@@ -276,6 +278,8 @@ class FakeTelegramAPI:
         self._updates: list[dict[str, Any]] = []
         # Files users sent: file_id -> (file_path, content); file_path -> downloads served.
         self.files: dict[str, tuple[str, bytes]] = {}
+        self.photos: list[bytes] = []
+        """Every image uploaded by sendPhoto, in order."""
         self.downloads: list[str] = []
         self.endless: dict[str, int] = {}
         """file_path -> bytes streamed: a host that never ends the file (`add_file(endless=)`)."""
@@ -302,6 +306,7 @@ class FakeTelegramAPI:
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "deleteMessage": self._delete_message,
             "sendDocument": self._send_document,
+            "sendPhoto": self._send_photo,
             "sendVoice": self._send_voice,
             "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
@@ -763,6 +768,44 @@ class FakeTelegramAPI:
         return self._new_message(
             call.params,
             document=document,
+            caption=caption,
+            reply_markup=_markup_or_none(call.params.get("reply_markup")),
+        )
+
+    def _send_photo(self, call: Call) -> dict[str, Any]:
+        """sendPhoto: an uploaded image (multipart, at most 10 MB; JPEG, PNG or WebP) or a
+        file_id; caption at most 1024 characters."""
+        self._require(call.params, "chat_id")
+        caption = self._check_text(call.params, "caption", MAX_CAPTION_LENGTH)
+        _check_markup(call.params.get("reply_markup"))
+        upload = call.files.get("photo")
+        if upload is None:
+            file_id = str(self._require(call.params, "photo"))
+            size = 0
+        else:
+            content = upload.content
+            if not content:
+                raise bad_request("file must be non-empty")
+            if len(content) > MAX_PHOTO_UPLOAD:
+                raise bad_request("PHOTO_INVALID_DIMENSIONS")
+            image = content[:8] == b"\x89PNG\r\n\x1a\n" or content[:3] == b"\xff\xd8\xff"
+            if not (image or (content[:4] == b"RIFF" and content[8:12] == b"WEBP")):
+                raise bad_request("IMAGE_PROCESS_FAILED")
+            file_id = f"PHOTO{len(self.calls)}"
+            size = len(content)
+            self.photos.append(content)
+        photo = [
+            {
+                "file_id": file_id,
+                "file_unique_id": f"u-{file_id}",
+                "width": 64,
+                "height": 64,
+                "file_size": size,
+            }
+        ]
+        return self._new_message(
+            call.params,
+            photo=photo,
             caption=caption,
             reply_markup=_markup_or_none(call.params.get("reply_markup")),
         )

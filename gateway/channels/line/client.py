@@ -21,6 +21,7 @@ from linebot.v3.messaging import (
     AsyncMessagingApi,
     AudioMessage,
     Configuration,
+    ImageMessage,
     Message,
     PostbackAction,
     PushMessageRequest,
@@ -78,6 +79,11 @@ def audio_message(url: str, seconds: float, buttons: Sequence[Button] = ()) -> A
         duration=max(1, round(seconds * 1000)),
         quick_reply=quick_reply(buttons),
     )
+
+
+def image_message(url: str) -> ImageMessage:
+    """An image message LINE fetches from `url` (https), its preview from the same link."""
+    return ImageMessage(original_content_url=url, preview_image_url=url)
 
 
 def quick_reply(buttons: Sequence[Button]) -> QuickReply | None:

@@ -37,6 +37,7 @@ from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
     audio_message,
+    image_message,
     text_messages,
 )
 from gateway.channels.line.delivery import EventContext, LineOutbox
@@ -158,12 +159,18 @@ class LineResponder:
         # A notice, or an answer stored by this very attempt, tries the reply token first.
         fresh = not reply.resumed
         voice = reply.voice
-        if voice is not None and voice.url is not None:
-            # Spoken: the text, then the audio LINE fetches by its signed link, with the buttons.
-            messages: list[Message] = [
-                *text_messages(parts),
-                audio_message(voice.url, voice.seconds, reply.buttons),
-            ]
+        pictures = [image_message(p.url) for p in reply.pictures if p.url is not None]
+        if pictures or (voice is not None and voice.url is not None):
+            # Pictures first, then the text, then the audio, each fetched by its signed link;
+            # the buttons on the last message.
+            messages: list[Message] = [*pictures]
+            if voice is not None and voice.url is not None:
+                messages += [
+                    *text_messages(parts),
+                    audio_message(voice.url, voice.seconds, reply.buttons),
+                ]
+            else:
+                messages += text_messages(parts, reply.buttons)
             return await self.outbox.deliver_messages(
                 self.chat.chat_id, messages, ref, self.event, answer=answer, fresh=fresh
             )

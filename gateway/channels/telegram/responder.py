@@ -157,13 +157,19 @@ class TelegramResponder:
 
     async def deliver(self, reply: Reply) -> list[str]:
         """The answer in parts, the last one with its buttons; continues after a failure.
-        A spoken answer goes after its text as a voice message, which takes the buttons."""
+        A spoken answer goes after its text as a voice message, which takes the buttons;
+        pictures go before the text, as photos."""
         parts = render_parts(reply.text, note=self.texts(CUT_NOTE))
         ids = list(reply.delivered_ids)
         voice = reply.voice
         if len(ids) >= len(parts) + (voice is not None):
             return ids
         markup = keyboard(reply.buttons) if reply.buttons else None
+        if not ids:
+            # Pictures made for the answer go first, each a photo with its prompt as caption
+            # (not counted among the answer's parts: a retry sends the text, not them again).
+            for picture in reply.pictures:
+                await self.sender.photo(self.target, picture.data, caption=picture.prompt)
         if voice is not None:
             if len(ids) < len(parts):
                 ids = await self._parts(reply, parts, ids, None)

@@ -49,6 +49,10 @@ from gateway.channels.telegram.request import AiohttpRequest
 
 log = logging.getLogger(__name__)
 
+MAX_CAPTION = 1000
+"""A photo caption's characters at most (Telegram takes 1,024 UTF-16 units: room left
+for characters that take two)."""
+
 T = TypeVar("T")
 Markup = InlineKeyboardMarkup | ForceReply | Keyboard
 # BadRequest descriptions that no retry can fix: the chat or the message is gone.
@@ -297,6 +301,21 @@ class Sender:
                 message_thread_id=target.thread_id,
             ),
         )
+
+    async def photo(self, target: Target, data: bytes, *, caption: str = "") -> int:
+        """Send an image as a photo, `caption` cut to Telegram's 1,024 characters: its id."""
+        await self._pace(target)
+        shown = caption if len(caption) <= MAX_CAPTION else caption[: MAX_CAPTION - 1] + "…"
+        sent = await self.call(
+            "sendPhoto",
+            lambda: self.bot.send_photo(
+                target.chat_id,
+                InputFile(data, filename="picture"),
+                caption=shown or None,
+                message_thread_id=target.thread_id,
+            ),
+        )
+        return sent.message_id
 
     async def voice(
         self,
