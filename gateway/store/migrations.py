@@ -893,6 +893,9 @@ _SCHEDULED_TASKS: list[Step] = [
     """,
 ]
 
+# A pass that stopped early without failing says why (the day's learning budget reached).
+_LEARNING_BUDGET: list[Step] = ["alter table synthesis_runs add column stopped text"]
+
 
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
@@ -966,6 +969,11 @@ MIGRATIONS: list[Migration] = [
         54,
         "judges' calibration per model, proposals a judge could not judge, quiet repeats",
         _CALIBRATION,
+    ),
+    (
+        56,
+        "synthesis runs: why a pass stopped early (the learning budget reached)",
+        _LEARNING_BUDGET,
     ),
 ]
 

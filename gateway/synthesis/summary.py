@@ -69,6 +69,8 @@ class RunSummary(BaseModel):
     suppressed: list[DroppedBrief] = Field(default_factory=list)
     refused: list[DroppedBrief] = Field(default_factory=list)
     checks: list[RunCheck] = Field(default_factory=list)
+    stopped: str | None = None
+    """Why learning stopped early without failing (the day's learning budget reached)."""
     """Every same-claim decision: staged or suppressed by the model's answer, or held back."""
     repeats: list[RejectedRepeat] = Field(default_factory=list, exclude=True)
     """The suppressed repeats of standing rejections, with their wording (the admins' notice)."""
