@@ -69,14 +69,14 @@ class RunSummary(BaseModel):
     suppressed: list[DroppedBrief] = Field(default_factory=list)
     refused: list[DroppedBrief] = Field(default_factory=list)
     checks: list[RunCheck] = Field(default_factory=list)
-    stopped: str | None = None
-    """Why learning stopped early without failing (the day's learning budget reached)."""
     """Every same-claim decision: staged or suppressed by the model's answer, or held back."""
     repeats: list[RejectedRepeat] = Field(default_factory=list, exclude=True)
     """The suppressed repeats of standing rejections, with their wording (the admins' notice)."""
     model: str | None = None
     prompt_tokens: int = 0
     error: str | None = None
+    stopped: str | None = None
+    """Why learning stopped early without failing (the day's learning budget reached)."""
     held: list[HeldBrief] = Field(default_factory=list)
     """The candidates waiting for a same-claim answer after this pass, and when each is asked."""
     judge: str | None = None

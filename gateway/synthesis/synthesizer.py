@@ -290,6 +290,8 @@ class Synthesizer:
             ):
                 if drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
+                if batch.sessions:
+                    await self._within_budget(run)  # before the call: nothing read or consumed
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 consumed = batch.consumed_ids
                 # Read and shown to the model, whatever its answer: the run page counts them.
@@ -458,7 +460,6 @@ class Synthesizer:
         neither checked nor held).
         """
         cfg = self.config
-        await self._within_budget(run)
         pending = await self.store.pending_proposals()
         rejections = await self.store.rejections()
         tools = self.tools.directory() if self.tools is not None else ()
