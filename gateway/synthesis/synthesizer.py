@@ -209,7 +209,8 @@ class Synthesizer:
         self.events = events or Events()
         """Told each finished pass, once its record is durable (the admins' repeat notice)."""
         self.meter = MeteredLLM(self.judge)
-        """The judge's same-claim questions, counted as learning tokens on the pass."""
+        """The judge's same-claim and calibration questions, counted as learning tokens on the
+        next pass to finish (and by the daily learning budget before that)."""
         self.same = SameClaim(
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
@@ -228,7 +229,9 @@ class Synthesizer:
         """
         if self.calibrator is None:
             return None
-        return await self.calibrator.result(self.judge, SAME_CLAIM, again=again)
+        # Through the meter: the calibration's questions are learning spend, counted on the
+        # next pass.
+        return await self.calibrator.result(self.meter, SAME_CLAIM, again=again)
 
     async def judge_status(self) -> Calibration | None:
         """The judge's standing as last calibrated (None: not tried yet)."""

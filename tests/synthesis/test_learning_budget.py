@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from gateway.config import Settings
 from tests.cards_support import ALICE, BOB, LINE_ADMIN, MALLORY, Rig, fakes, rig_settings, running
 from tests.console_support import sign_in
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, calibrated
 from tests.fakes.telegram_api import make_text_update
 from tests.serve_process import skillgate
 from tests.synthesis_support import answer, gateway, proposal, seed_session, synth_settings
@@ -172,3 +172,25 @@ async def test_learning_resumes_the_next_utc_day(
         run = await gw.synthesize()
         assert run["status"] == "ok" and run["stopped"] is None, run
         assert len(fake_llm.requests) == calls + 1
+
+
+async def test_a_held_candidate_is_not_asked_again_once_the_budget_is_reached(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    fake_llm.judge = calibrated(lambda body: "I think they are quite similar.")
+    async with gateway(settings) as gw:
+        session = await gw.seed()
+        fake_llm.reply(answer(proposal("chat-brevity", based_on=[session])))
+        run = await gw.synthesize()
+        assert [h["name"] for h in run["held"]] == ["chat-brevity"], run
+
+    # Due at the next pass, but the day's learning tokens already exceed the budget.
+    budgeted = synth_settings(make_settings, fake_llm, learning_daily_tokens=1)
+    questions = len(fake_llm.same_claim_requests)
+    async with gateway(budgeted) as gw:
+        run = await gw.synthesize()
+        assert run["status"] == "ok" and str(run["stopped"]).startswith("learning budget"), run
+        assert [h["name"] for h in run["held"]] == ["chat-brevity"]
+        assert run["held"][0]["tries"] == 1
+    assert len(fake_llm.same_claim_requests) == questions
