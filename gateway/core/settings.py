@@ -112,6 +112,8 @@ class ModelSettings(Section):
         "llm_local_model",
         "llm_context_tokens",
         "llm_embedding_model",
+        "llm_same_claim_model",
+        "llm_learning_model",
         "llm_fallback_api_keys",
         mode="before",
     )(empty_is_unset)

@@ -194,3 +194,11 @@ async def test_a_held_candidate_is_not_asked_again_once_the_budget_is_reached(
         assert [h["name"] for h in run["held"]] == ["chat-brevity"]
         assert run["held"][0]["tries"] == 1
     assert len(fake_llm.same_claim_requests) == questions
+
+
+def test_empty_learning_and_judge_models_mean_unset(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # As .env.example ships them: empty falls back to LLM_MODEL, never a model named "".
+    settings = make_settings(llm_learning_model="", llm_same_claim_model="")
+    assert settings.llm_learning_model is None and settings.llm_same_claim_model is None
