@@ -617,11 +617,16 @@ class Synthesizer:
         if not due:
             return  # nothing to ask yet: no call
         still = []
-        for entry in waiting:
+        for i, entry in enumerate(waiting):
             if entry not in due:
                 still.append(entry)
                 continue
-            await self._within_budget(run)
+            try:
+                await self._within_budget(run)
+            except BudgetReached:
+                # Those asked keep their outcome; the rest keep their place and next try.
+                await keep_held(self.store, [*still, *waiting[i:]])
+                raise
             ctx = await self._context(entry.shown, entry.model)
             last = entry.tries + 1 >= HELD_TRIES
             outcome, _ = await self._consider(entry.draft, ctx, run, summary, last_try=last)

@@ -202,3 +202,33 @@ def test_empty_learning_and_judge_models_mean_unset(
     # As .env.example ships them: empty falls back to LLM_MODEL, never a model named "".
     settings = make_settings(llm_learning_model="", llm_same_claim_model="")
     assert settings.llm_learning_model is None and settings.llm_same_claim_model is None
+
+
+async def test_the_budget_reached_between_held_candidates_keeps_each_ones_place(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    fake_llm.judge = calibrated(lambda body: "I think they are quite similar.")
+    async with gateway(settings) as gw:
+        session = await gw.seed()
+        fake_llm.reply(
+            answer(
+                proposal("chat-brevity", based_on=[session]),
+                proposal("reply-length", based_on=[session], content="# Length\n\nBe brief."),
+            )
+        )
+        run = await gw.synthesize()
+        assert sorted(h["name"] for h in run["held"]) == ["chat-brevity", "reply-length"], run
+        status, runs = await gw.call("GET", "/runs")
+        assert status == 200
+        spent = sum(r["prompt_tokens"] + r["completion_tokens"] for r in runs)
+
+    # Room for one more question today, not two.
+    budgeted = synth_settings(make_settings, fake_llm, learning_daily_tokens=spent + 1)
+    questions = len(fake_llm.same_claim_requests)
+    async with gateway(budgeted) as gw:
+        run = await gw.synthesize()
+        assert str(run["stopped"]).startswith("learning budget reached"), run
+        assert len(fake_llm.same_claim_requests) == questions + 1
+        tries = sorted(h["tries"] for h in run["held"])
+        assert tries == [1, 2], run["held"]  # the one asked again, the one that waits
