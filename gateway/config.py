@@ -380,6 +380,10 @@ class SynthesisSettings(Section):
     evidence_window_days: float = Field(
         14.0, ge=0, le=3650, validation_alias="SKILLGATE_EVIDENCE_WINDOW_DAYS"
     )
+    # Tokens learning (synthesis and judging) may spend a UTC day; 0: no budget.
+    learning_daily_tokens: int = Field(
+        0, ge=0, le=10_000_000_000, validation_alias="SKILLGATE_LEARNING_DAILY_TOKENS"
+    )
     # Judges declared able by the operator: not calibrated, shown as declared.
     trusted_judges: str = Field("", max_length=2000, validation_alias="SKILLGATE_TRUSTED_JUDGES")
     # Skill effects: when a skill is proposed for retirement.

@@ -201,6 +201,13 @@ class UsageReport:
             d += timedelta(days=1)
         return out
 
+    def learning_days(self) -> list[tuple[str, Totals]]:
+        """The days learning spent tokens on (synthesis and its judge), newest first."""
+        return sorted(
+            ((d, t) for d, t in self.synthesis_days.items() if t.answers),
+            reverse=True,
+        )
+
     def as_json(self) -> dict[str, Any]:
         def table(which: Mapping[str, Totals], name: str, n: int | None = None) -> list[Any]:
             rows = self.top(which, n or len(which))
@@ -226,6 +233,7 @@ class UsageReport:
                 }
                 for d, a, s in self.day_list()
             ],
+            "learning_days": [{"day": d, **t.as_json()} for d, t in self.learning_days()],
             "tools": [{"tool": k, **t.as_json()} for k, t in self.tool_list()],
             "channels": table(self.channels, "channel"),
             "models": table(self.models, "model"),
@@ -315,6 +323,8 @@ SPEECH = N_("Speech-to-text: {minutes} min transcribed")
 SPOKEN = N_("Text-to-speech: {minutes} min spoken")
 TOOL_CALLS = N_("Tool calls: {calls}, {failed} failed")
 TOOLS = N_("Tool calls per day:")
+LEARNING_DAYS = N_("Learning tokens per day (synthesis and judging, apart from chats):")
+LEARNING_ROW = N_("  {day}: {tokens} tokens")
 TOOL_ROW = Np_("  {key}: {n} call, {failed} failed", "  {key}: {n} calls, {failed} failed")
 SECTIONS = (N_("Channels:"), N_("Models:"), N_("Top users:"), N_("Top chats:"))
 ROW = Np_("  {key}: {n} answer, {tokens} tokens", "  {key}: {n} answers, {tokens} tokens")
@@ -367,6 +377,13 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
                 + (texts(COST, cost=money(t.cost)) if report.priced else "")
                 for key, t in rows
             )
+    if learning := report.learning_days():
+        lines.append(texts(LEARNING_DAYS))
+        lines.extend(
+            texts(LEARNING_ROW, day=day, tokens=f"{t.tokens:,}")
+            + (texts(COST, cost=money(t.cost)) if report.priced else "")
+            for day, t in learning[:top]
+        )
     if report.tool_days:
         lines.append(texts(TOOLS))
         lines.extend(

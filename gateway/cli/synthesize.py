@@ -57,6 +57,8 @@ def print_summary(summary: RunSummary) -> None:
         )
     if summary.judge is not None:
         print(f"judge: {summary.judge}")
+    if summary.stopped is not None:
+        print(f"stopped: {summary.stopped}")
     if summary.status == "ok":
         print(f"run {summary.run_id} ok: {counts}")
     else:

@@ -85,6 +85,9 @@ class ModelSettings(Section):
     # Whether a candidate repeats a known claim is one question to a model (default LLM_MODEL)
     # about the few known claims most like it.
     llm_same_claim_model: str | None = Field(None, validation_alias="LLM_SAME_CLAIM_MODEL")
+    # Learning (synthesis, the same-claim judge unless overridden, trials) may run on a model of
+    # its own, cheaper than the chat model (default LLM_MODEL, at the same endpoint).
+    llm_learning_model: str | None = Field(None, validation_alias="LLM_LEARNING_MODEL")
     llm_vision: Literal["auto", "on", "off"] = Field("auto", validation_alias="LLM_VISION")
 
     # What each prompt holds: the skill index, the history, and how often a skill is withheld.
@@ -109,6 +112,8 @@ class ModelSettings(Section):
         "llm_local_model",
         "llm_context_tokens",
         "llm_embedding_model",
+        "llm_same_claim_model",
+        "llm_learning_model",
         "llm_fallback_api_keys",
         mode="before",
     )(empty_is_unset)

@@ -196,8 +196,9 @@ async def _check_configured_model(settings: Settings, *, on_board: bool = False)
 
 
 JUDGE_FIX = (
-    "set LLM_SAME_CLAIM_MODEL to a model able to judge (a capable instruction model at the"
-    " same endpoint), or declare this one trusted with SKILLGATE_TRUSTED_JUDGES; until then"
+    "set LLM_SAME_CLAIM_MODEL (or LLM_LEARNING_MODEL, which synthesis uses too) to a model able"
+    " to judge (a capable instruction model at the same endpoint), or declare this one"
+    " trusted with SKILLGATE_TRUSTED_JUDGES; until then"
     " each candidate that needs a judgement goes to a person marked as possibly a repeat"
 )
 
@@ -205,7 +206,7 @@ JUDGE_FIX = (
 async def check_judge(settings: Settings) -> Check:
     """The same-claim judge tried on the calibration set now, and the result kept."""
     assert settings.llm_base_url is not None and settings.llm_model is not None
-    name = settings.llm_same_claim_model or settings.llm_model
+    name = settings.llm_same_claim_model or settings.llm_learning_model or settings.llm_model
     try:
         pairs = load_pairs(settings.data_dir)
     except ConfigError as exc:
@@ -235,7 +236,8 @@ async def check_judge(settings: Settings) -> Check:
                 "same-claim judge",
                 "fail",
                 f"{name} could not be asked: {exc}",
-                "check that the endpoint serves it (LLM_SAME_CLAIM_MODEL, else LLM_MODEL)",
+                "check that the endpoint serves it"
+                " (LLM_SAME_CLAIM_MODEL, else LLM_LEARNING_MODEL, else LLM_MODEL)",
             )
     finally:
         await llm.close()

@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -67,7 +68,12 @@ from gateway.synthesis.calibration import (
     builtin_pairs,
     load_pairs,
 )
-from gateway.synthesis.synthesizer import RunSummary, SynthesisConfig, Synthesizer
+from gateway.synthesis.synthesizer import (
+    BUDGET_NOTICE,
+    RunSummary,
+    SynthesisConfig,
+    Synthesizer,
+)
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
 
@@ -230,6 +236,12 @@ async def tell_unable(
         )
 
 
+async def tell_budget(admins: Admins, clock: Callable[[], float], limit: int, spent: int) -> None:
+    """Tell the chat admins the day's learning budget is reached (the synthesizer: once a day)."""
+    day = datetime.fromtimestamp(clock(), UTC).date().isoformat()
+    await admins.tell(BUDGET_NOTICE, f"learning-budget:{day}", spent=spent, budget=limit)
+
+
 def log_review_event(p: Proposal, kind: str) -> None:
     """Every staged proposal and every decision reaches the log."""
     what = "staged for review" if kind == "staged" else p.status
@@ -256,8 +268,19 @@ def make_llm(model: ModelSettings, json_memory: JsonModeMemory | None = None) ->
     return models[0] if len(models) == 1 else FallbackLLM(models)
 
 
+def make_learner(model: ModelSettings, json_memory: JsonModeMemory | None = None) -> LLM | None:
+    """The model learning drafts with (LLM_LEARNING_MODEL), when not LLM_MODEL itself."""
+    if model.llm_learning_model is None or not model.model_configured:
+        return None
+    assert model.llm_base_url is not None
+    return chat_client(
+        model, model.llm_base_url, model.llm_learning_model, model.llm_key, json_memory
+    )
+
+
 def make_judge(model: ModelSettings, json_memory: JsonModeMemory | None = None) -> LLM | None:
-    """The model asked whether a candidate repeats a known claim, when not LLM_MODEL itself."""
+    """The model asked whether a candidate repeats a known claim, when not the learning model:
+    LLM_SAME_CLAIM_MODEL where set (None otherwise: the judge is the learning model)."""
     if model.llm_same_claim_model is None or not model.model_configured:
         return None
     assert model.llm_base_url is not None
@@ -408,9 +431,10 @@ async def open_parts(
             tools=tools,
             health=health,
         )
+        learner = make_learner(settings, store) if llm is None else None
         synthesizer = Synthesizer(
             store,
-            model,
+            learner or model,
             catalog,
             review,
             SynthesisConfig.of(settings, settings, secrets(settings)),
@@ -419,6 +443,7 @@ async def open_parts(
             judge=make_judge(settings, store) if llm is None else None,
             events=events,
             calibrator=calibrator,
+            told_budget=partial(tell_budget, admins, clock),
         )
         # Holdout only where still needed, and more often where the comparison lags.
         catalog.settle(*await holdout_state(store, synthesizer.config.effect))
@@ -490,8 +515,10 @@ async def close_parts(parts: Parts) -> None:
         await parts.voicing.speaker.close()
     if parts.synthesizer.embedder is not None:
         await parts.synthesizer.embedder.close()
-    if parts.synthesizer.judge is not parts.agent.llm:
+    if parts.synthesizer.judge not in (parts.agent.llm, parts.synthesizer.llm):
         await parts.synthesizer.judge.close()
+    if parts.synthesizer.llm is not parts.agent.llm:
+        await parts.synthesizer.llm.close()
     await parts.store.close()
 
 

@@ -897,6 +897,9 @@ _SCHEDULED_TASKS: list[Step] = [
     """,
 ]
 
+# A pass that stopped early without failing says why (the day's learning budget reached).
+_LEARNING_BUDGET: list[Step] = ["alter table synthesis_runs add column stopped text"]
+
 
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
@@ -972,6 +975,11 @@ MIGRATIONS: list[Migration] = [
         _CALIBRATION,
     ),
     (55, "pictures made on request: how many for each answer", _PICTURES),
+    (
+        56,
+        "synthesis runs: why a pass stopped early (the learning budget reached)",
+        _LEARNING_BUDGET,
+    ),
 ]
 
 

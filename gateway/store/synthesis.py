@@ -164,6 +164,16 @@ class SynthesisQueries(QueriesBase):
         )
         return int(run_id or 0)
 
+    @query
+    async def learning_tokens(self, c: Conn, since: float) -> int:
+        """The tokens learning recorded on the runs started since `since`."""
+        spent = await c.fetchval(
+            "select coalesce(sum(prompt_tokens + completion_tokens), 0)"
+            " from synthesis_runs where started_at >= ?",
+            since,
+        )
+        return int(spent or 0)
+
     @transaction
     async def finish_run(
         self,

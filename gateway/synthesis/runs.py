@@ -25,6 +25,8 @@ class RunRecord(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+    stopped: str | None = None
+    """Why learning stopped early without failing (the day's learning budget reached)."""
 
 
 class RunDropped(BaseModel):

@@ -75,6 +75,8 @@ class RunSummary(BaseModel):
     model: str | None = None
     prompt_tokens: int = 0
     error: str | None = None
+    stopped: str | None = None
+    """Why learning stopped early without failing (the day's learning budget reached)."""
     held: list[HeldBrief] = Field(default_factory=list)
     """The candidates waiting for a same-claim answer after this pass, and when each is asked."""
     judge: str | None = None

@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -39,6 +39,7 @@ from gateway.core.llm import LLM
 from gateway.core.settings import ModelSettings
 from gateway.core.tools import ToolDirectory
 from gateway.errors import ModelError, SkillError, SynthesisError
+from gateway.i18n import N_
 from gateway.review.proposals import Proposal, Rejection
 from gateway.review.reviewer import Reviewer
 from gateway.skills.catalog import SkillCatalog
@@ -58,6 +59,7 @@ from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.held import HELD_TRIES, HeldDraft, held_drafts, hold, keep_held, next_try
 from gateway.synthesis.judge import SAME_CLAIM
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
+from gateway.synthesis.meter import MeteredLLM
 from gateway.synthesis.ports import SynthesisStore
 from gateway.synthesis.prompt import MAX_TOOLS, build_messages
 from gateway.synthesis.retire import propose_retirements
@@ -96,6 +98,21 @@ __all__ = [
     "Synthesizer",
 ]
 log = logging.getLogger(__name__)
+BUDGET_REACHED = "learning budget reached"
+BUDGET_TOLD_KEY = "synthesis.learning_budget_told"
+"""The UTC day the admins were last told the learning budget was reached."""
+
+
+BUDGET_NOTICE = N_(
+    "⏸️ Learning stopped for today: it spent {spent} tokens of its daily budget of {budget}"
+    " (SKILLGATE_LEARNING_DAILY_TOKENS). It resumes at 00:00 UTC; chats are not affected."
+)
+
+
+class BudgetReached(Exception):
+    """The day's learning tokens reached SKILLGATE_LEARNING_DAILY_TOKENS: no more calls today."""
+
+
 BATCH_ATTEMPTS = 3
 
 
@@ -128,6 +145,8 @@ class SynthesisConfig:
     """How long a shown session not yet acted on stays eligible; 0: every session is read once."""
     context_tokens: int | None = None
     """The model's context, when known: batches and answers are sized to fit it."""
+    learning_daily_tokens: int = 0
+    """Tokens learning may spend a UTC day; 0: no budget."""
 
     @classmethod
     def of(
@@ -146,6 +165,7 @@ class SynthesisConfig:
             comparands=synthesis.same_claim_comparands,
             evidence_window_seconds=synthesis.evidence_window_days * 86400,
             context_tokens=model.llm_context_tokens,
+            learning_daily_tokens=synthesis.learning_daily_tokens,
             effect=EffectThresholds(
                 min_evidence=synthesis.retire_min_evidence,
                 margin=synthesis.retire_margin,
@@ -174,6 +194,7 @@ class Synthesizer:
         judge: LLM | None = None,
         events: Events | None = None,
         calibrator: Calibrator | None = None,
+        told_budget: Callable[[int, int], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -187,14 +208,19 @@ class Synthesizer:
         """The live tools and their policies, listed in the prompt (None: no tools)."""
         self.events = events or Events()
         """Told each finished pass, once its record is durable (the admins' repeat notice)."""
+        self.meter = MeteredLLM(self.judge)
+        """The judge's same-claim and calibration questions, counted as learning tokens on the
+        next pass to finish (and by the daily learning budget before that)."""
         self.same = SameClaim(
             SameClaimConfig(threshold=config.similarity_threshold, comparands=config.comparands),
             embedder=embedder,
-            judge=self.judge,
+            judge=self.meter,
             calibrator=calibrator,
         )
         self.calibrator = calibrator
         """Tries the judge before it is trusted (None: trusted untried)."""
+        self.told_budget = told_budget
+        """Tells the admins (budget, spent) the day's learning budget is reached, once a day."""
 
     async def calibrate(self, *, again: bool = False) -> Calibration | None:
         """The judge's calibration, tried now if it has none (`again`: tried anew).
@@ -203,7 +229,9 @@ class Synthesizer:
         """
         if self.calibrator is None:
             return None
-        return await self.calibrator.result(self.judge, SAME_CLAIM, again=again)
+        # Through the meter: the calibration's questions are learning spend, counted on the
+        # next pass.
+        return await self.calibrator.result(self.meter, SAME_CLAIM, again=again)
 
     async def judge_status(self) -> Calibration | None:
         """The judge's standing as last calibrated (None: not tried yet)."""
@@ -265,6 +293,8 @@ class Synthesizer:
             ):
                 if drafted(summary) >= cfg.max_proposals:
                     break  # what is left stays unconsumed for the next pass
+                if batch.sessions:
+                    await self._within_budget(run)  # before the call: nothing read or consumed
                 before = (len(summary.proposed), len(summary.suppressed), len(summary.refused))
                 consumed = batch.consumed_ids
                 # Read and shown to the model, whatever its answer: the run page counts them.
@@ -299,6 +329,9 @@ class Synthesizer:
                     raise SynthesisError("the run lock's lease ran out and another pass took it")
                 if progress is not None and batch.sessions:
                     progress(report(summary, before, len(batch.sessions), len(batch.skipped)))
+        except BudgetReached as reached:
+            run.stopped = summary.stopped = str(reached)  # not a failure: learning rests today
+            log.warning("synthesis run %s: %s", run.id, reached)
         except (SynthesisError, ModelError, SkillError) as exc:
             summary.status, summary.error = "failed", str(exc)
         except asyncio.CancelledError:
@@ -313,6 +346,9 @@ class Synthesizer:
         return summary
 
     async def _finish(self, run: RunRecord, summary: RunSummary) -> None:
+        asked, answered = self.meter.take()  # the judge's questions are learning spend too
+        run.prompt_tokens += asked
+        run.completion_tokens += answered
         summary.prompt_tokens = run.prompt_tokens
         held = await held_drafts(self.store)
         summary.held = [
@@ -346,6 +382,7 @@ class Synthesizer:
                     "suppressed": len(summary.suppressed),
                     "refused": len(summary.refused),
                     "error": summary.error,
+                    "stopped": summary.stopped,
                 }
             ),
             [
@@ -580,10 +617,16 @@ class Synthesizer:
         if not due:
             return  # nothing to ask yet: no call
         still = []
-        for entry in waiting:
+        for i, entry in enumerate(waiting):
             if entry not in due:
                 still.append(entry)
                 continue
+            try:
+                await self._within_budget(run)
+            except BudgetReached:
+                # Those asked keep their outcome; the rest keep their place and next try.
+                await keep_held(self.store, [*still, *waiting[i:]])
+                raise
             ctx = await self._context(entry.shown, entry.model)
             last = entry.tries + 1 >= HELD_TRIES
             outcome, _ = await self._consider(entry.draft, ctx, run, summary, last_try=last)
@@ -592,6 +635,32 @@ class Synthesizer:
             elif outcome == "later":
                 still.append(entry)
         await keep_held(self.store, still)
+
+    async def _within_budget(self, run: RunRecord) -> None:
+        """Raise BudgetReached when the UTC day's learning tokens have reached the budget.
+
+        Checked before each learning call; the admins are told once that day.
+        """
+        limit = self.config.learning_daily_tokens
+        if limit <= 0:
+            return
+        now = self.clock()
+        today = datetime.fromtimestamp(now, UTC).date()
+        since = datetime(today.year, today.month, today.day, tzinfo=UTC).timestamp()
+        # This pass's own tokens are on its record only once it ends: counted here.
+        spent = await self.store.learning_tokens(since)
+        spent += run.prompt_tokens + run.completion_tokens + self.meter.tokens
+        if spent < limit:
+            return
+        day = today.isoformat()
+        if await self.store.get_meta(BUDGET_TOLD_KEY) != day:
+            await self.store.set_meta(BUDGET_TOLD_KEY, day)  # the run lock is held: one teller
+            if self.told_budget is not None:
+                await self.told_budget(limit, spent)
+        raise BudgetReached(
+            f"{BUDGET_REACHED}: {spent} of {limit} tokens spent today"
+            " (SKILLGATE_LEARNING_DAILY_TOKENS); learning resumes at 00:00 UTC"
+        )
 
     def _live_claims(self) -> list[Known]:
         """Every enabled skill as a claim, so a renamed copy of one is recognised."""

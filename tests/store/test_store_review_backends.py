@@ -389,6 +389,35 @@ async def test_runs_are_opened_finished_and_listed_newest_first(any_store: Store
     assert (latest.id, latest.status, latest.error) == (second, "failed", "boom")
 
 
+async def test_a_runs_stop_is_kept_and_learning_tokens_are_summed_since_a_time(
+    any_store: Store,
+) -> None:
+    old = await any_store.start_run("schedule", "m", 5.0)
+    today = await any_store.start_run("schedule", "m", 100.0)
+    stopped = await any_store.start_run("schedule", "m", 200.0)
+    for rid, at, tokens in ((old, 5.0, 1000), (today, 100.0, 30)):
+        await any_store.finish_run(
+            RunRecord(
+                id=rid,
+                trigger="x",
+                started_at=at,
+                status="ok",
+                prompt_tokens=tokens,
+                completion_tokens=7,
+            )
+        )
+    why = "learning budget reached: 37 of 10 tokens spent today"
+    await any_store.finish_run(
+        RunRecord(id=stopped, trigger="x", started_at=200.0, status="ok", stopped=why)
+    )
+    assert await any_store.learning_tokens(50.0) == 37
+    assert await any_store.learning_tokens(0.0) == 1044
+    assert await any_store.learning_tokens(500.0) == 0
+    got = await any_store.get_run(stopped)
+    assert got is not None and (got.status, got.stopped, got.error) == ("ok", why, None)
+    assert (await any_store.get_run(today)).stopped is None  # type: ignore[union-attr]
+
+
 async def test_a_runs_same_claim_checks_are_kept_in_order_with_what_was_compared(
     any_store: Store,
 ) -> None:
