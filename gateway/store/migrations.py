@@ -589,6 +589,19 @@ _VOICES: list[Step] = [
 ]
 
 
+_TIMEZONES: list[Step] = [
+    """
+    create table user_timezones (
+        channel text not null,
+        user_id text not null,
+        timezone text not null,
+        set_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 _MEMORY = [
     """
     create table user_memory (
@@ -967,6 +980,7 @@ MIGRATIONS: list[Migration] = [
         "judges' calibration per model, proposals a judge could not judge, quiet repeats",
         _CALIBRATION,
     ),
+    (55, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
 ]
 
 
