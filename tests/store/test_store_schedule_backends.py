@@ -148,5 +148,7 @@ async def test_a_users_timezone_and_own_tasks_are_theirs_alone(any_store: Store)
     assert [t.id for t in await any_store.tasks_of("telegram", "42", "42")] == [later.id]
     kept = await any_store.task_get(other.id)
     assert kept is not None and kept.status == "active"
+    assert (await any_store.export_user("telegram", "42"))["timezone"] == "Europe/Paris"
     await any_store.forget_user("telegram", "42", 3.0)
     assert await any_store.user_timezone("telegram", "42") is None
+    assert (await any_store.export_user("telegram", "42"))["timezone"] is None
