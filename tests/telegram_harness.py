@@ -71,9 +71,11 @@ async def telegram_gateway(
     channel_options: dict[str, Any] | None = None,
     before_start: Callable[[FakeTelegramAPI], None] | None = None,
     fake: FakeTelegramAPI | None = None,
+    clock: Callable[[], float] | None = None,
     **settings: Any,
 ) -> AsyncIterator[Gateway]:
-    """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise).
+    """Start the fake Bot API and the gateway (webhook mode unless settings say otherwise;
+    on `clock`, where given).
 
     With `fake`, that running fake Bot API is used (and kept): a restarted gateway finds
     the messages the last one sent.
@@ -94,7 +96,10 @@ async def telegram_gateway(
         channel = TelegramChannel(
             make_settings(**{**values, **settings}), **{**FAST, **(channel_options or {})}
         )
-        app = build_app(channel.settings, channels=[channel])
+        if clock is None:
+            app = build_app(channel.settings, channels=[channel])
+        else:
+            app = build_app(channel.settings, channels=[channel], clock=clock)
         async with TestClient(TestServer(app)) as client:
             app[PARTS].worker.backoff = lambda attempt: 0.01
             yield Gateway(fake, llm, client, channel, app)

@@ -57,6 +57,13 @@ from gateway.conversation.review import (
     ReviewChat,
     command_args,
 )
+from gateway.conversation.tasks import (
+    REMIND_COMMAND,
+    TASKS_COMMAND,
+    TIMEZONE_COMMAND,
+    TaskCommands,
+    is_task_data,
+)
 from gateway.conversation.voice import (
     NOT_SPOKEN,
     SPOKEN_LIMIT,
@@ -85,6 +92,9 @@ COMMANDS = (
     MEMORY_COMMAND,
     PERSONA_COMMAND,
     VOICE_COMMAND,
+    REMIND_COMMAND,
+    TASKS_COMMAND,
+    TIMEZONE_COMMAND,
     FORGET_COMMAND,
 )
 """Commands everyone may use (with the description a command menu shows); admins also have
@@ -115,8 +125,10 @@ class Conversation:
         settings: ConversationSettings,
         *,
         secrets: Sequence[str] = (),
+        default_timezone: str = "UTC",
     ) -> None:
-        """`secrets`: the gateway's configured secret values, refused in a chat's persona."""
+        """`secrets`: the gateway's configured secret values, refused in a chat's persona;
+        `default_timezone`: a user's until they choose one with /timezone."""
         self.profile = profile
         store, review, clock = ports.store, ports.review, ports.clock
         self.attachments = ports.attachments
@@ -151,6 +163,8 @@ class Conversation:
         """/voice, and the answers spoken."""
         self.pictures = Pictures(profile, store, settings, links, clock=clock)
         """The daily limit on pictures made, and the pictures made ready to send."""
+        self.tasks = TaskCommands(profile, store, default_timezone=default_timezone, clock=clock)
+        """/timezone, /remind, /tasks and their Cancel buttons."""
 
     @property
     def channel(self) -> str:
@@ -287,8 +301,8 @@ class Conversation:
             await self.store.set_meta(album_key(message), message.album)
 
     async def on_press(self, press: Press, out: Responder) -> None:
-        """A button: a proposal card's, /language's, /forget's confirmation, or a rating
-        (whose one store round trip reads the chat's languages too)."""
+        """A button: a proposal card's, /language's, /forget's confirmation, a task's Cancel, or
+        a rating (whose one store round trip reads the chat's languages too)."""
         rating = parse_rating(press.data)
         if rating is not None:
             await self.feedback.on_press(press, rating, out)
@@ -305,6 +319,8 @@ class Conversation:
             await self._language_press(press, language, out)
         elif is_forget_press(press.data):
             await self.privacy.on_press(press, out)
+        elif is_task_data(press.data):
+            await self.tasks.on_press(press, out)
         else:
             log.info("ignoring %s button data %r", self.channel, press.data[:50])
             await out.acknowledge(out.texts(STALE), courtesy=True)
@@ -392,6 +408,12 @@ class Conversation:
             text = await self.voices.command(chat, argument(message.text), texts, voice)
         elif command == PERSONA_COMMAND[0]:
             text = await self.personas.command(chat, argument(message.text), texts, out)
+        elif command == TIMEZONE_COMMAND[0]:
+            text = await self.tasks.timezone(chat, argument(message.text), texts)
+        elif command == REMIND_COMMAND[0]:
+            text = await self.tasks.remind(chat, argument(message.text), texts)
+        elif command == TASKS_COMMAND[0]:
+            text, buttons = await self.tasks.tasks(chat, texts)
         elif command == "language":
             said = await self.languages.command(chat, argument(message.text), texts, out)
             out.texts, text, buttons = said

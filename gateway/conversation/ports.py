@@ -34,6 +34,7 @@ from gateway.core.records import (
     QuotaCheck,
     SessionRecord,
 )
+from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.stream import PartialText
 from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission, ChatState, Spender, TurnStart
@@ -197,6 +198,22 @@ class ConfirmStore(Protocol):
     async def expire_confirmation(self, confirmation_id: int, now: float | None = None) -> str: ...
 
 
+class TaskStore(Protocol):
+    """The user's timezone and their tasks (`gateway.store.schedule`)."""
+
+    async def user_timezone(self, channel: str, user_id: str) -> str | None: ...
+
+    async def set_user_timezone(
+        self, channel: str, user_id: str, timezone: str, now: float | None = None
+    ) -> None: ...
+
+    async def task_add(self, task: NewTask, now: float | None = None) -> ScheduledTask: ...
+
+    async def tasks_of(self, channel: str, chat_id: str, user_id: str) -> list[ScheduledTask]: ...
+
+    async def task_cancel_own(self, task_id: int, channel: str, user_id: str) -> str | None: ...
+
+
 class AwaitingStore(Protocol):
     """The open questions (`Questions`): a rejection's reason, a comment after 👎."""
 
@@ -281,6 +298,7 @@ class ConversationStore(
     ConfirmStore,
     VoiceStore,
     PictureStore,
+    TaskStore,
     Protocol,
 ):
     """The part of the store the conversation layer reads and writes: what `Conversation`

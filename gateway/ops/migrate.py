@@ -64,6 +64,7 @@ TABLES = (
     "skill_looks",
     "scheduled_tasks",
     "task_runs",
+    "user_timezones",
     "judge_calibrations",
 )
 """Every table with data, parents before the tables that reference them."""

@@ -151,6 +151,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
         ),
         parts.settings,
         secrets=secrets(parts.settings),
+        default_timezone=parts.settings.default_timezone,
     )
     return Ports(
         intake=parts.inbox,

@@ -593,6 +593,19 @@ _VOICES: list[Step] = [
 ]
 
 
+_TIMEZONES: list[Step] = [
+    """
+    create table user_timezones (
+        channel text not null,
+        user_id text not null,
+        timezone text not null,
+        set_at {time} not null,
+        primary key (channel, user_id)
+    )
+    """,
+]
+
+
 _MEMORY = [
     """
     create table user_memory (
@@ -980,6 +993,7 @@ MIGRATIONS: list[Migration] = [
         "synthesis runs: why a pass stopped early (the learning budget reached)",
         _LEARNING_BUDGET,
     ),
+    (57, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
 ]
 
 

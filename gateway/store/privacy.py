@@ -266,6 +266,9 @@ class PrivacyQueries(QueriesBase):
             "delete from user_voices where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
+            "delete from user_timezones where channel = ? and user_id = ?", channel, user_id
+        )
+        await c.execute(
             "delete from user_names where channel = ? and user_id = ?", channel, user_id
         )
         await c.execute(
@@ -422,6 +425,11 @@ class PrivacyQueries(QueriesBase):
             if tasks
             else []
         )
+        zones = await c.fetch(
+            "select timezone from user_timezones where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
         for task in tasks:
             task["runs"] = [r for r in runs if r["task_id"] == task["id"]]
         for t in traces:
@@ -442,6 +450,7 @@ class PrivacyQueries(QueriesBase):
             "language": {"as_the_platform_says": languages, "chosen": chosen},
             "memory": memory,
             "scheduled_tasks": tasks,
+            "timezone": zones[0]["timezone"] if zones else None,
         }
 
     @query

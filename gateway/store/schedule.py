@@ -230,3 +230,59 @@ class ScheduleQueries(QueriesBase):
             task_id,
         )
         return cancelled == 1
+
+    @query
+    async def tasks_of(
+        self, c: Conn, channel: str, chat_id: str, user_id: str
+    ) -> list[ScheduledTask]:
+        """The active and paused tasks a user created in a chat, next due first."""
+        rows = await c.fetch(
+            f"select {TASK} from scheduled_tasks where channel = ? and chat_id = ?"
+            " and user_id = ? and status in ('active', 'paused')"
+            " order by coalesce(next_at, 0), id",
+            channel,
+            chat_id,
+            user_id,
+        )
+        return [ScheduledTask.model_validate(r) for r in rows]
+
+    @query
+    async def task_cancel_own(
+        self, c: Conn, task_id: int, channel: str, user_id: str
+    ) -> str | None:
+        """Cancel the task only when that user created it and it has not finished; its text,
+        or None when there is no such task."""
+        row = await c.fetchrow(
+            "update scheduled_tasks set status = 'cancelled', next_at = null, claimed_by = null,"
+            " lease_until = null where id = ? and channel = ? and user_id = ?"
+            " and status in ('active', 'paused') returning text",
+            task_id,
+            channel,
+            user_id,
+        )
+        return None if row is None else str(row["text"])
+
+    @query
+    async def user_timezone(self, c: Conn, channel: str, user_id: str) -> str | None:
+        """The timezone the user chose with /timezone (None: the default)."""
+        row = await c.fetchrow(
+            "select timezone from user_timezones where channel = ? and user_id = ?",
+            channel,
+            user_id,
+        )
+        return None if row is None else str(row["timezone"])
+
+    @query
+    async def set_user_timezone(
+        self, c: Conn, channel: str, user_id: str, timezone: str, now: float | None = None
+    ) -> None:
+        """Keep the user's timezone (an IANA name, checked by the caller)."""
+        await c.execute(
+            "insert into user_timezones (channel, user_id, timezone, set_at) values (?, ?, ?, ?)"
+            " on conflict (channel, user_id) do update set"
+            " timezone = excluded.timezone, set_at = excluded.set_at",
+            channel,
+            user_id,
+            timezone,
+            time.time() if now is None else now,
+        )

@@ -50,6 +50,9 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
             "memory",
             "persona",
             "voice",
+            "remind",
+            "tasks",
+            "timezone",
             "forget",
         ]
         assert all(c["description"] for c in params["commands"])
@@ -57,6 +60,7 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
     assert english[0] == "Say hello and see what I can do"
     assert menus["ja"]["commands"][0]["description"] == "あいさつと、できることの紹介"
     assert menus["zh"]["commands"][2]["description"] == "開始新的對話"
+    assert menus["ja"]["commands"][9]["description"].startswith("リマインダーの一覧")
     assert line_puts(line_api) == [{"endpoint": LINE_URL}]
     [test] = line_api.calls_to(WEBHOOK_TEST_PATH)
     assert test.body == {"endpoint": LINE_URL}
@@ -65,7 +69,7 @@ async def test_set_webhook_sends_exactly_the_expected_parameters(
     assert f"telegram webhook: set {TELEGRAM_URL}" in out
     assert (
         "telegram commands: set /start, /help, /new, /language, /remember, /memory, /persona,"
-        " /voice, /forget (default, ja, zh, th)" in out
+        " /voice, /remind, /tasks, /timezone, /forget (default, ja, zh, th)" in out
     )
     assert f"line webhook: set {LINE_URL}" in out
     assert "line webhook test: ok" in out

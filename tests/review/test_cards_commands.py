@@ -191,6 +191,9 @@ async def test_set_webhook_gives_only_the_admins_a_menu_with_the_review_commands
             "memory",
             "persona",
             "voice",
+            "remind",
+            "tasks",
+            "timezone",
             "forget",
         ]
         assert menus(telegram) == {

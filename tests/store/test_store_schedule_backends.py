@@ -127,3 +127,28 @@ async def test_retention_deletes_old_occurrences_and_finished_tasks_but_not_acti
     kept = await any_store.task_get(daily.id)
     assert kept is not None and kept.status == "active"
     assert await any_store.task_runs(daily.id) == []
+
+
+async def test_a_users_timezone_and_own_tasks_are_theirs_alone(any_store: Store) -> None:
+    assert await any_store.user_timezone("telegram", "42") is None
+    await any_store.set_user_timezone("telegram", "42", "Asia/Tokyo", now=1.0)
+    await any_store.set_user_timezone("telegram", "42", "Europe/Paris", now=2.0)  # replaced
+    assert await any_store.user_timezone("telegram", "42") == "Europe/Paris"
+    assert await any_store.user_timezone("line", "42") is None  # per channel
+    later = await any_store.task_add(reminder(200.0, "later"))
+    sooner = await any_store.task_add(reminder(100.0, "sooner"))
+    other = await any_store.task_add(reminder(50.0, "theirs", chat_id="43", user_id="43"))
+    await any_store.task_add(reminder(60.0, "in a group", chat_id="-7"))
+    mine = await any_store.tasks_of("telegram", "42", "42")
+    assert [t.text for t in mine] == ["sooner", "later"]  # this chat, next due first
+    assert await any_store.task_cancel_own(other.id, "telegram", "42") is None  # not theirs
+    assert await any_store.task_cancel_own(sooner.id, "line", "42") is None  # another channel
+    assert await any_store.task_cancel_own(sooner.id, "telegram", "42") == "sooner"
+    assert await any_store.task_cancel_own(sooner.id, "telegram", "42") is None  # once
+    assert [t.id for t in await any_store.tasks_of("telegram", "42", "42")] == [later.id]
+    kept = await any_store.task_get(other.id)
+    assert kept is not None and kept.status == "active"
+    assert (await any_store.export_user("telegram", "42"))["timezone"] == "Europe/Paris"
+    await any_store.forget_user("telegram", "42", 3.0)
+    assert await any_store.user_timezone("telegram", "42") is None
+    assert (await any_store.export_user("telegram", "42"))["timezone"] is None

@@ -16,6 +16,7 @@ HELP = N_(
     "• /help shows this message.\n"
     "• /remember keeps something about you for later; /memory shows or deletes it.\n"
     "• /persona shows this chat's persona.\n"
+    "• /remind sets a reminder, /tasks lists them, /timezone sets your timezone.\n"
     "• /forget deletes everything I keep about you."
 )
 GREETING = N_("Hi, thanks for adding me! 👋\n\n{help}")

@@ -1,0 +1,272 @@
+"""/timezone, /remind and /tasks: a user's reminders made, listed and cancelled in chat.
+
+Decided here once for every platform. `/remind <when> <what>` understands these forms of
+`when` (times are the user's wall clock in their /timezone, the default
+SKILLGATE_DEFAULT_TIMEZONE):
+
+- `in 10m`, `in 2h`, `in 3d`: that long from now;
+- `at 09:00` (or `09:00`): the next 09:00, today or tomorrow;
+- `tomorrow 09:00`;
+- `2026-12-24 18:00`;
+- `daily`, `weekdays` or `weekly` before one of the three forms with a clock time: repeated
+  from there (weekly: on that day of the week).
+
+The answer names the next time in the user's timezone. `/tasks` lists the user's active
+tasks in this chat, each with a Cancel button whose data, "tk:<task id>:<signature>", is
+signed with the channel's key; a press cancels the task only when the presser created it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from gateway.conversation.models import Press, Profile
+from gateway.conversation.ports import Replies, TaskStore
+from gateway.core.models import Button, ChatRef
+from gateway.core.scheduled import NewTask
+from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
+from gateway.i18n import N_, Texts
+
+log = logging.getLogger(__name__)
+
+TIMEZONE_COMMAND = ("timezone", N_("Show or set your timezone for reminders"))
+REMIND_COMMAND = ("remind", N_("Set a reminder, for example: /remind in 10m tea"))
+TASKS_COMMAND = ("tasks", N_("List your reminders, with a button to cancel each"))
+
+ACTION = "tk"
+_DATA = re.compile(ACTION + r":(\d{1,18}):([\w-]{1,32})", re.ASCII)
+SHOWN_TASKS = 10
+"""The most tasks /tasks shows with a button (LINE shows at most 13 buttons)."""
+
+TIMEZONE_IS = N_(
+    "Your timezone is {timezone}. To change it, send /timezone with a name such as Asia/Tokyo."
+)
+TIMEZONE_SET = N_("Your timezone is now {timezone}.")
+TIMEZONE_BAD = N_(
+    "I don't know the timezone {timezone}. Use a name such as Asia/Tokyo or Europe/Paris."
+)
+USAGE = N_(
+    "Tell me when and what, for example:\n"
+    "/remind in 10m tea\n"
+    "/remind at 09:00 call the bank\n"
+    "/remind tomorrow 09:00 stand-up\n"
+    "/remind 2026-12-24 18:00 dinner\n"
+    "/remind daily 08:00 stretch (also weekdays or weekly)"
+)
+PASSED = N_("That time has already passed.")
+SET_ONCE = N_("⏰ I'll remind you at {time}: {text}")
+SET_REPEAT = N_("⏰ I'll remind you {repeat}, first at {time}: {text}")
+REPEATS = {
+    "daily": N_("every day"),
+    "weekdays": N_("every weekday"),
+    "weekly": N_("every week"),
+}
+NONE = N_("You have no reminders here. Set one with /remind.")
+LISTED = N_("Your reminders (press one to cancel it):")
+MORE = N_("…and {count} more.")
+CANCELLED = N_("Cancelled: {text}")
+GONE = N_("This reminder is not yours, or it was already cancelled.")
+INVALID = N_("This button is not valid.")
+NOT_ALLOWED = N_("Sorry, you can't use this.")
+
+_TIME = r"([01]?\d|2[0-3]):([0-5]\d)"
+_IN = re.compile(r"in\s+(\d{1,4})\s*(m|min|h|d)\s+(.+)", re.IGNORECASE | re.DOTALL)
+_AT = re.compile(rf"(?:at\s+)?{_TIME}\s+(.+)", re.IGNORECASE | re.DOTALL)
+_TOMORROW = re.compile(rf"tomorrow\s+(?:at\s+)?{_TIME}\s+(.+)", re.IGNORECASE | re.DOTALL)
+_DATE = re.compile(rf"(\d{{4}})-(\d{{2}})-(\d{{2}})\s+(?:at\s+)?{_TIME}\s+(.+)", re.DOTALL)
+_UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """When a /remind fires first, how it repeats, and what it says."""
+
+    next_at: float
+    repeat: str
+    cron: str | None
+    text: str
+
+
+class BadWhen(ValueError):
+    """A /remind that cannot be used; `template` says why."""
+
+    def __init__(self, template: str) -> None:
+        super().__init__(template)
+        self.template = template
+
+
+def plan(argument: str, timezone: str, now: float) -> Plan:
+    """The reminder `argument` ("in 10m tea") asks for, in `timezone`; BadWhen if none."""
+    tz = zone(timezone)
+    words = argument.strip()
+    head, _, rest = words.partition(" ")
+    repeat = head.lower() if head.lower() in REPEATS else "once"
+    if repeat != "once":
+        words = rest.strip()
+    local = datetime.fromtimestamp(now, tz)
+    if (found := _IN.fullmatch(words)) is not None:
+        if repeat != "once":
+            raise BadWhen(USAGE)
+        amount, unit, text = found.groups()
+        return Plan(now + int(amount) * _UNITS[unit.lower()], "once", None, text.strip())
+    if (found := _TOMORROW.fullmatch(words)) is not None:
+        day = local.date() + timedelta(days=1)
+        first = datetime(day.year, day.month, day.day, int(found[1]), int(found[2]), tzinfo=tz)
+        text = found[3]
+    elif (found := _DATE.fullmatch(words)) is not None:
+        year, month, day_of, hour, minute, text = found.groups()
+        try:
+            first = datetime(int(year), int(month), int(day_of), int(hour), int(minute), tzinfo=tz)
+        except ValueError as exc:
+            raise BadWhen(USAGE) from exc
+    elif (found := _AT.fullmatch(words)) is not None:
+        hour, minute, text = int(found[1]), int(found[2]), found[3]
+        first = local.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if first.timestamp() <= now:
+            day = local.date() + timedelta(days=1)
+            first = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
+    else:
+        raise BadWhen(USAGE)
+    if not text.strip():
+        raise BadWhen(USAGE)
+    if first.timestamp() <= now:
+        raise BadWhen(PASSED)
+    cron = cron_for(repeat, first)
+    if cron is None:
+        return Plan(first.timestamp(), "once", None, text.strip())
+    # The first due time the repeat has from the asked time on (weekdays: not a Saturday).
+    due = next_due(cron, timezone, first.timestamp() - 1)
+    assert due is not None  # a daily, weekday or weekly rule always has a next time
+    return Plan(due, repeat, cron, text.strip())
+
+
+def shown(at: float, timezone: str) -> str:
+    """A due time as the user reads it: "2026-12-24 18:00 Asia/Tokyo"."""
+    return f"{datetime.fromtimestamp(at, zone(timezone)):%Y-%m-%d %H:%M} {timezone}"
+
+
+def is_task_data(data: str | None) -> bool:
+    return data is not None and data.startswith(f"{ACTION}:")
+
+
+class TaskCommands:
+    """One channel's /timezone, /remind, /tasks and the Cancel presses."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        store: TaskStore,
+        *,
+        default_timezone: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.profile = profile
+        self.store = store
+        self.default_timezone = default_timezone
+        self.clock = clock
+
+    async def timezone_of(self, chat: ChatRef) -> str:
+        """The user's chosen timezone, else the default."""
+        if chat.user_id is None:
+            return self.default_timezone
+        chosen = await self.store.user_timezone(chat.channel, chat.user_id)
+        return chosen or self.default_timezone
+
+    async def timezone(self, chat: ChatRef, argument: str, texts: Texts) -> str:
+        """/timezone shows the user's timezone; /timezone NAME sets it."""
+        name = argument.strip()
+        if not name or chat.user_id is None:
+            return texts(TIMEZONE_IS, timezone=await self.timezone_of(chat))
+        try:
+            zone(name)
+        except BadSchedule:
+            return texts(TIMEZONE_BAD, timezone=name[:64])
+        await self.store.set_user_timezone(chat.channel, chat.user_id, name, now=self.clock())
+        return texts(TIMEZONE_SET, timezone=name)
+
+    async def remind(self, chat: ChatRef, argument: str, texts: Texts) -> str:
+        """/remind WHEN WHAT: the task stored, said with its next time."""
+        if chat.user_id is None:
+            return texts(USAGE)
+        timezone = await self.timezone_of(chat)
+        now = self.clock()
+        try:
+            asked = plan(argument, timezone, now)
+        except BadWhen as bad:
+            return texts(bad.template)
+        task = await self.store.task_add(
+            NewTask(
+                channel=chat.channel,
+                chat_id=chat.chat_id,
+                user_id=chat.user_id,
+                kind="reminder",
+                text=asked.text,
+                repeat=asked.repeat,
+                cron=asked.cron,
+                timezone=timezone,
+                next_at=asked.next_at,
+            ),
+            now=now,
+        )
+        log.info("%s: task %d set in chat by its user", self.profile.who, task.id)
+        when = shown(asked.next_at, timezone)
+        if asked.repeat == "once":
+            return texts(SET_ONCE, time=when, text=asked.text)
+        repeat = texts(REPEATS[asked.repeat])
+        return texts(SET_REPEAT, repeat=repeat, time=when, text=asked.text)
+
+    async def tasks(self, chat: ChatRef, texts: Texts) -> tuple[str, tuple[Button, ...]]:
+        """/tasks: the user's active tasks in this chat, each with a Cancel button."""
+        if chat.user_id is None:
+            return texts(NONE), ()
+        found = await self.store.tasks_of(chat.channel, chat.chat_id, chat.user_id)
+        if not found:
+            return texts(NONE), ()
+        lines = [texts(LISTED)]
+        buttons: list[Button] = []
+        for number, task in enumerate(found[:SHOWN_TASKS], 1):
+            when = shown(task.next_at, task.timezone) if task.next_at is not None else "-"
+            repeat = f" ({texts(REPEATS[task.repeat])})" if task.repeat in REPEATS else ""
+            lines.append(f"{number}. {when}{repeat}: {task.text}")
+            buttons.append(self._button(f"✖ {number}", task.id))
+        if len(found) > SHOWN_TASKS:
+            lines.append(texts(MORE, count=len(found) - SHOWN_TASKS))
+        return "\n".join(lines), tuple(buttons)
+
+    def _button(self, label: str, task_id: int) -> Button:
+        signature = self.profile.signer.sign(f"{ACTION}:{task_id}")
+        return Button(label=label, action=ACTION, value=f"{task_id}:{signature}")
+
+    def verify(self, data: str | None) -> int | None:
+        """The task id of a Cancel button this channel signed."""
+        match = _DATA.fullmatch(data or "")
+        if match is None:
+            return None
+        raw_id, signature = match.groups()
+        if not hmac.compare_digest(signature, self.profile.signer.sign(f"{ACTION}:{raw_id}")):
+            return None
+        return int(raw_id)
+
+    async def on_press(self, press: Press, out: Replies) -> None:
+        """A Cancel press: the presser's own active task is cancelled, nothing else."""
+        task_id = self.verify(press.data)
+        if task_id is None:
+            log.warning("%s: a task cancel press with bad data", self.profile.who)
+            await out.acknowledge(out.texts(INVALID))
+            return
+        user = press.chat.user_id
+        if user is None or not self.profile.audience.allowed(user):
+            await out.acknowledge(out.texts(NOT_ALLOWED), courtesy=True)
+            return
+        text = await self.store.task_cancel_own(task_id, press.chat.channel, user)
+        if text is None:
+            await out.acknowledge(out.texts(GONE))
+            return
+        await out.acknowledge("", courtesy=True)  # the button stops spinning; the notice says it
+        await out.notice(out.texts(CANCELLED, text=text))
