@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import json
 import logging
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 import jiter
@@ -75,6 +76,57 @@ class LLM(Protocol):
     async def ping(self) -> str: ...
 
     async def close(self) -> None: ...
+
+
+class WrappedLLM:
+    """Another model, every call passed on to it; a subclass does its own part `around` each
+    answer (counting, recording) and keeps the model's one signature in one place."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+
+    @property
+    def model(self) -> str | None:
+        return self.llm.model
+
+    @model.setter
+    def model(self, value: str | None) -> None:
+        self.llm.model = value
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        json_mode: bool = False,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        retry_timeouts: bool = False,
+        partial: PartialText | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        return await self.around(
+            self.llm.complete(
+                messages,
+                tools=tools,
+                json_mode=json_mode,
+                json_schema=json_schema,
+                max_tokens=max_tokens,
+                retry_timeouts=retry_timeouts,
+                partial=partial,
+                temperature=temperature,
+            )
+        )
+
+    async def around(self, answer: Awaitable[Completion]) -> Completion:
+        """The wrapped model's answer, as this wrapper passes it on (here: unchanged)."""
+        return await answer
+
+    async def ping(self) -> str:
+        return await self.llm.ping()
+
+    async def close(self) -> None:
+        await self.llm.close()
 
 
 class UnconfiguredLLM:

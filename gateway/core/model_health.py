@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
-from gateway.core.llm import LLM, Completion
-from gateway.core.stream import PartialText
+from gateway.core.llm import LLM, Completion, WrappedLLM
 from gateway.errors import (
     ContextOverflow,
     JsonModeUnsupported,
@@ -112,52 +110,19 @@ class ModelHealth:
         # Too few calls to judge, the last of them failed: an outage stays one.
 
 
-class WatchedLLM:
+class WatchedLLM(WrappedLLM):
     """A model whose every chat call is recorded in a `ModelHealth`."""
 
     def __init__(self, llm: LLM, health: ModelHealth) -> None:
-        self.llm, self.health = llm, health
+        super().__init__(llm)
+        self.health = health
 
-    @property
-    def model(self) -> str | None:
-        return self.llm.model
-
-    @model.setter
-    def model(self, value: str | None) -> None:
-        self.llm.model = value
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        json_mode: bool = False,
-        json_schema: dict[str, Any] | None = None,
-        max_tokens: int | None = None,
-        retry_timeouts: bool = False,
-        partial: PartialText | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
+    async def around(self, answer: Awaitable[Completion]) -> Completion:
         try:
-            completion = await self.llm.complete(
-                messages,
-                tools=tools,
-                json_mode=json_mode,
-                json_schema=json_schema,
-                max_tokens=max_tokens,
-                retry_timeouts=retry_timeouts,
-                partial=partial,
-                temperature=temperature,
-            )
+            completion = await answer
         except ModelError as exc:
             if is_outage(exc):
                 self.health.record(str(exc))
             raise
         self.health.record(None)
         return completion
-
-    async def ping(self) -> str:
-        return await self.llm.ping()
-
-    async def close(self) -> None:
-        await self.llm.close()
