@@ -160,7 +160,14 @@ def _unchanged(c: Candidate, live: LiveSkill | None) -> Dropped | None:
         and live.skill.description == c.description
         and live.skill.allowed_tools == c.allowed_tools
     ):
-        return Dropped(c.name, "no change to the live skill", suppressed=True)
+        return Dropped(
+            c.name,
+            "no change to the live skill",
+            suppressed=True,
+            matched_skill=c.name,
+            detail="the same text, description and tools",
+            against="live",
+        )
     return None
 
 
