@@ -21,6 +21,7 @@ from gateway.tools.build import image_rule
 from gateway.tools.config import WebToolConfig
 from gateway.tools.image import GENERATE
 from gateway.tools.policy import Rule, refusal
+from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI, drawn_png
 from tests.fakes.telegram_api import make_text_update
@@ -101,6 +102,39 @@ async def test_past_the_daily_limit_no_picture_is_made_and_the_user_is_told(
     assert call.status == "refused" and "SKILLGATE_USER_DAILY_IMAGES" in (call.detail or "")
     assert "I could not draw it." in texts
     assert texts[-1] == EN(IMAGE_LIMIT, limit=1)
+
+
+async def test_a_picture_is_priced_in_the_days_cost_and_in_usage(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = tools_file(tmp_path, image={"policy": "auto"})
+    script_picture(fake_llm)
+    settings = {
+        "image_model": "gpt-image-1",
+        "tools_file": path,
+        "image_price": 0.04,
+        "daily_cost_budget": 100.0,
+        "llm_prices": "*=0/0",
+    }
+    async with telegram_gateway(make_settings, fake_llm, **settings) as gw:
+        await gw.post(make_text_update(1, "draw me a fox"))
+        await gw.idle()
+        costs = await gw.parts.store.run(
+            lambda db: list(db.query("select scope, cost from quota_counts where scope != 'flag'"))
+        )
+        got = await gw.client.get(
+            "/admin/api/usage", headers={"Authorization": "Bearer admin-secret-token"}
+        )
+        report = await got.json()
+        await sign_in(gw.client, "admin-secret-token")
+        html = await (await gw.client.get("/admin/usage")).text()
+    assert len(gw.fake.photos) == 1
+    # The picture's price is in the day's cost under the budget (the model's tokens are free).
+    assert {r["scope"]: r["cost"] for r in costs}["gateway"] == pytest.approx(0.04)
+    assert report["images"] == 1
+    assert report["media_cost"] == pytest.approx(0.04)
+    assert report["cost"] == pytest.approx(0.04)
+    assert 'id="media-usage"' in html and "1 picture made, cost 0.0400" in html
 
 
 @pytest.mark.parametrize("answer", ["flood", "empty", "junk"])
