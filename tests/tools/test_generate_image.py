@@ -17,6 +17,7 @@ from gateway.config import Settings
 from gateway.conversation.pictures import IMAGE_LIMIT, IMAGE_NOT_SENT
 from gateway.core.tools import ToolAccess
 from gateway.i18n import texts_for
+from gateway.runtime.keys import SETTINGS
 from gateway.tools.build import image_rule
 from gateway.tools.config import WebToolConfig
 from gateway.tools.image import GENERATE
@@ -204,6 +205,13 @@ async def test_a_confirmed_picture_goes_to_line_as_an_image_message_by_signed_li
         assert await got.read() == drawn_png(PROMPT)
         forged = await rig.http.get(local(url)[:-4] + "0000")
         assert forged.status == 403
+        # /forget takes the picture with the user's other files: the link in time finds nothing.
+        links_dir = rig.http.app[SETTINGS].data_dir / "links"
+        assert [p for p in links_dir.rglob("*") if p.is_file()]
+        await rig.deliver(text_event("/forget", reply_token=rig.token()))
+        await rig.deliver(postback_event("forget:yes", reply_token=rig.token()))
+        assert [p for p in links_dir.rglob("*") if p.is_file()] == []
+        assert (await rig.http.get(local(url))).status == 404
 
 
 async def test_without_an_https_public_url_line_is_told_the_picture_could_not_be_sent(
