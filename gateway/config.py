@@ -29,7 +29,7 @@ from gateway.core.settings import (
 )
 from gateway.errors import ConfigError
 from gateway.i18n import LANGUAGES, language_of
-from gateway.usage import parse_prices, price_of
+from gateway.usage import MediaPrices, parse_prices, price_of
 
 ADMIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 """A named admin: lower-case letters, digits, `_` and `-`, at most 32 characters."""
@@ -104,6 +104,8 @@ class QuotaSettings(Section):
         0, ge=0, le=10_000, validation_alias="SKILLGATE_USER_DAILY_IMAGES"
     )
     """Images `generate_image` makes for one user a day (checked before each); 0: no limit."""
+    image_price: float = Field(0.0, ge=0, le=1000, validation_alias="IMAGE_PRICE")
+    """What one picture costs, counted with its answer under the daily cost budget."""
 
     @field_validator("llm_prices")
     @classmethod
@@ -114,6 +116,10 @@ class QuotaSettings(Section):
     def prices(self) -> dict[str, tuple[float, float]]:
         """LLM_PRICES as {model: (input, output)} per million tokens."""
         return parse_prices(self.llm_prices)
+
+    def media_prices(self) -> MediaPrices:
+        """What speech transcribed and spoken, and pictures, cost besides tokens."""
+        return MediaPrices(self.stt_price_per_minute, self.tts_price_per_minute, self.image_price)
 
     @property
     def user_answers(self) -> int | None:

@@ -5,7 +5,9 @@
 server reported no token counts are counted apart (`unknown`), never as zero tokens.
 One report feeds the console page, the admin API, the `/usage` chat command and
 `skillgate usage`. Tool calls are counted per day and tool (the store's `tool_usage`);
-a call that errs, times out or finds its server down is a failure.
+a call that errs, times out or finds its server down is a failure. Media is priced apart
+(`MediaPrices`: speech transcribed and spoken by the minute, pictures each) and its cost is
+in the report's total.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
+from gateway.core.models import ChatRef
 from gateway.core.records import AnswerUsage, RunUsage
 from gateway.core.tools import TOOL_FAILURES
+from gateway.core.turn import QuotaSpend
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 
 Prices = Mapping[str, tuple[float, float]]
@@ -50,6 +54,15 @@ def parse_prices(value: str) -> dict[str, tuple[float, float]]:
             raise ValueError(f"model {model} is priced twice")
         prices[model] = price
     return prices
+
+
+@dataclass(frozen=True)
+class MediaPrices:
+    """What media costs besides tokens: STT_PRICE_PER_MINUTE, TTS_PRICE_PER_MINUTE, IMAGE_PRICE."""
+
+    transcribed_per_minute: float = 0.0
+    spoken_per_minute: float = 0.0
+    per_image: float = 0.0
 
 
 def price_of(prices: Prices, model: str | None) -> tuple[float, float] | None:
@@ -162,6 +175,9 @@ class UsageReport:
     """Speech transcribed (speech-to-text is paid for by the second or minute)."""
     spoken_seconds: float = 0.0
     """Answers spoken (text-to-speech, paid for by the minute or character)."""
+    images: int = 0
+    """Pictures made (`generate_image`, paid for each)."""
+    media_prices: MediaPrices = field(default_factory=MediaPrices)
     tool_calls: ToolTotals = field(default_factory=ToolTotals)
     tool_days: dict[str, ToolTotals] = field(default_factory=dict)
     tools: dict[str, ToolTotals] = field(default_factory=dict)
@@ -187,6 +203,21 @@ class UsageReport:
         """The share of all tokens that synthesis spent; None when nothing was spent."""
         spent = self.total.tokens + self.synthesis.tokens
         return self.synthesis.tokens / spent if spent else None
+
+    @property
+    def media_cost(self) -> float:
+        """What the period's speech, spoken answers and pictures cost (MediaPrices)."""
+        p = self.media_prices
+        return (
+            self.speech_seconds / 60 * p.transcribed_per_minute
+            + self.spoken_seconds / 60 * p.spoken_per_minute
+            + self.images * p.per_image
+        )
+
+    @property
+    def cost(self) -> float:
+        """The period's whole cost: answers', learning's and media's."""
+        return self.total.cost + self.synthesis.cost + self.media_cost
 
     def top(self, which: Mapping[str, Totals], n: int = TOP) -> list[tuple[str, Totals]]:
         return sorted(which.items(), key=lambda kv: (-kv[1].tokens, -kv[1].answers, kv[0]))[:n]
@@ -222,7 +253,9 @@ class UsageReport:
             "synthesis_share": self.synthesis_share,
             "speech_seconds": round(self.speech_seconds, 1),
             "spoken_seconds": round(self.spoken_seconds, 1),
-            "cost": round(self.total.cost + self.synthesis.cost, 6),
+            "images": self.images,
+            "media_cost": round(self.media_cost, 6),
+            "cost": round(self.cost, 6),
             "tool_calls": self.tool_calls.as_json(),
             "days": [
                 {
@@ -278,13 +311,19 @@ class UsageSource(Protocol):
 
     async def spoken_seconds(self, since: float, until: float) -> float: ...
 
+    async def images_made(self, since: float, until: float) -> int: ...
+
     async def tool_usage(self, since_day: str) -> list[ToolDay]: ...
 
 
 async def usage_report(
-    store: UsageSource, prices: Prices, days: int, now: float | None = None
+    store: UsageSource,
+    prices: Prices,
+    days: int,
+    now: float | None = None,
+    media: MediaPrices | None = None,
 ) -> UsageReport:
-    """The last `days` UTC days, today included."""
+    """The last `days` UTC days, today included (media priced with `media`)."""
     at = time.time() if now is None else now
     end = datetime.fromtimestamp(at, UTC).date()
     start = end - timedelta(days=max(days, 1) - 1)
@@ -298,6 +337,9 @@ async def usage_report(
     )
     report.speech_seconds = await store.speech_seconds(since, until)
     report.spoken_seconds = await store.spoken_seconds(since, until)
+    report.images = await store.images_made(since, until)
+    if media is not None:
+        report.media_prices = media
     report.count_tools(await store.tool_usage(start.isoformat()))
     return report
 
@@ -321,6 +363,8 @@ TOTAL_COST = N_("Total cost: {cost}")
 NO_PRICES = N_("No prices set (LLM_PRICES): costs are not shown.")
 SPEECH = N_("Speech-to-text: {minutes} min transcribed")
 SPOKEN = N_("Text-to-speech: {minutes} min spoken")
+PICTURES = Np_("Pictures: {n} made", "Pictures: {n} made")
+MEDIA_COST = N_("Speech and pictures cost: {cost}")
 TOOL_CALLS = N_("Tool calls: {calls}, {failed} failed")
 TOOLS = N_("Tool calls per day:")
 LEARNING_DAYS = N_("Learning tokens per day (synthesis and judging, apart from chats):")
@@ -356,6 +400,10 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
         lines.append(texts(SPEECH, minutes=f"{report.speech_seconds / 60:,.1f}"))
     if report.spoken_seconds:
         lines.append(texts(SPOKEN, minutes=f"{report.spoken_seconds / 60:,.1f}"))
+    if report.images:
+        lines.append(texts.plural(PICTURES, report.images))
+    if report.media_cost:
+        lines.append(texts(MEDIA_COST, cost=money(report.media_cost)))
     if report.tool_calls.calls:
         lines.append(
             texts(TOOL_CALLS, calls=report.tool_calls.calls, failed=report.tool_calls.failed)
@@ -364,7 +412,7 @@ def usage_text(report: UsageReport, top: int = 5, texts: Texts = ENGLISH) -> str
     if share is not None:
         lines.append(texts(SHARE, share=f"{share:.0%}"))
     if report.priced:
-        lines.append(texts(TOTAL_COST, cost=money(report.total.cost + report.synthesis.cost)))
+        lines.append(texts(TOTAL_COST, cost=money(report.cost)))
     else:
         lines.append(texts(NO_PRICES))
     tables = (report.channels, report.models, report.users, report.chats)
@@ -404,3 +452,12 @@ def subjects(
         out.append(("chat", f"{channel}:{chat_id}"))
     out.append(("gateway", ""))
     return out
+
+
+def media_spend(chat: ChatRef, day: str, cost: float) -> QuotaSpend | None:
+    """Media paid for beside an answer (spoken seconds, pictures) in the day's counts: its
+    cost under every scope the answer falls under, no answer added; None when free."""
+    if not cost:
+        return None
+    scopes = subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group)
+    return QuotaSpend(day, tuple((scope, subject, 0) for scope, subject in scopes), 0, cost)

@@ -16,7 +16,14 @@ from gateway.config import Settings, load_settings
 from gateway.core.records import AnswerUsage, RunUsage, Trace
 from gateway.errors import ConfigError
 from gateway.store import SqliteStore, Store
-from gateway.usage import build_report, parse_prices, usage_report, usage_text
+from gateway.usage import (
+    MediaPrices,
+    UsageReport,
+    build_report,
+    parse_prices,
+    usage_report,
+    usage_text,
+)
 from tests.cards_support import ALICE, LINE_ADMIN, MALLORY, Rig, fakes, rig_settings, running
 from tests.console_support import day_at, sign_in
 from tests.fakes.line_api import text_event
@@ -226,3 +233,18 @@ async def test_the_terminal_commands_usage_export_forget_and_retention(
     assert code == 0 and "deleted 1 session(s) with 2 message(s)" in out
     code, out, _ = await skillgate("usage", "--days", "7", env=seeded)
     assert code == 0 and "Answers: 0 ·" in out
+
+
+def test_speech_and_pictures_are_priced_apart_and_in_the_total() -> None:
+    day = date(2026, 3, 2)
+    report = UsageReport(day, day, priced=True)
+    report.speech_seconds, report.spoken_seconds, report.images = 120.0, 60.0, 3
+    report.media_prices = MediaPrices(
+        transcribed_per_minute=0.006, spoken_per_minute=0.015, per_image=0.04
+    )
+    assert report.media_cost == pytest.approx(2 * 0.006 + 0.015 + 3 * 0.04)
+    assert report.as_json()["cost"] == pytest.approx(report.media_cost)
+    text = usage_text(report)
+    assert "Pictures: 3 made" in text
+    assert "Speech and pictures cost: 0.1470" in text
+    assert "Total cost: 0.1470" in text

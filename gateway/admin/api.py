@@ -123,8 +123,10 @@ async def list_skills(request: web.Request) -> web.Response:
 async def usage(request: web.Request) -> web.Response:
     """Usage of the last ?days= UTC days (default 30): per day, channel, model, user and chat."""
     days = int_param(request, "days", 30, low=1, high=3660)
-    prices = request.config_dict[SETTINGS].prices()
-    report = await usage_report(request.config_dict[STORE], prices, days)
+    settings = request.config_dict[SETTINGS]
+    report = await usage_report(
+        request.config_dict[STORE], settings.prices(), days, media=settings.media_prices()
+    )
     return web.json_response(report.as_json())
 
 

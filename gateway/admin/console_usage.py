@@ -101,7 +101,10 @@ async def usage(request: web.Request) -> web.Response:
         window = DEFAULT_USAGE_WINDOW
     settings = request.config_dict[SETTINGS]
     report = await usage_report(
-        request.config_dict[STORE], settings.prices(), USAGE_WINDOWS[window]
+        request.config_dict[STORE],
+        settings.prices(),
+        USAGE_WINDOWS[window],
+        media=settings.media_prices(),
     )
     return await page(
         request,

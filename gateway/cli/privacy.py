@@ -17,7 +17,7 @@ from gateway.usage import usage_report, usage_text
 async def run_usage(settings: Settings, days: int, as_json: bool) -> int:
     """Print the usage of the last `days` UTC days."""
     async with store_for(settings) as store:
-        report = await usage_report(store, settings.prices(), days)
+        report = await usage_report(store, settings.prices(), days, media=settings.media_prices())
     print(json.dumps(report.as_json(), indent=2) if as_json else usage_text(report, top=10))
     return 0
 

@@ -486,7 +486,7 @@ class Conversation:
                 spoken = await self.voices.speak(
                     reply, incoming.chat, out.texts.language, admin=access.admin
                 )
-            pictured = await self.pictures.ready(reply, owner_of(incoming.chat))
+            pictured = await self.pictures.ready(reply, incoming.chat, owner_of(incoming.chat))
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

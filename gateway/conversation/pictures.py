@@ -23,9 +23,10 @@ from typing import Protocol
 from gateway.config import QuotaSettings
 from gateway.conversation.models import Profile
 from gateway.core.models import ChatRef, Reply
+from gateway.core.turn import QuotaSpend
 from gateway.i18n import N_
 from gateway.media.links import MediaLinks
-from gateway.usage import day_start
+from gateway.usage import day_start, media_spend, utc_day
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,9 @@ class PictureStore(Protocol):
 
     async def pictured_by(self, channel: str, user_id: str, since: float) -> int: ...
 
-    async def record_pictures(self, message_id: int, count: int) -> None: ...
+    async def record_pictures(
+        self, message_id: int, count: int, spent: QuotaSpend | None = None
+    ) -> None: ...
 
 
 @dataclass
@@ -91,13 +94,19 @@ class Pictures:
         today = day_start(datetime.fromtimestamp(self.clock(), UTC).date())
         return await self.store.pictured_by(chat.channel, chat.user_id, today) + made >= limit
 
-    async def ready(self, reply: Reply, owner: str) -> bool:
-        """Count the reply's pictures and make them sendable here (a signed link each where
-        the platform fetches by URL); False when they cannot be sent (they are dropped)."""
+    async def ready(self, reply: Reply, chat: ChatRef, owner: str) -> bool:
+        """Count the reply's pictures, priced (IMAGE_PRICE) in the day's counts, and make them
+        sendable here (a signed link each where the platform fetches by URL); False when they
+        cannot be sent (they are dropped)."""
         if not reply.pictures:
             return True
         if reply.message_id is not None:
-            await self.store.record_pictures(reply.message_id, len(reply.pictures))
+            made = len(reply.pictures)
+            spent = None
+            if self.quotas.limited:
+                cost = made * self.quotas.image_price
+                spent = media_spend(chat, utc_day(self.clock()), cost)
+            await self.store.record_pictures(reply.message_id, made, spent)
         if not self.profile.capabilities.media_by_link:
             return True
         links = self.links

@@ -155,6 +155,7 @@ class ReviewChat:
         self.questions = questions
         self.prices = quotas.prices()
         """LLM_PRICES, for /usage."""
+        self.media_prices = quotas.media_prices()
         self.clock = clock
 
     @property
@@ -311,7 +312,9 @@ class ReviewChat:
         elif command == "reopen":
             await self._reopen(chat, args, out)
         elif command == "usage":
-            report = await usage_report(self.store, self.prices, USAGE_DAYS, self.clock())
+            report = await usage_report(
+                self.store, self.prices, USAGE_DAYS, self.clock(), self.media_prices
+            )
             await out.notice(usage_text(report, texts=texts))
         else:
             if self.profile.dialect.running_synthesis:

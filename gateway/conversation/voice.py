@@ -28,7 +28,7 @@ from gateway.errors import SpeechFailed
 from gateway.i18n import N_, Texts
 from gateway.media.links import MediaLinks
 from gateway.media.tts import Speaker, spoken_part
-from gateway.usage import day_start, subjects, utc_day
+from gateway.usage import day_start, media_spend, utc_day
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +168,9 @@ class Voices:
     def _spent(self, chat: ChatRef, seconds: float) -> QuotaSpend | None:
         """The spoken seconds' cost (TTS_PRICE_PER_MINUTE) in the day's counts, where counted."""
         cost = seconds / 60 * self.quotas.tts_price_per_minute
-        if not self.quotas.limited or not cost:
+        if not self.quotas.limited:
             return None
-        scopes = subjects(chat.channel, chat.chat_id, chat.user_id, chat.is_group)
-        counts = tuple((scope, subject, 0) for scope, subject in scopes)
-        return QuotaSpend(utc_day(self.clock()), counts, 0, cost)
+        return media_spend(chat, utc_day(self.clock()), cost)
 
     async def command(self, chat: ChatRef, argument: str, texts: Texts, current: str | None) -> str:
         """/voice [on|off|auto]: keep the user's choice, or say what it is."""

@@ -332,6 +332,35 @@ async def check_voice(settings: Settings) -> Check:
     )
 
 
+async def check_image(settings: Settings) -> Check:
+    """Pictures: one small drawing asked of the image server (it is billed like any other)."""
+    from gateway.tools.build import image_tool
+    from gateway.tools.policy import CallFailed
+
+    if settings.image_model is None:
+        return Check("pictures", "ok", "not set up (IMAGE_MODEL): generate_image is off")
+    tool = image_tool(settings)
+    await tool.start()
+    try:
+        drawn = await tool.draw({"prompt": "a small red circle on white"})
+    except CallFailed as exc:
+        return Check(
+            "pictures",
+            "fail",
+            str(exc),
+            "check IMAGE_BASE_URL (an OpenAI-compatible /v1 with /images/generations),"
+            " IMAGE_MODEL and IMAGE_API_KEY",
+        )
+    finally:
+        await tool.stop()
+    picture = drawn.picture
+    return Check(
+        "pictures",
+        "ok",
+        f"{settings.image_model} draws ({picture.mime}, {len(picture.data):,} bytes)",
+    )
+
+
 def check_channels(settings: Settings) -> list[Check]:
     checks = []
     configured = configured_platforms(settings)
@@ -377,6 +406,7 @@ async def collect(
     checks.extend(await check_model(settings))
     checks.append(await check_speech(settings))
     checks.append(await check_voice(settings))
+    checks.append(await check_image(settings))
     checks.extend(check_channels(settings))
     for platform in configured_platforms(settings):
         checks.extend(await platform.load().live_checks(settings))

@@ -110,9 +110,24 @@ class UsageQueries(QueriesBase):
         return int(value or 0)
 
     @transaction
-    async def record_pictures(self, c: Conn, message_id: int, count: int) -> None:
-        """`count` pictures were made for an answer: kept on it."""
+    async def record_pictures(
+        self, c: Conn, message_id: int, count: int, spent: QuotaSpend | None = None
+    ) -> None:
+        """`count` pictures were made for an answer: kept on it, their cost in the counts."""
         await c.execute("update messages set pictures = ? where id = ?", count, message_id)
+        if spent is not None:
+            await spend(c, spent)
+
+    @query
+    async def images_made(self, c: Conn, since: float, until: float) -> int:
+        """Pictures made for answers in [since, until)."""
+        value = await c.fetchval(
+            "select coalesce(sum(pictures), 0) from messages"
+            " where pictures is not null and created_at >= ? and created_at < ?",
+            since,
+            until,
+        )
+        return int(value or 0)
 
     @query
     async def run_usage(self, c: Conn, since: float, until: float) -> list[RunUsage]:

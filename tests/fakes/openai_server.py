@@ -220,6 +220,8 @@ class FakeOpenAI:
         """Bytes written by `flood` answers."""
         self.generations: list[dict[str, Any]] = []
         """Every /images/generations request body, as JSON."""
+        self.image_status = 200
+        """Not 200: /images/generations refuses with OpenAI's error body (its words)."""
         self.image_answer: Literal["png", "empty", "flood", "junk"] = "png"
         """How /images/generations answers: a real PNG as b64_json; `data` empty; a body
         without end until the client hangs up; base64 of bytes that are not an image."""
@@ -389,6 +391,11 @@ class FakeOpenAI:
         if problem is not None:
             return web.json_response(
                 {"error": {"message": problem, "type": "invalid_request_error"}}, status=400
+            )
+        if self.image_status != 200:
+            return web.json_response(
+                {"error": {"message": "billing hard limit reached", "type": "billing_error"}},
+                status=self.image_status,
             )
         answer = self.image_answer
         if answer == "flood":

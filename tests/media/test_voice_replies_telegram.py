@@ -24,7 +24,7 @@ from gateway.conversation.voice import (
 )
 from gateway.i18n import texts_for
 from tests.channels.telegram.test_telegram_content import media_update
-from tests.channels.telegram.test_telegram_feedback import last_message, press
+from tests.channels.telegram.test_telegram_feedback import last_answer, last_message, press
 from tests.conversation.test_forget import forget_press
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
@@ -55,7 +55,7 @@ async def say_voice_note(gw: Gateway, update_id: int, words: str = "What is Toky
 
 async def test_a_voice_note_is_answered_with_a_voice_message_and_the_text(gw: Gateway) -> None:
     await say_voice_note(gw, 1)
-    # The text first, as ever, then the same answer spoken, with the rating buttons.
+    # The text first, as ever, with the rating buttons, then the same answer spoken.
     assert gw.fake.sent_texts(1001) == [ANSWER]
     [request] = gw.llm.speeches
     assert request == {
@@ -69,16 +69,29 @@ async def test_a_voice_note_is_answered_with_a_voice_message_and_the_text(gw: Ga
     assert upload.content[:4] == b"OggS" and b"OpusHead" in upload.content[:128]
     length = mutagen.File(io.BytesIO(upload.content)).info.length
     assert sent.params["duration"] == max(1, round(length))
-    buttons = sent.params["reply_markup"]["inline_keyboard"][0]
-    assert [b["text"] for b in buttons] == ["👍", "👎"]
+    assert "reply_markup" not in sent.params  # the buttons are on the text, above it
     text_call = [c for c in gw.fake.calls_of("sendMessage") if c.status == 200][-1]
-    assert "reply_markup" not in text_call.params  # the buttons are under the voice
-    # The press on the voice message rates the answer, as on a text answer.
-    spoken = last_message(gw.fake)
+    buttons = text_call.params["reply_markup"]["inline_keyboard"][0]
+    assert [b["text"] for b in buttons] == ["👍", "👎"]
+    spoken = last_message(gw.fake)  # the voice comes last, under its text
     assert "voice" in spoken and spoken["voice"]["mime_type"] == "audio/ogg"
-    await gw.deliver(press(2, {**spoken, "text": ""}, 0))
+    await gw.deliver(press(2, last_answer(gw.fake), 0))
     [rating] = await gw.parts.store.run(lambda db: list(db.query("select rating from feedback")))
     assert rating["rating"] == 1
+
+
+async def test_a_voice_message_the_user_forbids_leaves_the_text_and_its_buttons(
+    gw: Gateway,
+) -> None:
+    # Telegram Premium users may forbid voice messages: sendVoice is refused, for good.
+    gw.fake.fail_next("sendVoice", 400, "Bad Request: VOICE_MESSAGES_FORBIDDEN")
+    await say_voice_note(gw, 1)
+    assert gw.fake.sent_texts(1001) == [ANSWER] and voices_sent(gw) == []
+    await gw.deliver(press(2, last_answer(gw.fake), 1))
+    [rating] = await gw.parts.store.run(lambda db: list(db.query("select rating from feedback")))
+    assert rating["rating"] == -1
+    # Answered once: the update was not retried into a second text.
+    assert len(gw.llm.speeches) == 1
 
 
 async def test_a_typed_message_is_answered_in_text_only_by_default(gw: Gateway) -> None:

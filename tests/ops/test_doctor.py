@@ -138,6 +138,23 @@ async def test_text_to_speech_is_tried_with_one_word(
     assert "TTS_BASE_URL" in down.fix
 
 
+async def test_pictures_are_tried_with_one_small_drawing(
+    bot_settings: Settings, fake_llm: FakeOpenAI
+) -> None:
+    assert "not set up" in by_name(await collect(bot_settings))["pictures"].detail
+    assert fake_llm.generations == []
+    drawing = bot_settings.model_copy(update={"image_model": "gpt-image-1"})
+    check = by_name(await collect(drawing))["pictures"]
+    assert check.status == "ok" and "image/png" in check.detail
+    [request] = fake_llm.generations
+    assert request["model"] == "gpt-image-1" and request["response_format"] == "b64_json"
+    fake_llm.image_status = 429
+    refused = by_name(await collect(drawing))["pictures"]
+    # Refused, with the server's own words and where to look.
+    assert refused.status == "fail" and "billing hard limit reached" in refused.detail
+    assert "IMAGE_BASE_URL" in refused.fix
+
+
 async def test_a_world_writable_data_dir_fails(bot_settings: Settings) -> None:
     bot_settings.data_dir.mkdir(parents=True)
     bot_settings.data_dir.chmod(0o777)

@@ -17,10 +17,12 @@ from gateway.config import Settings
 from gateway.conversation.pictures import IMAGE_LIMIT, IMAGE_NOT_SENT
 from gateway.core.tools import ToolAccess
 from gateway.i18n import texts_for
+from gateway.runtime.keys import SETTINGS
 from gateway.tools.build import image_rule
 from gateway.tools.config import WebToolConfig
 from gateway.tools.image import GENERATE
 from gateway.tools.policy import Rule, refusal
+from tests.console_support import sign_in
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI, drawn_png
 from tests.fakes.telegram_api import make_text_update
@@ -103,6 +105,39 @@ async def test_past_the_daily_limit_no_picture_is_made_and_the_user_is_told(
     assert texts[-1] == EN(IMAGE_LIMIT, limit=1)
 
 
+async def test_a_picture_is_priced_in_the_days_cost_and_in_usage(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = tools_file(tmp_path, image={"policy": "auto"})
+    script_picture(fake_llm)
+    settings = {
+        "image_model": "gpt-image-1",
+        "tools_file": path,
+        "image_price": 0.04,
+        "daily_cost_budget": 100.0,
+        "llm_prices": "*=0/0",
+    }
+    async with telegram_gateway(make_settings, fake_llm, **settings) as gw:
+        await gw.post(make_text_update(1, "draw me a fox"))
+        await gw.idle()
+        costs = await gw.parts.store.run(
+            lambda db: list(db.query("select scope, cost from quota_counts where scope != 'flag'"))
+        )
+        got = await gw.client.get(
+            "/admin/api/usage", headers={"Authorization": "Bearer admin-secret-token"}
+        )
+        report = await got.json()
+        await sign_in(gw.client, "admin-secret-token")
+        html = await (await gw.client.get("/admin/usage")).text()
+    assert len(gw.fake.photos) == 1
+    # The picture's price is in the day's cost under the budget (the model's tokens are free).
+    assert {r["scope"]: r["cost"] for r in costs}["gateway"] == pytest.approx(0.04)
+    assert report["images"] == 1
+    assert report["media_cost"] == pytest.approx(0.04)
+    assert report["cost"] == pytest.approx(0.04)
+    assert 'id="media-usage"' in html and "1 picture made, cost 0.0400" in html
+
+
 @pytest.mark.parametrize("answer", ["flood", "empty", "junk"])
 async def test_a_server_answering_too_much_or_nothing_leaves_the_text_answer(
     make_settings: Callable[..., Settings],
@@ -170,6 +205,13 @@ async def test_a_confirmed_picture_goes_to_line_as_an_image_message_by_signed_li
         assert await got.read() == drawn_png(PROMPT)
         forged = await rig.http.get(local(url)[:-4] + "0000")
         assert forged.status == 403
+        # /forget takes the picture with the user's other files: the link in time finds nothing.
+        links_dir = rig.http.app[SETTINGS].data_dir / "links"
+        assert [p for p in links_dir.rglob("*") if p.is_file()]
+        await rig.deliver(text_event("/forget", reply_token=rig.token()))
+        await rig.deliver(postback_event("forget:yes", reply_token=rig.token()))
+        assert [p for p in links_dir.rglob("*") if p.is_file()] == []
+        assert (await rig.http.get(local(url))).status == 404
 
 
 async def test_without_an_https_public_url_line_is_told_the_picture_could_not_be_sent(

@@ -33,6 +33,7 @@ from gateway.channels.api import (
     DeliveryLog,
     PartialText,
     Proposal,
+    RateLimited,
     Reply,
     Texts,
     rating_buttons,
@@ -43,7 +44,7 @@ from gateway.channels.telegram.buttons import Keyboard, keyboard
 from gateway.channels.telegram.cards import TelegramCards
 from gateway.channels.telegram.format import MAX_TEXT, Part, render_parts
 from gateway.channels.telegram.incoming import Person
-from gateway.channels.telegram.send import NotModified, Sender, Target
+from gateway.channels.telegram.send import NotModified, Sender, Target, Undeliverable
 from gateway.channels.telegram.stream import Streaming, preview_for, preview_ref, stored_preview
 
 log = logging.getLogger(__name__)
@@ -157,8 +158,9 @@ class TelegramResponder:
 
     async def deliver(self, reply: Reply) -> list[str]:
         """The answer in parts, the last one with its buttons; continues after a failure.
-        A spoken answer goes after its text as a voice message, which takes the buttons;
-        pictures go before the text, as photos."""
+        Pictures go before the text, as photos; a spoken answer after it, as a voice message.
+        The text carries the buttons, so a crash or a refusal between the text and its voice
+        (a user whose privacy settings forbid voice messages) never costs the rating."""
         parts = render_parts(reply.text, note=self.texts(CUT_NOTE))
         ids = list(reply.delivered_ids)
         voice = reply.voice
@@ -170,15 +172,20 @@ class TelegramResponder:
             # (not counted among the answer's parts: a retry sends the text, not them again).
             for picture in reply.pictures:
                 await self.sender.photo(self.target, picture.data, caption=picture.prompt)
-        if voice is not None:
-            if len(ids) < len(parts):
-                ids = await self._parts(reply, parts, ids, None)
-            sent = await self.sender.voice(self.target, voice.audio, voice.seconds, markup=markup)
-            ids.append(str(sent))
-            if reply.message_id is not None:
-                await self.parts_log.set_platform_ids(reply.message_id, ids)
+        ids = await self._parts(reply, parts, ids, markup)
+        if voice is None:
             return ids
-        return await self._parts(reply, parts, ids, markup)
+        try:
+            sent = await self.sender.voice(self.target, voice.audio, voice.seconds)
+        except (RateLimited, Undeliverable):
+            raise  # waited out, or the chat is gone: as for any part
+        except ChannelError as exc:
+            log.warning("the spoken answer was not sent (its text was): %s", exc)
+            return ids
+        ids.append(str(sent))
+        if reply.message_id is not None:
+            await self.parts_log.set_platform_ids(reply.message_id, ids)
+        return ids
 
     async def _parts(
         self, reply: Reply, parts: list[Part], ids: list[str], markup: Keyboard | None
