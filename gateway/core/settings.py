@@ -153,6 +153,15 @@ class ModelSettings(Section):
         """LLM_API_KEY's value, or None."""
         return self.llm_api_key.get_secret_value() if self.llm_api_key else None
 
+    def beside_model(self, url: str | None, key: SecretStr | None) -> tuple[str | None, str | None]:
+        """An endpoint of its own (speech, voice, pictures): its URL, else the model's; its
+        key, else the model's only where it is the model's server (the key never goes to
+        another server)."""
+        base = url or self.llm_base_url
+        if key is None and base is not None and base == self.llm_base_url:
+            key = self.llm_api_key
+        return base, key.get_secret_value() if key is not None else None
+
     @property
     def llm_stream_max_bytes(self) -> int:
         return int(self.llm_stream_max_mb * MB)

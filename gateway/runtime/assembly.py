@@ -316,13 +316,12 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
     """Speech-to-text at STT_BASE_URL (default: the LLM's endpoint and key), if STT_MODEL is set."""
     if not settings.stt_configured:
         return None
-    base = settings.stt_base_url or settings.llm_base_url
+    base, key = settings.beside_model(settings.stt_base_url, settings.stt_api_key)
     assert base is not None and settings.stt_model is not None
-    key = settings.stt_api_key or (settings.llm_api_key if base == settings.llm_base_url else None)
     return OpenAITranscriber(
         base,
         settings.stt_model,
-        key.get_secret_value() if key else None,
+        key,
         timeout=settings.stt_timeout_seconds,
     )
 
@@ -331,13 +330,12 @@ def make_speaker(settings: Settings) -> OpenAISpeaker | None:
     """Text-to-speech at TTS_BASE_URL (default: the LLM's endpoint and key), if TTS_MODEL is set."""
     if not settings.tts_configured:
         return None
-    base = settings.tts_base_url or settings.llm_base_url
+    base, key = settings.beside_model(settings.tts_base_url, settings.tts_api_key)
     assert base is not None and settings.tts_model is not None
-    key = settings.tts_api_key or (settings.llm_api_key if base == settings.llm_base_url else None)
     return OpenAISpeaker(
         base,
         settings.tts_model,
-        key.get_secret_value() if key else None,
+        key,
         timeout=settings.tts_timeout_seconds,
         max_bytes=settings.tts_max_bytes,
     )

@@ -63,14 +63,13 @@ def build_tools(
 def image_tool(settings: Settings) -> ImageTool:
     """`generate_image` at IMAGE_BASE_URL (else the model's server), IMAGE_MODEL."""
     assert settings.image_model is not None
-    base_url = settings.image_base_url or settings.llm_base_url
+    base_url, key = settings.beside_model(settings.image_base_url, settings.image_api_key)
     if base_url is None:
         raise ConfigError("IMAGE_MODEL is set: set IMAGE_BASE_URL or LLM_BASE_URL too")
-    key = settings.image_api_key or settings.llm_api_key
     return ImageTool(
         base_url=base_url,
         model=settings.image_model,
-        api_key=key.get_secret_value() if key is not None else None,
+        api_key=key,
         timeout=settings.image_timeout_seconds,
         max_bytes=int(settings.image_max_mb * 1024 * 1024),
     )

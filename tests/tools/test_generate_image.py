@@ -18,7 +18,7 @@ from gateway.conversation.pictures import IMAGE_LIMIT, IMAGE_NOT_SENT
 from gateway.core.tools import ToolAccess
 from gateway.i18n import texts_for
 from gateway.runtime.keys import SETTINGS
-from gateway.tools.build import image_rule
+from gateway.tools.build import image_rule, image_tool
 from gateway.tools.config import WebToolConfig
 from gateway.tools.image import GENERATE
 from gateway.tools.policy import Rule, refusal
@@ -225,3 +225,26 @@ async def test_without_an_https_public_url_line_is_told_the_picture_could_not_be
     said = [m["text"] for m in messages]
     assert "Here is your fox." in said
     assert said[-1] == EN(IMAGE_NOT_SENT)
+
+
+def test_the_models_key_goes_to_the_image_server_only_when_it_is_the_models(
+    make_settings: Callable[..., Settings],
+) -> None:
+    key = "sk-the-models-own-key"
+    model = {"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "m", "llm_api_key": key}
+    same = make_settings(image_model="gpt-image-1", **model)
+    assert image_tool(same).api_key == key
+    elsewhere = make_settings(
+        image_model="gpt-image-1", image_base_url="https://images.example.com/v1", **model
+    )
+    assert image_tool(elsewhere).api_key is None
+    own = make_settings(
+        image_model="gpt-image-1",
+        image_base_url="https://images.example.com/v1",
+        image_api_key="sk-images",
+        **model,
+    )
+    assert (image_tool(own).base_url, image_tool(own).api_key) == (
+        "https://images.example.com/v1",
+        "sk-images",
+    )
