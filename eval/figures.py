@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from eval.config import Config
 from eval.rig import TurnCost
+from eval.skills import BAD_KINDS
 
 if TYPE_CHECKING:
     from eval.model import ScriptedModel
     from eval.reviewer import ScriptedReviewer
     from eval.rig import Gateway
+    from eval.trial import Trial
 
 
 def _mean(values: list[int]) -> float:
@@ -162,6 +164,11 @@ class Result:
     reopened: list[int] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)
     """The model's repeats and copies that reached review (it knows which they were)."""
+    bad: dict[int, str] = field(default_factory=dict)
+    """Proposals that are one of the model's poor ideas (or a repeat of one): id -> its kind
+    (`skills.BAD_KINDS`: password, US units, vague)."""
+    trials: list[Trial] = field(default_factory=list)
+    """Each trial before review, in the order run (none without `judge_accuracy`)."""
     seconds: float = 0.0
 
     @property
@@ -183,6 +190,23 @@ class Result:
     @property
     def index_max(self) -> int:
         return max((c.index_tokens for c in self.costs), default=0)
+
+    def bad_approved(self, kind: str) -> int:
+        """Bad proposals of one kind that ended approved."""
+        return sum(
+            1
+            for p in self.proposals
+            if self.bad.get(p.id) == kind and p.status in ("approved", "applied")
+        )
+
+    def bad_reviewed(self, kind: str) -> int:
+        """Bad proposals of one kind that reached review."""
+        return sum(1 for p in self.proposals if self.bad.get(p.id) == kind)
+
+    def bad_live(self, kind: str) -> bool:
+        """Whether a skill of one bad kind is enabled at the end."""
+        names = {p.name for p in self.proposals if self.bad.get(p.id) == kind}
+        return any(s["enabled"] and s["name"] in names for s in self.skills)
 
 
 def normalise(text: str) -> str:
@@ -240,6 +264,9 @@ async def audit(
         raise RuntimeError(f"{len(result.proposals)} proposals were made but {len(last)} decided")
     result.repeats = repeats_of_rejections(result.proposals, set(result.reopened))
     if model is not None:
+        result.bad = {
+            p.id: BAD_KINDS[model.poor[p.name]] for p in result.proposals if p.name in model.poor
+        }
         for stats in result.cycles:
             start, end = stats.emitted
             stats.tried = Counter(e.flavour for e in model.emitted[start:end])
