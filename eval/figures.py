@@ -264,8 +264,11 @@ async def audit(
         raise RuntimeError(f"{len(result.proposals)} proposals were made but {len(last)} decided")
     result.repeats = repeats_of_rejections(result.proposals, set(result.reopened))
     if model is not None:
+        # A retirement bears its skill's name: retiring a bad skill is no bad proposal.
         result.bad = {
-            p.id: BAD_KINDS[model.poor[p.name]] for p in result.proposals if p.name in model.poor
+            p.id: BAD_KINDS[model.poor[p.name]]
+            for p in result.proposals
+            if p.name in model.poor and p.kind != "retire"
         }
         for stats in result.cycles:
             start, end = stats.emitted
