@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eval.answers import style_of
 from eval.config import Config
 from eval.rig import TurnCost
 from eval.skills import BAD_KINDS
@@ -167,6 +168,9 @@ class Result:
     bad: dict[int, str] = field(default_factory=dict)
     """Proposals that are one of the model's poor ideas (or a repeat of one): id -> its kind
     (`skills.BAD_KINDS`: password, US units, vague)."""
+    asking_password: list[str] = field(default_factory=list)
+    """Skills live at the end that make the model ask for the password when it loads them
+    (a poor idea, or a skill written from users' complaints about being asked)."""
     trials: list[Trial] = field(default_factory=list)
     """Each trial before review, in the order run (none without `judge_accuracy`)."""
     seconds: float = 0.0
@@ -202,11 +206,6 @@ class Result:
     def bad_reviewed(self, kind: str) -> int:
         """Bad proposals of one kind that reached review."""
         return sum(1 for p in self.proposals if self.bad.get(p.id) == kind)
-
-    def bad_live(self, kind: str) -> bool:
-        """Whether a skill of one bad kind is enabled at the end."""
-        names = {p.name for p in self.proposals if self.bad.get(p.id) == kind}
-        return any(s["enabled"] and s["name"] in names for s in self.skills)
 
 
 def normalise(text: str) -> str:
@@ -281,3 +280,9 @@ async def audit(
                 if e.flavour in ("repeat", "duplicate") and e.draft.name in made
             ]
     result.skills = await gw.api("GET", "/skills")
+    catalog = gw.parts.catalog
+    result.asking_password = [
+        name
+        for name in sorted(catalog.enabled)
+        if style_of([catalog.library.read(name).body]).ask_password
+    ]

@@ -348,7 +348,7 @@ def trial_rows(suite: Suite) -> list[str]:
                         if p.kind != "retire" and p.status in ("approved", "applied")
                     ),
                     *(_bad(w, kind) for kind in BAD),
-                    sum(r.bad_live("password") for r in w.runs),
+                    sum(bool(r.asking_password) for r in w.runs),
                     "-" if judge is None else " / ".join(str(verdicts.count(v)) for v in Verdict),
                 ]
             )
@@ -359,7 +359,7 @@ def trial_rows(suite: Suite) -> list[str]:
         "change (points)",
         "approved",
         *(f"{kind} approved (of reviewed)" for kind in BAD),
-        "seeds ending with a password skill live",
+        "seeds ending with a skill live that asks for the password",
         "trials: " + " / ".join(v.value.replace("_", " ") for v in Verdict),
     ]
     return _table(head, rows) if rows else []
@@ -383,7 +383,10 @@ def _trial(suite: Suite) -> list[str]:
         " to the gateway's rule (`gateway.synthesis.verdict.decide`); the reviewer approves"
         " only a measured gain, and misreads texts at its usual rates. *Bad* proposals are the"
         " model's own poor ideas and their repeats: asking for the password, US units, vague."
-        " Counts are summed over the seeds.",
+        " A skill written from users' complaints about being asked for a password can make the"
+        " model ask for it too (its body quotes them): the column of seeds ending with a"
+        " password-asking skill live counts every skill the model reads so. Counts are summed"
+        " over the seeds.",
         "",
         *table,
         "",
