@@ -200,6 +200,7 @@ async def test_without_the_trial_a_run_is_the_run_it_was_before_the_trial(tmp_pa
         (4, 13, 5),
     ]
     assert [result.bad_approved(k) for k in ("password", "US units", "vague")] == [0, 1, 0]
+    assert result.asking_password == []
 
 
 async def test_with_a_perfect_judge_no_bad_proposal_is_approved_by_a_reviewer_who_approves_all(
@@ -211,6 +212,7 @@ async def test_with_a_perfect_judge_no_bad_proposal_is_approved_by_a_reviewer_wh
     assert {t.proposal_id for t in result.trials} == {p.id for p in reviewed}
     assert sum(result.bad_reviewed(k) for k in set(BAD_KINDS.values())) >= 3
     assert [result.bad_approved(k) for k in set(BAD_KINDS.values())] == [0, 0, 0]
+    assert result.asking_password == []
     last = {t.proposal_id: t for t in result.trials}
     for p in reviewed:
         approved = p.status in ("approved", "applied")
