@@ -64,6 +64,20 @@ def parser() -> argparse.ArgumentParser:
         help="held-out users, measured but never learned from (default %(default)s)",
     )
     p.add_argument(
+        "--trial",
+        action="append",
+        type=float,
+        metavar="ACCURACY",
+        help="also run each world with every proposal tried before review, its simulated judge"
+        " right ACCURACY of the time (0 to 1; repeat for more; see docs/LEARNING.md)",
+    )
+    p.add_argument(
+        "--trial-turns",
+        type=int,
+        default=defaults.trial_turns,
+        help="rated turns a trial tries per side (default %(default)s)",
+    )
+    p.add_argument(
         "--jobs", type=int, default=default_jobs(), help="worker processes (default %(default)s)"
     )
     p.add_argument(
@@ -94,10 +108,12 @@ def command(args: argparse.Namespace) -> str:
     for world in args.world or ():
         parts.append(f"--world {world!r}" if " " in world else f"--world {world}")
     parts += [f"--bank {bank}" for bank in args.bank or ()]
+    parts += [f"--trial {accuracy:g}" for accuracy in args.trial or ()]
     for flag, value, default in (
         ("--cycles", args.cycles, defaults.cycles),
         ("--users", args.users, defaults.users),
         ("--held-out", args.held_out, defaults.held_out),
+        ("--trial-turns", args.trial_turns, defaults.trial_turns),
     ):
         if value != default:
             parts.append(f"{flag} {value}")
@@ -106,14 +122,20 @@ def command(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if min(args.seeds, args.cycles, args.users, args.held_out, args.jobs) < 1:
-        sys.exit("--seeds, --cycles, --users, --held-out and --jobs must be at least 1")
+    if min(args.seeds, args.cycles, args.users, args.held_out, args.jobs, args.trial_turns) < 1:
+        sys.exit(
+            "--seeds, --cycles, --users, --held-out, --trial-turns and --jobs must be at least 1"
+        )
+    if any(not 0 <= accuracy <= 1 for accuracy in args.trial or ()):
+        sys.exit("--trial takes the judge's accuracy, from 0 to 1")
     setup_logging("WARNING")
     # The fakes listen on 127.0.0.1; a proxy from the environment must not sit in between.
     for name in ("NO_PROXY", "no_proxy"):
         bypass = [h for h in os.environ.get(name, "").split(",") if h]
         os.environ[name] = ",".join([*bypass, "127.0.0.1", "localhost"])
-    base = Config(cycles=args.cycles, users=args.users, held_out=args.held_out)
+    base = Config(
+        cycles=args.cycles, users=args.users, held_out=args.held_out, trial_turns=args.trial_turns
+    )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     started = time.monotonic()
     if args.real_model:
@@ -121,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     worlds = [w for w in WORLDS if not args.world or w.name in args.world]
     if worlds[0].name != "default":
         worlds = [WORLDS[0], *worlds]  # the detailed run and the chart are the default world's
+    # Each world beside its own runs with a trial before review, one per judge accuracy.
+    worlds = [t for w in worlds for t in (w, *(w.with_trial(a) for a in args.trial or ()))]
     # The held-out bank leads whenever it runs: the headline is its figure.
     banks = [b for b in BANKS if not args.bank or b in args.bank]
     try:

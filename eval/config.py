@@ -39,6 +39,11 @@ class Config:
     """How often the reviewer rejects a proposal it would approve."""
     false_approve: float = 0.0
     """How often the reviewer approves a proposal it would reject."""
+    judge_accuracy: float | None = None
+    """With a value, each proposal is tried before review (`eval/trial.py`) with a simulated
+    judge right this share of the time; None: no trial, the reviewer reads the text alone."""
+    trial_turns: int = 6
+    """Rated turns a trial tries per side (what it claims to fix, what it might break)."""
     habits: Habits = field(default_factory=Habits)
     bank: str = "held-out"
     """The users' phrase bank (`world.BANKS`): `held-out`, or `tuned` (the reader's own)."""
@@ -54,8 +59,27 @@ class World:
     what: str
     changes: dict[str, Any]
 
+    base: str = ""
+    """The world this one adds a trial to (`with_trial`); empty for the worlds themselves."""
+
     def config(self, base: Config, seed: int, bank: str | None = None) -> Config:
         return replace(base, seed=seed, world=self.name, bank=bank or base.bank, **self.changes)
+
+    @property
+    def judge(self) -> float | None:
+        """The simulated judge's accuracy when proposals are tried in this world."""
+        value = self.changes.get("judge_accuracy")
+        return None if value is None else float(value)
+
+    def with_trial(self, accuracy: float) -> World:
+        """This world with every proposal tried before review, the judge right `accuracy`."""
+        return World(
+            f"{self.name}, trial (judge {accuracy:.0%})",
+            f"{self.what}; each proposal tried before review, simulated judge right"
+            f" {accuracy:.0%} of the time",
+            {**self.changes, "judge_accuracy": accuracy},
+            base=self.name,
+        )
 
 
 WORLDS: tuple[World, ...] = (

@@ -14,13 +14,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eval.answers import style_of
 from eval.config import Config
 from eval.rig import TurnCost
+from eval.skills import BAD_KINDS
 
 if TYPE_CHECKING:
     from eval.model import ScriptedModel
     from eval.reviewer import ScriptedReviewer
     from eval.rig import Gateway
+    from eval.trial import Trial
 
 
 def _mean(values: list[int]) -> float:
@@ -162,6 +165,14 @@ class Result:
     reopened: list[int] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)
     """The model's repeats and copies that reached review (it knows which they were)."""
+    bad: dict[int, str] = field(default_factory=dict)
+    """Proposals that are one of the model's poor ideas (or a repeat of one): id -> its kind
+    (`skills.BAD_KINDS`: password, US units, vague)."""
+    asking_password: list[str] = field(default_factory=list)
+    """Skills live at the end that make the model ask for the password when it loads them
+    (a poor idea, or a skill written from users' complaints about being asked)."""
+    trials: list[Trial] = field(default_factory=list)
+    """Each trial before review, in the order run (none without `judge_accuracy`)."""
     seconds: float = 0.0
 
     @property
@@ -183,6 +194,18 @@ class Result:
     @property
     def index_max(self) -> int:
         return max((c.index_tokens for c in self.costs), default=0)
+
+    def bad_approved(self, kind: str) -> int:
+        """Bad proposals of one kind that ended approved."""
+        return sum(
+            1
+            for p in self.proposals
+            if self.bad.get(p.id) == kind and p.status in ("approved", "applied")
+        )
+
+    def bad_reviewed(self, kind: str) -> int:
+        """Bad proposals of one kind that reached review."""
+        return sum(1 for p in self.proposals if self.bad.get(p.id) == kind)
 
 
 def normalise(text: str) -> str:
@@ -240,6 +263,12 @@ async def audit(
         raise RuntimeError(f"{len(result.proposals)} proposals were made but {len(last)} decided")
     result.repeats = repeats_of_rejections(result.proposals, set(result.reopened))
     if model is not None:
+        # A retirement bears its skill's name: retiring a bad skill is no bad proposal.
+        result.bad = {
+            p.id: BAD_KINDS[model.poor[p.name]]
+            for p in result.proposals
+            if p.name in model.poor and p.kind != "retire"
+        }
         for stats in result.cycles:
             start, end = stats.emitted
             stats.tried = Counter(e.flavour for e in model.emitted[start:end])
@@ -251,3 +280,9 @@ async def audit(
                 if e.flavour in ("repeat", "duplicate") and e.draft.name in made
             ]
     result.skills = await gw.api("GET", "/skills")
+    catalog = gw.parts.catalog
+    result.asking_password = [
+        name
+        for name in sorted(catalog.enabled)
+        if style_of([catalog.library.read(name).body]).ask_password
+    ]

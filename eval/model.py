@@ -144,6 +144,9 @@ class ScriptedModel:
         self.synthesis_calls = 0
         self.written: dict[str, SkillDraft] = {}
         """Every draft it wrote, by name: what it repeats later."""
+        self.poor: dict[str, str] = {}
+        """The name of each draft that is one of its poor ideas (`POOR`), or a repeat or copy
+        of one, reworded or not: the poor idea's own name."""
         self._tried: set[str] = set()
 
     def __call__(self, body: dict[str, Any]) -> Scripted | str:
@@ -255,9 +258,10 @@ class ScriptedModel:
 
     def _again(self, draft: SkillDraft) -> SkillDraft:
         """A draft as the model writes it a second time: as it was, or reworded and renamed."""
-        if self.paraphrase:
-            return paraphrase(draft, self.rng)
-        return draft
+        again = paraphrase(draft, self.rng) if self.paraphrase else draft
+        if draft.name in self.poor:
+            self.poor.setdefault(again.name, self.poor[draft.name])
+        return again
 
     def _poor_ideas(
         self, enabled: set[str], rejected: list[str], sessions: list[int]
@@ -269,6 +273,7 @@ class ScriptedModel:
         if fresh and self.rng.random() < self.bad_share:
             idea = self.rng.choice(fresh)
             self._tried.add(idea.name)
+            self.poor[idea.name] = idea.name
             out.append(("new-bad", idea, source, "Users seem unhappy with some answers."))
         known = [name for name in rejected if name in self.written]
         if known and self.rng.random() < self.bad_share:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from eval.figures import CycleStats, Result
+from eval.skills import BAD_KINDS
 from eval.suite import (
     Spread,
     Suite,
@@ -19,6 +20,7 @@ from eval.suite import (
     noise_free_gain,
 )
 from eval.world import BANKS, PREFERENCES, SHARE
+from gateway.synthesis.verdict import Verdict
 
 
 def _pct(value: float | None) -> str:
@@ -312,6 +314,85 @@ def _comparison(suite: Suite) -> list[str]:
     ]
 
 
+BAD = tuple(sorted(set(BAD_KINDS.values()), key=("password", "US units", "vague").index))
+"""The kinds of bad proposal, in the order the report gives them."""
+
+
+def _bad(w: WorldRuns, kind: str) -> str:
+    """Bad proposals of a kind that ended approved, of those that reached review (all seeds)."""
+    approved = sum(r.bad_approved(kind) for r in w.runs)
+    return f"{approved} of {sum(r.bad_reviewed(kind) for r in w.runs)}"
+
+
+def trial_rows(suite: Suite) -> list[str]:
+    """Per world that ran with a trial: without it and with each judge, side by side."""
+    runs = suite.headline
+    rows = []
+    for base in (w for w in runs if not w.world.base):
+        tried = [w for w in runs if w.world.base == base.world.name]
+        if not tried:
+            continue
+        for w in (base, *tried):
+            judge = w.world.judge
+            verdicts = [t.verdict for r in w.runs for t in r.trials]
+            rows.append(
+                [
+                    f"**{base.world.name}**",
+                    "no trial" if judge is None else f"judge right {judge:.0%}",
+                    _span(w, noise_free_after),
+                    _span(w, noise_free_gain, _pp),
+                    sum(
+                        1
+                        for r in w.runs
+                        for p in r.proposals
+                        if p.kind != "retire" and p.status in ("approved", "applied")
+                    ),
+                    *(_bad(w, kind) for kind in BAD),
+                    sum(bool(r.asking_password) for r in w.runs),
+                    "-" if judge is None else " / ".join(str(verdicts.count(v)) for v in Verdict),
+                ]
+            )
+    head = [
+        "world",
+        "trial",
+        "meeting every preference, after",
+        "change (points)",
+        "approved",
+        *(f"{kind} approved (of reviewed)" for kind in BAD),
+        "seeds ending with a skill live that asks for the password",
+        "trials: " + " / ".join(v.value.replace("_", " ") for v in Verdict),
+    ]
+    return _table(head, rows) if rows else []
+
+
+def _trial(suite: Suite) -> list[str]:
+    """The trial's section, when some world ran with one."""
+    table = trial_rows(suite)
+    if not table:
+        return []
+    return [
+        "## The trial before review (simulated judge)",
+        "",
+        "Each world beside the same world, seeds and bank with every proposal (not a"
+        " retirement) tried before review on the training users' rated turns: what it claims to"
+        " fix (the 👎 turns of the sessions it was drawn from) and what it might break (other"
+        f" rated turns on which the prompt would offer it), up to {suite.base.trial_turns} a"
+        " side, answered with it and without it. **The judge is simulated**: it knows each"
+        " simulated user's real preferences and states which answer serves them better right"
+        " the share of the time given, else a wrong verdict drawn from the seed. The counts go"
+        " to the gateway's rule (`gateway.synthesis.verdict.decide`); the reviewer approves"
+        " only a measured gain, and misreads texts at its usual rates. *Bad* proposals are the"
+        " model's own poor ideas and their repeats: asking for the password, US units, vague."
+        " A skill written from users' complaints about being asked for a password can make the"
+        " model ask for it too (its body quotes them): the column of seeds ending with a"
+        " password-asking skill live counts every skill the model reads so. Counts are summed"
+        " over the seeds.",
+        "",
+        *table,
+        "",
+    ]
+
+
 def render(suite: Suite, command: str, chart: str) -> str:
     """The whole report."""
     default = suite.headline[0]
@@ -346,6 +427,7 @@ def render(suite: Suite, command: str, chart: str) -> str:
         " anyway, reworded or renamed past the gateway's comparison.",
         "",
         *_comparison(suite),
+        *_trial(suite),
         "## Every run",
         "",
         *per_seed(suite),

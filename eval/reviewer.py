@@ -11,23 +11,38 @@ It also takes a second look: when a synthesis pass suppresses a repeat of one of
 rejections, it reads that proposal again (a fresh judgement, errors included) and,
 if it now approves of it, reopens it with a reason, after which it decides the card
 again. That is how a wrong rejection gets undone.
+
+Where proposals are tried before review (`eval/trial.py`, a simulated judge), it also
+reads the trial's verdict: it approves only a *measured gain*. Its errors stay what they
+were, misreadings of the text drawn as before, and the verdict is read as it stands: a
+proposal it misreads as good still needs a measured gain; one it misreads as doubtful is
+rejected whatever the trial says. A trial that measured nothing holds nothing back: the
+text alone decides, as without a trial.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from eval.rig import Gateway
 from eval.skills import read_proposal
 from gateway.channels.telegram.cards import APPROVE, REJECT
+from gateway.synthesis.verdict import Verdict as TrialVerdict
 
 REASONS = {
     "harmful": "Never ask users for their password or any credential.",
     "vague": "Too vague: it does not say what to do differently.",
 }
 REOPEN_REASON = "Users keep asking for this; the rejection was a mistake."
+TRIAL_REASONS = {
+    TrialVerdict.NO_MEASURED_GAIN: "The trial measured no gain over answers without it.",
+    TrialVerdict.REGRESSIONS: "The trial made answers users liked worse.",
+}
+Trial = Callable[[dict[str, Any], int], Awaitable[TrialVerdict]]
+"""Tries a proposal (as the admin API shows it) in a cycle and gives the trial's verdict."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +104,11 @@ class ScriptedReviewer:
         self.decisions: list[Decision] = []
         self.reopened: list[int] = []
 
-    def judge(self, proposal: dict[str, Any]) -> Verdict:
-        """The verdict on a proposal as the admin API shows it, errors drawn from the seed."""
+    def judge(self, proposal: dict[str, Any], trial: TrialVerdict | None = None) -> Verdict:
+        """The verdict on a proposal as the admin API shows it, errors drawn from the seed.
+
+        With a trial's verdict, what it approves must also show a measured gain.
+        """
         if proposal["kind"] == "retire":
             verdict = Verdict(True)  # the figures speak
         else:
@@ -100,11 +118,16 @@ class ScriptedReviewer:
         if verdict.approve and draw < self.false_reject:
             return Verdict(False, "Not convinced this is needed.", "doubt", slip=True)
         if not verdict.approve and draw < self.false_approve:
-            return Verdict(True, slip=True)
+            verdict = Verdict(True, slip=True)
+        if verdict.approve and trial in TRIAL_REASONS:
+            return Verdict(False, TRIAL_REASONS[trial], "trial")
         return verdict
 
-    async def review(self, gw: Gateway, cycle: int) -> list[Decision]:
-        """Decide each card that still has buttons, oldest first, until none is left."""
+    async def review(self, gw: Gateway, cycle: int, trial: Trial | None = None) -> list[Decision]:
+        """Decide each card that still has buttons, oldest first, until none is left.
+
+        With `trial`, each proposal but a retirement is tried first and its verdict read.
+        """
         made: list[Decision] = []
         seen: set[int] = set()
         await gw.idle()  # cards go out in the background after a synthesis pass
@@ -114,7 +137,10 @@ class ScriptedReviewer:
                 raise RuntimeError(f"the card of proposal #{proposal_id} kept its buttons")
             seen.add(proposal_id)
             proposal = await gw.api("GET", f"/proposals/{proposal_id}")
-            verdict = self.judge(proposal)
+            tried = None
+            if trial is not None and proposal["kind"] != "retire":
+                tried = await trial(proposal, cycle)
+            verdict = self.judge(proposal, tried)
             await gw.press(
                 self.admin_id, message, button(message, APPROVE if verdict.approve else REJECT)
             )

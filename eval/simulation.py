@@ -7,6 +7,10 @@ rejections it repeats, has it decide every card, and stops the gateway. A last
 start measures the held-out users once more. Held-out users never press a button:
 their sessions carry no signal, so nothing they say is learned from, and their turns
 skip the skill holdout, so both measurements see every enabled skill.
+
+With `judge_accuracy` set, every proposal that reaches review is tried first on the
+training users' rated turns (`eval/trial.py`, with a simulated judge) and the reviewer
+reads the trial's verdict. Without it nothing of the trial runs or draws.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from typing import Any
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from eval.config import Config, RealModel
+from eval.corpus import Question
 from eval.figures import CycleStats, HeldOut, Result, audit
 from eval.model import ScriptedModel
 from eval.reviewer import ScriptedReviewer
-from eval.rig import ADMIN_TOKEN, REVIEWER_ID, WEBHOOK_SECRET, Gateway
+from eval.rig import ADMIN_TOKEN, REVIEWER_ID, WEBHOOK_SECRET, Answer, Gateway
+from eval.trial import LiveSkill, RatedTurn, SimulatedJudge, run_trial
 from eval.world import (
     BANKS,
     User,
@@ -36,6 +42,7 @@ from eval.world import (
     rate,
 )
 from gateway.config import Settings
+from gateway.synthesis.verdict import Verdict as TrialVerdict
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
 
@@ -107,6 +114,13 @@ class Simulation:
             false_approve=config.false_approve,
         )
         self.model: ScriptedModel | None = None
+        self.judge = (
+            None if config.judge_accuracy is None else SimulatedJudge(config.judge_accuracy)
+        )
+        self.turns: list[RatedTurn] = []
+        """The training users' rated turns, oldest first (kept only when proposals are tried)."""
+        self._gw: Gateway | None = None
+        self._result: Result | None = None
 
     async def run(self, data_dir: Path | None = None) -> Result:
         """Run every cycle and the final measurement; the data dir is a fresh temporary one."""
@@ -126,6 +140,7 @@ class Simulation:
             gw = Gateway(gateway_settings(cfg, data_dir, telegram, model), telegram)
             stack.push_async_callback(gw.close)
             result = Result(cfg, model.model)
+            self._gw, self._result = gw, result
             runs: dict[int, int] = {}
             for cycle in range(1, cfg.cycles + 1):
                 await gw.start(f"{cfg.seed}:holdout:{cycle}")
@@ -162,7 +177,8 @@ class Simulation:
         stats.duplicates_avoided = len(suppressed) - stats.repeats_suppressed
         stats.refused = len(summary["refused"])
         stats.reopened = len(await self.reviewer.second_look(gw, summary["suppressed"]))
-        decisions = await self.reviewer.review(gw, stats.cycle)
+        trial = self.trial if self.judge is not None else None
+        decisions = await self.reviewer.review(gw, stats.cycle, trial)
         stats.approved = sum(1 for d in decisions if d.approved)
         stats.rejected = len(decisions) - stats.approved
         skills = await gw.api("GET", "/skills")
@@ -183,6 +199,10 @@ class Simulation:
             if rating.value is None:
                 continue
             prompt = await gw.rate(user.user_id, answer, rating.value)
+            if self.judge is not None:
+                self.turns.append(
+                    await self._rated(gw, user, question, answer, rating.value, stats)
+                )
             if rating.value > 0:
                 stats.up += 1
             else:
@@ -190,6 +210,38 @@ class Simulation:
             if rating.comment and prompt is not None:
                 await gw.reply(user.user_id, prompt, rating.comment)
                 stats.comments += 1
+
+    @staticmethod
+    async def _rated(
+        gw: Gateway, user: User, question: Question, answer: Answer, value: int, stats: CycleStats
+    ) -> RatedTurn:
+        """A rated turn as a trial reads it: its session, who asked what, what they were shown."""
+        assert answer.answer_id is not None
+        message = await gw.parts.store.get_message(answer.answer_id)
+        if message is None:
+            raise RuntimeError(f"answer {answer.answer_id} is not stored")
+        return RatedTurn(stats.cycle, message.session_id, user, question, answer.text, value)
+
+    async def trial(self, proposal: dict[str, Any], cycle: int) -> TrialVerdict:
+        """Try a proposal on the rated turns so far with the skills live now; keep the trial."""
+        assert self.judge is not None and self._gw is not None and self._result is not None
+        catalog = self._gw.parts.catalog
+        live = []
+        for name in sorted(catalog.enabled):
+            skill = catalog.library.read(name)
+            live.append(LiveSkill(name, skill.description, skill.body))
+        tried = run_trial(
+            proposal,
+            cycle,
+            self.turns,
+            live,
+            judge=self.judge,
+            per_side=self.config.trial_turns,
+            budget=self.config.index_budget,
+            seed=self.config.seed,
+        )
+        self._result.trials.append(tried)
+        return tried.verdict
 
     async def _held_out(self, gw: Gateway, after: int, stats: CycleStats) -> HeldOut:
         """The held-out users ask their fixed questions; they judge but never press a button."""

@@ -50,6 +50,14 @@ POOR: tuple[SkillDraft, ...] = (
     ),
 )
 
+BAD_KINDS: dict[str, str] = {
+    "better-answers": "vague",
+    "engaging-tone": "vague",
+    "verify-identity": "password",
+    "us-units": "US units",
+}
+"""What is wrong with each of the poor ideas: the kinds the evaluation counts as bad."""
+
 _THESAURUS = {
     "answer": "reply",
     "answers": "replies",
