@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.conversation.content import ALBUM_META, MEDIA_META
+from gateway.conversation.content import ALBUM_META, MEDIA_META, MEDIA_SENDER
 from gateway.core.records import DeletedSession, DeleteReason, Forgotten
 from gateway.store.memory import delete_user_memory
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
@@ -35,6 +35,23 @@ def _holds(value: Any, user_id: str) -> bool:
     if isinstance(value, int):
         return str(value) == user_id
     return isinstance(value, str) and value == user_id
+
+
+def _notes_without(value: str, user_id: str) -> list[Any] | None:
+    """A chat's file notes (`MEDIA_META`) less the user's and any naming no sender; None
+    when none of them goes."""
+    try:
+        notes = json.loads(value)
+    except ValueError:
+        return []
+    if not isinstance(notes, list):
+        return []
+    kept = [
+        n
+        for n in notes
+        if isinstance(n, dict) and n.get(MEDIA_SENDER) and n.get(MEDIA_SENDER) != user_id
+    ]
+    return None if len(kept) == len(notes) else kept
 
 
 def _mentions(payload: str, user_id: str) -> bool:
@@ -315,6 +332,17 @@ class PrivacyQueries(QueriesBase):
         if meta_keys:
             keys = list(meta_keys)
             await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)
+        # In a group's notes on its files, the member's go (and any that name no sender).
+        notes = MEDIA_META.format(channel=channel, chat="%")
+        for row in await c.fetch("select key, value from meta where key like ?", notes):
+            kept = _notes_without(row["value"], user_id)
+            if kept is None:
+                continue
+            if kept:
+                value = json.dumps(kept, ensure_ascii=False)
+                await c.execute("update meta set value = ? where key = ?", value, row["key"])
+            else:
+                await c.execute("delete from meta where key = ?", row["key"])
         old = [u["id"] for u in updates if u["processed_at"] is not None and u["id"] != handling]
         if old:
             done.updates = await c.execute(f"delete from inbox where id in ({marks(old)})", *old)
