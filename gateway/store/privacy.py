@@ -211,6 +211,29 @@ class PrivacyQueries(QueriesBase):
             before,
         )
         await c.execute("delete from tool_confirmations where created_at < ?", before)
+        # A user's /voice and /timezone, and a chat's /language, set before the cutoff by a
+        # user or chat with no conversation left (nor, for a timezone, a reminder to come).
+        await c.execute(
+            "delete from user_voices where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_voices.channel"
+            " and (s.user_id = user_voices.user_id or s.chat_id = user_voices.user_id))",
+            before,
+        )
+        await c.execute(
+            "delete from user_timezones where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_timezones.channel"
+            " and (s.user_id = user_timezones.user_id or s.chat_id = user_timezones.user_id))"
+            " and not exists (select 1 from scheduled_tasks t where t.channel ="
+            " user_timezones.channel and t.user_id = user_timezones.user_id"
+            " and t.status not in ('done', 'cancelled'))",
+            before,
+        )
+        await c.execute(
+            "delete from chat_languages where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = chat_languages.channel"
+            " and s.chat_id = chat_languages.chat_id)",
+            before,
+        )
         return sessions, messages, files
 
     @transaction

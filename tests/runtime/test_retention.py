@@ -155,6 +155,9 @@ async def test_retention_leaves_no_name_opt_in_persona_or_tool_question_of_a_use
         expires_at=old + 60,
         now=old,
     )
+    await any_store.choose_voice("telegram", "4711", "on", old)
+    await any_store.set_user_timezone("telegram", "4711", "Asia/Tokyo", old)
+    await any_store.choose_language("telegram", "4711", "ja", "4711", old)
     kept = await private_chat(any_store, "2", now - DAY, "a recent question")
     await any_store._run(
         lambda c: remember_name(c, "telegram", "2", "Recent", now - DAY), transaction=True
@@ -167,3 +170,4 @@ async def test_retention_leaves_no_name_opt_in_persona_or_tool_question_of_a_use
     assert await any_store.get_session(kept) is not None
     assert await any_store.get_chat_persona("telegram", "2") == "be brief"
     assert [r["name"] for r in rows["user_names"]] == ["Recent"]
+    assert rows["user_voices"] == rows["user_timezones"] == rows["chat_languages"] == []
