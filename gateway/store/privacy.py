@@ -20,6 +20,8 @@ from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, quer
 
 BATCH = 500
 """Sessions one retention transaction deletes; the pass repeats until none is left."""
+RETAINED_TEXT = "[removed: decided longer ago than the retention period allows words to be kept]"
+"""What a rejected or stale proposal's words become once retention's cutoff has passed."""
 SCRUBBED = "{}"
 """What the payload of the update being handled becomes when its sender is forgotten."""
 
@@ -233,6 +235,26 @@ class PrivacyQueries(QueriesBase):
             " sessions s where s.channel = chat_languages.channel"
             " and s.chat_id = chat_languages.chat_id)",
             before,
+        )
+        # A proposal rejected, or stale (withdrawn among them), before the cutoff: its words
+        # (made from sessions) go, with its repeat notices'; the decision stays as a record.
+        # Live skills keep theirs: an applied proposal's text is the skill's provenance.
+        ended = "status in ('rejected', 'stale') and decided_at < ?"
+        await c.execute(
+            "update repeat_notice_items set description = ?, content = ? where proposal_id in"
+            f" (select id from proposals where {ended}) and description <> ?",
+            RETAINED_TEXT,
+            RETAINED_TEXT,
+            before,
+            RETAINED_TEXT,
+        )
+        await c.execute(
+            "update proposals set description = ?, content = ?, rationale = '',"
+            f" change_text = '' where {ended} and description <> ?",
+            RETAINED_TEXT,
+            RETAINED_TEXT,
+            before,
+            RETAINED_TEXT,
         )
         return sessions, messages, files
 

@@ -5,7 +5,9 @@ retention (`FORGOTTEN`: the row goes, or the value is blanked, with the user or 
 sessions retention deletes; proved by the every-row searches of tests/conversation/
 test_forget.py, test_forget_leaves_nothing.py and tests/runtime/test_retention.py).
 `LEARNED` holds text the learning loop derived from conversations: /forget withdraws a
-pending proposal's words; a decided one keeps its text as the skill's provenance
+pending proposal's words, retention takes those of a proposal rejected or stale before its
+cutoff (and their repeat notices'); a live skill's text, its versions and the rejections'
+tombstones (what keeps a rejected idea from being proposed again) stay as provenance
 (docs/SECURITY.md, T5). Everything else is on the reviewed allowlist `NO_USER_WORDS`.
 
 A new table or column holding text fails this test until it is put in one of the three,
