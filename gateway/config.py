@@ -435,6 +435,10 @@ class ToolsSettings(Section):
     tool_result_chars: int = Field(
         16384, ge=256, le=1_000_000, validation_alias="SKILLGATE_TOOL_RESULT_CHARS"
     )
+    tool_result_max_mb: float = Field(
+        2.0, gt=0, le=100, validation_alias="SKILLGATE_TOOL_RESULT_MAX_MB"
+    )
+    """The most read of one message from a tool server, bounded while it is read."""
     tool_calls_per_round: int = Field(
         3, ge=1, le=32, validation_alias="SKILLGATE_TOOL_CALLS_PER_ROUND"
     )

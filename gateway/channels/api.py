@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from gateway.channels.text import CUT_NOTE, capped, split_message, split_text, utf16_len
     from gateway.channels.webhook import JSON, Refused, Update, Webhook
     from gateway.config import Settings
-    from gateway.conversation.content import MEDIA_META
+    from gateway.conversation.content import MEDIA_META, MEDIA_SENDER
     from gateway.conversation.dispatch import COMMANDS, KNOWN_COMMANDS
     from gateway.conversation.feedback import STALE
     from gateway.conversation.language import Languages
@@ -134,7 +134,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "gateway.conversation.dispatch": ("COMMANDS", "KNOWN_COMMANDS"),
     "gateway.conversation.review": ("ADMIN_COMMANDS", "MAX_CARDS_SHOWN"),
     "gateway.conversation.feedback": ("STALE",),
-    "gateway.conversation.content": ("MEDIA_META",),
+    "gateway.conversation.content": ("MEDIA_META", "MEDIA_SENDER"),
     "gateway.conversation.language": ("Languages",),
     "gateway.conversation.preview": ("previewing",),
     "gateway.core.models": ("ChatRef", "Reply", "Button", "rating_buttons"),
@@ -187,6 +187,7 @@ __all__ = [
     "MAX_CARDS_SHOWN",
     "MB",
     "MEDIA_META",
+    "MEDIA_SENDER",
     "N_",
     "READABLE",
     "SET_PUBLIC_URL",

@@ -23,7 +23,10 @@ ALBUM_META = "album:{channel}:{chat}"
 a row)."""
 MEDIA_META = "{channel}:media:{chat}"
 """A channel's notes on a chat's recent files (LINE: their names, so that a quote of one can
-be read); they go with the chat's user on /forget and with retention."""
+be read): a JSON list of objects, each naming its sender under `MEDIA_SENDER`. They go with
+the chat on /forget of its user and with retention; in a group, /forget takes out the notes
+of the forgotten member (and any naming no sender)."""
+MEDIA_SENDER = "from"
 
 
 def words(message: Message) -> str | None:

@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 from gateway.config import Settings
 from gateway.errors import ConfigError
@@ -236,6 +237,31 @@ class ModelProcess:
             self._said.close()
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether the process `pid` (or one of its own children) is what listens on `port`.
+
+    Nothing else can listen on a loopback port that one process holds, so the answer on it
+    is that process's; a local process that took the port first (the child binds it only
+    once the model has loaded) answers there, and is never taken for the model."""
+    import psutil
+
+    try:
+        child = psutil.Process(pid)
+        family = [child, *child.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for member in family:
+        try:
+            sockets = member.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(
+            s.status == psutil.CONN_LISTEN and s.laddr and s.laddr.port == port for s in sockets
+        ):
+            return True
+    return False
+
+
 def _wait_healthy(
     proc: subprocess.Popen[bytes],
     base: str,
@@ -245,10 +271,19 @@ def _wait_healthy(
     stopping: threading.Event | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
-    while not _healthy(base):
+    port = urlsplit(base).port
+    assert port is not None
+    squatter = False
+    while not (answered := _healthy(base)) or not listens(proc.pid, port):
+        squatter = squatter or answered
         if stopping is not None and stopping.is_set():
             raise ConfigError(f"LLM_LOCAL_MODEL: {what} was stopped while it loaded")
         if proc.poll() is not None:
+            if squatter:
+                raise ConfigError(
+                    f"LLM_LOCAL_MODEL: another process answered on the {what}'s port {port}"
+                    f" and the {what} exited ({proc.returncode}): the model is not used there"
+                )
             said.seek(0)
             last = said.read().decode(errors="replace").strip().splitlines()[-1:] or ["-"]
             raise ConfigError(f"LLM_LOCAL_MODEL: {what} exited ({proc.returncode}): {last[0]}")

@@ -13,13 +13,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.conversation.content import ALBUM_META, MEDIA_META
+from gateway.conversation.content import ALBUM_META, MEDIA_META, MEDIA_SENDER
 from gateway.core.records import DeletedSession, DeleteReason, Forgotten
 from gateway.store.memory import delete_user_memory
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 
 BATCH = 500
 """Sessions one retention transaction deletes; the pass repeats until none is left."""
+RETAINED_TEXT = "[removed: decided longer ago than the retention period allows words to be kept]"
+"""What a rejected or stale proposal's words become once retention's cutoff has passed."""
 SCRUBBED = "{}"
 """What the payload of the update being handled becomes when its sender is forgotten."""
 
@@ -35,6 +37,23 @@ def _holds(value: Any, user_id: str) -> bool:
     if isinstance(value, int):
         return str(value) == user_id
     return isinstance(value, str) and value == user_id
+
+
+def _notes_without(value: str, user_id: str) -> list[Any] | None:
+    """A chat's file notes (`MEDIA_META`) less the user's and any naming no sender; None
+    when none of them goes."""
+    try:
+        notes = json.loads(value)
+    except ValueError:
+        return []
+    if not isinstance(notes, list):
+        return []
+    kept = [
+        n
+        for n in notes
+        if isinstance(n, dict) and n.get(MEDIA_SENDER) and n.get(MEDIA_SENDER) != user_id
+    ]
+    return None if len(kept) == len(notes) else kept
 
 
 def _mentions(payload: str, user_id: str) -> bool:
@@ -194,6 +213,49 @@ class PrivacyQueries(QueriesBase):
             before,
         )
         await c.execute("delete from tool_confirmations where created_at < ?", before)
+        # A user's /voice and /timezone, and a chat's /language, set before the cutoff by a
+        # user or chat with no conversation left (nor, for a timezone, a reminder to come).
+        await c.execute(
+            "delete from user_voices where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_voices.channel"
+            " and (s.user_id = user_voices.user_id or s.chat_id = user_voices.user_id))",
+            before,
+        )
+        await c.execute(
+            "delete from user_timezones where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = user_timezones.channel"
+            " and (s.user_id = user_timezones.user_id or s.chat_id = user_timezones.user_id))"
+            " and not exists (select 1 from scheduled_tasks t where t.channel ="
+            " user_timezones.channel and t.user_id = user_timezones.user_id"
+            " and t.status not in ('done', 'cancelled'))",
+            before,
+        )
+        await c.execute(
+            "delete from chat_languages where set_at < ? and not exists (select 1 from"
+            " sessions s where s.channel = chat_languages.channel"
+            " and s.chat_id = chat_languages.chat_id)",
+            before,
+        )
+        # A proposal rejected, or stale (withdrawn among them), before the cutoff: its words
+        # (made from sessions) go, with its repeat notices'; the decision stays as a record.
+        # Live skills keep theirs: an applied proposal's text is the skill's provenance.
+        ended = "status in ('rejected', 'stale') and decided_at < ?"
+        await c.execute(
+            "update repeat_notice_items set description = ?, content = ? where proposal_id in"
+            f" (select id from proposals where {ended}) and description <> ?",
+            RETAINED_TEXT,
+            RETAINED_TEXT,
+            before,
+            RETAINED_TEXT,
+        )
+        await c.execute(
+            "update proposals set description = ?, content = ?, rationale = '',"
+            f" change_text = '' where {ended} and description <> ?",
+            RETAINED_TEXT,
+            RETAINED_TEXT,
+            before,
+            RETAINED_TEXT,
+        )
         return sessions, messages, files
 
     @transaction
@@ -315,6 +377,17 @@ class PrivacyQueries(QueriesBase):
         if meta_keys:
             keys = list(meta_keys)
             await c.execute(f"delete from meta where key in ({marks(keys)})", *keys)
+        # In a group's notes on its files, the member's go (and any that name no sender).
+        notes = MEDIA_META.format(channel=channel, chat="%")
+        for row in await c.fetch("select key, value from meta where key like ?", notes):
+            kept = _notes_without(row["value"], user_id)
+            if kept is None:
+                continue
+            if kept:
+                value = json.dumps(kept, ensure_ascii=False)
+                await c.execute("update meta set value = ? where key = ?", value, row["key"])
+            else:
+                await c.execute("delete from meta where key = ?", row["key"])
         old = [u["id"] for u in updates if u["processed_at"] is not None and u["id"] != handling]
         if old:
             done.updates = await c.execute(f"delete from inbox where id in ({marks(old)})", *old)

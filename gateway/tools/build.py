@@ -35,7 +35,13 @@ def build_tools(
 
         for name, server in config.servers.items():
             timeout = settings.tool_connect_timeout_seconds
-            backend = McpServer(name, server, secrets=kept, timeout=timeout)
+            backend = McpServer(
+                name,
+                server,
+                secrets=kept,
+                timeout=timeout,
+                max_bytes=int(settings.tool_result_max_mb * 1024 * 1024),
+            )
             mounted.append(Mounted(backend, partial(server_rule, server)))
     web = config.web
     if web.search is not None or web.fetch is not None:

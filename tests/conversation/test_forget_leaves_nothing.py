@@ -25,7 +25,7 @@ from tests.conversation.test_forget import (
 from tests.fakes.line_api import USER_ID, postback_event, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
-from tests.line_support import line_rig
+from tests.line_support import GROUP_ID, line_rig
 from tests.media.test_media_downloads import until
 from tests.media.test_media_line import sent
 from tests.media_support import pdf, png
@@ -64,6 +64,29 @@ async def test_line_notes_on_a_users_files_go_with_forget(
         await rig.deliver(postback_event("forget:yes", reply_token=rig.token()))
         rows = await every_row(rig.store)
         assert traces_of(rows, USER_ID, "marmalade-zebra") == []
+
+
+async def test_forget_takes_a_members_notes_out_of_a_line_groups_and_keeps_the_others(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    other, other_file = "U" + "b" * 32, "quarterly-figures.pdf"
+    async with line_rig(make_settings, fake_llm) as rig:
+        for user, name in ((USER_ID, FILE_NAME), (other, other_file)):
+            report = pdf("The plan.")
+            event = sent(rig, {"type": "file", "fileName": name, "fileSize": len(report)}, report)
+            event["source"] = {"type": "group", "groupId": GROUP_ID, "userId": user}
+            event["replyToken"] = rig.token(GROUP_ID)
+            await rig.deliver(event)
+        key = f"line:media:{GROUP_ID}"
+        note = await rig.store.get_meta(key)
+        assert note is not None and FILE_NAME in note and other_file in note
+        await rig.deliver(text_event("/forget", reply_token=rig.token()))
+        await rig.deliver(postback_event("forget:yes", reply_token=rig.token()))
+        rows = await every_row(rig.store)
+        assert traces_of(rows, USER_ID, "marmalade-zebra") == []
+        # The other member's file can still be quoted: their note is kept, and named theirs.
+        [kept] = json.loads(await rig.store.get_meta(key) or "[]")
+        assert (kept["fileName"], kept["from"]) == (other_file, other)
 
 
 async def test_retention_takes_line_notes_and_languages_of_users_with_nothing_left(

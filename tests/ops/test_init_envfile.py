@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -86,3 +87,19 @@ def test_a_symlinked_env_file_is_written_where_it_points(tmp_path: Path) -> None
     assert link.is_symlink() and read_values(target)["SKILLGATE_ADMIN_TOKEN"] == "t"
     write_private(link, "LLM_MODEL=n\n")
     assert link.is_symlink() and target.read_text() == "LLM_MODEL=n\n"
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_a_kept_symlinks_file_keeps_its_own_mode_not_the_links(tmp_path: Path, mode: int) -> None:
+    # A link's own mode (what `lstat` reads) is 0777: read there, 0777 & 0640 would make a
+    # private file group-readable. The mode is read from the file the link points to.
+    target = tmp_path / "etc" / "skillgate.env"
+    target.parent.mkdir()
+    target.write_text("LLM_MODEL=m\n")
+    target.chmod(mode)
+    link = tmp_path / ".env"
+    link.symlink_to(target)
+    assert stat.S_IMODE(os.lstat(link).st_mode) == 0o777
+    set_values(link, {"SKILLGATE_ADMIN_TOKEN": "t"}, "new")
+    assert link.is_symlink()
+    assert stat.S_IMODE(os.stat(target).st_mode) == mode

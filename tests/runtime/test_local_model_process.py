@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 import time
 import urllib.request
@@ -17,8 +18,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import build_app
 from gateway.config import AlertSettings, Settings
+from gateway.errors import ConfigError
 from gateway.runtime.alerts import MODEL_DOWN, AlertWatcher, looker
-from gateway.runtime.local_model import ModelProcess
+from gateway.runtime.local_model import ModelProcess, listens
 from gateway.store import SqliteStore
 from tests.runtime.test_alerts import Clock, Told
 from tests.serve_process import free_port
@@ -135,3 +137,33 @@ async def test_a_given_up_model_process_is_the_alerts_error_with_its_fix(
         await watcher.stop()
     assert told.messages == [MODEL_DOWN]
     assert told.said[0][1]["error"] == GivenUp.gave_up.rstrip(".")
+
+
+def test_a_process_that_took_the_models_port_first_is_never_taken_for_the_model(
+    tmp_path: Path,
+) -> None:
+    # The third hostile review: a local process bound the child's port before the model
+    # loaded, answered /health, and was sent the users' messages (docs/SECURITY.md, T7).
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    squatter = subprocess.Popen([sys.executable, FAKE, str(port)], stdin=subprocess.PIPE)
+    try:
+        until(lambda: _answers(base))
+        command = [sys.executable, FAKE, str(port), str(tmp_path / "die")]
+        process = ModelProcess(command, base, "fake model server", timeout=30)
+        with pytest.raises(ConfigError, match=f"another process answered .* port {port}"):
+            process.start()
+        assert process.proc is not None and process.proc.poll() is not None
+        assert listens(squatter.pid, port)
+    finally:
+        assert squatter.stdin is not None
+        squatter.stdin.close()
+        squatter.wait(timeout=10)
+
+
+def _answers(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=1):
+            return True
+    except OSError:
+        return False

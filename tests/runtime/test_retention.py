@@ -4,15 +4,18 @@ and the console says which source sessions were deleted, and why."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 
 from gateway.config import Settings
 from gateway.conversation.privacy import forget
 from gateway.core.records import Trace
+from gateway.review.proposals import Candidate
 from gateway.runtime.retention import purge_old
 from gateway.store import SqliteStore, Store
 from gateway.store.conversations import remember_name
+from gateway.store.privacy import RETAINED_TEXT
 from gateway.store.sql import Conn
 from tests.console_support import sign_in
 from tests.conversation.test_forget import every_row, traces_of
@@ -155,6 +158,9 @@ async def test_retention_leaves_no_name_opt_in_persona_or_tool_question_of_a_use
         expires_at=old + 60,
         now=old,
     )
+    await any_store.choose_voice("telegram", "4711", "on", old)
+    await any_store.set_user_timezone("telegram", "4711", "Asia/Tokyo", old)
+    await any_store.choose_language("telegram", "4711", "ja", "4711", old)
     kept = await private_chat(any_store, "2", now - DAY, "a recent question")
     await any_store._run(
         lambda c: remember_name(c, "telegram", "2", "Recent", now - DAY), transaction=True
@@ -167,3 +173,42 @@ async def test_retention_leaves_no_name_opt_in_persona_or_tool_question_of_a_use
     assert await any_store.get_session(kept) is not None
     assert await any_store.get_chat_persona("telegram", "2") == "be brief"
     assert [r["name"] for r in rows["user_names"]] == ["Recent"]
+    assert rows["user_voices"] == rows["user_timezones"] == rows["chat_languages"] == []
+
+
+async def test_retention_takes_the_words_of_proposals_decided_before_its_cutoff(
+    any_store: Store,
+) -> None:
+    # The third hostile review: retention never removed proposals (docs/SECURITY.md, T5).
+    now = time.time()
+    old = now - 40 * DAY
+    words = "zebra marmalade"
+    made = {}
+    for name, status in (("old-no", "rejected"), ("old-stale", "stale"), ("new-no", "rejected")):
+        p = await any_store.add_proposal(
+            Candidate(
+                kind="create",
+                name=name,
+                description=f"Mention {words} ({name}).",
+                content=f"# {name}\n\nAlways mention {words}.",
+                content_hash=f"hash-{name}",
+                rationale=f"A user asked about {words}.",
+                generated_at=old,
+            ),
+            None,
+        )
+        at = now - DAY if name.startswith("new") else old
+        moved = await any_store.transition(
+            p.id, from_status="pending", to_status=status, by="telegram:1", at=at
+        )
+        assert moved is not None
+        made[name] = p.id
+
+    await purge_old(any_store, 30, now)
+    rows = {r["name"]: r for r in (await every_row(any_store))["proposals"]}
+    for name in ("old-no", "old-stale"):
+        row = rows[name]
+        assert words not in json.dumps(row, ensure_ascii=False, default=str)
+        assert row["description"] == row["content"] == RETAINED_TEXT
+        assert row["status"] in ("rejected", "stale") and row["decided_by"] == "telegram:1"
+    assert words in rows["new-no"]["description"]  # decided within the period: kept

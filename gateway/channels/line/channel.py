@@ -345,7 +345,7 @@ class LineSession:
         """A text quoting an image, audio or file asks about it; media is remembered for that."""
         meta, chat_id = self.ports.deliveries, message.chat.chat_id
         if message.media is not None:
-            await quotes.remember(meta, chat_id, raw)
+            await quotes.remember(meta, chat_id, raw, message.chat.user_id)
             return message
         if message.command is not None or not message.text:
             return message
