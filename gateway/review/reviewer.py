@@ -453,7 +453,7 @@ class Reviewer:
                 f" its files stay in {p.slug}/ and a rollback enables it again.\n"
             )
         proposed = await self.proposed_text(p)
-        return "".join(
+        out = "".join(
             difflib.unified_diff(
                 (self.staging.live_text(p.slug) or "").splitlines(keepends=True),
                 proposed.splitlines(keepends=True),
@@ -461,6 +461,17 @@ class Reviewer:
                 tofile=f"{p.slug}/{PROPOSED_FILE}",
             )
         )
+        beside = self.library.files_beside(p.slug) if p.files else {}
+        for path, text in p.files.items():  # an imported skill's files: shown, never run
+            out += "".join(
+                difflib.unified_diff(
+                    beside.get(path, "").splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=f"{p.slug}/{path}",
+                    tofile=f"{p.slug}/{path} (proposed)",
+                )
+            )
+        return out
 
     async def _decided(
         self, outcome: Outcome, p: Proposal, change: Change | None = None
