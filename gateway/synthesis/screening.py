@@ -1,7 +1,7 @@
 """Every rule a proposal must pass, in code, before anything is staged.
 
-A proposal that breaks a rule (name, description, size, secrets, the shape of a prompt
-injection) is refused; one
+A proposal that breaks a rule (name, description, size, secrets; for an imported skill, the
+shape of a prompt injection) is refused; one
 that repeats a rejection, a pending proposal or a live skill (under any name) is
 suppressed, with what it matched and how (see `sameness`).
 Neither reaches the disk. Sources are reduced to sessions the model was shown,
@@ -149,7 +149,10 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
     found = find_secret((*texts, *files, *files.values()), ctx.secrets)
     if found:
         return Dropped(label, f"refused: it contains {found}", suppressed=False)
-    shape = find_injection((*texts, *files, *files.values()))
+    # A skill from elsewhere was written for some other agent, by anyone: its text is held to
+    # the shapes of an injection. A learned draft is the model's own words from fenced
+    # evidence, reviewed as they are (docs/IMPORT.md).
+    shape = find_injection((*texts, *files, *files.values())) if imported is not None else None
     if shape is not None:
         return Dropped(label, f"refused: it holds {shape}", suppressed=False)
     try:
