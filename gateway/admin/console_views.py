@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from gateway.admin.console import decider, page, refuse
+from gateway.admin.console import decider, page, refuse, uploaded_form
 from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
 from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
@@ -283,12 +283,13 @@ async def switch(request: web.Request) -> web.StreamResponse:
 
 async def import_skill(request: web.Request) -> web.StreamResponse:
     """An uploaded SKILL.md or .zip/.skill as a proposal; its page, or why it was refused."""
-    form = await request.post()
-    upload = form.get("file")
-    if not isinstance(upload, web.FileField):
+    try:
+        upload = (await uploaded_form(request)).get("file")
+    except ValueError:
+        upload = None
+    if not isinstance(upload, tuple) or not upload[1]:
         return await refuse(request, 400, "Not imported", "Choose a SKILL.md or a .zip to upload.")
-    data = upload.file.read()
-    name = (upload.filename or "upload")[:200]
+    name, data = (upload[0] or "upload")[:200], upload[1]
     try:
         done = await request.config_dict[TRANSFER].import_bytes(
             data, name, f"console ({decider(request)})"
