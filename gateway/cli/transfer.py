@@ -38,10 +38,11 @@ async def run_import(settings: Settings, source: str, decider: str) -> int:
         assert parts.transfer is not None
         async with chat_cards(parts):  # the card reaches the admins' chats now
             try:
+                via = f"CLI ({decider.removeprefix('cli:')})"
                 if source.startswith(("https://", "http://")):
-                    done = await parts.transfer.import_url(source, f"CLI ({decider})")
+                    done = await parts.transfer.import_url(source, via)
                 else:
-                    done = await parts.transfer.import_path(Path(source), f"CLI ({decider})")
+                    done = await parts.transfer.import_path(Path(source), via)
             except SkillError as exc:
                 print(f"skillgate: {source} was not imported: {exc}", file=sys.stderr)
                 return 1
