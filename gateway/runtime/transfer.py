@@ -63,6 +63,8 @@ class Imported:
         """Why nothing was proposed (None: a proposal waits for review)."""
         if self.summary.proposed:
             return None
+        if self.summary.status == "busy":
+            return self.summary.error
         dropped = [*self.summary.refused, *self.summary.suppressed]
         return dropped[0].reason if dropped else "nothing was proposed"
 
@@ -81,6 +83,17 @@ def shown_address(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+MAX_ORIGIN = 300
+"""Characters of an origin as cards show it."""
+
+
+def origin_of(via: str, name: str) -> str:
+    """`CLI (alice): metric-recipes.zip`, clipped; line breaks and controls become spaces."""
+    text = f"{via}: {name}"
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return text if len(text) <= MAX_ORIGIN else text[: MAX_ORIGIN - 1] + "…"
 
 
 def bounds_of(settings: Settings) -> Bounds:
@@ -106,7 +119,7 @@ class SkillTransfer:
         """A folder, a SKILL.md or a .zip/.skill on this machine."""
         if not path.exists():
             raise ImportRefused(f"{path} does not exist")
-        return await self._take(read_folder(path, self.bounds, f"{via}: {path.name}"))
+        return await self._take(read_folder(path, self.bounds, origin_of(via, path.name)))
 
     async def import_url(self, url: str, via: str) -> Imported:
         """A SKILL.md or an archive at an http(s) address, fetched as web_fetch fetches."""
@@ -119,7 +132,7 @@ class SkillTransfer:
 
     async def import_bytes(self, data: bytes, name: str, via: str) -> Imported:
         """An uploaded or fetched file: an archive when it is one, else a SKILL.md."""
-        origin = f"{via}: {name}"
+        origin = origin_of(via, name)
         if data[:4] == b"PK\x03\x04" or name.lower().endswith(ARCHIVE_SUFFIXES):
             bundle = read_archive(data, self.bounds, origin)
         else:

@@ -145,7 +145,15 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
     label = safe_label(draft.name, ctx.secrets)
     imported = draft if isinstance(draft, ImportedDraft) else None
     files = imported.files if imported is not None else {}
-    texts = (draft.name, draft.target or "", draft.description, draft.content, draft.rationale)
+    texts: tuple[str, ...] = (
+        draft.name,
+        draft.target or "",
+        draft.description,
+        draft.content,
+        draft.rationale,
+    )
+    if imported is not None:  # its origin is shown on the cards too
+        texts = (*texts, imported.origin)
     found = find_secret((*texts, *files, *files.values()), ctx.secrets)
     if found:
         return Dropped(label, f"refused: it contains {found}", suppressed=False)

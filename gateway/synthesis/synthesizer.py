@@ -550,19 +550,30 @@ class Synthesizer:
         carded, or dropped with its reason. Where the judge cannot answer, a person decides:
         the card names the nearest known claims. Nothing is consumed and no run is recorded;
         the judge's tokens count as learning spend on the next pass."""
-        summary = RunSummary(status="ok", trigger="import")
-        ctx = await self._context((), None)
-        await consider(
-            draft,
-            ctx,
-            self.reviewer,
-            summary,
-            run_id=None,
-            max_proposals=max(1, self.config.max_proposals),
-            secrets=self.config.secrets,
-            last_try=True,
-        )
-        return summary
+        # The pass's lock: no pass or other import checks the same names while this one
+        # stages, in this process or another (a staged file is one per skill).
+        holder = new_holder()
+        if not await self.store.acquire_lock(
+            LOCK_NAME, holder, self.clock(), self.config.lease_seconds
+        ):
+            busy = "a synthesis pass or another import is running: try again once it ends"
+            return RunSummary(status="busy", trigger="import", error=busy)
+        try:
+            summary = RunSummary(status="ok", trigger="import")
+            ctx = await self._context((), None)
+            await consider(
+                draft,
+                ctx,
+                self.reviewer,
+                summary,
+                run_id=None,
+                max_proposals=max(1, self.config.max_proposals),
+                secrets=self.config.secrets,
+                last_try=True,
+            )
+            return summary
+        finally:
+            await self.store.release_lock(LOCK_NAME, holder)
 
     async def _context(
         self,

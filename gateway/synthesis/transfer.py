@@ -122,7 +122,14 @@ def read_archive(data: bytes, bounds: Bounds, origin: str) -> Bundle:
             try:
                 with archive.open(info) as member:
                     body = member.read(room + 1)  # bounded while unpacked, whatever it claims
-            except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError) as exc:
+            except (
+                zipfile.BadZipFile,
+                ValueError,
+                OSError,
+                EOFError,
+                NotImplementedError,
+                RuntimeError,  # an encrypted entry
+            ) as exc:
                 raise ImportRefused(f"{info.filename} cannot be unpacked ({exc})") from exc
             total += len(body)
             if total > bounds.unpacked_bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
+import time
 import zipfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from gateway.cli import transfer as cli_transfer
 from gateway.config import Settings
 from gateway.runtime.transfer import ImportRefused, SkillTransfer
 from gateway.skills.library import SKILL_FILE, parse_skill
+from gateway.synthesis.lock import LOCK_NAME
 from gateway.tools.web import PublicResolver
 from tests.cards_support import (
     ALICE,
@@ -502,3 +504,35 @@ async def test_the_console_uploads_an_import_and_downloads_the_approved_skill(
         assert exported.body == BODY.strip() and exported.metadata["approved_by"] == "web"
         resp = await rig.client.get("/admin/skills/writing-for-chat/export")
         assert resp.status == 409
+
+
+async def test_an_import_waits_for_no_pass_and_never_shows_a_secret_in_its_origin(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    archive = zipped({"SKILL.md": skill_md()})
+    async with rigged(make_settings, fake_llm) as rig:
+        store = rig.parts.store
+        # A pass (here: its lock) is running: the import says so and stages nothing.
+        assert await store.acquire_lock(LOCK_NAME, "another-pass", time.time(), 900)
+        resp = await rig.client.post(
+            "/admin/api/skills/import?name=m.zip", data=archive, headers=AUTH
+        )
+        body = await resp.json()
+        assert (
+            resp.status == 422
+            and "a synthesis pass or another import is running" in (body["error"])
+        )
+        await store.release_lock(LOCK_NAME, "another-pass")
+        assert await pending_count(rig) == 0
+        # A file name carrying a key would reach every card: refused.
+        resp = await rig.client.post(
+            "/admin/api/skills/import?name=AKIAIOSFODNN7EXAMPLE.zip", data=archive, headers=AUTH
+        )
+        body = await resp.json()
+        assert resp.status == 422 and "a credential (AWS Access Key)" in body["error"]
+        assert "AKIAIOSFODNN7EXAMPLE" not in body["error"]
+        assert await pending_count(rig) == 0
+        resp = await rig.client.post(
+            "/admin/api/skills/import?name=m.zip", data=archive, headers=AUTH
+        )
+        assert resp.status == 201
