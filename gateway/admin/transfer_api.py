@@ -15,7 +15,7 @@ from gateway.admin.auth import API_ADMIN
 from gateway.admin.console_auth import decider
 from gateway.errors import SkillError, SkillNotFound
 from gateway.runtime.keys import TRANSFER
-from gateway.runtime.transfer import Imported, ImportRefused, NotApproved
+from gateway.runtime.transfer import Imported, NotApproved
 from gateway.skills.library import SLUG_RE
 from gateway.web import jsonlimits
 
@@ -54,9 +54,7 @@ async def import_skill(request: web.Request) -> web.Response:
                 return web.json_response({"error": "the body is empty"}, status=400)
             name = request.query.get("name", "upload")[:200]
             done = await transfer.import_bytes(raw, name, via(request, "API"))
-    except ImportRefused as exc:
-        return web.json_response({"error": f"not imported: {exc}"}, status=422)
-    except SkillError as exc:
+    except SkillError as exc:  # ImportRefused and the library's own refusals
         return web.json_response({"error": f"not imported: {exc}"}, status=422)
     return imported_json(done)
 
