@@ -38,8 +38,10 @@ from gateway.synthesis.answer import ImportedDraft
 MAX_FILES = 32
 """The most files a skill may carry beside its SKILL.md (an archive's entries count)."""
 ARCHIVE_SUFFIXES = (".zip", ".skill")
-EXPORT_KEYS = ("source", "origin", "approved_by", "approved_at", "based_on", "proposal")
-"""The provenance an export keeps in the front matter's metadata."""
+EXPORT_KEYS = ("source", "origin", "approved_by", "approved_at", "based_on")
+"""The provenance an export keeps in the front matter's metadata. Not the proposal's number:
+it means another proposal in another install, whose start-up repair would take a file
+carrying it for that proposal's own promotion."""
 
 
 class ImportRefused(SkillError):
@@ -240,7 +242,6 @@ def export_text(skill: Skill, proposal: Proposal | None, source: str) -> str:
             meta["approved_by"] = proposal.decided_by
             meta["approved_at"] = iso(proposal.decided_at)
         meta["based_on"] = list(proposal.based_on)
-        meta["proposal"] = proposal.id
     else:
         meta.update({k: old[k] for k in EXPORT_KEYS if k in old and k not in meta})
     out = Skill(

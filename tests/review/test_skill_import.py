@@ -392,8 +392,8 @@ async def test_export_then_import_round_trips_byte_for_byte(
         "approved_by": "web",
         "approved_at": exported.metadata["approved_at"],
         "based_on": [],
-        "proposal": done.proposal_id,
     }
+    assert "proposal:" not in (out / "metric-recipes" / SKILL_FILE).read_text()
     with zipfile.ZipFile(io.BytesIO(downloaded)) as archive:
         assert (
             archive.read("metric-recipes/SKILL.md").decode()
