@@ -42,6 +42,7 @@ from gateway.runtime.keys import (
     SYNTHESIZER,
     TASKS,
     TOOLS,
+    TRANSFER,
 )
 from gateway.runtime.metrics import METRICS, Metrics
 from gateway.runtime.model_check import look_at_start
@@ -205,6 +206,8 @@ def build_app(
         app[REVIEW], app[SYNTHESIZER], app[CATALOG] = parts.review, parts.synthesizer, parts.catalog
         app[TOOLS] = parts.tools
         app[LINKS] = parts.links
+        assert parts.transfer is not None
+        app[TRANSFER] = parts.transfer
         started: list[Channel] = []
         schedule: SynthesisSchedule | None = None
         retention: RetentionSchedule | None = None

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.admin import proposals_api
+from gateway.admin import proposals_api, transfer_api
 from gateway.admin.auth import API_ADMIN, Handler, bearer_admin, unauthorized
 from gateway.admin.console_usage import channel_names, user_ref
 from gateway.admin.params import int_param
@@ -168,4 +168,5 @@ def admin_api() -> web.Application:
     api.router.add_get("/users/{channel}/{user}", export_user)
     api.router.add_delete("/users/{channel}/{user}", forget_user)
     proposals_api.add_routes(api)
+    transfer_api.add_routes(api)
     return api

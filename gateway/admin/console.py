@@ -7,6 +7,8 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import HTTP
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +152,36 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
+UPLOAD: web.RequestKey[dict[str, str | tuple[str, bytes]]] = web.RequestKey("console.upload")
+
+
+async def uploaded_form(request: web.Request) -> dict[str, str | tuple[str, bytes]]:
+    """A multipart form's fields: text, or (file name, bytes) for a file; parsed once.
+
+    Every body is read before the handler (within its deadline and the 1 MiB limit), and
+    aiohttp parses multipart only from the unread stream, so the bytes read are parsed here
+    with the standard library's MIME parser.
+    """
+    if UPLOAD in request:
+        return request[UPLOAD]
+    raw = await request.read()
+    head = f"Content-Type: {request.headers.get('Content-Type', '')}\r\n\r\n".encode("latin-1")
+    message = BytesParser(policy=HTTP).parsebytes(head + raw)
+    if not message.is_multipart():
+        raise ValueError("not a multipart form")
+    fields: dict[str, str | tuple[str, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str) or name in fields:
+            continue
+        payload = part.get_payload(decode=True)
+        data = payload if isinstance(payload, bytes) else b""
+        filename = part.get_filename()
+        fields[name] = (filename, data) if filename is not None else data.decode("utf-8", "replace")
+    request[UPLOAD] = fields
+    return fields
+
+
 async def _guarded(request: web.Request, handler: Handler, route: str | None) -> web.StreamResponse:
     keys = admin_keys(request)
     if not keys:
@@ -173,7 +205,11 @@ async def _guarded(request: web.Request, handler: Handler, route: str | None) ->
     key = keys[admin]
     if posting:
         try:
-            given = (await request.post()).get(auth.CSRF_FIELD)
+            if request.content_type == "multipart/form-data":  # an upload
+                field: object = (await uploaded_form(request)).get(auth.CSRF_FIELD)
+            else:
+                field = (await request.post()).get(auth.CSRF_FIELD)
+            given = field if isinstance(field, str) else None
         except ValueError:
             given = None
         if not isinstance(given, str) or not auth.csrf_ok(key, session, given):

@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from gateway.admin.console import decider, page, refuse
+from gateway.admin.console import decider, page, refuse, uploaded_form
 from gateway.admin.console_diff import side_by_side
 from gateway.admin.params import positive
 from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
@@ -14,7 +14,7 @@ from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_becaus
 from gateway.review.cards import tool_line, tool_warnings, warning_of
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
-from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
+from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER, TRANSFER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.store.proposals import ProposalQueries
 
@@ -281,6 +281,44 @@ async def switch(request: web.Request) -> web.StreamResponse:
     raise web.HTTPSeeOther(f"/admin/skills/{slug}?outcome={'enabled' if enabled else 'disabled'}")
 
 
+async def import_skill(request: web.Request) -> web.StreamResponse:
+    """An uploaded SKILL.md or .zip/.skill as a proposal; its page, or why it was refused."""
+    try:
+        upload = (await uploaded_form(request)).get("file")
+    except ValueError:
+        upload = None
+    if not isinstance(upload, tuple) or not upload[1]:
+        return await refuse(request, 400, "Not imported", "Choose a SKILL.md or a .zip to upload.")
+    name, data = (upload[0] or "upload")[:200], upload[1]
+    try:
+        done = await request.config_dict[TRANSFER].import_bytes(
+            data, name, f"console ({decider(request)})"
+        )
+    except SkillError as exc:
+        return await refuse(request, 422, "Not imported", f"{name}: {exc}")
+    if done.proposal_id is None:
+        return await refuse(request, 422, "Not imported", f"{name}: {done.refusal}")
+    raise web.HTTPSeeOther(f"/admin/proposals/{done.proposal_id}")
+
+
+async def export_skill(request: web.Request) -> web.StreamResponse:
+    """An approved skill as a .zip of its folder, to carry to another install."""
+    slug = request.match_info["slug"]
+    if not SLUG_RE.match(slug):
+        raise web.HTTPNotFound()
+    try:
+        data = await request.config_dict[TRANSFER].export_zip(slug)
+    except SkillNotFound:
+        raise web.HTTPNotFound() from None
+    except SkillError as exc:
+        return await refuse(request, 409, "Not exported", str(exc))
+    return web.Response(
+        body=data,
+        content_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{slug}.zip"'},
+    )
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/proposals", proposals)
     app.router.add_get("/proposals/{id}", proposal)
@@ -289,5 +327,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/proposals/{id}/rollback", rollback)
     app.router.add_post("/proposals/{id}/reopen", reopen)
     app.router.add_get("/skills", skills)
+    app.router.add_post("/skills/import", import_skill)
+    app.router.add_get("/skills/{slug}/export", export_skill)
     app.router.add_get("/skills/{slug}", skill)
     app.router.add_post("/skills/{slug}/{action:disable|enable}", switch)

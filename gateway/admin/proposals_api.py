@@ -61,8 +61,11 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
         "reopened": iso(p.reopened_at),
         "reopen_reason": p.reopen_reason,
         "possibly_same": p.possibly_same,
+        "origin": p.origin,
+        "files": sorted(p.files),
     }
     if full:
+        out["files"] = p.files
         out["content"] = p.content
         out["content_hash"] = p.content_hash
         out["base_hash"] = p.base_hash

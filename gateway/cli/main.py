@@ -140,11 +140,24 @@ def cmd_proposals(args: argparse.Namespace) -> int:
 
 
 def cmd_skills(args: argparse.Namespace) -> int:
-    """List the registered skills, or disable or enable one by hand (recorded with who and why)."""
+    """List the registered skills, disable or enable one by hand (recorded with who and why),
+    import one from elsewhere as a proposal, or export those the admins approved."""
     from gateway.cli import review as cli_review
 
     settings = settings_of(args)
     start_logging(settings)
+    if args.action == "import":
+        from gateway.cli import transfer
+
+        return asyncio.run(transfer.run_import(settings, args.source, cli_decider()))
+    if args.action == "export":
+        from gateway.cli import transfer
+
+        if bool(args.all) == bool(args.name):
+            print("skillgate skills export: give NAME or --all, then DIR", file=sys.stderr)
+            return 2
+        names = [args.name] if args.name else []
+        return asyncio.run(transfer.run_export(settings, names, args.all, Path(args.dir)))
     if args.action in ("disable", "enable"):
         enabled = args.action == "enable"
         return asyncio.run(
@@ -248,6 +261,17 @@ def _add_skills(skills: argparse.ArgumentParser) -> None:
         switch = actions.add_parser(action, help=f"{what} a skill by hand; its files stay")
         switch.add_argument("name", help="the skill's name (its folder)")
         switch.add_argument("--reason", metavar="TEXT", help="why; kept with the switch")
+    take = actions.add_parser(
+        "import",
+        help="a skill from elsewhere as a proposal, reviewed like a learned one",
+    )
+    take.add_argument(
+        "source", metavar="PATH|URL", help="a skill folder, a SKILL.md, a .zip/.skill, an address"
+    )
+    out = actions.add_parser("export", help="write skills the admins approved as skill folders")
+    out.add_argument("name", nargs="?", metavar="NAME", help="one skill (or --all)")
+    out.add_argument("--all", action="store_true", help="every skill an admin approved")
+    out.add_argument("dir", metavar="DIR", help="the folder to write each skill's folder in")
 
 
 def cmd_usage(args: argparse.Namespace) -> int:

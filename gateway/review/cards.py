@@ -58,6 +58,11 @@ ROLLED_BACK = N_("↩️ Rolled back by {who} at {at}")
 ROLLED_BACK_BECAUSE = N_("↩️ Rolled back by {who} at {at}: {reason}")
 WAITING = N_("⏳ Waiting for review")
 TOOLS = N_("Tools")
+IMPORTED_FROM = N_("📥 Imported from")
+FILES = N_("Files beside it")
+# TRANSLATORS: a file an imported skill carries: "scripts/run.sh (120 bytes)".
+FILE_LINE = N_("{path} ({size} bytes)")
+NEVER_RUN = N_("shown in the diff, never run by the gateway")
 REPEAT_CHECK = N_("⚠️ A repeat?")
 POSSIBLY_SAME = N_(
     "possibly the same as {known}; the model cannot judge this — decide yourself"
@@ -239,7 +244,16 @@ class Card:
         facts.append((t(DESCRIPTION), p.description))
         if p.rationale.strip():
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
-        facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if p.origin is not None:  # from elsewhere: no evidence of this gateway's own
+            facts.append((t(IMPORTED_FROM), p.origin))
+        else:
+            facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if p.files:
+            files = t(LIST_SEPARATOR).join(
+                t(FILE_LINE, path=path, size=len(text.encode("utf-8")))
+                for path, text in p.files.items()
+            )
+            facts.append((t(FILES), f"{files}; {t(NEVER_RUN)}"))
         if p.possibly_same:
             nearest = t(LIST_SEPARATOR).join(p.possibly_same)
             facts.append(
@@ -480,8 +494,13 @@ async def base_of(p: Proposal, review: CardReview, source: ReplacedVersions) -> 
 
 
 def diff_from(p: Proposal, base: Base, *, context: int = COMPACT_CONTEXT) -> str:
-    """The proposal against `base`, without file headers (the card names the skill)."""
+    """The proposal against `base`, without file headers (the card names the skill); an
+    imported skill's files beside it follow, each under its path, whole."""
     after = _reviewable(p.description, p.content, p.allowed_tools)
+    for path, text in p.files.items():
+        after += [f"\n=== {path} ===\n", *text.splitlines(keepends=True)]
+        if after[-1] and not after[-1].endswith("\n"):
+            after[-1] += "\n"
     lines = difflib.unified_diff(
         base.lines, after, fromfile=f"{p.slug}/{SKILL_FILE}", tofile=f"proposal #{p.id}", n=context
     )

@@ -43,6 +43,12 @@ class Candidate(Claim):
     possibly_same: list[str] = Field(default_factory=list)
     """The nearest known claims (`rejected #4 verify-identity`), most like first, when the
     same-claim judge could not judge this one: the reviewer decides whether it repeats one."""
+    origin: str | None = None
+    """Where an imported skill came from (an address, a file name, who imported it); None for
+    what the gateway learned itself. An imported proposal always waits for an admin."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """An imported skill's text files beside its SKILL.md, by path inside its folder: shown on
+    the card, written beside the skill on approval, never run by the gateway."""
 
     @property
     def slug(self) -> str:

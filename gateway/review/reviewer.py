@@ -105,8 +105,8 @@ class Reviewer:
 
     def needs_review(self, proposal: Proposal, live: LiveSkill | None) -> bool:
         """Approval off lets automation change (or retire) only what automation wrote."""
-        if self.settings.require_approval:
-            return True
+        if self.settings.require_approval or proposal.origin is not None:
+            return True  # a skill from elsewhere is never live before an admin approves it
         return proposal.kind != "create" and (live is None or live.source != "auto")
 
     async def submit(self, candidate: Candidate, run_id: int | None = None) -> Proposal:
@@ -203,6 +203,8 @@ class Reviewer:
             return await self._retire(p, live, record, now)
         source = _source(p, live)
         text = render_proposal(p, live.skill if live else None, source)
+        for path, content in p.files.items():  # written, never run; the skill text last
+            self.library.write_file(p.slug, path, content)
         self.staging.promote(p.slug, text)
         replaced = (live.text, content_hash(live.text)) if live is not None else None
         skill = await self.register(p, text, source, p.status, now, record, replaced=replaced)
@@ -451,7 +453,7 @@ class Reviewer:
                 f" its files stay in {p.slug}/ and a rollback enables it again.\n"
             )
         proposed = await self.proposed_text(p)
-        return "".join(
+        out = "".join(
             difflib.unified_diff(
                 (self.staging.live_text(p.slug) or "").splitlines(keepends=True),
                 proposed.splitlines(keepends=True),
@@ -459,6 +461,17 @@ class Reviewer:
                 tofile=f"{p.slug}/{PROPOSED_FILE}",
             )
         )
+        beside = self.library.files_beside(p.slug) if p.files else {}
+        for path, text in p.files.items():  # an imported skill's files: shown, never run
+            out += "".join(
+                difflib.unified_diff(
+                    beside.get(path, "").splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=f"{p.slug}/{path}",
+                    tofile=f"{p.slug}/{path} (proposed)",
+                )
+            )
+        return out
 
     async def _decided(
         self, outcome: Outcome, p: Proposal, change: Change | None = None
@@ -469,7 +482,10 @@ class Reviewer:
 
 
 def _source(p: Proposal, live: LiveSkill | None) -> str:
-    """Automation's own skills are `auto`; an update keeps its target's source."""
+    """Automation's own skills are `auto`, skills from elsewhere `imported`; an update the
+    gateway learned keeps its target's source."""
+    if p.origin is not None:
+        return "imported"
     return live.source if (p.kind == "update" and live is not None) else "auto"
 
 

@@ -17,7 +17,7 @@ from gateway.review.proposals import PROPOSED_FILE, Proposal
 from gateway.skills.library import SKILL_FILE, Skill, SkillLibrary, render_skill
 
 # Our provenance keys; a live skill's other metadata is kept as it is.
-PROVENANCE_KEYS = ("proposal", "based_on", "model", "generated_at", "review")
+PROVENANCE_KEYS = ("proposal", "based_on", "model", "generated_at", "review", "origin")
 APPROVAL_KEYS = ("approved_by", "approved_at")
 
 
@@ -41,6 +41,9 @@ def render_proposal(p: Proposal, live: Skill | None, source: str) -> str:
         generated_at=iso(p.generated_at),
         review=p.status,
     )
+    if p.origin is not None:  # a skill from elsewhere: no model wrote it, it came from there
+        del meta["model"]
+        meta["origin"] = p.origin
     if p.status in ("approved", "applied"):
         meta.update(approved_by=p.decided_by, approved_at=iso(p.decided_at))
     return render_skill(

@@ -55,6 +55,7 @@ from gateway.runtime.replicas import (
     startup_lock,
 )
 from gateway.runtime.schedule import TaskWorker
+from gateway.runtime.transfer import SkillTransfer
 from gateway.skills.catalog import SkillCatalog, bundled_skills_dir
 from gateway.skills.effect import holdout_state
 from gateway.skills.files import describe_files
@@ -129,6 +130,8 @@ class Parts:
     """Files served by signed link (None: no https SKILLGATE_PUBLIC_URL to serve them at)."""
     health: ModelHealth | None = None
     """The outcomes of the model's recent chat calls (answers and synthesis)."""
+    transfer: SkillTransfer | None = None
+    """Skills imported as proposals and exported once approved (set by `open_parts`)."""
 
 
 def channel_ports(parts: Parts, channel: Channel) -> Ports:
@@ -490,6 +493,7 @@ async def open_parts(
         voicing=voicing,
         links=links,
         health=health,
+        transfer=SkillTransfer(settings, review, synthesizer),
     )
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gateway.review.reviewer import Reviewer
     from gateway.runtime.schedule import TaskWorker
     from gateway.runtime.scheduler import SynthesisSchedule
+    from gateway.runtime.transfer import SkillTransfer
     from gateway.skills.catalog import SkillCatalog
     from gateway.store import Store
     from gateway.synthesis.synthesizer import Synthesizer
@@ -26,6 +27,8 @@ STORE: web.AppKey[Store] = web.AppKey("store")
 REVIEW: web.AppKey[Reviewer] = web.AppKey("review")
 SYNTHESIZER: web.AppKey[Synthesizer] = web.AppKey("synthesizer")
 CATALOG: web.AppKey[SkillCatalog] = web.AppKey("catalog")
+TRANSFER: web.AppKey[SkillTransfer] = web.AppKey("transfer")
+"""Skills imported as proposals, approved ones exported (the admin API and the console)."""
 SCHEDULE: web.AppKey[SynthesisSchedule | None] = web.AppKey("schedule")
 """The synthesis schedule of this process; None when SKILLGATE_SYNTHESIS_INTERVAL_MINUTES is 0."""
 LINKS: web.AppKey[MediaLinks | None] = web.AppKey("links")

@@ -26,9 +26,30 @@ SKILL_FILE = "SKILL.md"
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
-SOURCES = ("bundled", "custom", "auto")
+SOURCES = ("bundled", "custom", "auto", "imported")
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.DOTALL)
+
+
+FILE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}$")
+MAX_DEPTH = 4
+"""Folders a file beside SKILL.md may sit in (`references/api/v2/notes.md` is three)."""
+
+
+def check_relpath(path: str) -> str:
+    """A file's path inside a skill folder, `/`-separated; PathEscape when it could leave the
+    folder (absolute, `..`, a drive, a backslash) or is not a plain name of a plain file."""
+    parts = path.split("/")
+    if (
+        not path
+        or "\\" in path
+        or len(parts) > MAX_DEPTH + 1
+        or any(p in ("", ".", "..") or not FILE_PART.match(p) for p in parts)
+    ):
+        raise PathEscape(f"{path!r} is not a path inside the skill's folder")
+    if path in (SKILL_FILE, f"{SKILL_FILE}.proposed"):
+        raise PathEscape(f"{path!r} is the skill's own file")
+    return path
 
 
 class Skill(BaseModel):
@@ -219,19 +240,54 @@ class SkillLibrary:
             name = os.path.basename(file.path)
             raise InvalidSkill(f"cannot read {file.slug}/{name}: {exc}") from exc
 
+    def file_path(self, slug: str, relpath: str) -> Path:
+        """A file beside a skill's SKILL.md (`scripts/run.sh`), checked to stay in its folder."""
+        folder = self.path_for(slug).parent
+        path = folder.joinpath(*check_relpath(relpath).split("/"))
+        if not path.resolve().is_relative_to(folder.resolve()):
+            raise PathEscape(f"{slug}/{relpath} resolves outside the skill's folder")
+        return path
+
+    def write_file(self, slug: str, relpath: str, text: str) -> Path:
+        """Write a file beside a skill's SKILL.md atomically (its folders made as needed)."""
+        path = self.file_path(slug, relpath)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file_path(slug, relpath)  # a folder may have been a link created meanwhile
+        _write_atomic(path, text)
+        return path
+
+    def files_beside(self, slug: str) -> dict[str, str]:
+        """The text files beside a skill's SKILL.md by path (links and dot files left out)."""
+        folder = self.path_for(slug).parent
+        found: dict[str, str] = {}
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink() or not path.is_file() or rel.startswith(SKILL_FILE):
+                continue
+            try:
+                found[check_relpath(rel)] = path.read_text(encoding="utf-8")
+            except (PathEscape, OSError, UnicodeDecodeError):
+                continue
+        return found
+
     def write_text(self, slug: str, text: str, filename: str = SKILL_FILE) -> Path:
         """Write a skill file atomically (temp file, fsync, os.replace)."""
         path = self.path_for(slug, filename)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path_for(slug, filename)  # the folder may have been a link created meanwhile
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{filename}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_atomic(path, text)
         return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Temp file beside `path`, fsync, os.replace."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

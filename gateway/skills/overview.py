@@ -13,9 +13,14 @@ NOT_MEASURED = N_("not measured yet")
 LINE = N_("• {slug} — {source}, {state}, {status}; {figures}")
 WAITING = N_("; proposal #{id} waiting")
 NO_SKILLS = N_("No skills are registered yet.")
-# TRANSLATORS: where a skill came from: shipped with the gateway, the operator's own, or
-# written by the synthesizer ("auto").
-SOURCES = {"bundled": N_("bundled"), "custom": N_("custom"), "auto": N_("auto")}
+SOURCES = {
+    # TRANSLATORS: where a skill came from: shipped with the gateway, the operator's own,
+    # written by the synthesizer ("auto"), or brought from elsewhere and approved ("imported").
+    "bundled": N_("bundled"),
+    "custom": N_("custom"),
+    "auto": N_("auto"),
+    "imported": N_("imported"),
+}
 """Where a skill came from, as admins read it (another value is shown as it is)."""
 STATUSES = {
     "live": N_("live"),

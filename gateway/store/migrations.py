@@ -914,6 +914,57 @@ _SCHEDULED_TASKS: list[Step] = [
 _LEARNING_BUDGET: list[Step] = ["alter table synthesis_runs add column stopped text"]
 
 
+_SKILLS_INSERT_TRIGGER = """
+create trigger skills_content_since_insert after insert on skills
+begin
+    update skills set content_since = coalesce(new.content_since, new.updated_at)
+    where slug = new.slug;
+end
+"""
+_SKILLS_UPDATE_TRIGGER = """
+create trigger skills_content_since_update after update of content_hash on skills
+when old.content_hash is not new.content_hash
+begin
+    update skills set content_since = new.updated_at where slug = new.slug;
+end
+"""
+# Skills from elsewhere: a proposal says where it came from and carries the text files beside
+# its SKILL.md; an approved one is registered as `imported`. PostgreSQL changes the source
+# check in place; SQLite rebuilds the registry (nothing references it) and its triggers.
+_IMPORTS: list[Step] = [
+    "alter table proposals add column origin text",
+    "alter table proposals add column files text not null default '{{}}'",
+    ByDialect(
+        sqlite=[
+            """
+            create table skills_v63 (
+                slug text primary key,
+                source text not null
+                    check (source in ('bundled', 'custom', 'auto', 'imported')),
+                enabled integer not null default 1,
+                review_status text not null default 'live',
+                content_hash text not null,
+                created_at {time} not null,
+                updated_at {time} not null,
+                content_since {time}
+            )
+            """.format(time="real"),
+            "insert into skills_v63 (slug, source, enabled, review_status, content_hash,"
+            " created_at, updated_at, content_since) select slug, source, enabled,"
+            " review_status, content_hash, created_at, updated_at, content_since from skills",
+            "drop table skills",
+            "alter table skills_v63 rename to skills",
+            _SKILLS_INSERT_TRIGGER,
+            _SKILLS_UPDATE_TRIGGER,
+        ],
+        postgresql=[
+            "alter table skills drop constraint skills_source_check",
+            "alter table skills add constraint skills_source_check"
+            " check (source in ('bundled', 'custom', 'auto', 'imported'))",
+        ],
+    ),
+]
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -994,6 +1045,7 @@ MIGRATIONS: list[Migration] = [
         _LEARNING_BUDGET,
     ),
     (57, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
+    (63, "skills from elsewhere: a proposal's origin and files, the `imported` source", _IMPORTS),
 ]
 
 

@@ -27,7 +27,7 @@ _INSERT_VERSION = insert_sql(
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
     return Proposal.model_validate(
-        decode_json_fields(row, "based_on", "allowed_tools", "possibly_same")
+        decode_json_fields(row, "based_on", "allowed_tools", "possibly_same", "files")
     )
 
 
@@ -46,6 +46,7 @@ class ProposalQueries(QueriesBase):
         row["based_on"] = json.dumps(row["based_on"])
         row["allowed_tools"] = json.dumps(row["allowed_tools"])
         row["possibly_same"] = json.dumps(row["possibly_same"])
+        row["files"] = json.dumps(row["files"])
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),

@@ -52,6 +52,16 @@ class ProposalDraft(BaseModel):
         return None if isinstance(value, str) and not value.strip() else value
 
 
+class ImportedDraft(ProposalDraft):
+    """A skill from elsewhere, read from its SKILL.md: screened like a model's draft.
+
+    Its own class, so no answer of the model can claim an origin or carry files.
+    """
+
+    origin: str
+    files: dict[str, str] = Field(default_factory=dict)
+
+
 class SynthesisAnswer(BaseModel):
     """The whole answer to one batch."""
 

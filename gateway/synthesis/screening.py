@@ -1,6 +1,7 @@
 """Every rule a proposal must pass, in code, before anything is staged.
 
-A proposal that breaks a rule (name, description, size, secrets) is refused; one
+A proposal that breaks a rule (name, description, size, secrets; for an imported skill, the
+shape of a prompt injection) is refused; one
 that repeats a rejection, a pending proposal or a live skill (under any name) is
 suppressed, with what it matched and how (see `sameness`).
 Neither reaches the disk. Sources are reduced to sessions the model was shown,
@@ -10,7 +11,8 @@ and a `create` of an existing name becomes an `update` of it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gateway.core.secrets import find_secret
@@ -22,9 +24,58 @@ from gateway.skills.library import (
     validate_slug,
 )
 from gateway.skills.live import LiveSkill
-from gateway.synthesis.answer import ProposalDraft
+from gateway.synthesis.answer import ImportedDraft, ProposalDraft
 from gateway.synthesis.sameness import Against, Decision, Known, SameClaim, SameClaimConfig
 from gateway.synthesis.similarity import body_hash, change_text
+
+_INJECTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|every\s+)*"
+    r"(?:previous|prior|above|earlier|preceding|system|original|other)\s+"
+    r"(?:instructions?|prompts?|rules?|messages?|directions?|guidelines?)"
+    r"|\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:me\s+)?(?:the\s+|your\s+)*"
+    r"(?:system\s+prompt|hidden\s+(?:instructions?|prompt)|initial\s+instructions?)"
+    r"|\byou\s+are\s+now\s+(?:in\s+)?(?:dan\b|developer\s+mode|jailbroken|unrestricted|"
+    r"free\s+of\s+(?:all\s+)?(?:rules|restrictions))"
+    r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|let)\s+(?:the\s+)?(?:user|admin|operator)s?"
+    r"\s+(?:know\s+)?(?:about|that|what)"
+    r"|<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]|<</?SYS>>"
+    r"|</?\s*(?:system|untrusted-chat[\w-]*)\s*>",
+    re.IGNORECASE,
+)
+"""The shapes of a prompt injection: orders to drop the instructions above, to reveal the
+system prompt or to keep the user in the dark, a jailbreak persona, forged chat-template
+tokens, a forged system or evidence-fence tag."""
+_HIDDEN = {
+    "\u200b": "a zero-width space",
+    "\u200c": "a zero-width non-joiner",
+    "\u200d": "a zero-width joiner",
+    "\u2060": "a word joiner",
+    "\ufeff": "a zero-width no-break space",
+    **{chr(c): "a bidirectional override" for c in range(0x202A, 0x202F)},
+    **{chr(c): "a bidirectional isolate" for c in range(0x2066, 0x206A)},
+}
+"""Characters that hide text from a reviewer's eyes while a model still reads it."""
+
+
+def find_injection(texts: Iterable[str]) -> str | None:
+    """What makes one of `texts` look like a prompt injection, or None.
+
+    Text is read as the model would take it: NFKC-folded, so full-width or styled letters
+    spell the same words; Unicode tag characters (invisible ASCII) count as hidden text.
+    """
+    for text in texts:
+        for ch in text:
+            if ch in _HIDDEN:
+                return f"hidden text ({_HIDDEN[ch]}, U+{ord(ch):04X})"
+            if 0xE0000 <= ord(ch) <= 0xE007F:
+                return f"hidden text (a Unicode tag character, U+{ord(ch):04X})"
+        folded = unicodedata.normalize("NFKC", text)
+        found = _INJECTION.search(folded)
+        if found:
+            shown = " ".join(found.group(0).split())[:60]
+            return f"the shape of a prompt injection ({shown!r})"
+    return None
+
 
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -92,12 +143,26 @@ def safe_label(name: str, secrets: Sequence[str]) -> str:
 def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
     """A candidate ready to stage, or the reason it was dropped."""
     label = safe_label(draft.name, ctx.secrets)
-    found = find_secret(
-        (draft.name, draft.target or "", draft.description, draft.content, draft.rationale),
-        ctx.secrets,
+    imported = draft if isinstance(draft, ImportedDraft) else None
+    files = imported.files if imported is not None else {}
+    texts: tuple[str, ...] = (
+        draft.name,
+        draft.target or "",
+        draft.description,
+        draft.content,
+        draft.rationale,
     )
+    if imported is not None:  # its origin is shown on the cards too
+        texts = (*texts, imported.origin)
+    found = find_secret((*texts, *files, *files.values()), ctx.secrets)
     if found:
         return Dropped(label, f"refused: it contains {found}", suppressed=False)
+    # A skill from elsewhere was written for some other agent, by anyone: its text is held to
+    # the shapes of an injection. A learned draft is the model's own words from fenced
+    # evidence, reviewed as they are (docs/IMPORT.md).
+    shape = find_injection((*texts, *files, *files.values())) if imported is not None else None
+    if shape is not None:
+        return Dropped(label, f"refused: it holds {shape}", suppressed=False)
     try:
         name = validate_slug(draft.name.strip())
         target = validate_slug(draft.target.strip()) if draft.target else None
@@ -148,6 +213,8 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         model=ctx.model,
         generated_at=ctx.now,
         allowed_tools=tools,
+        origin=imported.origin if imported is not None else None,
+        files=dict(files),
     )
     return _unchanged(candidate, live) or candidate
 

@@ -29,7 +29,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
 
 from gateway.config import SynthesisSettings
 from gateway.core.embeddings import Embedder
@@ -57,6 +56,7 @@ from gateway.synthesis.budget import Budget, fit
 from gateway.synthesis.calibration import Calibration, Calibrator, judge_line
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.held import HELD_TRIES, HeldDraft, held_drafts, hold, keep_held, next_try
+from gateway.synthesis.intake import Outcome, consider
 from gateway.synthesis.judge import SAME_CLAIM
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.meter import MeteredLLM
@@ -66,26 +66,18 @@ from gateway.synthesis.retire import propose_retirements
 from gateway.synthesis.runs import RunDropped, RunRecord
 from gateway.synthesis.sameness import Known, SameClaim, SameClaimConfig
 from gateway.synthesis.screening import (
-    Dropped,
     ScreenContext,
     live_claim,
-    repeat_of,
-    safe_label,
-    screen,
-    sources,
 )
 from gateway.synthesis.summary import (
     BatchReport,
-    DroppedBrief,
     HeldBrief,
     Progress,
     ProposalBrief,
     RunSummary,
     brief,
-    check_brief,
     drafted,
     dropped_brief,
-    rejected_repeat,
     report,
 )
 
@@ -539,50 +531,49 @@ class Synthesizer:
         summary: RunSummary,
         *,
         last_try: bool = False,
-    ) -> tuple[Literal["acted", "refused", "held", "later"], list[int]]:
-        """Screen, check and submit one draft; what came of it, and the sessions it is based on.
+    ) -> tuple[Outcome, list[int]]:
+        """One draft of this pass through `intake.consider` (see there)."""
+        return await consider(
+            draft,
+            ctx,
+            self.reviewer,
+            summary,
+            run_id=run.id,
+            max_proposals=self.config.max_proposals,
+            secrets=self.config.secrets,
+            last_try=last_try,
+        )
 
-        Past the per-pass limit a draft is still screened and checked, so a repeat is
-        recorded as one; a new claim is then left for a later pass (`later`). On its
-        `last_try` a candidate whose question has no answer again goes to a person.
-        """
-        result = screen(draft, ctx)
-        if isinstance(result, Dropped):
-            noted = dropped_brief(result)
-            (summary.suppressed if result.suppressed else summary.refused).append(noted)
-            # "No change to the live skill" is suppressed: the evidence has its skill.
-            outcome: Literal["acted", "refused"] = "acted" if result.suppressed else "refused"
-            return outcome, sources(draft.based_on, ctx.shown)
-        repeat, decision = await repeat_of(result, ctx)
-        if decision is not None:
-            summary.checks.append(check_brief(result.name, decision))
-            if decision.outcome == "held" and last_try:
-                check = summary.checks[-1]
-                check.decision = "undecided"
-                check.reason = (
-                    f"no usable answer after {HELD_TRIES} questions ({decision.detail}):"
-                    f" possibly the same as {decision.compared[0].label()}; decide yourself"
-                )
-            elif decision.outcome == "held":
-                return "held", result.based_on
-            if summary.checks[-1].decision == "undecided":  # no judgement: a person decides
-                labels = [k.label() for k in decision.compared]
-                result = result.model_copy(update={"possibly_same": labels})
-        if repeat is not None:
-            summary.suppressed.append(dropped_brief(repeat))
-            if repeat.against == "rejected" and repeat.matched is not None:
-                summary.repeats.append(rejected_repeat(repeat.matched, result))
-            return "acted", result.based_on
-        if drafted(summary) >= self.config.max_proposals:
-            reason = f"over the limit of {self.config.max_proposals} proposals per run"
-            label = safe_label(draft.name, self.config.secrets)
-            summary.refused.append(DroppedBrief(name=label, reason=reason))
-            return "later", result.based_on
-        proposal = await self.reviewer.submit(result, run.id)
-        summary.proposed.append(brief(proposal))
-        if proposal.status == "pending":
-            ctx.pending.append(proposal)
-        return "acted", result.based_on
+    async def take(self, draft: ProposalDraft) -> RunSummary:
+        """One draft from outside a pass (an imported skill), through the very path a pass's
+        drafts take (`intake.consider`): screened, checked against what is known, staged and
+        carded, or dropped with its reason. Where the judge cannot answer, a person decides:
+        the card names the nearest known claims. Nothing is consumed and no run is recorded;
+        the judge's tokens count as learning spend on the next pass."""
+        # The pass's lock: no pass or other import checks the same names while this one
+        # stages, in this process or another (a staged file is one per skill).
+        holder = new_holder()
+        if not await self.store.acquire_lock(
+            LOCK_NAME, holder, self.clock(), self.config.lease_seconds
+        ):
+            busy = "a synthesis pass or another import is running: try again once it ends"
+            return RunSummary(status="busy", trigger="import", error=busy)
+        try:
+            summary = RunSummary(status="ok", trigger="import")
+            ctx = await self._context((), None)
+            await consider(
+                draft,
+                ctx,
+                self.reviewer,
+                summary,
+                run_id=None,
+                max_proposals=max(1, self.config.max_proposals),
+                secrets=self.config.secrets,
+                last_try=True,
+            )
+            return summary
+        finally:
+            await self.store.release_lock(LOCK_NAME, holder)
 
     async def _context(
         self,

@@ -210,14 +210,7 @@ class WebTools:
     async def start(self) -> None:
         searching = self.search_url is not None or self.brave_key is not None
         self.tools = [t for t, on in ((SEARCH, searching), (FETCH, self.fetch)) if on]
-        resolver = self.resolver or PublicResolver()
-        self._allowed = resolver.allowed if isinstance(resolver, PublicResolver) else public
-        connector = aiohttp.TCPConnector(
-            resolver=resolver, socket_factory=peer_guard(self._allowed)
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers={"User-Agent": USER_AGENT}
-        )
+        self._session, self._allowed = checked_session(self.resolver)
 
     async def stop(self) -> None:
         session, self._session = self._session, None
@@ -274,19 +267,60 @@ class WebTools:
         return json.dumps(shown, ensure_ascii=False, indent=1)
 
     async def _fetch(self, session: aiohttp.ClientSession, url: str) -> str:
-        for _ in range(MAX_REDIRECTS + 1):
-            target = checked_url(url, self._allowed)
-            async with session.get(target, allow_redirects=False) as resp:
-                location = resp.headers.get("Location")
-                if resp.status in (301, 302, 303, 307, 308) and location:
-                    url = urljoin(url, location)  # checked again before it is followed
-                    continue
-                resp.raise_for_status()
-                body = await read_up_to(resp.content, self.max_bytes + 1)
-                cut = len(body) > self.max_bytes
-                text = readable_text(body[: self.max_bytes], resp.content_type or "")
-                return text + ("\n[the page was longer; only its start was read]" if cut else "")
-        raise CallFailed(f"more than {MAX_REDIRECTS} redirects")
+        body, content_type = await checked_get(session, url, self._allowed, self.max_bytes + 1)
+        cut = len(body) > self.max_bytes
+        text = readable_text(body[: self.max_bytes], content_type)
+        return text + ("\n[the page was longer; only its start was read]" if cut else "")
+
+
+def checked_session(
+    resolver: AbstractResolver | None = None,
+) -> tuple[aiohttp.ClientSession, Callable[[str], bool]]:
+    """web_fetch's client: names resolved only to public addresses, every connection's peer
+    checked before it connects; and the address rule it keeps (`public`, or a test's)."""
+    resolver = resolver or PublicResolver()
+    allowed = resolver.allowed if isinstance(resolver, PublicResolver) else public
+    connector = aiohttp.TCPConnector(resolver=resolver, socket_factory=peer_guard(allowed))
+    session = aiohttp.ClientSession(connector=connector, headers={"User-Agent": USER_AGENT})
+    return session, allowed
+
+
+async def checked_get(
+    session: aiohttp.ClientSession, url: str, allowed: Callable[[str], bool], limit: int
+) -> tuple[bytes, str]:
+    """Up to `limit` bytes at `url` and its content type, each redirect's address checked
+    (`checked_url`) before it is followed; Refused or CallFailed otherwise."""
+    for _ in range(MAX_REDIRECTS + 1):
+        target = checked_url(url, allowed)
+        async with session.get(target, allow_redirects=False) as resp:
+            location = resp.headers.get("Location")
+            if resp.status in (301, 302, 303, 307, 308) and location:
+                url = urljoin(url, location)  # checked again before it is followed
+                continue
+            resp.raise_for_status()
+            return await read_up_to(resp.content, limit), resp.content_type or ""
+    raise CallFailed(f"more than {MAX_REDIRECTS} redirects")
+
+
+async def fetch_bounded(
+    url: str, max_bytes: int, resolver: AbstractResolver | None = None
+) -> bytes:
+    """The body at a public http(s) address, as web_fetch would fetch it; Refused for an
+    address it would not fetch, CallFailed when the fetch fails or the body is over
+    `max_bytes` (read no further than one byte past it)."""
+    session, allowed = checked_session(resolver)
+    async with session:
+        try:
+            body, _ = await checked_get(session, url, allowed, max_bytes + 1)
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, PeerRefused):
+                raise Refused(str(exc.os_error)) from exc
+            raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
+        except aiohttp.ClientError as exc:
+            raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
+    if len(body) > max_bytes:
+        raise CallFailed(f"the file is over the bound of {max_bytes:,} bytes")
+    return body
 
 
 async def read_up_to(stream: aiohttp.StreamReader, limit: int) -> bytes:
