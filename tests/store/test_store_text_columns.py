@@ -123,6 +123,9 @@ LEARNED = {
 }
 
 NO_USER_WORDS = {
+    # An imported skill's address and files: what an operator brought in, not users' words.
+    "proposals.origin",
+    "proposals.files",
     # Which platform, kinds, states and outcomes: words of the code, not of users.
     *(
         f"{table}.channel"
