@@ -913,6 +913,13 @@ _SCHEDULED_TASKS: list[Step] = [
 # A pass that stopped early without failing says why (the day's learning budget reached).
 _LEARNING_BUDGET: list[Step] = ["alter table synthesis_runs add column stopped text"]
 
+# Each proposal's claim in one short English sentence (the synthesis model's `statement`),
+# kept with its rejection: the same-claim ranking compares them across languages.
+_STATEMENTS: list[Step] = [
+    "alter table proposals add column statement text",
+    "alter table rejections add column statement text",
+]
+
 
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
@@ -994,6 +1001,7 @@ MIGRATIONS: list[Migration] = [
         _LEARNING_BUDGET,
     ),
     (57, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
+    (59, "each proposal's and rejection's claim in one English sentence", _STATEMENTS),
 ]
 
 

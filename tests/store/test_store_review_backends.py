@@ -36,6 +36,7 @@ def tombstone(p: Proposal, reason: str | None = None, at: float = 3.0) -> Reject
         description=p.description,
         content_hash=p.content_hash,
         change_text=p.change_text,
+        statement=p.statement,
         proposal_id=p.id,
         reason=reason,
         decided_by="web",
@@ -159,6 +160,45 @@ async def test_the_first_decision_wins_and_writes_its_tombstone(any_store: Store
     assert not await any_store.transition(
         p.id + 100, from_status="pending", to_status="approved", by="web", at=8.0
     )
+
+
+async def test_a_claim_s_statement_is_kept_with_its_proposal_and_rejection(
+    any_store: Store,
+) -> None:
+    stated, plain, withdrawn = [
+        await any_store.add_proposal(c, None)
+        for c in (
+            candidate("tone", statement="Keep every chat answer under 60 words."),
+            candidate("imported"),  # no statement written: the description states it
+            candidate("gone", statement="Greet users by name."),
+        )
+    ]
+    assert stated.statement == "Keep every chat answer under 60 words."
+    assert (plain.statement, plain.said) == (None, "About imported.")
+    for p in (stated, plain):
+        assert await any_store.transition(
+            p.id,
+            from_status="pending",
+            to_status="rejected",
+            by="web",
+            at=5.0,
+            reason="no",
+            tombstone=tombstone(p, "no", at=5.0),
+        )
+    kept = {r.name: r.statement for r in await any_store.rejections()}
+    assert kept == {"tone": "Keep every chat answer under 60 words.", "imported": None}
+    # A proposal's words withdrawn with its evidence take its statement with them.
+    assert await any_store.transition(
+        withdrawn.id,
+        from_status="pending",
+        to_status="stale",
+        by="forget",
+        at=6.0,
+        reason="withdrawn",
+        redacted="(withdrawn)",
+    )
+    after = await any_store.get_proposal(withdrawn.id)
+    assert after is not None and after.statement is None
 
 
 async def test_concurrent_decisions_on_one_proposal_have_exactly_one_winner(
