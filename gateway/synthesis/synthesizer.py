@@ -69,6 +69,7 @@ from gateway.synthesis.screening import (
     Dropped,
     ScreenContext,
     live_claim,
+    renamed,
     repeat_of,
     safe_label,
     screen,
@@ -573,6 +574,9 @@ class Synthesizer:
             if repeat.against == "rejected" and repeat.matched is not None:
                 summary.repeats.append(rejected_repeat(repeat.matched, result))
             return "acted", result.based_on
+        result, rename = renamed(result, ctx)
+        if rename is not None and summary.checks:
+            summary.checks[-1].reason = f"{summary.checks[-1].reason}; {rename}"
         if drafted(summary) >= self.config.max_proposals:
             reason = f"over the limit of {self.config.max_proposals} proposals per run"
             label = safe_label(draft.name, self.config.secrets)
