@@ -19,6 +19,7 @@ from gateway.synthesis.prompt import system_message
 from gateway.synthesis.ranking import Known, rank
 from gateway.synthesis.screening import free_name
 from gateway.synthesis.similarity import body_hash, change_text
+from tests.console_support import sign_in as console_sign_in
 from tests.fakes.openai_server import FakeOpenAI, calibrated, claims_asked, same_claim_answer
 from tests.synthesis.same_claim_pairs import DIFFERENT, ORIGINALS, REPEATS
 from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
@@ -205,6 +206,10 @@ async def test_a_different_claim_under_a_pending_name_is_renamed_and_both_await_
         )
         pending = [p.name for p in await gw.parts.store.pending_proposals()]
         assert sorted(pending) == ["chat-brevity", "chat-brevity-2"]
+        # The reviewer reads each one's claim in English on its console page.
+        await console_sign_in(gw.client)
+        page = await (await gw.client.get(f"/admin/proposals/{second['id']}")).text()
+        assert f"<dt>Claim</dt><dd>{GREETING['statement']}</dd>" in page
 
 
 async def test_a_translation_s_statement_meets_the_rejection_s_and_the_judge_sees_both(
