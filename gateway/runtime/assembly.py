@@ -420,6 +420,8 @@ async def open_parts(
             trusted=settings.trusted_judge_models,
             clock=clock,
             told=partial(tell_unable, store, admins, clock),
+            # Every call goes to the on-board model's server: it is the judge, whatever name.
+            onboard=settings.llm_local_model is not None,
         )
         agent = Agent(
             store,

@@ -10,6 +10,7 @@ from typing import Any
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
+from gateway.synthesis.calibration import Calibration
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 from tests.effect_support import seed_answer
 from tests.store_support import add_skill_version, current_session, reviewer_names
@@ -199,6 +200,28 @@ async def test_a_claim_s_statement_is_kept_with_its_proposal_and_rejection(
     )
     after = await any_store.get_proposal(withdrawn.id)
     assert after is not None and after.statement is None
+
+
+async def test_a_judge_s_calibration_keeps_whether_it_was_the_onboard_model(
+    any_store: Store,
+) -> None:
+    result = Calibration(
+        model="smollm2",
+        kind="same-claim",
+        total=16,
+        correct=8,
+        yes=16,
+        unanswered=0,
+        pairs_hash="h",
+        at=1.0,
+        onboard=True,
+    )
+    await any_store.record_calibration(result)
+    assert await any_store.calibration("smollm2", "same-claim") == result
+    # Served as any other model later: judged on its answers alone.
+    await any_store.record_calibration(result.model_copy(update={"onboard": False, "at": 2.0}))
+    found = await any_store.calibration("smollm2", "same-claim")
+    assert found is not None and not found.onboard and found.at == 2.0
 
 
 async def test_concurrent_decisions_on_one_proposal_have_exactly_one_winner(
