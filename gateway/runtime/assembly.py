@@ -61,6 +61,7 @@ from gateway.skills.files import describe_files
 from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
 from gateway.synthesis.calibration import (
+    ONBOARD_NOTICE,
     UNABLE_NOTICE,
     Calibration,
     Calibrator,
@@ -230,7 +231,7 @@ async def tell_unable(
         return  # no admin reachable now: told at the next use, once they are
     if await store.claim_calibration_notice(result.model, result.kind, clock()):
         await admins.tell(
-            UNABLE_NOTICE,
+            ONBOARD_NOTICE if result.onboard else UNABLE_NOTICE,
             f"judge:{result.kind}:{result.model}",
             model=result.model,
             right=f"{result.correct}/{result.total}",

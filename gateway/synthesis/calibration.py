@@ -54,6 +54,14 @@ UNABLE_NOTICE = N_(
     ' proposal comes to you marked "possibly the same": decide yourself.'
 )
 
+ONBOARD_NOTICE = N_(
+    "⚠️ The model {model} is the on-board model, for trying the gateway: it cannot judge"
+    " whether a new skill repeats a known one ({right} right on the calibration set), and its"
+    ' skills are rarely useful. Each such proposal comes to you marked "possibly the same":'
+    " decide yourself. For a real model, unset LLM_LOCAL_MODEL and set LLM_BASE_URL and"
+    " LLM_MODEL."
+)
+
 Verdict = Literal["able", "unable", "declared"]
 
 
