@@ -51,6 +51,7 @@ def proposal_json(p: Proposal, *, full: bool = False) -> dict[str, Any]:
         "status": p.status,
         "based_on": p.based_on,
         "rationale": p.rationale,
+        "statement": p.statement,
         "model": p.model,
         "generated": iso(p.generated_at),
         "decided_by": p.decided_by,

@@ -24,6 +24,7 @@ from gateway.ops.unit import DEFAULT_UNIT, check_service_data_dir
 from gateway.runtime.assembly import chat_client
 from gateway.store import store_for
 from gateway.synthesis.calibration import (
+    ONBOARD_FIX,
     PAIRS_FILE,
     Calibration,
     Calibrations,
@@ -228,7 +229,8 @@ async def check_judge(settings: Settings) -> Check:
                 kept = await store.open()
             except SkillgateError:
                 store = None  # the database check says why; the result is only printed
-        calibrator = Calibrator(kept, pairs, clock=time.time)
+        onboard = settings.llm_local_model is not None
+        calibrator = Calibrator(kept, pairs, clock=time.time, onboard=onboard)
         try:
             result = await calibrator.result(llm, SAME_CLAIM, again=True)
         except Unreachable as exc:
@@ -244,7 +246,8 @@ async def check_judge(settings: Settings) -> Check:
         if store is not None:
             await store.close()
     if result.verdict == "unable":
-        return Check("same-claim judge", "warn", judge_line(result, fix=False), JUDGE_FIX)
+        fix = ONBOARD_FIX if result.onboard else JUDGE_FIX
+        return Check("same-claim judge", "warn", judge_line(result, fix=False), fix)
     return Check("same-claim judge", "ok", judge_line(result))
 
 

@@ -27,6 +27,15 @@ class Claim(BaseModel):
     description: str
     content_hash: str
     change_text: str = ""
+    statement: str | None = None
+    """The claim in one short English sentence, as the synthesis model wrote it; None where
+    none was written (an older proposal, an imported skill): `said` falls back to the
+    description."""
+
+    @property
+    def said(self) -> str:
+        """What the claim says in a sentence: its statement, else its description."""
+        return self.statement or self.description
 
 
 class Candidate(Claim):

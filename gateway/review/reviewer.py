@@ -516,6 +516,7 @@ def _tombstone(p: Proposal, decider: str, now: float, reason: str | None) -> Rej
         description=p.description,
         content_hash=p.content_hash,
         change_text=p.change_text,
+        statement=p.statement,
         reason=reason,
         decided_by=decider,
         rejected_at=now,

@@ -62,6 +62,7 @@ from gateway.skills.files import describe_files
 from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
 from gateway.synthesis.calibration import (
+    ONBOARD_NOTICE,
     UNABLE_NOTICE,
     Calibration,
     Calibrator,
@@ -233,7 +234,7 @@ async def tell_unable(
         return  # no admin reachable now: told at the next use, once they are
     if await store.claim_calibration_notice(result.model, result.kind, clock()):
         await admins.tell(
-            UNABLE_NOTICE,
+            ONBOARD_NOTICE if result.onboard else UNABLE_NOTICE,
             f"judge:{result.kind}:{result.model}",
             model=result.model,
             right=f"{result.correct}/{result.total}",
@@ -421,6 +422,8 @@ async def open_parts(
             trusted=settings.trusted_judge_models,
             clock=clock,
             told=partial(tell_unable, store, admins, clock),
+            # Every call goes to the on-board model's server: it is the judge, whatever name.
+            onboard=settings.llm_local_model is not None,
         )
         agent = Agent(
             store,

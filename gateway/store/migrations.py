@@ -913,6 +913,15 @@ _SCHEDULED_TASKS: list[Step] = [
 # A pass that stopped early without failing says why (the day's learning budget reached).
 _LEARNING_BUDGET: list[Step] = ["alter table synthesis_runs add column stopped text"]
 
+# Each proposal's claim in one short English sentence (the synthesis model's `statement`),
+# kept with its rejection: the same-claim ranking compares them across languages. A judge
+# calibrated as the on-board model (LLM_LOCAL_MODEL) is unable to judge whatever it scored.
+_STATEMENTS: list[Step] = [
+    "alter table proposals add column statement text",
+    "alter table rejections add column statement text",
+    "alter table judge_calibrations add column onboard integer not null default 0",
+]
+
 
 _SKILLS_INSERT_TRIGGER = """
 create trigger skills_content_since_insert after insert on skills
@@ -1045,6 +1054,11 @@ MIGRATIONS: list[Migration] = [
         _LEARNING_BUDGET,
     ),
     (57, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
+    (
+        59,
+        "each proposal's and rejection's claim in one English sentence; on-board judges",
+        _STATEMENTS,
+    ),
     (63, "skills from elsewhere: a proposal's origin and files, the `imported` source", _IMPORTS),
 ]
 

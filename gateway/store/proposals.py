@@ -162,7 +162,7 @@ class ProposalQueries(QueriesBase):
         if redacted is not None:
             row = await c.fetchrow(
                 "update proposals set description = ?, content = ?, rationale = '',"
-                " change_text = '' where id = ? returning *",
+                " change_text = '', statement = null where id = ? returning *",
                 redacted,
                 redacted,
                 proposal_id,

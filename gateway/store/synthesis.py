@@ -331,12 +331,12 @@ class SynthesisQueries(QueriesBase):
         admins were told is kept: they are told once per model and kind)."""
         await c.execute(
             "insert into judge_calibrations"
-            " (model, kind, total, correct, yes, unanswered, pairs_hash, at)"
-            " values (?, ?, ?, ?, ?, ?, ?, ?)"
+            " (model, kind, total, correct, yes, unanswered, pairs_hash, at, onboard)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " on conflict (model, kind) do update set total = excluded.total,"
             " correct = excluded.correct, yes = excluded.yes,"
             " unanswered = excluded.unanswered, pairs_hash = excluded.pairs_hash,"
-            " at = excluded.at",
+            " at = excluded.at, onboard = excluded.onboard",
             result.model,
             result.kind,
             result.total,
@@ -345,6 +345,7 @@ class SynthesisQueries(QueriesBase):
             result.unanswered,
             result.pairs_hash,
             result.at,
+            int(result.onboard),
         )
 
     @query

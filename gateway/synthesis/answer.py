@@ -1,8 +1,9 @@
 """The model's synthesis answer, read: the fixed contract, before any rule is checked.
 
 The answer follows `{"proposals": [{"kind", "target", "name", "description", "content",
-"based_on", "rationale", "allowed_tools"}]}` (the last optional); anything else fails the
-batch with SynthesisError. Rule checks (names, sizes, secrets, duplicates, tools) come
+"based_on", "rationale", "statement", "allowed_tools"}]}` (the last two optional: an answer
+written before `statement` existed still reads); anything else fails the batch with
+SynthesisError. Rule checks (names, sizes, secrets, duplicates, tools) come
 later, per proposal, in `screening`. The schema the model is asked for (`answer_schema`)
 carries each field's real bounds, so a server that constrains output to it stops a small
 model's runaway field at its limit instead of at the token cap.
@@ -24,6 +25,8 @@ from gateway.skills.library import MAX_DESCRIPTION
 
 _CODE_FENCE = re.compile(r"\A```[a-zA-Z]*\s*\n(.*)\n```\s*\Z", re.DOTALL)
 MAX_RATIONALE = 600
+MAX_STATEMENT = 300
+"""Characters of a statement: the claim in one short English sentence."""
 NEW_NAME = r"^[a-z0-9]{1,15}(-[a-z0-9]{1,15}){0,3}$"
 """A new skill's name in the schema: the slug rule, with its length in the pattern itself
 (four words of up to 15, 63 characters), because llama.cpp ignores `maxLength` beside a
@@ -43,6 +46,8 @@ class ProposalDraft(BaseModel):
     content: str
     based_on: list[int | str] = Field(default_factory=list)
     rationale: str = ""
+    statement: str = ""
+    """The claim in one short English sentence, whatever the skill's language ("" if none)."""
     allowed_tools: list[str] = Field(default_factory=list)
     """The tools the skill tells the assistant to call (names from the prompt's list)."""
 
@@ -139,6 +144,7 @@ def answer_schema(
             "name": {"anyOf": [*existing, {"type": "string", "pattern": NEW_NAME}]},
             "description": {"type": "string", "minLength": 1, "maxLength": MAX_DESCRIPTION},
             "content": {"type": "string", "minLength": 1, "maxLength": max_bytes},
+            "statement": {"type": "string", "minLength": 1, "maxLength": MAX_STATEMENT},
             "allowed_tools": {
                 "type": "array",
                 "items": tool_names,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.skills.library import MAX_DESCRIPTION
-from gateway.synthesis.answer import MAX_RATIONALE
+from gateway.synthesis.answer import MAX_RATIONALE, MAX_STATEMENT
 
 # The system prompt, the skills index and the pending and rejected lists, about.
 PROMPT_OVERHEAD = 1500
@@ -26,7 +26,7 @@ def answer_tokens(max_proposals: int, max_skill_bytes: int) -> int:
     repeats itself up to each bound (SmolLM2 did) is not cut.
     """
     # About 3.5 bytes a token for English prose; 300 tokens of names, ids and JSON each.
-    texts = max_skill_bytes + MAX_DESCRIPTION + MAX_RATIONALE
+    texts = max_skill_bytes + MAX_DESCRIPTION + MAX_RATIONALE + MAX_STATEMENT
     return max_proposals * (texts * 2 // 7 + 300) + 200
 
 

@@ -10,7 +10,10 @@ could not be asked at all is `Unreachable`: nothing is recorded and it is tried 
 The result is kept per model and question kind in the store, with a hash of the set it was
 tried on, so a changed model or a changed set is tried again, and the same one is not.
 A model the operator declared trusted (SKILLGATE_TRUSTED_JUDGES) is not tried: its result
-says `declared`, never calibrated.
+says `declared`, never calibrated. The on-board model (LLM_LOCAL_MODEL: SmolLM2-135M on
+llama.cpp, for trying the gateway) is tried like any other, so its figures are real, and
+marked `onboard`: unable to judge whatever it scored on 16 pairs (docs/LEARNING.md has
+its measured calibration); the fix is a real model, not another judge name.
 
 The built-in set (`data/calibration_pairs.json`) holds pairs in English, Japanese,
 Traditional Chinese and Thai, half the same claim and half a different claim on a nearby
@@ -49,6 +52,14 @@ UNABLE_NOTICE = N_(
     "⚠️ The model {model} cannot judge whether a new skill repeats a known one ({right} right"
     " on the calibration set). Until LLM_SAME_CLAIM_MODEL names a model that can, each such"
     ' proposal comes to you marked "possibly the same": decide yourself.'
+)
+
+ONBOARD_NOTICE = N_(
+    "⚠️ The model {model} is the on-board model, for trying the gateway: it cannot judge"
+    " whether a new skill repeats a known one ({right} right on the calibration set), and its"
+    ' skills are rarely useful. Each such proposal comes to you marked "possibly the same":'
+    " decide yourself. For a real model, unset LLM_LOCAL_MODEL and set LLM_BASE_URL and"
+    " LLM_MODEL."
 )
 
 Verdict = Literal["able", "unable", "declared"]
@@ -100,6 +111,8 @@ class Calibration(BaseModel):
     at: float
     declared: bool = False
     """Declared trusted by the operator (SKILLGATE_TRUSTED_JUDGES): not tried at all."""
+    onboard: bool = False
+    """The on-board model (LLM_LOCAL_MODEL): tried, and unable to judge whatever it scored."""
 
     @property
     def score(self) -> float:
@@ -116,6 +129,8 @@ class Calibration(BaseModel):
     def verdict(self) -> Verdict:
         if self.declared:
             return "declared"
+        if self.onboard:
+            return "unable"
         return "able" if self.score >= BAR and self.lean < LEAN else "unable"
 
     def summary(self) -> str:
@@ -124,11 +139,13 @@ class Calibration(BaseModel):
             return "declared trusted (SKILLGATE_TRUSTED_JUDGES), not calibrated"
         word = "able to judge" if self.verdict == "able" else "unable to judge"
         cut = f", {self.unanswered} without a usable answer" if self.unanswered else ""
-        return (
-            f"{word}: {self.correct} of {self.total} right ({self.score:.0%}),"
-            f' "yes" to {self.yes} of {self.total}{cut} (needs {BAR:.0%} right and'
-            f" under {LEAN:.0%} one way)"
+        scored = (
+            f"{self.correct} of {self.total} right ({self.score:.0%}),"
+            f' "yes" to {self.yes} of {self.total}{cut}'
         )
+        if self.onboard:
+            return f"{word}: the on-board model (LLM_LOCAL_MODEL), for trying only ({scored})"
+        return f"{word}: {scored} (needs {BAR:.0%} right and under {LEAN:.0%} one way)"
 
 
 class Unreachable(Exception):
@@ -233,6 +250,7 @@ class Calibrator:
         trusted: Sequence[str] = (),
         clock: Callable[[], float],
         told: Callable[[Calibration], Awaitable[None]] | None = None,
+        onboard: bool = False,
     ) -> None:
         self.store = store
         self.pairs = list(pairs)
@@ -242,6 +260,8 @@ class Calibrator:
         self.told = told
         """Called with every result found unable (the admins' notice, sent once)."""
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.onboard = onboard
+        """Every judge is the on-board model (LLM_LOCAL_MODEL: all calls go to it)."""
 
     async def result(
         self, llm: LLM, question: Question[Pair], *, again: bool = False
@@ -276,11 +296,15 @@ class Calibrator:
                 known = await calibrate(
                     llm, question, self.pairs, pairs_hash=self.hash, at=self.clock()
                 )
+                known.onboard = self.onboard
                 await self.store.record_calibration(known)
                 level = logging.INFO if known.verdict == "able" else logging.WARNING
                 log.log(
                     level, "judge %s on the %s question: %s", model, question.kind, known.summary()
                 )
+            elif self.onboard and not known.onboard:  # the same name served elsewhere before
+                known = known.model_copy(update={"onboard": True})
+                await self.store.record_calibration(known)
         if known.verdict == "unable" and self.told is not None:
             await self.told(known)
         return known
@@ -298,7 +322,20 @@ FIX = (
 )
 
 
+ONBOARD_FIX = (
+    "the on-board model is for trying the gateway: for skills, synthesis and judging, unset"
+    " LLM_LOCAL_MODEL and set LLM_BASE_URL and LLM_MODEL to a real model's endpoint (docs/"
+    "SETUP.md); meanwhile synthesis still runs and each candidate that needs a judgement goes"
+    " to a person marked as possibly a repeat"
+)
+
+
+def fix_for(result: Calibration) -> str:
+    """What to do about an unable judge: a judge model of its own, or a real model at all."""
+    return ONBOARD_FIX if result.onboard else FIX
+
+
 def judge_line(result: Calibration, *, fix: bool = True) -> str:
     """The judge's standing in one line, with the fix when it is unable (and `fix`)."""
     line = f"{result.model} on the {result.kind} question: {result.summary()}"
-    return f"{line}; {FIX}" if fix and result.verdict == "unable" else line
+    return f"{line}; {fix_for(result)}" if fix and result.verdict == "unable" else line

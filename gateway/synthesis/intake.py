@@ -18,6 +18,7 @@ from gateway.synthesis.held import HELD_TRIES
 from gateway.synthesis.screening import (
     Dropped,
     ScreenContext,
+    renamed,
     repeat_of,
     safe_label,
     screen,
@@ -82,6 +83,9 @@ async def consider(
         if repeat.against == "rejected" and repeat.matched is not None:
             summary.repeats.append(rejected_repeat(repeat.matched, result))
         return "acted", result.based_on
+    result, rename = renamed(result, ctx)
+    if rename is not None and summary.checks:
+        summary.checks[-1].reason = f"{summary.checks[-1].reason}; {rename}"
     if drafted(summary) >= max_proposals:
         reason = f"over the limit of {max_proposals} proposals per run"
         label = safe_label(draft.name, secrets)

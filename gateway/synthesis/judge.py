@@ -125,13 +125,14 @@ def read(text: str | None, shown: int) -> Answered:
 
 
 def shown_text(claim: Claim) -> str:
-    """A new skill by its description and body; an update by the lines it adds and removes."""
+    """A new skill by its statement, description and body; an update by its statement and
+    the lines it adds and removes."""
+    stated = f"in short: {claim.statement}\n" if claim.statement else ""
     if claim.kind == "update":
         # The skill's own text is shared by every update of it: only the change is a claim.
-        return f"name: {claim.target or claim.name} (a change to this skill)\n{claim.change_text}"[
-            :MAX_CHARS
-        ]
-    return f"name: {claim.name}\n{claim_text(claim)}"[:MAX_CHARS]
+        name = f"name: {claim.target or claim.name} (a change to this skill)"
+        return f"{name}\n{stated}{claim.change_text}"[:MAX_CHARS]
+    return f"name: {claim.name}\n{stated}{claim_text(claim)}"[:MAX_CHARS]
 
 
 class SameClaimQuestion:

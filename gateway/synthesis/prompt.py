@@ -28,8 +28,8 @@ _CONTRACT = (
     'two sentences for the reviewer: what the evidence shows>, "kind": "create" | "update", '
     '"target": <name of the skill an update changes, or null>, "name": <skill name>, '
     '"description": <when to use the skill>, "content": <markdown body, no frontmatter>, '
-    '"allowed_tools": [<names of the listed tools the skill tells the assistant to call; [] '
-    "for none>]}]}"
+    '"statement": <the claim in one short English sentence>, "allowed_tools": [<names of '
+    "the listed tools the skill tells the assistant to call; [] for none>]}]}"
 )
 
 
@@ -59,6 +59,8 @@ def system_message(max_proposals: int, max_bytes: int, tag: str = TAG) -> str:
             "- Do not propose again what was rejected, and do not duplicate a proposal that "
             "waits for review.",
             "- based_on: the ids of the sessions the proposal draws on.",
+            "- statement: what the skill asks of the assistant, in one short plain English "
+            "sentence, whatever language the skill is written in (at most 300 characters).",
             "",
             "Answer with one JSON object and nothing else:",
             _CONTRACT,

@@ -5,7 +5,10 @@ the endpoint fails), a lexical score that needs no word boundaries: character n-
 the normalised text, weighted by how rare each is among the texts compared (TF-IDF), so
 Thai, Japanese and Chinese rank as well as English and what every text shares ("the",
 "ます", "ครับ") counts for little. Shared digits, units and slug words still link a text
-to its translation. The ranking only chooses what the model is shown; the model decides.
+to its translation, and so does each claim's statement: the synthesis model writes it in
+English whatever the skill's language (a claim without one, such as an imported skill, is
+stated by its description). The ranking only chooses what the model is shown; the model
+decides.
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ class Ranked:
 
 
 def ranking_text(claim: Claim) -> str:
-    """What is ranked: the name's words, the description and the lines the claim adds."""
-    return f"{_name(claim)}\n{claim_text(claim)}"
+    """What is ranked: the name's words, the statement, the description and the lines added."""
+    stated = [claim.statement] if claim.statement else []
+    return "\n".join([_name(claim), *stated, claim_text(claim)])
 
 
 def _name(claim: Claim) -> str:
@@ -117,7 +121,10 @@ async def rank(
         # translation is often still near its original by name when not by text.
         names = lexical_scores(_name(claim), [_name(k.claim) for k in known])
         text = lexical_scores(ranking_text(claim), texts)
-        measure, scores = "letters", [max(a, b) for a, b in zip(text, names, strict=True)]
+        # Statements are English whatever the skill's language: a translation meets its
+        # original there when its letters share nothing with it.
+        said = lexical_scores(claim.said, [k.claim.said for k in known])
+        measure, scores = "letters", [max(t) for t in zip(text, names, said, strict=True)]
     order = sorted(range(len(known)), key=lambda i: -scores[i])
     return [Ranked(known[i], scores[i], measure) for i in order[:limit]]
 

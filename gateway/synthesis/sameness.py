@@ -1,13 +1,15 @@
 """Is a proposal a claim already made? Compared with rejections, pending proposals and live skills.
 
-The same text (body hash), or under the same name a like description (difflib; for two
-updates of one skill the lines they change must match instead) is a repeat at once.
-Anything else is one question to the model (see `judge`): does the candidate state the
-same claim as any of the few known claims most like it (see `ranking`)? Only the model's
-answer decides, and only once the model has shown it can judge (see `calibration`): a
-model unable to judge is not asked, and the candidate goes to a person marked as possibly
-the same as the nearest known claims (`undecided`). When no answer can be had, the
-candidate is held back (`held`), never passed unchecked.
+The same text (body hash), or for two updates of one skill the same change (difflib), is a
+repeat at once. Anything else is one question to the model (see `judge`): does the
+candidate state the same claim as any of the few known claims most like it (see
+`ranking`), a known claim under the candidate's own name always among them? A name is
+only a label: sharing one decides nothing by itself (a different claim under a taken name
+is renamed by `screening`). Only the model's answer decides, and only once the model has
+shown it can judge (see `calibration`): a model unable to judge is not asked, and the
+candidate goes to a person marked as possibly the same as the nearest known claims
+(`undecided`). When no answer can be had, the candidate is held back (`held`), never
+passed unchecked.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from gateway.core.similarity import normalise, similar
 from gateway.review.proposals import Claim
 from gateway.synthesis.calibration import Calibration, Calibrator, Unreachable
 from gateway.synthesis.judge import SAME_CLAIM, Unanswered, ask
-from gateway.synthesis.ranking import Against, Known, rank
-from gateway.synthesis.similarity import claim_key
+from gateway.synthesis.ranking import Against, Known, Ranked, rank
 
 __all__ = ["Against", "Decision", "Known", "SameClaim", "SameClaimConfig"]
 Outcome = Literal["same", "different", "held", "undecided"]
@@ -83,6 +84,7 @@ class SameClaim:
         # Updates of different skills each have their own change: never the same claim.
         pool = [k for k in known if not _separate_updates(claim, k.claim)]
         ranked = await rank(claim, pool, self.config.comparands, self.embedder)
+        ranked = with_namesakes(claim, pool, ranked, self.config.comparands)
         if not ranked:
             return None
         shown = tuple(r.known for r in ranked)
@@ -114,8 +116,26 @@ def _separate_updates(a: Claim, b: Claim) -> bool:
     return both and (a.target or a.name) != (b.target or b.name)
 
 
+def with_namesakes(
+    claim: Claim, pool: Sequence[Known], ranked: list[Ranked], limit: int
+) -> list[Ranked]:
+    """`ranked` with every known claim under the candidate's name among the first `limit`:
+    a taken name is not a repeat by itself, but the model must see what holds it."""
+    slug = normalise(claim.target or claim.name)
+    listed = {id(r.known) for r in ranked}
+    namesakes = [
+        Ranked(k, 1.0, "the same name")
+        for k in pool
+        if id(k) not in listed and normalise(k.claim.target or k.claim.name) == slug
+    ]
+    if not namesakes:
+        return ranked
+    keep = max(limit - len(namesakes), 0)
+    return [*namesakes[:limit], *ranked[:keep]]
+
+
 def _plain(a: Claim, k: Known, threshold: float) -> str | None:
-    """The same text, or (the earlier rule) the same target, name and description."""
+    """The same text, or for two updates of one skill the same change."""
     b = k.claim
     if a.content_hash == b.content_hash:
         return "the same text"
@@ -124,11 +144,4 @@ def _plain(a: Claim, k: Known, threshold: float) -> str | None:
             return None
         if similar(a.change_text, b.change_text, threshold):
             return "the same change to the same skill"
-        return None
-    # Only under the same name: descriptions written from one template are alike whatever
-    # they describe, so for two names the content measures decide.
-    if normalise(a.target or a.name) == normalise(b.target or b.name) and similar(
-        claim_key(a), claim_key(b), threshold
-    ):
-        return "the same name and description"
     return None

@@ -5,7 +5,9 @@ shape of a prompt injection) is refused; one
 that repeats a rejection, a pending proposal or a live skill (under any name) is
 suppressed, with what it matched and how (see `sameness`).
 Neither reaches the disk. Sources are reduced to sessions the model was shown,
-and a `create` of an existing name becomes an `update` of it.
+and a `create` of an existing name becomes an `update` of it. A new skill under a name a
+pending proposal or a rejection already holds is not suppressed for it: it goes to the
+same-claim check, and when it is a different claim it is renamed (`free_name`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from gateway.core.secrets import find_secret
 from gateway.errors import SkillError
 from gateway.review.proposals import Candidate, Claim, Proposal, Rejection
 from gateway.skills.library import (
+    MAX_NAME,
     content_hash,
     validate_description,
     validate_slug,
 )
 from gateway.skills.live import LiveSkill
-from gateway.synthesis.answer import ImportedDraft, ProposalDraft
+from gateway.synthesis.answer import MAX_STATEMENT, ImportedDraft, ProposalDraft
 from gateway.synthesis.sameness import Against, Decision, Known, SameClaim, SameClaimConfig
 from gateway.synthesis.similarity import body_hash, change_text
 
@@ -151,6 +154,7 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         draft.description,
         draft.content,
         draft.rationale,
+        draft.statement,
     )
     if imported is not None:  # its origin is shown on the cards too
         texts = (*texts, imported.origin)
@@ -215,6 +219,7 @@ def screen(draft: ProposalDraft, ctx: ScreenContext) -> Candidate | Dropped:
         allowed_tools=tools,
         origin=imported.origin if imported is not None else None,
         files=dict(files),
+        statement=" ".join(draft.statement.split())[:MAX_STATEMENT] or None,
     )
     return _unchanged(candidate, live) or candidate
 
@@ -257,7 +262,9 @@ async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, D
     A decision `held` means the model could not be asked: `c` is neither staged nor dropped.
     """
     for pending in ctx.pending:
-        if pending.slug == c.slug:
+        # One staged file per skill: an update waits for the one already staged. A new
+        # skill under a pending one's name is checked like any other, and renamed if new.
+        if pending.slug == c.slug and (c.kind != "create" or pending.kind == "retire"):
             dropped = Dropped(
                 c.name,
                 f"proposal #{pending.id} for {pending.slug} awaits review",
@@ -289,6 +296,44 @@ async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, D
         against=k.against,
     )
     return dropped, decision
+
+
+def taken_by(c: Candidate, ctx: ScreenContext) -> str | None:
+    """What holds the name of the new skill `c` already: a pending proposal or a rejection."""
+    if c.kind != "create":
+        return None
+    for p in ctx.pending:
+        if p.slug == c.name:
+            return f"proposal #{p.id}, which awaits review"
+    for r in ctx.rejections:
+        if c.name in (r.name, r.target):
+            return f"rejected proposal #{r.proposal_id}" if r.proposal_id else "a rejection"
+    return None
+
+
+def free_name(name: str, taken: Callable[[str], bool]) -> str:
+    """The rename of a different claim under a taken name: `name-2`, `name-3`, ... the first
+    that is not `taken`, the name shortened at a hyphen (or cut) to keep within 64 characters."""
+    for n in range(2, 10_000):
+        suffix = f"-{n}"
+        base = name
+        if len(base) + len(suffix) > MAX_NAME:
+            base = base[: MAX_NAME - len(suffix)].rstrip("-")
+        candidate = f"{base}{suffix}"
+        if not taken(candidate):
+            return candidate
+    raise SkillError(f"no free name after {name!r}")
+
+
+def renamed(c: Candidate, ctx: ScreenContext) -> tuple[Candidate, str | None]:
+    """`c`, renamed when its name is taken (see `free_name`), and a line saying so."""
+    holder = taken_by(c, ctx)
+    if holder is None:
+        return c, None
+    names = {p.slug for p in ctx.pending}
+    names.update(n for r in ctx.rejections for n in (r.name, r.target) if n)
+    new = free_name(c.name, lambda n: n in names or ctx.live(n) is not None)
+    return c.model_copy(update={"name": new}), f"renamed {c.name} -> {new}: {holder} holds the name"
 
 
 def live_claim(name: str, description: str, body: str) -> Known:

@@ -251,10 +251,10 @@ async def test_a_run_page_lists_what_it_proposed_suppressed_and_refused(
         assert detail["suppressed_items"] == [
             {
                 "name": "chat-brevity",
-                "reason": f"proposal #{ids['create']} for chat-brevity awaits review",
+                "reason": f"repeats proposal #{ids['create']} (chat-brevity), which awaits review",
                 "matched": ids["create"],
                 "matched_skill": None,
-                "detail": "the same skill",
+                "detail": "the same text",
             }
         ]
         [refused] = detail["refused_items"]

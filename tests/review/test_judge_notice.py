@@ -11,7 +11,7 @@ import pytest
 
 from gateway.config import Settings
 from tests.cards_support import ALICE, BOB, Rig, fakes, rig_settings, running
-from tests.fakes.openai_server import FakeOpenAI, same_claim_answer
+from tests.fakes.openai_server import FakeOpenAI, calibrated, same_claim_answer
 from tests.synthesis_support import answer, proposal, seed_session
 
 
@@ -62,3 +62,20 @@ async def test_an_unable_judge_is_told_once_and_its_cards_ask_the_admin_to_decid
     # Another pass, another candidate: no second notice.
     await synthesize(rig, proposal("terse-chat", content="# Terse\n\nNo more than 30 words."))
     assert [len(judge_notices(rig, a)) for a in (ALICE, BOB)] == [1, 1]
+
+
+async def test_the_onboard_model_is_told_as_such_with_what_to_set_instead(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with fakes() as (telegram, line):
+        settings = rig_settings(make_settings, fake_llm, telegram, line)
+        # As `serve` has it once the on-board model's server is up (the fake stands in).
+        onboard = settings.model_copy(update={"llm_local_model": "smollm2"})
+        async with running(onboard, telegram, line, fake_llm) as rig:
+            rig.llm.judge = calibrated(lambda body: same_claim_answer(0, "different"))
+            await rig.propose("chat-brevity")  # compared with the bundled skills: undecided
+            for admin in (ALICE, BOB):
+                (notice,) = judge_notices(rig, admin)
+                assert "fake-model is the on-board model, for trying the gateway" in notice
+                assert "16/16 right" in notice
+                assert "unset LLM_LOCAL_MODEL and set LLM_BASE_URL and LLM_MODEL" in notice

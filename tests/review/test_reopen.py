@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from gateway.config import Settings
-from gateway.review.proposals import PROPOSED_FILE
+from gateway.review.proposals import PROPOSED_FILE, Candidate
 from gateway.store import Store
+from gateway.synthesis.similarity import body_hash
 from tests.cards_support import ALICE, LINE_ADMIN, LINE_OTHER, MALLORY, Rig, fakes, rig_settings
 from tests.cards_support import running as running_rig
 from tests.console_support import csrf_of
@@ -95,9 +96,20 @@ async def test_reopen_from_the_api_the_console_and_the_terminal(
         fake_llm.reply(answer(proposal()))
         assert [s["matched"] for s in (await gw.synthesize())["suppressed"]] == [pid]
         # Another proposal for the same skill waits for review: that one is decided first.
-        await gw.seed()
-        fake_llm.reply(answer(proposal(description="Short replies in chat.", content="# Short")))
-        (other,) = (await gw.synthesize())["proposed"]
+        # (Synthesis renames a new skill under a rejected name; an update of one skill, or
+        # a skill submitted by other means, keeps it.)
+        staged = await gw.parts.review.submit(
+            Candidate(
+                kind="create",
+                name="chat-brevity",
+                description="Short replies in chat.",
+                content="# Short",
+                content_hash=body_hash("# Short"),
+                generated_at=1.0,
+            ),
+            None,
+        )
+        other = {"id": staged.id}
         status, body = await gw.call("POST", f"/proposals/{pid}/reopen")
         assert status == 409 and f"proposal #{other['id']} for chat-brevity" in str(body)
         assert (await gw.call("POST", f"/proposals/{other['id']}/reject"))[0] == 200

@@ -10,6 +10,7 @@ from typing import Any
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.store import Store
+from gateway.synthesis.calibration import Calibration
 from gateway.synthesis.runs import Repeat, RunCheck, RunDropped, RunRecord
 from tests.effect_support import seed_answer
 from tests.store_support import add_skill_version, current_session, reviewer_names
@@ -36,6 +37,7 @@ def tombstone(p: Proposal, reason: str | None = None, at: float = 3.0) -> Reject
         description=p.description,
         content_hash=p.content_hash,
         change_text=p.change_text,
+        statement=p.statement,
         proposal_id=p.id,
         reason=reason,
         decided_by="web",
@@ -159,6 +161,67 @@ async def test_the_first_decision_wins_and_writes_its_tombstone(any_store: Store
     assert not await any_store.transition(
         p.id + 100, from_status="pending", to_status="approved", by="web", at=8.0
     )
+
+
+async def test_a_claim_s_statement_is_kept_with_its_proposal_and_rejection(
+    any_store: Store,
+) -> None:
+    stated, plain, withdrawn = [
+        await any_store.add_proposal(c, None)
+        for c in (
+            candidate("tone", statement="Keep every chat answer under 60 words."),
+            candidate("imported"),  # no statement written: the description states it
+            candidate("gone", statement="Greet users by name."),
+        )
+    ]
+    assert stated.statement == "Keep every chat answer under 60 words."
+    assert (plain.statement, plain.said) == (None, "About imported.")
+    for p in (stated, plain):
+        assert await any_store.transition(
+            p.id,
+            from_status="pending",
+            to_status="rejected",
+            by="web",
+            at=5.0,
+            reason="no",
+            tombstone=tombstone(p, "no", at=5.0),
+        )
+    kept = {r.name: r.statement for r in await any_store.rejections()}
+    assert kept == {"tone": "Keep every chat answer under 60 words.", "imported": None}
+    # A proposal's words withdrawn with its evidence take its statement with them.
+    assert await any_store.transition(
+        withdrawn.id,
+        from_status="pending",
+        to_status="stale",
+        by="forget",
+        at=6.0,
+        reason="withdrawn",
+        redacted="(withdrawn)",
+    )
+    after = await any_store.get_proposal(withdrawn.id)
+    assert after is not None and after.statement is None
+
+
+async def test_a_judge_s_calibration_keeps_whether_it_was_the_onboard_model(
+    any_store: Store,
+) -> None:
+    result = Calibration(
+        model="smollm2",
+        kind="same-claim",
+        total=16,
+        correct=8,
+        yes=16,
+        unanswered=0,
+        pairs_hash="h",
+        at=1.0,
+        onboard=True,
+    )
+    await any_store.record_calibration(result)
+    assert await any_store.calibration("smollm2", "same-claim") == result
+    # Served as any other model later: judged on its answers alone.
+    await any_store.record_calibration(result.model_copy(update={"onboard": False, "at": 2.0}))
+    found = await any_store.calibration("smollm2", "same-claim")
+    assert found is not None and not found.onboard and found.at == 2.0
 
 
 async def test_concurrent_decisions_on_one_proposal_have_exactly_one_winner(

@@ -241,7 +241,8 @@ async def test_the_synthesize_command_reports_progress_proposals_and_failure(
     assert "batch 1: 1 session(s) -> 1 proposed" in err
     assert "batch 2: 1 session(s) -> 0 proposed, 1 suppressed" in err
     assert "proposed #1 chat-brevity (new skill, waiting for review)" in out
-    assert "suppressed chat-brevity: proposal #1 for chat-brevity awaits review" in out
+    # The same text as the pending proposal: a repeat of it (a shared name alone is not).
+    assert "suppressed chat-brevity: repeats proposal #1 (chat-brevity), which awaits review" in out
     assert "1 proposed, 1 suppressed, 0 refused from 2 session(s) in 2 batch(es)" in out
 
     await seed_offline(settings)

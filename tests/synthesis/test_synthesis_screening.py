@@ -206,11 +206,13 @@ async def test_repeats_of_rejections_are_suppressed_but_new_claims_pass() -> Non
     )
     assert isinstance(reworded, Dropped) and "we like detail" in reworded.reason
     assert reworded.detail == "the same text"
-    close = await screened(
-        draft(description="Keep the answers short!", content="Different body."),
-        ctx(rejections=[tomb]),
-    )
-    assert isinstance(close, Dropped) and close.suppressed
+    # The same name and a like description are not a repeat by themselves: the model is
+    # asked, shown the rejection that holds the name (here there is no model: held).
+    close = screen(draft(description="Keep the answers short!", content="Different body."), ctx())
+    assert isinstance(close, Candidate)
+    dropped, decision = await repeat_of(close, ctx(rejections=[tomb]))
+    assert dropped is None and decision is not None and decision.outcome == "held"
+    assert decision.compared[0].claim is tomb
     other = await screened(
         draft(name="unit-conversions", description="Convert units.", content="Metric first."),
         ctx(rejections=[tomb]),
