@@ -339,7 +339,9 @@ async def test_a_rejected_import_is_remembered_like_any_rejection(
         status, _ = await rig.api("POST", f"/proposals/{first.proposal_id}/reopen", {})
         assert status == 200
         twice = await transfer.import_path(skill_folder(tmp_path), "CLI (bob)")
-        assert twice.refusal == f"proposal #{first.proposal_id} for metric-recipes awaits review"
+        assert twice.refusal == (
+            f"repeats proposal #{first.proposal_id} (metric-recipes), which awaits review"
+        )
 
 
 async def test_an_existing_name_is_an_update_that_keeps_the_live_skill_until_approved(

@@ -20,7 +20,8 @@ INSERT = (
 
 def test_the_registry_keeps_its_rows_and_triggers_and_takes_imported(tmp_path: Path) -> None:
     db = sqlite_utils.Database(tmp_path / "upgrade.db")
-    assert migrate(db, [m for m in MIGRATIONS if m[0] < 63])[-1] == 57
+    before = [m for m in MIGRATIONS if m[0] < 63]
+    assert migrate(db, before)[-1] == before[-1][0]
     db.conn.execute(INSERT, ("kept", "custom", 2.0))
     db.conn.commit()
     assert migrate(db) == [63]
