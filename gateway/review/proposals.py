@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gateway.review.trials import TrialSummary
+
 DraftKind = Literal["create", "update"]
 # `retire` is never asked of the model: the effect measurement proposes it (see retire.py).
 Kind = Literal["create", "update", "retire"]
@@ -43,6 +45,8 @@ class Candidate(Claim):
     possibly_same: list[str] = Field(default_factory=list)
     """The nearest known claims (`rejected #4 verify-identity`), most like first, when the
     same-claim judge could not judge this one: the reviewer decides whether it repeats one."""
+    trial: TrialSummary | None = None
+    """What its trial measured (None: not tried: a retirement, or trials off)."""
 
     @property
     def slug(self) -> str:
