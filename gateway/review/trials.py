@@ -24,7 +24,8 @@ MAX_PAIR_TEXT = 4000
 
 
 class TrialPair(BaseModel):
-    """One rated turn answered again on one arm, and the judge's comparison with the rated answer."""
+    """One rated turn answered again on one arm, and the judge's comparison with the rated
+    answer."""
 
     side: SideName
     arm: ArmName

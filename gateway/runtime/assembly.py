@@ -28,7 +28,6 @@ from gateway.conversation.ports import ConversationPorts
 from gateway.conversation.reminders import ReminderDelivery
 from gateway.conversation.voice import Voicing
 from gateway.core.agent import Agent, AgentConfig
-from gateway.core.tools import ToolAccess, Toolbox
 from gateway.core.embeddings import Embedder, OpenAIEmbeddings
 from gateway.core.events import Events, ToolCalled
 from gateway.core.fallback import FallbackLLM, parse_fallbacks
@@ -38,6 +37,7 @@ from gateway.core.memory import Memory
 from gateway.core.model_health import ModelHealth, WatchedLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.settings import ModelSettings
+from gateway.core.tools import ToolAccess, Toolbox
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError, ConfigError
 from gateway.media.links import MediaLinks, load_key
@@ -71,13 +71,13 @@ from gateway.synthesis.calibration import (
     load_pairs,
 )
 from gateway.synthesis.comparison import builtin_compare_pairs
-from gateway.synthesis.trial import TrialConfig
 from gateway.synthesis.synthesizer import (
     BUDGET_NOTICE,
     RunSummary,
     SynthesisConfig,
     Synthesizer,
 )
+from gateway.synthesis.trial import TrialConfig
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
 

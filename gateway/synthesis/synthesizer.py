@@ -76,7 +76,6 @@ from gateway.synthesis.screening import (
     screen,
     sources,
 )
-from gateway.synthesis.trial import Trial, TrialConfig
 from gateway.synthesis.summary import (
     BatchReport,
     DroppedBrief,
@@ -91,6 +90,7 @@ from gateway.synthesis.summary import (
     rejected_repeat,
     report,
 )
+from gateway.synthesis.trial import Trial, TrialConfig
 
 __all__ = [
     "LOCK_NAME",

@@ -308,15 +308,14 @@ class Trial:
         messages = build_messages(cfg.persona, section, history, cfg.history_tokens)
         functions = [load_skill_tool(offered)] if offered else []
         functions += self.functions() if self.functions is not None else []
-        calls = 0
         for round_ in range(LOAD_ROUNDS + 1):
+            calls = round_ + 1
             try:
                 completion = await self.answerer.complete(
                     messages, tools=(functions or None) if round_ < LOAD_ROUNDS else None
                 )
             except ModelError as exc:
                 raise Stop(f"the answering model could not be asked: {exc}") from exc
-            calls += 1
             if not completion.tool_calls:
                 return (completion.text or "").strip() or "(no answer)", calls
             other = [c.name for c in completion.tool_calls if c.name != "load_skill"]

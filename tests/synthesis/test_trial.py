@@ -196,6 +196,7 @@ async def test_an_unreachable_answering_model_is_not_measured(
         assert run["status"] == "ok", run
         (made,) = run["proposed"]
         status, body = await gw.call("GET", f"/proposals/{made['id']}")
+        assert status == 200, body
         trial = body["trial"]
         assert body["status"] == "pending"
         assert trial["verdict"] == "not_measured"
@@ -211,7 +212,7 @@ async def test_no_rated_turns_is_not_measured_and_makes_no_call(
         run = await gw.synthesize()
         (made,) = run["proposed"]
         status, body = await gw.call("GET", f"/proposals/{made['id']}")
-        assert body["trial"]["verdict"] == "not_measured"
+        assert status == 200 and body["trial"]["verdict"] == "not_measured"
         assert body["trial"]["reason"] == "no rated answers to try it on"
         assert len(fake_llm.requests) == 1  # the synthesis call alone
         assert json.loads(json.dumps(body["trial"]["pairs"])) == []
