@@ -12,6 +12,7 @@ from gateway.admin.params import positive
 from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
 from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
 from gateway.review.cards import tool_line, tool_warnings, warning_of
+from gateway.review.trials import trial_lines
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
@@ -129,6 +130,8 @@ async def proposal(request: web.Request) -> web.Response:
         max_reason=MAX_REASON,
         tools=proposal_tools(review, p),
         warning=await warning_of(p, review, store),
+        trial_lines=trial_lines(p.trial) if p.trial is not None else [],
+        trial_pairs=await store.trial_pairs(p.id) if p.trial is not None else [],
     )
 
 

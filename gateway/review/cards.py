@@ -18,6 +18,7 @@ from gateway.core.tools import ToolInfo
 from gateway.errors import SkillError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.review.proposals import Proposal, SkillVersion
+from gateway.review.trials import TRIAL, trial_lines
 from gateway.skills.library import SKILL_FILE, parse_skill
 from gateway.skills.live import LiveSkill
 from gateway.skills.overview import SOURCES
@@ -240,6 +241,9 @@ class Card:
         if p.rationale.strip():
             facts.append((t(WHY), clip(p.rationale, MAX_RATIONALE)))
         facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if p.trial is not None:
+            # What the trial before the card measured, or why it could not.
+            facts.append((t(TRIAL), " — ".join(trial_lines(p.trial, t))))
         if p.possibly_same:
             nearest = t(LIST_SEPARATOR).join(p.possibly_same)
             facts.append(
