@@ -12,9 +12,9 @@ from gateway.admin.params import positive
 from gateway.errors import ProposalNotFound, SkillError, SkillNotFound
 from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_because, refusal
 from gateway.review.cards import tool_line, tool_warnings, warning_of
-from gateway.review.trials import trial_lines
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
+from gateway.review.trials import trial_lines
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.store.proposals import ProposalQueries

@@ -82,7 +82,8 @@ async def test_a_trial_not_measured_says_why_on_the_cards_and_the_proposal_waits
             (bubble,) = rig.line_cards(LINE_ADMIN)
             assert "not measured: the judge fake-model is unable to judge" in flex_texts(bubble)
             status, detail = await rig.api("GET", f"/proposals/{pid}")
-            assert detail["status"] == "pending" and detail["trial"]["verdict"] == "not_measured"
+            assert status == 200 and detail["status"] == "pending"
+            assert detail["trial"]["verdict"] == "not_measured"
 
 
 @pytest.mark.parametrize("language", ["ja", "zh_TW", "th"])
