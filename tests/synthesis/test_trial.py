@@ -216,3 +216,52 @@ async def test_no_rated_turns_is_not_measured_and_makes_no_call(
         assert body["trial"]["reason"] == "no rated answers to try it on"
         assert len(fake_llm.requests) == 1  # the synthesis call alone
         assert json.loads(json.dumps(body["trial"]["pairs"])) == []
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """As the fake server reports them."""
+    return sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
+
+
+async def test_trial_calls_are_learning_spend_on_the_passs_record_and_in_usage(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.default = answering("Short and BETTER.", "A plain answer.")
+    async with gateway(trial_settings(make_settings, fake_llm)) as gw:
+        drawn = await seed_world(gw, fake_llm)
+        before = (len(fake_llm.requests), len(fake_llm.trial_requests))
+        fake_llm.reply(answer(proposal(NAME, based_on=drawn)))
+        run = await gw.synthesize()
+        asked = [
+            *fake_llm.requests[before[0] :],
+            *fake_llm.trial_requests[before[1] :],
+            *fake_llm.same_claim_requests,
+        ]
+        replays = fake_llm.requests[before[0] + 1 :]
+        assert replays and all(b["model"] == "fake-model" for b in replays)
+        # The pass's record holds every call it made: synthesis, the trial's answers, its
+        # judge's calibration and comparisons (the first pass's are on its own record).
+        assert run["prompt_tokens"] == sum(prompt_tokens(b) for b in asked)
+        status, usage = await gw.call("GET", "/usage?days=2")
+        assert status == 200
+        (day,) = usage["learning_days"]
+        assert day["tokens"] >= run["prompt_tokens"]
+        assert usage["answers"]["answers"] == 0  # no chat answer was counted
+
+
+async def test_the_days_learning_budget_reached_stops_the_trial_and_the_card_says_so(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.default = answering("Short and BETTER.", "A plain answer.")
+    settings = trial_settings(make_settings, fake_llm, learning_daily_tokens=1)
+    async with gateway(settings) as gw:
+        drawn = [await gw.seed(question=FIXES)]
+        fake_llm.reply(answer(proposal(NAME, based_on=drawn)))
+        run = await gw.synthesize()
+        (made,) = run["proposed"]
+        status, body = await gw.call("GET", f"/proposals/{made['id']}")
+        assert status == 200 and body["status"] == "pending"
+        trial = body["trial"]
+        assert trial["verdict"] == "not_measured" and trial["pairs"] == []
+        assert trial["reason"].startswith("learning budget reached")
+        assert len(fake_llm.requests) == 1  # the synthesis call; no answer was replayed
