@@ -248,6 +248,8 @@ class Synthesizer:
             else None
         )
         """Tries each created or updated proposal before it is staged (None: no trials)."""
+        self._holder: str | None = None
+        """This process's hold on the run lock while a pass runs (a trial renews its lease)."""
 
     async def calibrate(self, *, again: bool = False) -> Calibration | None:
         """The judge's calibration, tried now if it has none (`again`: tried anew).
@@ -284,9 +286,11 @@ class Synthesizer:
             await self.store.release_lock(LOCK_NAME, current)
             if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
                 return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+        self._holder = holder
         try:
             return await self._run(trigger, progress, holder)
         finally:
+            self._holder = None
             await self.store.release_lock(LOCK_NAME, holder)
 
     async def _run(self, trigger: str, progress: Progress | None, holder: str) -> RunSummary:
@@ -635,11 +639,19 @@ class Synthesizer:
         return await self.reviewer.submit(candidate, run.id if run else None, pairs)
 
     async def _budget_left(self, run: RunRecord | None) -> str | None:
-        """Why learning must stop now (the day's budget reached), or None."""
+        """Why a trial must stop now (the day's budget reached, the run lock lost), or None.
+
+        Asked before each turn, so a long trial on a slow model keeps the pass's lease.
+        """
         try:
             await self._within_budget(run)
         except BudgetReached as reached:
             return str(reached)
+        holder, lease = self._holder, self.config.lease_seconds
+        if holder is not None and not await self.store.acquire_lock(
+            LOCK_NAME, holder, self.clock(), lease
+        ):
+            return "the run lock's lease ran out and another pass took it"
         return None
 
     async def _context(
