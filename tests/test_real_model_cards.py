@@ -148,7 +148,8 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
         staged = [p for p in run["proposed"] if p["status"] == "pending"]
         assert staged, run
         assert [status for status, _ in real_llm.forwarded] == [200] * len(real_llm.forwarded)
-        asked = real_llm.requests[-1]["response_format"]
+        # The synthesis call: the trial's new answers come after it, as chat requests do.
+        asked = [r for r in real_llm.requests if "response_format" in r][-1]["response_format"]
         assert asked["type"] == "json_schema"
         draft = asked["json_schema"]["schema"]["properties"]["proposals"]["items"]
         shown = draft["properties"]["based_on"]["items"]["enum"]

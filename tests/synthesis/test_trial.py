@@ -265,3 +265,37 @@ async def test_the_days_learning_budget_reached_stops_the_trial_and_the_card_say
         assert trial["verdict"] == "not_measured" and trial["pairs"] == []
         assert trial["reason"].startswith("learning budget reached")
         assert len(fake_llm.requests) == 1  # the synthesis call; no answer was replayed
+
+
+async def test_an_updates_guards_are_its_skills_own_answers_where_the_index_offers_nothing(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    # An index budget too small for any line: no answer is tried for being offered the
+    # proposal; the answers that loaded the skill it replaces are tried all the same.
+    target = "troubleshooting-steps"
+    fake_llm.default = answering("An answer.", "An answer.")
+    settings = trial_settings(make_settings, fake_llm, skill_index_tokens=50)
+    async with gateway(settings) as gw:
+        own = await gw.seed(
+            question="My router blinks red", rating=1, comment=None, loaded=[target]
+        )
+        await gw.seed(question="Summarise this article", rating=1, comment=None)
+        fake_llm.reply(answer())
+        assert (await gw.synthesize())["proposed"] == []
+        drawn = [await gw.seed(question="The printer is broken")]
+        content = "Ask which light blinks, then restart the router, then call the provider."
+        draft = proposal(target, kind="update", target=target, content=content, based_on=drawn)
+        draft["description"] = (
+            "Diagnose a broken router, printer, laptop or phone step by step: ask what the"
+            " user sees, which light blinks or which message shows, then give a short"
+            " ordered path to a fix, one step a line."
+        )
+        fake_llm.reply(answer(draft))
+        run = await gw.synthesize()
+        (made,) = run["proposed"]
+        status, body = await gw.call("GET", f"/proposals/{made['id']}")
+        assert status == 200, body
+        guards = [p for p in body["trial"]["pairs"] if p["side"] == "guards"]
+        assert {p["question"] for p in guards} == {"My router blinks red"}
+        assert {p["arm"] for p in guards} == {"with_it", "control"}
+        assert own
