@@ -168,6 +168,7 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
             for (chat, _), m in sorted(gw.fake.messages.items())
             if chat == REVIEWER and str(m.get("text", "")).startswith(f"<b>Proposal #{proposal_id}")
         ]
+    print(json.dumps({"trial": made["trial"]}, ensure_ascii=False))  # the record
     check_trial(made["trial"], cards)
 
     signed = re.compile(rf"p([ar]):{proposal_id}:[A-Za-z0-9_-]{{12}}")
