@@ -191,13 +191,13 @@ class Trial:
         """Try `candidate`; `held_out`: sessions it was drawn from (never a guard), beside its
         `based_on`; `budget_left` says why learning must stop now (None: go on)."""
         judge = self.judge.model or "the judge"
-        try:
-            await self._judge_able(judge)
-            fixes, guards = await self._samples(candidate, held_out)
-        except Stop as stop:
-            return not_measured(str(stop), judge)
+        fixes, guards = await self._samples(candidate, held_out)
         if not fixes and not guards:
             return not_measured("no rated answers to try it on", judge)
+        try:
+            await self._judge_able(judge)
+        except Stop as stop:
+            return not_measured(str(stop), judge)
         applied = Applied(self.live, candidate)
         order = [s for pair in _interleave(fixes, guards) for s in pair]
         pairs: list[TrialPair] = []

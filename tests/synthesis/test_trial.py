@@ -215,6 +215,7 @@ async def test_no_rated_turns_is_not_measured_and_makes_no_call(
         assert status == 200 and body["trial"]["verdict"] == "not_measured"
         assert body["trial"]["reason"] == "no rated answers to try it on"
         assert len(fake_llm.requests) == 1  # the synthesis call alone
+        assert fake_llm.trial_requests == []  # not even the judge's calibration
         assert json.loads(json.dumps(body["trial"]["pairs"])) == []
 
 
