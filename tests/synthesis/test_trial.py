@@ -9,8 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.config import Settings
+from gateway.ops.doctor import check_trial_judge
 from gateway.synthesis import comparison
-from tests.fakes.openai_server import FakeOpenAI, Scripted, compared, judge_by_marks
+from tests.fakes.openai_server import (
+    FakeOpenAI,
+    Scripted,
+    compared,
+    comparison_answer,
+    judge_by_marks,
+)
 from tests.synthesis_support import Gateway, answer, gateway, proposal, synth_settings
 
 NAME = "chat-brevity"
@@ -300,3 +307,30 @@ async def test_an_updates_guards_are_its_skills_own_answers_where_the_index_offe
         assert {p["question"] for p in guards} == {"My router blinks red"}
         assert {p["arm"] for p in guards} == {"with_it", "control"}
         assert own
+
+
+async def test_doctor_calibrates_the_trial_judge_and_keeps_the_result(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = trial_settings(make_settings, fake_llm)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    fake_llm.trial_judge = lambda body: comparison_answer(1, "the first one")
+    check = await check_trial_judge(settings)
+    assert (check.name, check.status) == ("trial judge", "warn")
+    assert check.detail.startswith("fake-model on the trial question: unable to judge")
+    assert "not measured" in (check.fix or "") and "SKILLGATE_TRUSTED_JUDGES" in (check.fix or "")
+
+    fake_llm.trial_judge = judge_by_marks
+    check = await check_trial_judge(settings)
+    assert check.status == "ok" and "able to judge: 16 of 16 right" in check.detail
+    # Kept: the gateway's trial trusts it without trying it again.
+    async with gateway(settings) as gw:
+        found = await gw.parts.store.calibration("fake-model", comparison.TRIAL_QUESTION.kind)
+        assert found is not None and found.verdict == "able"
+        calibrating = len(fake_llm.trial_requests)
+        fake_llm.default = answering("Short and BETTER.", "A plain answer.")
+        drawn = [await gw.seed(question=FIXES)]
+        fake_llm.reply(answer(proposal(NAME, based_on=drawn)))
+        run = await gw.synthesize()
+        assert run["proposed"]
+        assert len(fake_llm.trial_requests) - calibrating == 2  # the two comparisons only
