@@ -390,6 +390,13 @@ class SynthesisSettings(Section):
     learning_daily_tokens: int = Field(
         0, ge=0, le=10_000_000_000, validation_alias="SKILLGATE_LEARNING_DAILY_TOKENS"
     )
+    # The trial before the card: rated turns answered again with a proposal and without it,
+    # per side (what it claims to fix, what it might break; 0: no trials), and its most
+    # model calls (answers and comparisons) per proposal.
+    trial_turns_per_side: int = Field(
+        3, ge=0, le=20, validation_alias="SKILLGATE_TRIAL_TURNS_PER_SIDE"
+    )
+    trial_calls: int = Field(40, ge=6, le=500, validation_alias="SKILLGATE_TRIAL_CALLS")
     # Judges declared able by the operator: not calibrated, shown as declared.
     trusted_judges: str = Field("", max_length=2000, validation_alias="SKILLGATE_TRUSTED_JUDGES")
     # Skill effects: when a skill is proposed for retirement.

@@ -81,6 +81,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "llm_max_retries": 2,
             # The holdout withholds skills at random; tests of it ask for it (and seed it).
             "skill_holdout": 0.0,
+            # A trial answers rated turns again: tests of it ask for it (and script it).
+            "trial_turns_per_side": 0,
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -13,6 +13,10 @@ from typing import Any
 
 import aiohttp
 
+TEST_DEFAULTS = {"SKILLGATE_TRIAL_TURNS_PER_SIDE": "0"}
+"""What every test's settings default to (as conftest's `make_settings`): a trial answers
+rated turns again, calls a test of something else did not script; tests of it ask for it."""
+
 
 def free_port() -> int:
     """A loopback port nothing listens on right now."""
@@ -33,7 +37,7 @@ async def skillgate(
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
+        env={**os.environ, **TEST_DEFAULTS, **env},
     )
     out, err = await asyncio.wait_for(
         proc.communicate(stdin.encode() if stdin is not None else None), timeout
@@ -62,7 +66,7 @@ async def serving(
         sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *args,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
+        env={**os.environ, **TEST_DEFAULTS, **env},
     )  # fmt: skip
     served = Served(url=f"http://127.0.0.1:{port}", proc=proc)
     try:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pexpect
 
+from tests.serve_process import TEST_DEFAULTS
+
 DOWN, ENTER = "\x1b[B", "\r"
 WAIT = 60  # generous: a busy 2-core machine starts Python slowly; a step takes about 1 s
 
@@ -21,7 +23,13 @@ class Terminal:
             sys.executable,
             ["-m", "gateway.cli", *args],
             cwd=str(cwd),
-            env={**os.environ, **env, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"},
+            env={
+                **os.environ,
+                **TEST_DEFAULTS,
+                **env,
+                "PROMPT_TOOLKIT_NO_CPR": "1",
+                "TERM": "xterm",
+            },
             encoding="utf-8",
             dimensions=(50, 250),
             timeout=WAIT,

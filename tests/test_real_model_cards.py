@@ -22,7 +22,12 @@ import pytest
 
 from gateway.config import Settings
 from tests.fakes.openai_server import FakeOpenAI, forwarded_text
-from tests.fakes.telegram_api import FakeTelegramAPI, make_callback_update, make_text_update
+from tests.fakes.telegram_api import (
+    FakeTelegramAPI,
+    html_to_plain,
+    make_callback_update,
+    make_text_update,
+)
 from tests.real_llama import INSTALL, MODEL_NAME, available, llama_server
 from tests.serve_process import free_port
 from tests.telegram_harness import ADMIN, Gateway, telegram_gateway
@@ -95,6 +100,12 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
             max_proposals_per_run=1,
             max_skill_bytes=1024,
             telegram_admin_ids=str(REVIEWER),
+            # The trial before the card: one rated turn, answered again with the proposal and
+            # without it, compared by the model itself, declared trusted so that the pairs
+            # are judged (SmolLM2 is no judge: calibrated, it is found unable, and the
+            # trial says "not measured" without pairs).
+            trial_turns_per_side=1,
+            trusted_judges=MODEL_NAME,
         ) as gw,
     ):
         for user, (question, comment) in enumerate(CHATS, start=5001):
@@ -137,7 +148,8 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
         staged = [p for p in run["proposed"] if p["status"] == "pending"]
         assert staged, run
         assert [status for status, _ in real_llm.forwarded] == [200] * len(real_llm.forwarded)
-        asked = real_llm.requests[-1]["response_format"]
+        # The synthesis call: the trial's new answers come after it, as chat requests do.
+        asked = [r for r in real_llm.requests if "response_format" in r][-1]["response_format"]
         assert asked["type"] == "json_schema"
         draft = asked["json_schema"]["schema"]["properties"]["proposals"]["items"]
         shown = draft["properties"]["based_on"]["items"]["enum"]
@@ -151,10 +163,50 @@ async def test_a_real_models_proposal_passes_screening_and_reaches_the_admins_ca
         assert gw.parts.admins.cards is not None
         await gw.parts.admins.cards.wait_idle(30)
         buttons = card_buttons(gw.fake, REVIEWER)
+        cards = [
+            html_to_plain(str(m.get("text", "")))
+            for (chat, _), m in sorted(gw.fake.messages.items())
+            if chat == REVIEWER and str(m.get("text", "")).startswith(f"<b>Proposal #{proposal_id}")
+        ]
+    print(json.dumps({"trial": made["trial"]}, ensure_ascii=False))  # the record
+    check_trial(made["trial"], cards)
 
     signed = re.compile(rf"p([ar]):{proposal_id}:[A-Za-z0-9_-]{{12}}")
     actions = {m.group(1) for row in buttons for data in row if (m := signed.fullmatch(data))}
     assert actions == {"a", "r"}, buttons  # Approve and Reject of that proposal, signed
+
+
+def check_trial(trial: dict[str, Any], cards: list[str]) -> None:
+    """The trial ran end to end: its pairs are recorded and agree with its counts, and the
+    card shows its lines (the counts, or "not measured" with the reason)."""
+    assert trial is not None
+    assert trial["verdict"] in ("measured_gain", "no_measured_gain", "regressions", "not_measured")
+    pairs = trial["pairs"]
+    if trial["verdict"] == "not_measured":
+        assert trial["reason"], trial
+    else:
+        assert pairs, trial
+    for pair in pairs:
+        assert pair["side"] in ("fixes", "guards") and pair["arm"] in ("with_it", "control")
+        assert pair["question"] and pair["before"] and pair["after"]
+        assert pair["outcome"] in ("better", "same", "worse", None)
+    for side in ("fixes", "guards"):
+        for arm in ("with_it", "control"):
+            judged = [p["outcome"] for p in pairs if (p["side"], p["arm"]) == (side, arm)]
+            counts = trial[side][arm]
+            assert [counts["better"], counts["same"], counts["worse"]] == [
+                judged.count("better"),
+                judged.count("same"),
+                judged.count("worse"),
+            ]
+    # The judge was declared, the sessions were rated 👎: the fixes side was tried on both
+    # arms unless the model failed, which the reason then says.
+    assert {(p["side"], p["arm"]) for p in pairs} == {
+        ("fixes", "with_it"),
+        ("fixes", "control"),
+    } or (trial["verdict"] == "not_measured" and trial["reason"]), trial
+    assert cards, "the admin got no card"
+    assert f"🧪 Trial: {' — '.join(trial['lines'])}" in cards[-1], cards[-1]
 
 
 async def deliver(gw: Gateway, update: dict[str, Any]) -> None:

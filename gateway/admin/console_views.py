@@ -14,6 +14,7 @@ from gateway.review.answers import MAX_REASON, REVIEW_ERRORS, not_applied_becaus
 from gateway.review.cards import tool_line, tool_warnings, warning_of
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer, live_proposal
+from gateway.review.trials import trial_lines
 from gateway.runtime.keys import CATALOG, REVIEW, STORE, SYNTHESIZER, TRANSFER
 from gateway.skills.library import SLUG_RE, Skill, parse_skill
 from gateway.store.proposals import ProposalQueries
@@ -129,6 +130,8 @@ async def proposal(request: web.Request) -> web.Response:
         max_reason=MAX_REASON,
         tools=proposal_tools(review, p),
         warning=await warning_of(p, review, store),
+        trial_lines=trial_lines(p.trial) if p.trial is not None else [],
+        trial_pairs=await store.trial_pairs(p.id) if p.trial is not None else [],
     )
 
 

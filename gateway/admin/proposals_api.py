@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -16,6 +17,7 @@ from gateway.review.cards import warning_of
 from gateway.review.proposals import STATUSES, Proposal
 from gateway.review.reviewer import Decision
 from gateway.review.staging import iso
+from gateway.review.trials import TrialPair, TrialSummary, trial_lines
 from gateway.runtime.keys import REVIEW, STORE, SYNTHESIZER
 from gateway.skills.library import SLUG_RE
 from gateway.web import jsonlimits
@@ -147,6 +149,21 @@ async def list_proposals(request: web.Request) -> web.Response:
     return web.json_response([proposal_json(p) for p in rows])
 
 
+def trial_json(summary: TrialSummary | None, pairs: Sequence[TrialPair]) -> dict[str, Any] | None:
+    """A proposal's trial: turns tried per side, each arm's verdicts, the verdict, the pairs."""
+    if summary is None:
+        return None
+    return {
+        "verdict": summary.verdict,
+        "reason": summary.reason,
+        "lines": trial_lines(summary),
+        "judge": summary.judge,
+        "calls": summary.calls,
+        **{side: getattr(summary, side).model_dump() for side in ("fixes", "guards", "liked")},
+        "pairs": [pair.model_dump() for pair in pairs],
+    }
+
+
 async def get_proposal(request: web.Request) -> web.Response:
     """One proposal with its body and the unified diff against the live skill."""
     pid = _id(request)
@@ -160,10 +177,13 @@ async def get_proposal(request: web.Request) -> web.Response:
     store = request.config_dict[STORE]
     deleted = await store.deleted_sessions(p.based_on)
     warning = await warning_of(p, review, store)
+    pairs = await store.trial_pairs(p.id) if p.trial is not None else []
     return web.json_response(
         {
             **proposal_json(p, full=True),
             "diff": await review.diff(p),
+            # What the trial before the card measured (null: not tried, e.g. a retirement).
+            "trial": trial_json(p.trial, pairs),
             # An update that removes most of its skill or shares almost nothing with it.
             "warning": warning.as_json() if warning is not None else None,
             # Source sessions deleted since (retention, a user's /forget): why and when.

@@ -27,12 +27,14 @@ from gateway.synthesis.calibration import (
     ONBOARD_FIX,
     PAIRS_FILE,
     Calibration,
-    Calibrations,
     Calibrator,
+    Model,
+    Question,
     Unreachable,
     judge_line,
     load_pairs,
 )
+from gateway.synthesis.comparison import TRIAL_QUESTION, builtin_compare_pairs
 from gateway.synthesis.judge import SAME_CLAIM
 from gateway.tools.build import build_tools
 
@@ -193,7 +195,7 @@ async def _check_configured_model(settings: Settings, *, on_board: bool = False)
         await llm.close()
     if any(c.status == "fail" for c in checks):
         return checks
-    return [*checks, await check_judge(settings)]
+    return [*checks, await check_judge(settings), await check_trial_judge(settings)]
 
 
 JUDGE_FIX = (
@@ -204,10 +206,15 @@ JUDGE_FIX = (
 )
 
 
+TRIAL_JUDGE_FIX = (
+    "set LLM_SAME_CLAIM_MODEL (or LLM_LEARNING_MODEL) to a model able to compare answers, or"
+    " declare this one trusted with SKILLGATE_TRUSTED_JUDGES; until then each proposal's"
+    ' trial says "not measured" on its card, and the proposal still goes to review'
+)
+
+
 async def check_judge(settings: Settings) -> Check:
     """The same-claim judge tried on the calibration set now, and the result kept."""
-    assert settings.llm_base_url is not None and settings.llm_model is not None
-    name = settings.llm_same_claim_model or settings.llm_learning_model or settings.llm_model
     try:
         pairs = load_pairs(settings.data_dir)
     except ConfigError as exc:
@@ -215,27 +222,46 @@ async def check_judge(settings: Settings) -> Check:
         return Check(
             "calibration set", "fail", str(exc), f"correct {where} (docs/LEARNING.md) or remove it"
         )
+    onboard = settings.llm_local_model is not None
+    calibrator = Calibrator(Unkept(), pairs, clock=time.time, onboard=onboard)
+    return await _calibrated(settings, "same-claim judge", calibrator, SAME_CLAIM, JUDGE_FIX)
+
+
+async def check_trial_judge(settings: Settings) -> Check:
+    """The trial's judge (the same model) tried on the comparison's calibration set now."""
+    onboard = settings.llm_local_model is not None
+    calibrator = Calibrator(Unkept(), builtin_compare_pairs(), clock=time.time, onboard=onboard)
+    return await _calibrated(settings, "trial judge", calibrator, TRIAL_QUESTION, TRIAL_JUDGE_FIX)
+
+
+async def _calibrated(
+    settings: Settings,
+    label: str,
+    calibrator: Calibrator[Model],
+    question: Question[Model],
+    fix: str,
+) -> Check:
+    """The judge calibrated on `question` now, kept in the database when it opens."""
+    assert settings.llm_base_url is not None and settings.llm_model is not None
+    name = settings.llm_same_claim_model or settings.llm_learning_model or settings.llm_model
     if name in settings.trusted_judge_models:
-        return Check("same-claim judge", "ok", f"{name}: declared trusted, not calibrated")
+        return Check(label, "ok", f"{name}: declared trusted, not calibrated")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     llm = OpenAIChat(
         settings.llm_base_url, name, key, timeout=settings.llm_timeout_seconds, max_retries=0
     )
-    kept: Calibrations = Unkept()
     store = store_for(settings) if settings.data_dir.is_dir() else None
     try:
         if store is not None:
             try:
-                kept = await store.open()
+                calibrator.store = await store.open()
             except SkillgateError:
                 store = None  # the database check says why; the result is only printed
-        onboard = settings.llm_local_model is not None
-        calibrator = Calibrator(kept, pairs, clock=time.time, onboard=onboard)
         try:
-            result = await calibrator.result(llm, SAME_CLAIM, again=True)
+            result = await calibrator.result(llm, question, again=True)
         except Unreachable as exc:
             return Check(
-                "same-claim judge",
+                label,
                 "fail",
                 f"{name} could not be asked: {exc}",
                 "check that the endpoint serves it"
@@ -246,9 +272,9 @@ async def check_judge(settings: Settings) -> Check:
         if store is not None:
             await store.close()
     if result.verdict == "unable":
-        fix = ONBOARD_FIX if result.onboard else JUDGE_FIX
-        return Check("same-claim judge", "warn", judge_line(result, fix=False), fix)
-    return Check("same-claim judge", "ok", judge_line(result))
+        fix = ONBOARD_FIX if result.onboard else fix
+        return Check(label, "warn", judge_line(result, fix=False), fix)
+    return Check(label, "ok", judge_line(result))
 
 
 class Unkept:

@@ -66,6 +66,7 @@ TABLES = (
     "task_runs",
     "user_timezones",
     "judge_calibrations",
+    "trial_pairs",
 )
 """Every table with data, parents before the tables that reference them."""
 SKIPPED = ("schema_migrations", "locks", "skill_files")

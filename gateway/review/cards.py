@@ -18,6 +18,7 @@ from gateway.core.tools import ToolInfo
 from gateway.errors import SkillError
 from gateway.i18n import ENGLISH, N_, Np_, Texts
 from gateway.review.proposals import Proposal, SkillVersion
+from gateway.review.trials import TRIAL, trial_lines
 from gateway.skills.library import SKILL_FILE, parse_skill
 from gateway.skills.live import LiveSkill
 from gateway.skills.overview import SOURCES
@@ -248,6 +249,9 @@ class Card:
             facts.append((t(IMPORTED_FROM), p.origin))
         else:
             facts.append((t(EVIDENCE), self.evidence.summary(t)))
+        if p.trial is not None:
+            # What the trial before the card measured, or why it could not.
+            facts.append((t(TRIAL), " — ".join(trial_lines(p.trial, t))))
         if p.files:
             files = t(LIST_SEPARATOR).join(
                 t(FILE_LINE, path=path, size=len(text.encode("utf-8")))

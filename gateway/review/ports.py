@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -10,6 +11,7 @@ from gateway.core.ports import SkillFiles
 from gateway.core.records import SkillRecord
 from gateway.review.cards import ReplacedVersions
 from gateway.review.proposals import Candidate, Proposal, Rejection
+from gateway.review.trials import TrialPair
 
 
 class PendingProposals(Protocol):
@@ -21,7 +23,9 @@ class PendingProposals(Protocol):
 class ReviewStore(SkillFiles, PendingProposals, ReplacedVersions, Protocol):
     """Proposals, decisions, tombstones, replaced versions, registry rows, file records."""
 
-    async def add_proposal(self, candidate: Candidate, run_id: int | None) -> Proposal: ...
+    async def add_proposal(
+        self, candidate: Candidate, run_id: int | None, pairs: Sequence[TrialPair] = ()
+    ) -> Proposal: ...
 
     async def drop_proposal(self, proposal_id: int) -> None: ...
 

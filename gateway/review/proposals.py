@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gateway.review.trials import TrialSummary
+
 DraftKind = Literal["create", "update"]
 # `retire` is never asked of the model: the effect measurement proposes it (see retire.py).
 Kind = Literal["create", "update", "retire"]
@@ -58,6 +60,8 @@ class Candidate(Claim):
     files: dict[str, str] = Field(default_factory=dict)
     """An imported skill's text files beside its SKILL.md, by path inside its folder: shown on
     the card, written beside the skill on approval, never run by the gateway."""
+    trial: TrialSummary | None = None
+    """What its trial measured (None: not tried: a retirement, or trials off)."""
 
     @property
     def slug(self) -> str:

@@ -32,6 +32,7 @@ from gateway.review.events import Change, ReviewEvent
 from gateway.review.ports import ReviewStore
 from gateway.review.proposals import PROPOSED_FILE, Candidate, Proposal, Rejection
 from gateway.review.staging import Staging, render_proposal
+from gateway.review.trials import TrialPair
 from gateway.skills.library import SKILL_FILE, SkillLibrary, content_hash, parse_skill
 from gateway.skills.live import LiveSkill, live_of
 
@@ -109,9 +110,12 @@ class Reviewer:
             return True  # a skill from elsewhere is never live before an admin approves it
         return proposal.kind != "create" and (live is None or live.source != "auto")
 
-    async def submit(self, candidate: Candidate, run_id: int | None = None) -> Proposal:
-        """Store and stage a proposal; apply it at once when the policy allows."""
-        p = await self.store.add_proposal(candidate, run_id)
+    async def submit(
+        self, candidate: Candidate, run_id: int | None = None, pairs: Sequence[TrialPair] = ()
+    ) -> Proposal:
+        """Store and stage a proposal, with its trial's `pairs`; apply it at once when the
+        policy allows."""
+        p = await self.store.add_proposal(candidate, run_id, pairs)
         live = await self.live(p.slug) if p.kind != "create" else None
         try:
             await self.restage(p, live)

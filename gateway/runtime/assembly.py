@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from gateway.channels.base import Channel, Ports
 from gateway.channels.registry import by_name, capabilities, configured_channels, polling, secrets
@@ -36,6 +37,7 @@ from gateway.core.memory import Memory
 from gateway.core.model_health import ModelHealth, WatchedLLM
 from gateway.core.prompt import DEFAULT_PERSONA
 from gateway.core.settings import ModelSettings
+from gateway.core.tools import ToolAccess, Toolbox
 from gateway.core.vision import VisionPolicy
 from gateway.errors import ChannelError, ConfigError
 from gateway.media.links import MediaLinks, load_key
@@ -70,12 +72,14 @@ from gateway.synthesis.calibration import (
     builtin_pairs,
     load_pairs,
 )
+from gateway.synthesis.comparison import builtin_compare_pairs
 from gateway.synthesis.synthesizer import (
     BUDGET_NOTICE,
     RunSummary,
     SynthesisConfig,
     Synthesizer,
 )
+from gateway.synthesis.trial import TrialConfig
 from gateway.tools.build import build_tools
 from gateway.tools.toolbox import Tools
 
@@ -214,6 +218,11 @@ def subscribe(
     events.subscribe(ReviewEvent, review_effects)
     events.subscribe(RunSummary, repeats_found)
     events.subscribe(ToolCalled, count_tool_call)
+
+
+def trial_functions(tools: Toolbox) -> list[dict[str, Any]]:
+    """The tools a private chat is offered, as a trial offers them (never run)."""
+    return [spec.as_function() for spec in tools.offer(ToolAccess())]
 
 
 def calibration_pairs(settings: Settings) -> list[Pair]:
@@ -449,6 +458,17 @@ async def open_parts(
             events=events,
             calibrator=calibrator,
             told_budget=partial(tell_budget, admins, clock),
+            answerer=model,
+            trial=TrialConfig(
+                turns_per_side=settings.trial_turns_per_side,
+                calls=settings.trial_calls,
+                persona=config.persona,
+                skill_index_tokens=config.skill_index_tokens,
+                history_tokens=config.history_tokens,
+            ),
+            trial_calibrator=Calibrator(
+                store, builtin_compare_pairs(), trusted=settings.trusted_judge_models, clock=clock
+            ),
         )
         # Holdout only where still needed, and more often where the comparison lags.
         catalog.settle(*await holdout_state(store, synthesizer.config.effect))
@@ -471,6 +491,9 @@ async def open_parts(
     subscribe(events, catalog=catalog, admins=admins, metrics=metrics)
     if tools is not None:
         synthesizer.tools = review.tools = tools
+        if synthesizer.trial is not None:
+            # Offered to a trial's answers as to a private chat's; a call ends the answer.
+            synthesizer.trial.functions = partial(trial_functions, tools)
     links = make_links(settings, clock)
     speaker = make_speaker(settings)
     voicing = None if speaker is None else Voicing(speaker, settings, links)

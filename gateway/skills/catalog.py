@@ -195,6 +195,10 @@ class SkillCatalog:
         """The tools an enabled skill names (`allowed-tools`)."""
         return self._tools.get(name, ())
 
+    def described(self) -> list[tuple[str, str]]:
+        """Each enabled skill's name and description, as the index is built from them."""
+        return [(slug, self._described[slug].description) for slug in sorted(self._enabled)]
+
     def load(self, name: str) -> str | None:
         if name not in self._enabled:
             return None

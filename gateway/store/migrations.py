@@ -974,6 +974,32 @@ _IMPORTS: list[Step] = [
     ),
 ]
 
+_TRIALS: list[Step] = [
+    # The trial's counts, verdict and reason (no user text): cards read them with the row.
+    "alter table proposals add column trial text",
+    # Each rated answer answered again on one arm, and the judge's comparison. `message_id` is
+    # the rated answer: a user's /forget deletes the pairs made of their turns.
+    """
+    create table trial_pairs (
+        id {id},
+        proposal_id {bigint} not null references proposals(id),
+        side text not null check (side in ('fixes', 'guards')),
+        arm text not null check (arm in ('with_it', 'control')),
+        message_id {bigint} not null,
+        rating integer not null,
+        comment text,
+        question text not null,
+        before_text text not null,
+        after_text text not null,
+        outcome text check (outcome in ('better', 'same', 'worse')),
+        why text not null
+    )
+    """,
+    "create index trial_pairs_proposal on trial_pairs (proposal_id, id)",
+    "create index trial_pairs_message on trial_pairs (message_id)",
+]
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema", _INITIAL),
     (2, "questions awaiting an answer", _AWAITING),
@@ -1054,6 +1080,7 @@ MIGRATIONS: list[Migration] = [
         _LEARNING_BUDGET,
     ),
     (57, "each user's /timezone, for the tasks they create in chat", _TIMEZONES),
+    (58, "proposals' trials: their counts and verdict, and every pair the judge compared", _TRIALS),
     (
         59,
         "each proposal's and rejection's claim in one English sentence; on-board judges",

@@ -99,6 +99,8 @@ async def _delete_messages(c: Conn, ids: Sequence[int], files: list[str]) -> int
         )
         files.extend(sorted(kept - {str(r["kept"]) for r in still}))
     await c.execute(f"delete from feedback where message_id in ({marks(wanted)})", *wanted)
+    # A trial's pair holds the rated answer and the question before it.
+    await c.execute(f"delete from trial_pairs where message_id in ({marks(wanted)})", *wanted)
     await c.execute(
         f"delete from deliveries where ref in ({marks(wanted)})", *(f"answer:{i}" for i in wanted)
     )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from gateway.core.records import SkillRecord
 from gateway.review.proposals import Candidate, Proposal, Rejection, SkillVersion
+from gateway.review.trials import TrialPair
 from gateway.store.cards import remember_name
 from gateway.store.registry import UPSERT_SKILL, skill_args, skill_record
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, insert_sql, query, transaction
@@ -24,10 +26,42 @@ _INSERT_VERSION = insert_sql(
 )
 
 
+_PAIR_COLUMNS = (
+    "proposal_id",
+    "side",
+    "arm",
+    "message_id",
+    "rating",
+    "comment",
+    "question",
+    "before_text",
+    "after_text",
+    "outcome",
+    "why",
+)
+_INSERT_PAIR = insert_sql("trial_pairs", _PAIR_COLUMNS)
+
+
 def proposal_record(row: dict[str, Any]) -> Proposal:
     """A proposals row as a record."""
     return Proposal.model_validate(
-        decode_json_fields(row, "based_on", "allowed_tools", "possibly_same", "files")
+        decode_json_fields(row, "based_on", "allowed_tools", "possibly_same", "files", "trial")
+    )
+
+
+def pair_record(row: dict[str, Any]) -> TrialPair:
+    """A trial_pairs row as a record."""
+    return TrialPair(
+        side=row["side"],
+        arm=row["arm"],
+        message_id=row["message_id"],
+        rating=row["rating"],
+        comment=row["comment"],
+        question=row["question"],
+        before=row["before_text"],
+        after=row["after_text"],
+        outcome=row["outcome"],
+        why=row["why"],
     )
 
 
@@ -39,14 +73,21 @@ def _rejection_args(rejection: Rejection) -> list[Any]:
 class ProposalQueries(QueriesBase):
     """Durable review state."""
 
-    @query
-    async def add_proposal(self, c: Conn, candidate: Candidate, run_id: int | None) -> Proposal:
-        """Store a new pending proposal."""
+    @transaction
+    async def add_proposal(
+        self,
+        c: Conn,
+        candidate: Candidate,
+        run_id: int | None,
+        pairs: Sequence[TrialPair] = (),
+    ) -> Proposal:
+        """Store a new pending proposal, with the pairs of its trial, in one transaction."""
         row = candidate.model_dump(include=set(_CANDIDATE_FIELDS))
         row["based_on"] = json.dumps(row["based_on"])
         row["allowed_tools"] = json.dumps(row["allowed_tools"])
         row["possibly_same"] = json.dumps(row["possibly_same"])
         row["files"] = json.dumps(row["files"])
+        row["trial"] = None if candidate.trial is None else candidate.trial.model_dump_json()
         found = await c.fetchrow(
             insert_sql("proposals", [*row, "run_id", "status"], "returning *"),
             *row.values(),
@@ -54,12 +95,46 @@ class ProposalQueries(QueriesBase):
             "pending",
         )
         assert found is not None
+        if pairs:
+            await c.executemany(
+                _INSERT_PAIR,
+                [
+                    (
+                        found["id"],
+                        p.side,
+                        p.arm,
+                        p.message_id,
+                        p.rating,
+                        p.comment,
+                        p.question,
+                        p.before,
+                        p.after,
+                        p.outcome,
+                        p.why,
+                    )
+                    for p in pairs
+                ],
+            )
         return proposal_record(found)
 
     @query
+    async def trial_pairs(self, c: Conn, proposal_id: int) -> list[TrialPair]:
+        """The pairs of a proposal's trial, in the order they were tried."""
+        rows = await c.fetch(
+            "select * from trial_pairs where proposal_id = ? order by id", proposal_id
+        )
+        return [pair_record(r) for r in rows]
+
+    @transaction
     async def drop_proposal(self, c: Conn, proposal_id: int) -> None:
         """Forget a pending proposal whose staging failed, before anyone could see it."""
-        await c.execute("delete from proposals where id = ? and status = 'pending'", proposal_id)
+        found = await c.fetchrow(
+            "select id from proposals where id = ? and status = 'pending'", proposal_id
+        )
+        if found is None:
+            return
+        await c.execute("delete from trial_pairs where proposal_id = ?", proposal_id)
+        await c.execute("delete from proposals where id = ?", proposal_id)
 
     @query
     async def get_proposal(self, c: Conn, proposal_id: int) -> Proposal | None:

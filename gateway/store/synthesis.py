@@ -69,6 +69,22 @@ class SynthesisQueries(QueriesBase):
         )
         return [int(r["id"]) for r in rows]
 
+    @query
+    async def rated_sessions(self, c: Conn, exclude: Sequence[int], limit: int) -> list[int]:
+        """Sessions with a rated normal answer, newest first, none of `exclude` (a trial's
+        held-out turns)."""
+        ids = list(exclude)
+        outside = f"and m.session_id not in ({marks(ids)})" if ids else ""
+        rows = await c.fetch(
+            "select m.session_id, max(m.id) as last from feedback f join messages m"
+            " on m.id = f.message_id where m.role = 'assistant' and m.kind = 'normal'"
+            f" and m.unsent_at is null and m.withheld = 0 {outside}"
+            " group by m.session_id order by last desc limit ?",
+            *ids,
+            c.dialect.limit(limit),
+        )
+        return [int(r["session_id"]) for r in rows]
+
     @transaction
     async def note_showings(self, c: Conn, session_ids: Sequence[int], at: float) -> None:
         """Count one more showing of each session, now."""

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -225,7 +225,7 @@ def read_pairs(path: Path) -> list[Pair]:
         ) from None
 
 
-def pairs_hash(pairs: Sequence[Pair]) -> str:
+def pairs_hash(pairs: Sequence[BaseModel]) -> str:
     """Which set a result was measured on: a changed set is tried again."""
     raw = json.dumps([p.model_dump() for p in pairs], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
@@ -239,13 +239,20 @@ class Calibrations(Protocol):
     async def record_calibration(self, result: Calibration) -> None: ...
 
 
-class Calibrator:
-    """Calibrates each judging model once per set, keeps the result, and answers from it."""
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class Calibrator(Generic[Model]):
+    """Calibrates each judging model once per set, keeps the result, and answers from it.
+
+    One calibrator per kind of question and its set: the same-claim question on `Pair`s,
+    the trial's comparison on its own pairs (see `comparison`).
+    """
 
     def __init__(
         self,
         store: Calibrations,
-        pairs: Sequence[Pair],
+        pairs: Sequence[Model],
         *,
         trusted: Sequence[str] = (),
         clock: Callable[[], float],
@@ -264,7 +271,7 @@ class Calibrator:
         """Every judge is the on-board model (LLM_LOCAL_MODEL: all calls go to it)."""
 
     async def result(
-        self, llm: LLM, question: Question[Pair], *, again: bool = False
+        self, llm: LLM, question: Question[Model], *, again: bool = False
     ) -> Calibration:
         """The model's result, calibrating it first when it has none for this set (or `again`).
 

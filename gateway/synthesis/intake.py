@@ -1,18 +1,19 @@
-"""The one way a draft becomes a proposal: screening, the same-claim check, staging, the cards.
+"""The one way a draft becomes a proposal: screening, the same-claim check, the trial, the cards.
 
 A learned draft (the model's, in a synthesis pass) and an imported skill (`skills.transfer`)
 both come through `consider`: the rules of `screening` (names, size, secrets, the shapes of a
 prompt injection, the tools configured), then the check against rejections, pending proposals
-and live skills (`sameness`), then `Reviewer.submit`, which stages the file and tells every
-admin with a card. Nothing is written live here: a proposal waits for its approval.
+and live skills (`sameness`), then `Synthesizer.stage`: the trial on real rated answers
+(`trial`), then `Reviewer.submit`, which stages the file and tells every admin with a card.
+Nothing is written live here: a proposal waits for its approval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
-from gateway.review.reviewer import Reviewer
+from gateway.review.proposals import Candidate, Proposal
 from gateway.synthesis.answer import ProposalDraft
 from gateway.synthesis.held import HELD_TRIES
 from gateway.synthesis.screening import (
@@ -40,15 +41,15 @@ Outcome = Literal["acted", "refused", "held", "later"]
 async def consider(
     draft: ProposalDraft,
     ctx: ScreenContext,
-    reviewer: Reviewer,
+    stage: Callable[[Candidate], Awaitable[Proposal]],
     summary: RunSummary,
     *,
-    run_id: int | None,
     max_proposals: int,
     secrets: Sequence[str],
     last_try: bool = False,
 ) -> tuple[Outcome, list[int]]:
-    """Screen, check and submit one draft; what came of it, and the sessions it is based on.
+    """Screen, check and `stage` one draft (the trial, then review: `Synthesizer.stage`);
+    what came of it, and the sessions it is based on.
 
     What happened is added to `summary` (proposed, suppressed, refused, checks, repeats).
     Past `max_proposals` a draft is still screened and checked, so a repeat is recorded as
@@ -91,7 +92,7 @@ async def consider(
         label = safe_label(draft.name, secrets)
         summary.refused.append(DroppedBrief(name=label, reason=reason))
         return "later", result.based_on
-    proposal = await reviewer.submit(result, run_id)
+    proposal = await stage(result)
     summary.proposed.append(brief(proposal))
     if proposal.status == "pending":
         ctx.pending.append(proposal)

@@ -11,8 +11,8 @@ from gateway.review.proposals import Rejection
 from gateway.review.repeats import RejectedRepeat
 from gateway.skills.effect import EffectStore, SkillTallies
 from gateway.synthesis.calibration import Calibrations
-from gateway.synthesis.evidence import EvidenceSource
 from gateway.synthesis.runs import RunCheck, RunDropped, RunRecord
+from gateway.synthesis.trial import TrialStore
 
 
 class Locks(Protocol):
@@ -35,7 +35,7 @@ class RetireStore(EffectStore, PendingProposals, SkillRecords, Protocol):
     async def rejections(self, limit: int | None = None) -> list[Rejection]: ...
 
 
-class SynthesisStore(EvidenceSource, RetireStore, Locks, Meta, Calibrations, Protocol):
+class SynthesisStore(TrialStore, RetireStore, Locks, Meta, Calibrations, Protocol):
     """Evidence, consumed sessions, runs, the run lock, and what proposals are compared with."""
 
     async def finish_idle_sessions(self, now: float, idle_seconds: float) -> int: ...

@@ -22,7 +22,7 @@ from gateway.core.embeddings import Embedder
 from gateway.core.llm import LLM
 from gateway.core.similarity import normalise, similar
 from gateway.review.proposals import Claim
-from gateway.synthesis.calibration import Calibration, Calibrator, Unreachable
+from gateway.synthesis.calibration import Calibration, Calibrator, Pair, Unreachable
 from gateway.synthesis.judge import SAME_CLAIM, Unanswered, ask
 from gateway.synthesis.ranking import Against, Known, Ranked, rank
 
@@ -58,7 +58,7 @@ class SameClaim:
         *,
         embedder: Embedder | None = None,
         judge: LLM | None = None,
-        calibrator: Calibrator | None = None,
+        calibrator: Calibrator[Pair] | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder

@@ -39,8 +39,9 @@ from gateway.core.settings import ModelSettings
 from gateway.core.tools import ToolDirectory
 from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.i18n import N_
-from gateway.review.proposals import Proposal, Rejection
+from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.review.reviewer import Reviewer
+from gateway.review.trials import TrialPair
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import (
     EffectThresholds,
@@ -53,7 +54,8 @@ from gateway.skills.effect import (
 from gateway.skills.live import load_live
 from gateway.synthesis.answer import ProposalDraft, answer_schema, parse_answer
 from gateway.synthesis.budget import Budget, fit
-from gateway.synthesis.calibration import Calibration, Calibrator, judge_line
+from gateway.synthesis.calibration import Calibration, Calibrator, Pair, judge_line
+from gateway.synthesis.comparison import ComparePair
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
 from gateway.synthesis.held import HELD_TRIES, HeldDraft, held_drafts, hold, keep_held, next_try
 from gateway.synthesis.intake import Outcome, consider
@@ -80,6 +82,7 @@ from gateway.synthesis.summary import (
     dropped_brief,
     report,
 )
+from gateway.synthesis.trial import Trial, TrialConfig
 
 __all__ = [
     "LOCK_NAME",
@@ -139,6 +142,10 @@ class SynthesisConfig:
     """The model's context, when known: batches and answers are sized to fit it."""
     learning_daily_tokens: int = 0
     """Tokens learning may spend a UTC day; 0: no budget."""
+    trial_turns_per_side: int = 0
+    """Rated turns a proposal's trial answers again per side; 0: no trials."""
+    trial_calls: int = 40
+    """Most model calls of one proposal's trial."""
 
     @classmethod
     def of(
@@ -158,6 +165,8 @@ class SynthesisConfig:
             evidence_window_seconds=synthesis.evidence_window_days * 86400,
             context_tokens=model.llm_context_tokens,
             learning_daily_tokens=synthesis.learning_daily_tokens,
+            trial_turns_per_side=synthesis.trial_turns_per_side,
+            trial_calls=synthesis.trial_calls,
             effect=EffectThresholds(
                 min_evidence=synthesis.retire_min_evidence,
                 margin=synthesis.retire_margin,
@@ -185,8 +194,11 @@ class Synthesizer:
         embedder: Embedder | None = None,
         judge: LLM | None = None,
         events: Events | None = None,
-        calibrator: Calibrator | None = None,
+        calibrator: Calibrator[Pair] | None = None,
         told_budget: Callable[[int, int], Awaitable[None]] | None = None,
+        answerer: LLM | None = None,
+        trial: TrialConfig | None = None,
+        trial_calibrator: Calibrator[ComparePair] | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -213,6 +225,23 @@ class Synthesizer:
         """Tries the judge before it is trusted (None: trusted untried)."""
         self.told_budget = told_budget
         """Tells the admins (budget, spent) the day's learning budget is reached, once a day."""
+        self.answer_meter = MeteredLLM(answerer or llm)
+        """The answering model's calls in trials, counted as learning like the judge's."""
+        self.trial = (
+            Trial(
+                store,
+                self.answer_meter,
+                self.meter,
+                catalog,
+                trial,
+                calibrator=trial_calibrator,
+            )
+            if trial is not None and trial.turns_per_side > 0
+            else None
+        )
+        """Tries each created or updated proposal before it is staged (None: no trials)."""
+        self._holder: str | None = None
+        """This process's hold on the run lock while a pass runs (a trial renews its lease)."""
 
     async def calibrate(self, *, again: bool = False) -> Calibration | None:
         """The judge's calibration, tried now if it has none (`again`: tried anew).
@@ -249,9 +278,11 @@ class Synthesizer:
             await self.store.release_lock(LOCK_NAME, current)
             if not await self.store.acquire_lock(LOCK_NAME, holder, self.clock(), lease):
                 return RunSummary(status="busy", trigger=trigger, error="another pass is running")
+        self._holder = holder
         try:
             return await self._run(trigger, progress, holder)
         finally:
+            self._holder = None
             await self.store.release_lock(LOCK_NAME, holder)
 
     async def _run(self, trigger: str, progress: Progress | None, holder: str) -> RunSummary:
@@ -338,9 +369,10 @@ class Synthesizer:
         return summary
 
     async def _finish(self, run: RunRecord, summary: RunSummary) -> None:
-        asked, answered = self.meter.take()  # the judge's questions are learning spend too
-        run.prompt_tokens += asked
-        run.completion_tokens += answered
+        for meter in (self.meter, self.answer_meter):  # the judge's and trials' calls too
+            asked, answered = meter.take()
+            run.prompt_tokens += asked
+            run.completion_tokens += answered
         summary.prompt_tokens = run.prompt_tokens
         held = await held_drafts(self.store)
         summary.held = [
@@ -536,9 +568,8 @@ class Synthesizer:
         return await consider(
             draft,
             ctx,
-            self.reviewer,
+            lambda candidate: self.stage(candidate, run, ctx.shown),
             summary,
-            run_id=run.id,
             max_proposals=self.config.max_proposals,
             secrets=self.config.secrets,
             last_try=last_try,
@@ -546,10 +577,11 @@ class Synthesizer:
 
     async def take(self, draft: ProposalDraft) -> RunSummary:
         """One draft from outside a pass (an imported skill), through the very path a pass's
-        drafts take (`intake.consider`): screened, checked against what is known, staged and
-        carded, or dropped with its reason. Where the judge cannot answer, a person decides:
-        the card names the nearest known claims. Nothing is consumed and no run is recorded;
-        the judge's tokens count as learning spend on the next pass."""
+        drafts take (`intake.consider`): screened, checked against what is known, tried
+        (`stage`), staged and carded, or dropped with its reason. Where the judge cannot
+        answer, a person decides: the card names the nearest known claims. Nothing is
+        consumed and no run is recorded; the judges' and the trial's tokens count as learning
+        spend on the next pass."""
         # The pass's lock: no pass or other import checks the same names while this one
         # stages, in this process or another (a staged file is one per skill).
         holder = new_holder()
@@ -558,22 +590,61 @@ class Synthesizer:
         ):
             busy = "a synthesis pass or another import is running: try again once it ends"
             return RunSummary(status="busy", trigger="import", error=busy)
+        self._holder = holder  # a long trial renews the lease as a pass's does
         try:
             summary = RunSummary(status="ok", trigger="import")
             ctx = await self._context((), None)
             await consider(
                 draft,
                 ctx,
-                self.reviewer,
+                lambda candidate: self.stage(candidate),
                 summary,
-                run_id=None,
                 max_proposals=max(1, self.config.max_proposals),
                 secrets=self.config.secrets,
                 last_try=True,
             )
             return summary
         finally:
+            self._holder = None
             await self.store.release_lock(LOCK_NAME, holder)
+
+    async def stage(
+        self, candidate: Candidate, run: RunRecord | None = None, held_out: Sequence[int] = ()
+    ) -> Proposal:
+        """Try a screened candidate (see `trial`), then hand it to review with what the trial
+        found. Every created or updated proposal that passed screening comes through here;
+        `held_out`: the sessions it was drawn from beside its own (never tried as guards)."""
+        pairs: list[TrialPair] = []
+        if self.trial is not None and candidate.kind in ("create", "update"):
+            outcome = await self.trial.run(
+                candidate, held_out, budget_left=lambda: self._budget_left(run)
+            )
+            candidate = candidate.model_copy(update={"trial": outcome.summary})
+            pairs = outcome.pairs
+            log.info(
+                "trial of %s: %s%s (%d calls)",
+                candidate.slug,
+                outcome.summary.verdict,
+                f", {outcome.summary.reason}" if outcome.summary.reason else "",
+                outcome.summary.calls,
+            )
+        return await self.reviewer.submit(candidate, run.id if run else None, pairs)
+
+    async def _budget_left(self, run: RunRecord | None) -> str | None:
+        """Why a trial must stop now (the day's budget reached, the run lock lost), or None.
+
+        Asked before each turn, so a long trial on a slow model keeps the pass's lease.
+        """
+        try:
+            await self._within_budget(run)
+        except BudgetReached as reached:
+            return str(reached)
+        holder, lease = self._holder, self.config.lease_seconds
+        if holder is not None and not await self.store.acquire_lock(
+            LOCK_NAME, holder, self.clock(), lease
+        ):
+            return "the run lock's lease ran out and another pass took it"
+        return None
 
     async def _context(
         self,
@@ -627,7 +698,7 @@ class Synthesizer:
                 still.append(entry)
         await keep_held(self.store, still)
 
-    async def _within_budget(self, run: RunRecord) -> None:
+    async def _within_budget(self, run: RunRecord | None) -> None:
         """Raise BudgetReached when the UTC day's learning tokens have reached the budget.
 
         Checked before each learning call; the admins are told once that day.
@@ -640,7 +711,9 @@ class Synthesizer:
         since = datetime(today.year, today.month, today.day, tzinfo=UTC).timestamp()
         # This pass's own tokens are on its record only once it ends: counted here.
         spent = await self.store.learning_tokens(since)
-        spent += run.prompt_tokens + run.completion_tokens + self.meter.tokens
+        if run is not None:
+            spent += run.prompt_tokens + run.completion_tokens
+        spent += self.meter.tokens + self.answer_meter.tokens
         if spent < limit:
             return
         day = today.isoformat()

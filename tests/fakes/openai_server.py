@@ -51,6 +51,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from gateway.core.fence import normalise as fenced_text
+from gateway.synthesis import comparison
 from gateway.synthesis import judge as same_claim
 from gateway.synthesis.calibration import Pair, Text, builtin_pairs
 
@@ -184,6 +185,40 @@ def calibration_asked(body: dict[str, Any]) -> bool:
     return len(known) == 1 and (known[0], new) in _BUILTIN_TRUTH
 
 
+def compared(body: dict[str, Any]) -> tuple[str, str, str]:
+    """The user's message and the two answers of a trial's comparison, as fenced (1, 2)."""
+    texts = [t for _, t in _FENCED.findall(str(body["messages"][-1]["content"]))]
+    return texts[0], texts[-2], texts[-1]
+
+
+def comparison_answer(better: int, why: str = "scripted") -> str:
+    """A comparison answer in the gateway's contract (1, 2, or 0 for the same)."""
+    return json.dumps({"better": better, "why": why})
+
+
+def mark_of(answer: str) -> int:
+    """How a scripted trial answer scores: BETTER 1, WORSE -1, anything else 0."""
+    return 1 if "BETTER" in answer else -1 if "WORSE" in answer else 0
+
+
+_TRIAL_TRUTH = {
+    (fenced_text(p.question), fenced_text(p.before), fenced_text(p.after)): p.better
+    for p in comparison.builtin_compare_pairs()
+}
+
+
+def judge_by_marks(body: dict[str, Any]) -> Scripted | str:
+    """The trial judge: the built-in calibration pairs answered right; otherwise the answer
+    marked BETTER (or not marked WORSE) wins, and two alike are the same."""
+    question, first, second = compared(body)
+    for (asked, before, after), better in _TRIAL_TRUTH.items():
+        if asked == question and {before, after} == {first, second}:
+            new = 1 if first == after else 2
+            return comparison_answer(new if better else 3 - new, "calibration")
+    a, b = mark_of(first), mark_of(second)
+    return comparison_answer(0 if a == b else 1 if a > b else 2, "by the marks")
+
+
 class FakeOpenAI:
     """Serves /v1/chat/completions and /v1/models; records every request body."""
 
@@ -206,6 +241,9 @@ class FakeOpenAI:
         self.default: Responder = lambda body: "Hello from the fake model."
         self.judge: Responder = calibrated(judge_by_words)
         self.same_claim_requests: list[dict[str, Any]] = []
+        self.trial_judge: Responder = judge_by_marks
+        """Answers a trial's comparison question (never from the script)."""
+        self.trial_requests: list[dict[str, Any]] = []
         self.transcriptions: list[dict[str, Any]] = []
         self.transcripts: deque[str] = deque()
         self.transcription_status = 200
@@ -474,13 +512,18 @@ class FakeOpenAI:
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        asking = (body.get("messages") or [{}])[0].get("content") == same_claim.SYSTEM
+        system = (body.get("messages") or [{}])[0].get("content")
+        asking = system == same_claim.SYSTEM
+        comparing = system == comparison.SYSTEM
         self.headers.append(dict(request.headers))
         self.peers.append(
             request.transport.get_extra_info("peername") if request.transport else None
         )
         async with self._cond:
-            (self.same_claim_requests if asking else self.requests).append(body)
+            if comparing:
+                self.trial_requests.append(body)
+            else:
+                (self.same_claim_requests if asking else self.requests).append(body)
             self._cond.notify_all()
         await self._open.wait()
         if not self.see_images and self.image_parts(body):
@@ -492,6 +535,8 @@ class FakeOpenAI:
             return await self._forward("/chat/completions", body, request)
         if asking:
             step = self.judge(body)
+        elif comparing:
+            step = self.trial_judge(body)
         else:
             step = self.script.popleft() if self.script else self.default(body)
         if isinstance(step, str):

@@ -28,9 +28,12 @@ async def test_a_capable_server_gets_yes_for_each_and_its_context_size(
     fake_llm.tool_call("load_skill", name="greeting")
     fake_llm.reply('{"ok": true}')
     checks = await probed(settings)
-    assert [c.status for c in checks.values()] == ["ok"] * 5
+    assert [c.status for c in checks.values()] == ["ok"] * 6
     assert checks["same-claim judge"].detail.startswith("fake-model on the same-claim question:")
     assert "able to judge: 16 of 16 right" in checks["same-claim judge"].detail
+    # The trial's judge is the same model, calibrated on comparing answers.
+    assert checks["trial judge"].detail.startswith("fake-model on the trial question:")
+    assert "able to judge: 16 of 16 right" in checks["trial judge"].detail
     assert "context 8192 tokens" in checks["model"].detail
     assert checks["model chat"].detail.startswith("yes")
     assert checks["model tools"].detail.startswith("yes")

@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.serve_process import free_port
+from tests.serve_process import TEST_DEFAULTS, free_port
 
 
 class Server:
@@ -27,7 +27,7 @@ class Server:
             sys.executable, "-m", "gateway.cli", "serve", "--port", str(self.port),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
-            env={**os.environ, **self.env},
+            env={**os.environ, **TEST_DEFAULTS, **self.env},
         )  # fmt: skip
         async with asyncio.timeout(ready_within):
             while await self.health() is None:
