@@ -21,6 +21,13 @@ from gateway.store import Store
 from gateway.store.sql import Conn
 
 FORGOTTEN = {
+    # A trial's pair: the rated answer, its question and comment, the new answer, the judge's
+    # reason; deleted with the rated answer (store/privacy.py, with the user or retention).
+    "trial_pairs.question",
+    "trial_pairs.before_text",
+    "trial_pairs.after_text",
+    "trial_pairs.comment",
+    "trial_pairs.why",
     # A conversation and what it holds: deleted with its session (retention) or the user.
     "sessions.channel",
     "sessions.chat_id",
@@ -125,6 +132,11 @@ LEARNED = {
 }
 
 NO_USER_WORDS = {
+    # A trial's counts, verdict and reason with its proposal; which side, arm and outcome.
+    "proposals.trial",
+    "trial_pairs.side",
+    "trial_pairs.arm",
+    "trial_pairs.outcome",
     # An imported skill's address and files: what an operator brought in, not users' words.
     "proposals.origin",
     "proposals.files",
