@@ -49,6 +49,7 @@ from gateway.conversation.ports import (
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
 from gateway.conversation.quota import Quotas, Refusal
+from gateway.conversation.reminders import late_text, task_chat
 from gateway.conversation.repeats import RepeatPresses
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
@@ -74,6 +75,7 @@ from gateway.conversation.voice import (
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
+from gateway.core.scheduled import Occurrence
 from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission
 from gateway.i18n import N_
@@ -446,6 +448,7 @@ class Conversation:
         admitted: bool = False,
         voice: str | None = None,
         voice_note: bool = False,
+        scheduled: bool = False,
     ) -> Reply:
         """Ask the agent (showing that it works), deliver once, count it.
 
@@ -476,6 +479,7 @@ class Conversation:
             group=incoming.chat.is_group,
             confirm=self.confirmations.asker(incoming.chat, out),
             may_draw=drawing.may_draw,
+            schedule=None if scheduled else self.tasks.scheduler(incoming.chat, out),
         )
         async with out.working() as preview:
             # Only a platform that shows drafts gets the answer as the model writes it.
@@ -509,6 +513,26 @@ class Conversation:
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)
         return reply
+
+    async def scheduled(self, occurrence: Occurrence, out: Answers) -> None:
+        """An agent task's due occurrence: its request answered in its chat as a message
+        from its user would be (skills, memory, persona, tools under their policies, the
+        user's daily limits), the answer with 👍/👎; marked first when it comes late."""
+        task = occurrence.task
+        chat = task_chat(task)
+        out.texts = await self.languages.for_chat(chat)
+        if not self.profile.audience.allowed(chat.user_id):
+            raise PermissionError(f"the user of task {task.id} may no longer use this bot")
+        if occurrence.timing == "late":
+            await out.notice(late_text(occurrence, out.texts))
+        incoming = IncomingMessage(
+            chat=chat,
+            text=task.text,
+            language=out.texts.language,
+            memory=self.memory.enabled and chat.user_id is not None,
+            context_since=self.context.since(chat),
+        )
+        await self.answer(incoming, out, scheduled=True)
 
     def _count(self, reply: Reply, seconds: float) -> None:
         """Metrics for a delivered answer."""
