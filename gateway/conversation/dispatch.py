@@ -128,9 +128,11 @@ class Conversation:
         *,
         secrets: Sequence[str] = (),
         default_timezone: str = "UTC",
+        max_tasks: int = 0,
     ) -> None:
         """`secrets`: the gateway's configured secret values, refused in a chat's persona;
-        `default_timezone`: a user's until they choose one with /timezone."""
+        `default_timezone`: a user's until they choose one with /timezone; `max_tasks`: the
+        most tasks one user may hold (0: no limit)."""
         self.profile = profile
         store, review, clock = ports.store, ports.review, ports.clock
         self.attachments = ports.attachments
@@ -165,7 +167,9 @@ class Conversation:
         """/voice, and the answers spoken."""
         self.pictures = Pictures(profile, store, settings, links, clock=clock)
         """The daily limit on pictures made, and the pictures made ready to send."""
-        self.tasks = TaskCommands(profile, store, default_timezone=default_timezone, clock=clock)
+        self.tasks = TaskCommands(
+            profile, store, default_timezone=default_timezone, max_tasks=max_tasks, clock=clock
+        )
         """/timezone, /remind, /tasks and their Cancel buttons."""
 
     @property

@@ -36,7 +36,7 @@ from typing import Any
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import Replies, TaskStore
 from gateway.core.models import Button, ChatRef
-from gateway.core.scheduled import NewTask
+from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
 from gateway.core.tools import Schedule
 from gateway.i18n import N_, Texts
@@ -79,6 +79,14 @@ REPEATS = {
 AGENT_ONCE = N_("🗓 I'll answer this at {time}: {text}")
 AGENT_REPEAT = N_("🗓 I'll answer this {repeat}, first at {time}: {text}")
 CANCEL = N_("✖ Cancel")
+ASK_TIMEZONE = N_(
+    "Times are in {timezone}. If you live in another timezone, send /timezone with its name,"
+    " for example /timezone Asia/Tokyo."
+)
+TOO_MANY = N_(
+    "You already have {count} reminders and tasks, the most one person may have here."
+    " Cancel one with /tasks first."
+)
 TOOL_CHARS = 2000
 """The longest text or request the `schedule` tool sets."""
 _ISO = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{1,2}:\d{2})(?::\d{2}(?:\.\d+)?)?")
@@ -179,12 +187,34 @@ class TaskCommands:
         store: TaskStore,
         *,
         default_timezone: str,
+        max_tasks: int = 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
         self.store = store
         self.default_timezone = default_timezone
+        self.max_tasks = max_tasks
+        """The most active or paused tasks a user may hold here (0: no limit)."""
         self.clock = clock
+
+    async def zone_known(self, chat: ChatRef) -> tuple[str, bool]:
+        """The user's timezone, and whether they chose it (else it is the default)."""
+        if chat.user_id is None:
+            return self.default_timezone, True
+        chosen = await self.store.user_timezone(chat.channel, chat.user_id)
+        return chosen or self.default_timezone, chosen is not None
+
+    async def _make(self, task: NewTask, known: bool, now: float) -> ScheduledTask | None:
+        """Store `task` within the user's limit (None: they hold the most already). A user
+        whose timezone was not known keeps the default as theirs: they are asked once."""
+        assert task.user_id is not None
+        if self.max_tasks:
+            made = await self.store.task_add_held(task, self.max_tasks, now=now)
+        else:
+            made = await self.store.task_add(task, now=now)
+        if made is not None and not known:
+            await self.store.set_user_timezone(task.channel, task.user_id, task.timezone, now=now)
+        return made
 
     async def timezone_of(self, chat: ChatRef) -> str:
         """The user's chosen timezone, else the default."""
@@ -209,13 +239,13 @@ class TaskCommands:
         """/remind WHEN WHAT: the task stored, said with its next time."""
         if chat.user_id is None:
             return texts(USAGE)
-        timezone = await self.timezone_of(chat)
+        timezone, known = await self.zone_known(chat)
         now = self.clock()
         try:
             asked = plan(argument, timezone, now)
         except BadWhen as bad:
             return texts(bad.template)
-        task = await self.store.task_add(
+        task = await self._make(
             NewTask(
                 channel=chat.channel,
                 chat_id=chat.chat_id,
@@ -227,14 +257,19 @@ class TaskCommands:
                 timezone=timezone,
                 next_at=asked.next_at,
             ),
-            now=now,
+            known,
+            now,
         )
+        if task is None:
+            return texts(TOO_MANY, count=self.max_tasks)
         log.info("%s: task %d set in chat by its user", self.profile.who, task.id)
         when = shown(asked.next_at, timezone)
         if asked.repeat == "once":
-            return texts(SET_ONCE, time=when, text=asked.text)
-        repeat = texts(REPEATS[asked.repeat])
-        return texts(SET_REPEAT, repeat=repeat, time=when, text=asked.text)
+            said = texts(SET_ONCE, time=when, text=asked.text)
+        else:
+            repeat = texts(REPEATS[asked.repeat])
+            said = texts(SET_REPEAT, repeat=repeat, time=when, text=asked.text)
+        return said if known else f"{said}\n\n{texts(ASK_TIMEZONE, timezone=timezone)}"
 
     def scheduler(self, chat: ChatRef, out: Replies) -> Schedule:
         """The `schedule` tool's calls of a turn in `chat`, told in it through `out`."""
@@ -259,7 +294,7 @@ class TaskCommands:
             return f"repeat is one of once, {', '.join(REPEATS)}", True
         if not what or len(what) > TOOL_CHARS:
             return f"`what` must be 1 to {TOOL_CHARS} characters", True
-        timezone = await self.timezone_of(chat)
+        timezone, known = await self.zone_known(chat)
         now = self.clock()
         asked = _ISO.sub(r"\1 \2", when)
         try:
@@ -275,7 +310,7 @@ class TaskCommands:
                 )
             )
             return f"{why}; it is now {local} in the person's timezone {timezone}", True
-        task = await self.store.task_add(
+        task = await self._make(
             NewTask(
                 channel=chat.channel,
                 chat_id=chat.chat_id,
@@ -287,8 +322,12 @@ class TaskCommands:
                 timezone=timezone,
                 next_at=first.next_at,
             ),
-            now=now,
+            known,
+            now,
         )
+        if task is None:
+            why = f"the person holds {self.max_tasks} tasks already, the most one may hold"
+            return f"{why} (SKILLGATE_USER_MAX_TASKS): they can cancel one with /tasks", True
         log.info("%s: task %d (%s) set by the model for its user", self.profile.who, task.id, kind)
         texts = out.texts
         when_shown = shown(first.next_at, timezone)
@@ -298,6 +337,8 @@ class TaskCommands:
         else:
             template = AGENT_REPEAT if kind == "agent" else SET_REPEAT
             said = texts(template, repeat=texts(REPEATS[first.repeat]), time=when_shown, text=what)
+        if not known:
+            said = f"{said}\n\n{texts(ASK_TIMEZONE, timezone=timezone)}"
         await out.notice(said, buttons=(self._button(texts(CANCEL), task.id),))
         return (
             f"task {task.id} scheduled ({kind}, {first.repeat}), first at {when_shown}; the"

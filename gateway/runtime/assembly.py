@@ -152,6 +152,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
         parts.settings,
         secrets=secrets(parts.settings),
         default_timezone=parts.settings.default_timezone,
+        max_tasks=parts.settings.user_max_tasks,
     )
     return Ports(
         intake=parts.inbox,

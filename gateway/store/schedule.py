@@ -25,24 +25,24 @@ class ScheduleQueries(QueriesBase):
     @query
     async def task_add(self, c: Conn, task: NewTask, now: float | None = None) -> ScheduledTask:
         """Store a new active task."""
-        at = time.time() if now is None else now
-        row = await c.fetchrow(
-            "insert into scheduled_tasks (channel, chat_id, user_id, kind, text, repeat, cron,"
-            " timezone, next_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            f" returning {TASK}",
+        return await _insert(c, task, time.time() if now is None else now)
+
+    @transaction
+    async def task_add_held(
+        self, c: Conn, task: NewTask, limit: int, now: float | None = None
+    ) -> ScheduledTask | None:
+        """Store a new active task for its user unless they hold `limit` active or paused
+        tasks on its channel already (None then); replicas adding for one user queue."""
+        await c.lock(f"tasks:{task.channel}:{task.user_id}")
+        held = await c.fetchval(
+            "select count(*) from scheduled_tasks where channel = ? and user_id = ?"
+            " and status in ('active', 'paused')",
             task.channel,
-            task.chat_id,
             task.user_id,
-            task.kind,
-            task.text,
-            task.repeat,
-            task.cron,
-            task.timezone,
-            task.next_at,
-            at,
         )
-        assert row is not None
-        return ScheduledTask.model_validate(row)
+        if int(held or 0) >= limit:
+            return None
+        return await _insert(c, task, time.time() if now is None else now)
 
     @query
     async def task_claim(
@@ -286,3 +286,23 @@ class ScheduleQueries(QueriesBase):
             timezone,
             time.time() if now is None else now,
         )
+
+
+async def _insert(c: Conn, task: NewTask, at: float) -> ScheduledTask:
+    row = await c.fetchrow(
+        "insert into scheduled_tasks (channel, chat_id, user_id, kind, text, repeat, cron,"
+        " timezone, next_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        f" returning {TASK}",
+        task.channel,
+        task.chat_id,
+        task.user_id,
+        task.kind,
+        task.text,
+        task.repeat,
+        task.cron,
+        task.timezone,
+        task.next_at,
+        at,
+    )
+    assert row is not None
+    return ScheduledTask.model_validate(row)

@@ -132,8 +132,9 @@ async def test_a_reminder_made_by_the_tool_says_its_text_and_is_cancelled_with_i
     fake_llm.tool_call("schedule", when="2026-12-07T18:00:00", what="call the bank")
     fake_llm.reply("I'll remind you.")
     await chat.say("remind me at six to call the bank")
-    confirmation = "⏰ I'll remind you at 2026-12-07 18:00 UTC: call the bank"  # the default zone
-    assert confirmation in chat.texts()
+    # In the default timezone, which the user is asked about with their first task.
+    confirmation = "⏰ I'll remind you at 2026-12-07 18:00 UTC: call the bank\n\nTimes are in UTC."
+    assert [t for t in chat.texts() if t.startswith(confirmation)]
     [task] = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
     assert (task.kind, task.repeat, task.next_at) == ("reminder", "once", at("2026-12-08 03:00"))
     [cancel] = [data for data in chat.button_data() if data[0].startswith("tk:")]
@@ -232,3 +233,21 @@ async def test_an_agent_tasks_answer_counts_against_the_users_daily_answers(
         await run_due(chat)
         assert len(fake_llm.requests) == asked  # over the user's limit: no model asked
         assert chat.texts()[-1].startswith("You have reached today's limit")
+
+
+async def test_past_the_most_tasks_the_call_is_refused_with_why(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, clock: Clock
+) -> None:
+    path = tools_file(tmp_path, schedule={})
+    async with running(
+        "line", make_settings, fake_llm, clock=clock, tools_file=path, user_max_tasks=1
+    ) as chat:
+        await chat.say("/remind in 10m tea")
+        fake_llm.tool_call("schedule", when="in 2h", what=HEADLINES, kind="agent")
+        fake_llm.reply("You have too many tasks; cancel one with /tasks.")
+        await chat.say("in two hours, the tea headlines please")
+        trace = await last_trace(chat.parts.store)
+        [call] = trace.tool_calls
+        assert call.status == "refused" and "SKILLGATE_USER_MAX_TASKS" in (call.detail or "")
+        held = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
+        assert [t.kind for t in held] == ["reminder"]
