@@ -124,6 +124,12 @@ async def test_an_agent_task_is_made_by_the_tool_then_answered_by_the_agent_with
     await chat.press(up)  # rated like any other answer
     [feedback] = await chat.parts.store.list_feedback()
     assert (feedback.rating, feedback.user_id) == (1, chat.user)
+    # What synthesis reads: the request as the user's message, the answer, its rating.
+    answer = await chat.parts.store.get_message(feedback.message_id)
+    assert answer is not None
+    *_, request, rated = await chat.parts.store.session_transcript(answer.session_id)
+    assert (request.message.role, request.message.text) == ("user", HEADLINES)
+    assert rated.message.id == answer.id and [f.rating for f in rated.feedback] == [1]
 
 
 async def test_a_reminder_made_by_the_tool_says_its_text_and_is_cancelled_with_its_button(
