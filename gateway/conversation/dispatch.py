@@ -518,6 +518,13 @@ class Conversation:
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)
         return reply
 
+    async def chat_gone(self, chat: ChatRef) -> None:
+        """The bot was blocked in a 1:1 chat or removed from a group (the platform said so):
+        the chat's tasks are paused, not tried for ever."""
+        paused = await self.store.tasks_pause_chat(chat.channel, chat.chat_id)
+        if paused:
+            log.info("%s: %d task(s) paused: the chat is gone", self.profile.who, paused)
+
     async def scheduled(self, occurrence: Occurrence, out: Answers) -> None:
         """An agent task's due occurrence: its request answered in its chat as a message
         from its user would be (skills, memory, persona, tools under their policies, the

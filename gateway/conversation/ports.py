@@ -217,6 +217,8 @@ class TaskStore(Protocol):
 
     async def task_cancel_own(self, task_id: int, channel: str, user_id: str) -> str | None: ...
 
+    async def tasks_pause_chat(self, channel: str, chat_id: str) -> int: ...
+
 
 class AwaitingStore(Protocol):
     """The open questions (`Questions`): a rejection's reason, a comment after 👎."""

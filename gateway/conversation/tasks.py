@@ -357,7 +357,9 @@ class TaskCommands:
         for number, task in enumerate(found[:SHOWN_TASKS], 1):
             when = shown(task.next_at, task.timezone) if task.next_at is not None else "-"
             repeat = f" ({texts(REPEATS[task.repeat])})" if task.repeat in REPEATS else ""
-            mark = "🗓 " if task.kind == "agent" else ""
+            mark = ("🗓 " if task.kind == "agent" else "") + (
+                "⏸ " if task.status == "paused" else ""
+            )
             lines.append(f"{number}. {when}{repeat}: {mark}{task.text}")
             buttons.append(self._button(f"✖ {number}", task.id))
         if len(found) > SHOWN_TASKS:

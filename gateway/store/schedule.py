@@ -136,8 +136,11 @@ class ScheduleQueries(QueriesBase):
         task: ScheduledTask,
         run: TaskRun,
         next_at: float | None,
+        *,
+        pause: bool = False,
     ) -> bool:
-        """Record an occurrence's outcome and move the task to `next_at` (None: done).
+        """Record an occurrence's outcome and move the task to `next_at` (None: done), or
+        `pause` it there (its chat cannot be written to).
 
         Only while the claim `task` was worked under holds; False (nothing written) when
         another replica took the task over, or the task was cancelled meanwhile.
@@ -147,7 +150,7 @@ class ScheduleQueries(QueriesBase):
             " lease_until = null, failures = 0, last_run_at = ?, last_outcome = ?"
             " where id = ? and claim = ? and claimed_by = ? and status = 'active'",
             next_at,
-            "active" if next_at is not None else "done",
+            "paused" if pause else "active" if next_at is not None else "done",
             run.ran_at,
             run.outcome,
             task.id,
@@ -167,6 +170,16 @@ class ScheduleQueries(QueriesBase):
             run.detail,
         )
         return True
+
+    @query
+    async def tasks_pause_chat(self, c: Conn, channel: str, chat_id: str) -> int:
+        """Pause every active task of a chat the bot can no longer write to (blocked, left)."""
+        return await c.execute(
+            "update scheduled_tasks set status = 'paused'"
+            " where channel = ? and chat_id = ? and status = 'active'",
+            channel,
+            chat_id,
+        )
 
     @query
     async def task_retry_later(self, c: Conn, task: ScheduledTask, at: float) -> bool:

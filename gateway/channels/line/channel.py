@@ -353,6 +353,8 @@ class LineSession:
             )
         elif event.type == "join":
             await conversation.on_greeting(Greeting(chat=chat, kind="join"), out)
+        elif event.type in ("unfollow", "leave"):  # blocked, or removed from the group
+            await conversation.chat_gone(chat)
         elif event.type == "unsend":
             unsent = event.part("unsend").get("messageId")
             if isinstance(unsent, str) and unsent:
