@@ -172,6 +172,20 @@ class ScheduleQueries(QueriesBase):
         return True
 
     @query
+    async def task_set_paused(self, c: Conn, task_id: int, paused: bool) -> bool:
+        """Pause an active task, or resume a paused one (an operator's choice); False when it
+        was in neither state. Resumed past its time, it runs late or is reported missed."""
+        before, after = ("active", "paused") if paused else ("paused", "active")
+        changed = await c.execute(
+            "update scheduled_tasks set status = ?, claimed_by = null, lease_until = null"
+            " where id = ? and status = ?",
+            after,
+            task_id,
+            before,
+        )
+        return changed == 1
+
+    @query
     async def tasks_pause_chat(self, c: Conn, channel: str, chat_id: str) -> int:
         """Pause every active task of a chat the bot can no longer write to (blocked, left)."""
         return await c.execute(
