@@ -129,10 +129,12 @@ class Conversation:
         secrets: Sequence[str] = (),
         default_timezone: str = "UTC",
         max_tasks: int = 0,
+        group_tasks: str = "everyone",
     ) -> None:
         """`secrets`: the gateway's configured secret values, refused in a chat's persona;
         `default_timezone`: a user's until they choose one with /timezone; `max_tasks`: the
-        most tasks one user may hold (0: no limit)."""
+        most tasks one user may hold (0: no limit); `group_tasks`: who may set one in a group
+        (everyone, admins, off)."""
         self.profile = profile
         store, review, clock = ports.store, ports.review, ports.clock
         self.attachments = ports.attachments
@@ -168,7 +170,12 @@ class Conversation:
         self.pictures = Pictures(profile, store, settings, links, clock=clock)
         """The daily limit on pictures made, and the pictures made ready to send."""
         self.tasks = TaskCommands(
-            profile, store, default_timezone=default_timezone, max_tasks=max_tasks, clock=clock
+            profile,
+            store,
+            default_timezone=default_timezone,
+            max_tasks=max_tasks,
+            group_tasks=group_tasks,
+            clock=clock,
         )
         """/timezone, /remind, /tasks and their Cancel buttons."""
 

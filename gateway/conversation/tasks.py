@@ -83,6 +83,8 @@ ASK_TIMEZONE = N_(
     "Times are in {timezone}. If you live in another timezone, send /timezone with its name,"
     " for example /timezone Asia/Tokyo."
 )
+GROUP_ADMINS = N_("In groups, only the bot's admins may set reminders and tasks.")
+GROUP_OFF = N_("Reminders and tasks are not set in groups here.")
 TOO_MANY = N_(
     "You already have {count} reminders and tasks, the most one person may have here."
     " Cancel one with /tasks first."
@@ -188,6 +190,7 @@ class TaskCommands:
         *,
         default_timezone: str,
         max_tasks: int = 0,
+        group_tasks: str = "everyone",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
@@ -195,7 +198,17 @@ class TaskCommands:
         self.default_timezone = default_timezone
         self.max_tasks = max_tasks
         """The most active or paused tasks a user may hold here (0: no limit)."""
+        self.group_tasks = group_tasks
+        """Who may set a task in a group: everyone, admins or off."""
         self.clock = clock
+
+    def group_refusal(self, chat: ChatRef) -> str | None:
+        """Why this user may not set a task in this chat (a group's rule), or None."""
+        if not chat.is_group or self.group_tasks == "everyone":
+            return None
+        if self.group_tasks == "admins" and self.profile.audience.is_admin(chat.user_id):
+            return None
+        return GROUP_ADMINS if self.group_tasks == "admins" else GROUP_OFF
 
     async def zone_known(self, chat: ChatRef) -> tuple[str, bool]:
         """The user's timezone, and whether they chose it (else it is the default)."""
@@ -239,6 +252,8 @@ class TaskCommands:
         """/remind WHEN WHAT: the task stored, said with its next time."""
         if chat.user_id is None:
             return texts(USAGE)
+        if (refused := self.group_refusal(chat)) is not None:
+            return texts(refused)
         timezone, known = await self.zone_known(chat)
         now = self.clock()
         try:
@@ -284,6 +299,9 @@ class TaskCommands:
         understood or past, a text missing or too long)."""
         if chat.user_id is None:
             return "a task is scheduled only for a person who wrote", True
+        if self.group_refusal(chat) is not None:
+            why = "only the bot's admins" if self.group_tasks == "admins" else "nobody"
+            return f"in a group, {why} may set tasks here (SKILLGATE_GROUP_TASKS)", True
         what = str(arguments.get("what") or "").strip()
         when = str(arguments.get("when") or "").strip()
         repeat = str(arguments.get("repeat") or "once").strip().lower()

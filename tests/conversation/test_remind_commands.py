@@ -14,8 +14,9 @@ import pytest
 from gateway.config import Settings
 from gateway.conversation.tasks import USAGE, BadWhen, plan
 from gateway.core.task_times import next_due
-from tests.channels.drivers import DRIVERS, Driver, running
+from tests.channels.drivers import DRIVERS, GROUP, Driver, running
 from tests.fakes.openai_server import FakeOpenAI
+from tests.line_support import GROUP_ID
 
 TOKYO = ZoneInfo("Asia/Tokyo")
 NOW = datetime(2026, 12, 7, 14, 30, tzinfo=TOKYO).timestamp()
@@ -190,3 +191,31 @@ async def test_a_user_past_the_most_tasks_is_refused_and_nothing_is_stored(
         await chat.press(chat.rating_data()[0])  # one cancelled: room for another
         await chat.say("/remind in 30m three")
         assert chat.texts()[-1] == "⏰ I'll remind you at 2026-12-07 15:00 Asia/Tokyo: three"
+
+
+ADMINS = {"telegram": "telegram_admin_ids", "line": "line_admin_ids"}
+GROUPS = {"telegram": str(GROUP), "line": GROUP_ID}
+
+
+@pytest.mark.parametrize("name", DRIVERS)
+async def test_in_a_group_only_whom_the_rule_allows_sets_a_reminder(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, name: str
+) -> None:
+    other = {"telegram": "1002", "line": "U" + "2" * 32}[name]
+    admin = {ADMINS[name]: [int(other) if name == "telegram" else other]}
+    async with running(
+        name, make_settings, fake_llm, clock=lambda: NOW, group_tasks="admins", **admin
+    ) as chat:
+        await chat.say("/remind in 10m tea", group=True, addressed=False)
+        assert chat.texts(GROUPS[name])[-1] == (
+            "In groups, only the bot's admins may set reminders and tasks."
+        )
+        await chat.say(
+            "/remind in 10m tea", user=chat.other, group=True, addressed=False
+        )  # an admin
+        assert chat.texts(GROUPS[name])[-1].startswith("⏰ I'll remind you at")
+        await chat.say("/remind in 10m tea")  # their own chat: no group rule
+        assert chat.texts()[-1].startswith("⏰ I'll remind you at")
+    async with running(name, make_settings, fake_llm, group_tasks="off", **admin) as chat:
+        await chat.say("/remind in 10m tea", user=chat.other, group=True, addressed=False)
+        assert chat.texts(GROUPS[name])[-1] == "Reminders and tasks are not set in groups here."

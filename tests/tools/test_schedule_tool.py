@@ -257,3 +257,21 @@ async def test_past_the_most_tasks_the_call_is_refused_with_why(
         assert call.status == "refused" and "SKILLGATE_USER_MAX_TASKS" in (call.detail or "")
         held = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
         assert [t.kind for t in held] == ["reminder"]
+
+
+async def test_in_a_group_the_call_follows_the_groups_rule(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, clock: Clock
+) -> None:
+    path = tools_file(tmp_path, schedule={"groups": "allow"})
+    settings = {"tools_file": path, "group_tasks": "admins", "telegram_admin_ids": [1002]}
+    async with running("telegram", make_settings, fake_llm, clock=clock, **settings) as chat:
+        for user in (chat.user, chat.other):
+            fake_llm.tool_call("schedule", when="in 2h", what="stand-up")
+            fake_llm.reply("Done or not.")
+            await chat.say("remind us of the stand-up in two hours", user=user, group=True)
+        statuses = [c.status for c in (await last_trace(chat.parts.store)).tool_calls]
+        made = await chat.parts.store.tasks_list()
+    assert [(t.user_id, t.text) for t in made] == [(chat.other, "stand-up")]  # the admin's
+    assert statuses == ["ok"]
+    refused = [r for r in fake_llm.requests if "SKILLGATE_GROUP_TASKS" in str(r["messages"])]
+    assert refused  # the model was told why the member's call was refused
