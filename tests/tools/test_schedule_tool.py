@@ -106,6 +106,8 @@ async def test_an_agent_task_is_made_by_the_tool_then_answered_by_the_agent_with
     await run_due(chat)  # not due yet
     assert len(fake_llm.requests) == 2
 
+    persona = "Answer like a tea merchant."
+    await chat.parts.store.set_chat_persona(chat.name, chat.user, persona, "test", NOW)
     clock.now = at("2026-12-08 08:00") + 5
     fake_llm.reply("1. Tea prices rise. 2. A new green tea. 3. Tea festival opens.")
     await run_due(chat)
@@ -113,6 +115,7 @@ async def test_an_agent_task_is_made_by_the_tool_then_answered_by_the_agent_with
     asked = fake_llm.requests[2]
     assert asked["messages"][-1]["content"] == HEADLINES  # the request, as a user's message
     assert "schedule" not in tool_names(asked)  # an answer of a task makes no more tasks
+    assert persona in fake_llm.system_prompt(2)  # the chat's persona, as in any turn
     assert chat.texts()[-1] == "1. Tea prices rise. 2. A new green tea. 3. Tea festival opens."
     up, down = chat.rating_data()
     assert up.endswith(":+1") and down.endswith(":-1")
