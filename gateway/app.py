@@ -25,6 +25,7 @@ from gateway.admin.metrics import metrics_endpoint
 from gateway.channels.base import INTAKE, Channel
 from gateway.channels.registry import capabilities, configured_channels
 from gateway.config import Settings
+from gateway.conversation.dispatch import Conversation
 from gateway.core.llm import LLM
 from gateway.core.model_health import ModelHealth
 from gateway.media.links import ROUTE as LINK_ROUTE
@@ -220,10 +221,11 @@ def build_app(
         try:
             if parts.tools is not None:
                 await parts.tools.start()  # each server within its connect timeout, at once
+            conversations: dict[str, Conversation] = {}
             for channel in chans:
-                parts.worker.handlers[channel.name] = await channel.start(
-                    channel_ports(parts, channel)
-                )
+                ports = channel_ports(parts, channel)
+                parts.worker.handlers[channel.name] = await channel.start(ports)
+                conversations[channel.name] = ports.conversation
                 started.append(channel)
             await parts.worker.start()
             if settings.shared_database:
@@ -238,7 +240,7 @@ def build_app(
                 capabilities=capabilities(),
             )
             # After the channels: a task overdue at start-up (within the grace) goes out now.
-            tasks = app[TASKS] = task_worker(parts, started)
+            tasks = app[TASKS] = task_worker(parts, started, conversations)
             await tasks.start()
             if watch:
                 failures = settings.alert_synthesis_failures

@@ -526,7 +526,8 @@ class AlertSettings(Section):
 
 
 class ScheduleSettings(Section):
-    """Scheduled tasks: each user's timezone by default, and how late a missed task may run."""
+    """Scheduled tasks: each user's timezone by default, how late a missed task may run, how
+    many tasks a user may hold, and who may set them in groups."""
 
     title = "Scheduled tasks"
 
@@ -537,6 +538,14 @@ class ScheduleSettings(Section):
     )
     """A task found overdue by less than this (the bot was down) runs, marked late; later than
     this it is reported missed, never fired."""
+    user_max_tasks: int = Field(20, ge=0, le=10_000, validation_alias="SKILLGATE_USER_MAX_TASKS")
+    """The most active or paused tasks one user may hold on a channel (0: no limit); a new
+    one past it is refused in the chat, and the model's `schedule` call is told why."""
+    group_tasks: Literal["everyone", "admins", "off"] = Field(
+        "everyone", validation_alias="SKILLGATE_GROUP_TASKS"
+    )
+    """Who may set a reminder or task in a group: everyone allowed to use the bot, only the
+    bot's admins, or nobody."""
 
     @field_validator("default_timezone")
     @classmethod

@@ -165,6 +165,10 @@ class ChannelError(SkillgateError):
     """A platform API call failed."""
 
 
+class ChatUnreachable(ChannelError):
+    """The chat cannot be written to: the bot was blocked or removed, or the chat is gone."""
+
+
 class RateLimited(ChannelError):
     """The platform asked us to wait ``retry_after`` seconds."""
 

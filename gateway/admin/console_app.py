@@ -7,6 +7,7 @@ from aiohttp import web
 from gateway.admin import (
     console_pages,
     console_personas,
+    console_tasks,
     console_tools,
     console_usage,
     console_views,
@@ -37,6 +38,7 @@ def console_app() -> web.Application:
     console_usage.add_routes(app)
     console_personas.add_routes(app)
     console_tools.add_routes(app)
+    console_tasks.add_routes(app)
     return app
 
 

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from gateway.core.tasks import cancel_and_wait
     from gateway.errors import (
         ChannelError,
+        ChatUnreachable,
         ConfigError,
         MediaTooBig,
         MediaUnavailable,
@@ -165,6 +166,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "gateway.errors": (
         "SkillgateError",
         "ChannelError",
+        "ChatUnreachable",
         "ConfigError",
         "StoreError",
         "RateLimited",
@@ -205,6 +207,7 @@ __all__ = [
     "Channel",
     "ChannelError",
     "ChatRef",
+    "ChatUnreachable",
     "Check",
     "ConfigError",
     "CopyGone",

@@ -26,6 +26,7 @@ from gateway.conversation.dispatch import Conversation
 from gateway.conversation.fence import Claims, FencedResponder
 from gateway.conversation.models import Profile
 from gateway.conversation.ports import Responder
+from gateway.core.models import ChatRef
 from gateway.core.ports import Meta
 from gateway.core.records import InboxItem
 from gateway.review.delivery import CardTransport
@@ -144,4 +145,9 @@ class Channel(ABC):
 
     def card_transport(self) -> CardTransport | None:
         """How this channel shows proposal cards to its admins, if it can; after `start`."""
+        return None
+
+    def task_responder(self, chat: ChatRef, ref: str) -> Responder | None:
+        """Replies in `chat` with no message to answer (an agent task's answer), after
+        `start`; `ref` is the same on every attempt at one occurrence. None: it cannot."""
         return None

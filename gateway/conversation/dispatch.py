@@ -49,6 +49,7 @@ from gateway.conversation.ports import (
 from gateway.conversation.privacy import FORGET_COMMAND, Privacy, is_forget_press
 from gateway.conversation.questions import Questions
 from gateway.conversation.quota import Quotas, Refusal
+from gateway.conversation.reminders import late_text, task_chat
 from gateway.conversation.repeats import RepeatPresses
 from gateway.conversation.review import (
     ADMIN_COMMAND_NAMES,
@@ -74,6 +75,7 @@ from gateway.conversation.voice import (
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
+from gateway.core.scheduled import Occurrence
 from gateway.core.tools import ToolAccess
 from gateway.core.turn import Admission
 from gateway.i18n import N_
@@ -126,9 +128,13 @@ class Conversation:
         *,
         secrets: Sequence[str] = (),
         default_timezone: str = "UTC",
+        max_tasks: int = 0,
+        group_tasks: str = "everyone",
     ) -> None:
         """`secrets`: the gateway's configured secret values, refused in a chat's persona;
-        `default_timezone`: a user's until they choose one with /timezone."""
+        `default_timezone`: a user's until they choose one with /timezone; `max_tasks`: the
+        most tasks one user may hold (0: no limit); `group_tasks`: who may set one in a group
+        (everyone, admins, off)."""
         self.profile = profile
         store, review, clock = ports.store, ports.review, ports.clock
         self.attachments = ports.attachments
@@ -163,7 +169,14 @@ class Conversation:
         """/voice, and the answers spoken."""
         self.pictures = Pictures(profile, store, settings, links, clock=clock)
         """The daily limit on pictures made, and the pictures made ready to send."""
-        self.tasks = TaskCommands(profile, store, default_timezone=default_timezone, clock=clock)
+        self.tasks = TaskCommands(
+            profile,
+            store,
+            default_timezone=default_timezone,
+            max_tasks=max_tasks,
+            group_tasks=group_tasks,
+            clock=clock,
+        )
         """/timezone, /remind, /tasks and their Cancel buttons."""
 
     @property
@@ -446,6 +459,7 @@ class Conversation:
         admitted: bool = False,
         voice: str | None = None,
         voice_note: bool = False,
+        scheduled: bool = False,
     ) -> Reply:
         """Ask the agent (showing that it works), deliver once, count it.
 
@@ -476,6 +490,7 @@ class Conversation:
             group=incoming.chat.is_group,
             confirm=self.confirmations.asker(incoming.chat, out),
             may_draw=drawing.may_draw,
+            schedule=None if scheduled else self.tasks.scheduler(incoming.chat, out),
         )
         async with out.working() as preview:
             # Only a platform that shows drafts gets the answer as the model writes it.
@@ -509,6 +524,33 @@ class Conversation:
             dropped, reply.memory_dropped = reply.memory_dropped, 0
             await out.notice(remembered_text(out.texts, entry, dropped), quote=True)
         return reply
+
+    async def chat_gone(self, chat: ChatRef) -> None:
+        """The bot was blocked in a 1:1 chat or removed from a group (the platform said so):
+        the chat's tasks are paused, not tried for ever."""
+        paused = await self.store.tasks_pause_chat(chat.channel, chat.chat_id)
+        if paused:
+            log.info("%s: %d task(s) paused: the chat is gone", self.profile.who, paused)
+
+    async def scheduled(self, occurrence: Occurrence, out: Answers) -> None:
+        """An agent task's due occurrence: its request answered in its chat as a message
+        from its user would be (skills, memory, persona, tools under their policies, the
+        user's daily limits), the answer with 👍/👎; marked first when it comes late."""
+        task = occurrence.task
+        chat = task_chat(task)
+        out.texts = await self.languages.for_chat(chat)
+        if not self.profile.audience.allowed(chat.user_id):
+            raise PermissionError(f"the user of task {task.id} may no longer use this bot")
+        if occurrence.timing == "late":
+            await out.notice(late_text(occurrence, out.texts))
+        incoming = IncomingMessage(
+            chat=chat,
+            text=task.text,
+            language=out.texts.language,
+            memory=self.memory.enabled and chat.user_id is not None,
+            context_since=self.context.since(chat),
+        )
+        await self.answer(incoming, out, scheduled=True)
 
     def _count(self, reply: Reply, seconds: float) -> None:
         """Metrics for a delivered answer."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from gateway.conversation.ports import Responder
 from gateway.core.models import Button, Reply
 from gateway.core.records import InboxItem
+from gateway.core.scheduled import Fence
 from gateway.i18n import Texts
 from gateway.review.cards import Card
 from gateway.review.proposals import Proposal
@@ -94,3 +95,15 @@ class FencedResponder:
     async def send_diff(self, proposal: Proposal, diff: str) -> None:
         await self._hold()
         await self.out.send_diff(proposal, diff)
+
+
+class TaskFencedResponder(FencedResponder):
+    """A Responder for a scheduled task's occurrence: every send first checks that this
+    process still owns the occurrence (`Fence`, the task worker's claim)."""
+
+    def __init__(self, out: Responder, fence: Fence) -> None:
+        self.out = out
+        self.fence = fence
+
+    async def _hold(self) -> None:
+        await self.fence()

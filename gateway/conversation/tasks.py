@@ -8,8 +8,13 @@ SKILLGATE_DEFAULT_TIMEZONE):
 - `at 09:00` (or `09:00`): the next 09:00, today or tomorrow;
 - `tomorrow 09:00`;
 - `2026-12-24 18:00`;
-- `daily`, `weekdays` or `weekly` before one of the three forms with a clock time: repeated
-  from there (weekly: on that day of the week).
+- `daily`, `weekdays`, `weekly` or `monthly` before one of the three forms with a clock
+  time: repeated from there (weekly: on that day of the week; monthly: on that day of the
+  month, and a month without that day is skipped).
+
+The model's `schedule` tool (`gateway.tools.schedule`) makes tasks through `from_tool`
+with the same forms; the user is shown each task made with its next time and a Cancel
+button.
 
 The answer names the next time in the user's timezone. `/tasks` lists the user's active
 tasks in this chat, each with a Cancel button whose data, "tk:<task id>:<signature>", is
@@ -18,6 +23,7 @@ signed with the channel's key; a press cancels the task only when the presser cr
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import re
@@ -25,12 +31,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import Replies, TaskStore
 from gateway.core.models import Button, ChatRef
-from gateway.core.scheduled import NewTask
+from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
+from gateway.core.tools import Schedule
 from gateway.i18n import N_, Texts
 
 log = logging.getLogger(__name__)
@@ -57,7 +65,7 @@ USAGE = N_(
     "/remind at 09:00 call the bank\n"
     "/remind tomorrow 09:00 stand-up\n"
     "/remind 2026-12-24 18:00 dinner\n"
-    "/remind daily 08:00 stretch (also weekdays or weekly)"
+    "/remind daily 08:00 stretch (also weekdays, weekly or monthly)"
 )
 PASSED = N_("That time has already passed.")
 SET_ONCE = N_("⏰ I'll remind you at {time}: {text}")
@@ -66,7 +74,24 @@ REPEATS = {
     "daily": N_("every day"),
     "weekdays": N_("every weekday"),
     "weekly": N_("every week"),
+    "monthly": N_("every month"),
 }
+AGENT_ONCE = N_("🗓 I'll answer this at {time}: {text}")
+AGENT_REPEAT = N_("🗓 I'll answer this {repeat}, first at {time}: {text}")
+CANCEL = N_("✖ Cancel")
+ASK_TIMEZONE = N_(
+    "Times are in {timezone}. If you live in another timezone, send /timezone with its name,"
+    " for example /timezone Asia/Tokyo."
+)
+GROUP_ADMINS = N_("In groups, only the bot's admins may set reminders and tasks.")
+GROUP_OFF = N_("Reminders and tasks are not set in groups here.")
+TOO_MANY = N_(
+    "You already have {count} reminders and tasks, the most one person may have here."
+    " Cancel one with /tasks first."
+)
+TOOL_CHARS = 2000
+"""The longest text or request the `schedule` tool sets."""
+_ISO = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{1,2}:\d{2})(?::\d{2}(?:\.\d+)?)?")
 NONE = N_("You have no reminders here. Set one with /remind.")
 LISTED = N_("Your reminders (press one to cancel it):")
 MORE = N_("…and {count} more.")
@@ -164,12 +189,45 @@ class TaskCommands:
         store: TaskStore,
         *,
         default_timezone: str,
+        max_tasks: int = 0,
+        group_tasks: str = "everyone",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
         self.store = store
         self.default_timezone = default_timezone
+        self.max_tasks = max_tasks
+        """The most active or paused tasks a user may hold here (0: no limit)."""
+        self.group_tasks = group_tasks
+        """Who may set a task in a group: everyone, admins or off."""
         self.clock = clock
+
+    def group_refusal(self, chat: ChatRef) -> str | None:
+        """Why this user may not set a task in this chat (a group's rule), or None."""
+        if not chat.is_group or self.group_tasks == "everyone":
+            return None
+        if self.group_tasks == "admins" and self.profile.audience.is_admin(chat.user_id):
+            return None
+        return GROUP_ADMINS if self.group_tasks == "admins" else GROUP_OFF
+
+    async def zone_known(self, chat: ChatRef) -> tuple[str, bool]:
+        """The user's timezone, and whether they chose it (else it is the default)."""
+        if chat.user_id is None:
+            return self.default_timezone, True
+        chosen = await self.store.user_timezone(chat.channel, chat.user_id)
+        return chosen or self.default_timezone, chosen is not None
+
+    async def _make(self, task: NewTask, known: bool, now: float) -> ScheduledTask | None:
+        """Store `task` within the user's limit (None: they hold the most already). A user
+        whose timezone was not known keeps the default as theirs: they are asked once."""
+        assert task.user_id is not None
+        if self.max_tasks:
+            made = await self.store.task_add_held(task, self.max_tasks, now=now)
+        else:
+            made = await self.store.task_add(task, now=now)
+        if made is not None and not known:
+            await self.store.set_user_timezone(task.channel, task.user_id, task.timezone, now=now)
+        return made
 
     async def timezone_of(self, chat: ChatRef) -> str:
         """The user's chosen timezone, else the default."""
@@ -194,13 +252,15 @@ class TaskCommands:
         """/remind WHEN WHAT: the task stored, said with its next time."""
         if chat.user_id is None:
             return texts(USAGE)
-        timezone = await self.timezone_of(chat)
+        if (refused := self.group_refusal(chat)) is not None:
+            return texts(refused)
+        timezone, known = await self.zone_known(chat)
         now = self.clock()
         try:
             asked = plan(argument, timezone, now)
         except BadWhen as bad:
             return texts(bad.template)
-        task = await self.store.task_add(
+        task = await self._make(
             NewTask(
                 channel=chat.channel,
                 chat_id=chat.chat_id,
@@ -212,14 +272,96 @@ class TaskCommands:
                 timezone=timezone,
                 next_at=asked.next_at,
             ),
-            now=now,
+            known,
+            now,
         )
+        if task is None:
+            return texts(TOO_MANY, count=self.max_tasks)
         log.info("%s: task %d set in chat by its user", self.profile.who, task.id)
         when = shown(asked.next_at, timezone)
         if asked.repeat == "once":
-            return texts(SET_ONCE, time=when, text=asked.text)
-        repeat = texts(REPEATS[asked.repeat])
-        return texts(SET_REPEAT, repeat=repeat, time=when, text=asked.text)
+            said = texts(SET_ONCE, time=when, text=asked.text)
+        else:
+            repeat = texts(REPEATS[asked.repeat])
+            said = texts(SET_REPEAT, repeat=repeat, time=when, text=asked.text)
+        return said if known else f"{said}\n\n{texts(ASK_TIMEZONE, timezone=timezone)}"
+
+    def scheduler(self, chat: ChatRef, out: Replies) -> Schedule:
+        """The `schedule` tool's calls of a turn in `chat`, told in it through `out`."""
+        return functools.partial(self.from_tool, chat, out)
+
+    async def from_tool(
+        self, chat: ChatRef, out: Replies, arguments: dict[str, Any]
+    ) -> tuple[str, bool]:
+        """A `schedule` call: the task made and shown to the user with a Cancel button.
+
+        Returns what the model is told and whether the call was refused (a time not
+        understood or past, a text missing or too long)."""
+        if chat.user_id is None:
+            return "a task is scheduled only for a person who wrote", True
+        if self.group_refusal(chat) is not None:
+            why = "only the bot's admins" if self.group_tasks == "admins" else "nobody"
+            return f"in a group, {why} may set tasks here (SKILLGATE_GROUP_TASKS)", True
+        what = str(arguments.get("what") or "").strip()
+        when = str(arguments.get("when") or "").strip()
+        repeat = str(arguments.get("repeat") or "once").strip().lower()
+        kind = str(arguments.get("kind") or "reminder").strip().lower()
+        if kind not in ("reminder", "agent"):
+            return "kind is 'reminder' or 'agent'", True
+        if repeat != "once" and repeat not in REPEATS:
+            return f"repeat is one of once, {', '.join(REPEATS)}", True
+        if not what or len(what) > TOOL_CHARS:
+            return f"`what` must be 1 to {TOOL_CHARS} characters", True
+        timezone, known = await self.zone_known(chat)
+        now = self.clock()
+        asked = _ISO.sub(r"\1 \2", when)
+        try:
+            first = plan(f"{'' if repeat == 'once' else repeat} {asked} {what}", timezone, now)
+        except BadWhen as bad:
+            local = f"{datetime.fromtimestamp(now, zone(timezone)):%Y-%m-%d %H:%M}"
+            why = (
+                "that time has already passed"
+                if bad.template == PASSED
+                else (
+                    "`when` is not understood (use 'YYYY-MM-DD HH:MM', 'tomorrow HH:MM', 'HH:MM'"
+                    " or 'in 10m', 'in 2h', 'in 3d'; a repeat needs a clock time)"
+                )
+            )
+            return f"{why}; it is now {local} in the person's timezone {timezone}", True
+        task = await self._make(
+            NewTask(
+                channel=chat.channel,
+                chat_id=chat.chat_id,
+                user_id=chat.user_id,
+                kind="agent" if kind == "agent" else "reminder",
+                text=what,
+                repeat=first.repeat,
+                cron=first.cron,
+                timezone=timezone,
+                next_at=first.next_at,
+            ),
+            known,
+            now,
+        )
+        if task is None:
+            why = f"the person holds {self.max_tasks} tasks already, the most one may hold"
+            return f"{why} (SKILLGATE_USER_MAX_TASKS): they can cancel one with /tasks", True
+        log.info("%s: task %d (%s) set by the model for its user", self.profile.who, task.id, kind)
+        texts = out.texts
+        when_shown = shown(first.next_at, timezone)
+        if first.repeat == "once":
+            template = AGENT_ONCE if kind == "agent" else SET_ONCE
+            said = texts(template, time=when_shown, text=what)
+        else:
+            template = AGENT_REPEAT if kind == "agent" else SET_REPEAT
+            said = texts(template, repeat=texts(REPEATS[first.repeat]), time=when_shown, text=what)
+        if not known:
+            said = f"{said}\n\n{texts(ASK_TIMEZONE, timezone=timezone)}"
+        await out.notice(said, buttons=(self._button(texts(CANCEL), task.id),))
+        return (
+            f"task {task.id} scheduled ({kind}, {first.repeat}), first at {when_shown}; the"
+            " person was shown it with a button to cancel it"
+        ), False
 
     async def tasks(self, chat: ChatRef, texts: Texts) -> tuple[str, tuple[Button, ...]]:
         """/tasks: the user's active tasks in this chat, each with a Cancel button."""
@@ -233,7 +375,10 @@ class TaskCommands:
         for number, task in enumerate(found[:SHOWN_TASKS], 1):
             when = shown(task.next_at, task.timezone) if task.next_at is not None else "-"
             repeat = f" ({texts(REPEATS[task.repeat])})" if task.repeat in REPEATS else ""
-            lines.append(f"{number}. {when}{repeat}: {task.text}")
+            mark = ("🗓 " if task.kind == "agent" else "") + (
+                "⏸ " if task.status == "paused" else ""
+            )
+            lines.append(f"{number}. {when}{repeat}: {mark}{task.text}")
             buttons.append(self._button(f"✖ {number}", task.id))
         if len(found) > SHOWN_TASKS:
             lines.append(texts(MORE, count=len(found) - SHOWN_TASKS))

@@ -12,8 +12,9 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
-Kind = Literal["reminder"]
-"""Agent tasks (a prompt answered at the time) are the schema's other kind, not made yet."""
+Kind = Literal["reminder", "agent"]
+"""A reminder says its fixed text at the time; an agent task's text is a prompt the agent
+answers at the time, as it answers a message in that chat."""
 Outcome = Literal["sent", "late", "missed", "failed"]
 Status = Literal["active", "paused", "done", "cancelled"]
 

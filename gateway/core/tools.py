@@ -93,6 +93,14 @@ class Confirm(Protocol):
     async def __call__(self, tool: str, call: AskedCall) -> bool: ...
 
 
+class Schedule(Protocol):
+    """Makes the task a `schedule` call asks for and shows it to the user with a Cancel
+    button; returns what the model is told, and whether the task was refused (bad or
+    past time, a limit)."""
+
+    async def __call__(self, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+
+
 @dataclass(frozen=True)
 class ToolAccess:
     """Who the turn is for, which decides the tools it may use."""
@@ -104,6 +112,9 @@ class ToolAccess:
     may_draw: Callable[[], Awaitable[str | None]] | None = None
     """Why this turn may not have one more picture made (the user's daily limit), or None;
     None itself: no limit here."""
+    schedule: Schedule | None = None
+    """Makes a scheduled task for this turn's user in this chat (the `schedule` tool); None
+    where no task can be made (a terminal, a turn that is itself a scheduled task)."""
 
 
 @dataclass(frozen=True)

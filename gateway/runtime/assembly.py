@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -160,6 +160,8 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
         parts.settings,
         secrets=secrets(parts.settings),
         default_timezone=parts.settings.default_timezone,
+        max_tasks=parts.settings.user_max_tasks,
+        group_tasks=parts.settings.group_tasks,
     )
     return Ports(
         intake=parts.inbox,
@@ -169,17 +171,26 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
     )
 
 
-def task_worker(parts: Parts, started: list[Channel]) -> TaskWorker:
-    """The scheduled tasks' worker, delivering through the channels that started."""
+def task_worker(
+    parts: Parts, started: list[Channel], conversations: Mapping[str, Conversation]
+) -> TaskWorker:
+    """The scheduled tasks' worker, delivering through the channels that started (an agent
+    task answered by its channel's conversation)."""
     senders = {}
     for channel in started:
         transport = channel.card_transport()
         if transport is not None:
             senders[channel.name] = transport
     settings = parts.settings
+    delivery = ReminderDelivery(
+        senders,
+        parts.languages,
+        channels={channel.name: channel for channel in started},
+        answers=conversations,
+    )
     return TaskWorker(
         parts.store,
-        ReminderDelivery(senders, parts.languages),
+        delivery,
         holder=replica_name(),
         lease=settings.inbox_lease_seconds,
         grace=settings.task_grace_seconds,

@@ -10,6 +10,9 @@ docs/RELIABILITY.md W1: killed after the platform accepted a message but before 
 outcome was written, an occurrence is sent again (LINE drops the copy: the push carries
 a retry key made of the task and its due time).
 
+A chat the platform says cannot be written to (the bot was blocked or removed) pauses its
+task at once, the occurrence recorded as failed: it is not retried for ever.
+
 An occurrence claimed more than `grace` seconds after its due time (the gateway was down)
 is not fired: it is recorded as missed and its owner told, once; one claimed later than
 `LATE_AFTER` but within the grace period is delivered marked late. A repeating task then
@@ -28,7 +31,7 @@ from typing import Literal, Protocol
 from gateway.core.scheduled import Deliver, Occurrence, Outcome, ScheduledTask, TaskRun
 from gateway.core.task_times import BadSchedule, next_due
 from gateway.core.tasks import cancel_and_wait
-from gateway.errors import ClaimLost, StoreError
+from gateway.errors import ChatUnreachable, ClaimLost, StoreError
 from gateway.store.schedule import ScheduleQueries
 
 log = logging.getLogger(__name__)
@@ -156,10 +159,14 @@ class TaskWorker:
 
         outcome: Outcome = "sent" if timing == "on_time" else timing
         detail: str | None = None
+        pause = False
         try:
             await self.deliver(occurrence, fence)
         except (asyncio.CancelledError, ClaimLost):
             raise
+        except ChatUnreachable as exc:  # no retry can help: paused, not retried for ever
+            outcome, detail, pause = "failed", f"the chat cannot be written to; paused: {exc}", True
+            log.warning("task %d paused: its chat cannot be written to (%s)", task.id, exc)
         except Exception as exc:
             failures = task.failures + 1
             if failures < MAX_FAILURES:
@@ -178,7 +185,7 @@ class TaskWorker:
             holder=self.holder,
             detail=detail,
         )
-        if await self.store.task_finish(task, run, self.next_time(task, due, ran)):
+        if await self.store.task_finish(task, run, self.next_time(task, due, ran), pause=pause):
             if self.counts is not None:
                 self.counts.task_occurrence(outcome)
         else:

@@ -25,24 +25,24 @@ class ScheduleQueries(QueriesBase):
     @query
     async def task_add(self, c: Conn, task: NewTask, now: float | None = None) -> ScheduledTask:
         """Store a new active task."""
-        at = time.time() if now is None else now
-        row = await c.fetchrow(
-            "insert into scheduled_tasks (channel, chat_id, user_id, kind, text, repeat, cron,"
-            " timezone, next_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            f" returning {TASK}",
+        return await _insert(c, task, time.time() if now is None else now)
+
+    @transaction
+    async def task_add_held(
+        self, c: Conn, task: NewTask, limit: int, now: float | None = None
+    ) -> ScheduledTask | None:
+        """Store a new active task for its user unless they hold `limit` active or paused
+        tasks on its channel already (None then); replicas adding for one user queue."""
+        await c.lock(f"tasks:{task.channel}:{task.user_id}")
+        held = await c.fetchval(
+            "select count(*) from scheduled_tasks where channel = ? and user_id = ?"
+            " and status in ('active', 'paused')",
             task.channel,
-            task.chat_id,
             task.user_id,
-            task.kind,
-            task.text,
-            task.repeat,
-            task.cron,
-            task.timezone,
-            task.next_at,
-            at,
         )
-        assert row is not None
-        return ScheduledTask.model_validate(row)
+        if int(held or 0) >= limit:
+            return None
+        return await _insert(c, task, time.time() if now is None else now)
 
     @query
     async def task_claim(
@@ -136,8 +136,11 @@ class ScheduleQueries(QueriesBase):
         task: ScheduledTask,
         run: TaskRun,
         next_at: float | None,
+        *,
+        pause: bool = False,
     ) -> bool:
-        """Record an occurrence's outcome and move the task to `next_at` (None: done).
+        """Record an occurrence's outcome and move the task to `next_at` (None: done), or
+        `pause` it there (its chat cannot be written to).
 
         Only while the claim `task` was worked under holds; False (nothing written) when
         another replica took the task over, or the task was cancelled meanwhile.
@@ -147,7 +150,7 @@ class ScheduleQueries(QueriesBase):
             " lease_until = null, failures = 0, last_run_at = ?, last_outcome = ?"
             " where id = ? and claim = ? and claimed_by = ? and status = 'active'",
             next_at,
-            "active" if next_at is not None else "done",
+            "paused" if pause else "active" if next_at is not None else "done",
             run.ran_at,
             run.outcome,
             task.id,
@@ -167,6 +170,30 @@ class ScheduleQueries(QueriesBase):
             run.detail,
         )
         return True
+
+    @query
+    async def task_set_paused(self, c: Conn, task_id: int, paused: bool) -> bool:
+        """Pause an active task, or resume a paused one (an operator's choice); False when it
+        was in neither state. Resumed past its time, it runs late or is reported missed."""
+        before, after = ("active", "paused") if paused else ("paused", "active")
+        changed = await c.execute(
+            "update scheduled_tasks set status = ?, claimed_by = null, lease_until = null"
+            " where id = ? and status = ?",
+            after,
+            task_id,
+            before,
+        )
+        return changed == 1
+
+    @query
+    async def tasks_pause_chat(self, c: Conn, channel: str, chat_id: str) -> int:
+        """Pause every active task of a chat the bot can no longer write to (blocked, left)."""
+        return await c.execute(
+            "update scheduled_tasks set status = 'paused'"
+            " where channel = ? and chat_id = ? and status = 'active'",
+            channel,
+            chat_id,
+        )
 
     @query
     async def task_retry_later(self, c: Conn, task: ScheduledTask, at: float) -> bool:
@@ -286,3 +313,23 @@ class ScheduleQueries(QueriesBase):
             timezone,
             time.time() if now is None else now,
         )
+
+
+async def _insert(c: Conn, task: NewTask, at: float) -> ScheduledTask:
+    row = await c.fetchrow(
+        "insert into scheduled_tasks (channel, chat_id, user_id, kind, text, repeat, cron,"
+        " timezone, next_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        f" returning {TASK}",
+        task.channel,
+        task.chat_id,
+        task.user_id,
+        task.kind,
+        task.text,
+        task.repeat,
+        task.cron,
+        task.timezone,
+        task.next_at,
+        at,
+    )
+    assert row is not None
+    return ScheduledTask.model_validate(row)

@@ -11,6 +11,7 @@ from gateway.errors import ConfigError
 from gateway.tools.config import ToolsFile, WebToolConfig, load_tools_file, tools_file_path
 from gateway.tools.image import ImageTool
 from gateway.tools.policy import RemoteTool, Rule, server_rule, web_rule
+from gateway.tools.schedule import ScheduleTool
 from gateway.tools.toolbox import Mounted, Tools
 from gateway.tools.web import WebTools
 
@@ -63,6 +64,8 @@ def build_tools(
         mounted.append(Mounted(web_tools, rule, prefixed=False))
     if settings.image_model is not None:
         mounted.append(Mounted(image_tool(settings), image_rule(config.image), prefixed=False))
+    if config.schedule is not None:
+        mounted.append(Mounted(ScheduleTool(), schedule_rule(config.schedule), prefixed=False))
     return Tools(mounted, settings=settings, secrets=kept, events=events or Events())
 
 
@@ -84,4 +87,10 @@ def image_tool(settings: Settings) -> ImageTool:
 def image_rule(config: WebToolConfig | None) -> Callable[[RemoteTool], Rule]:
     """The tools file's `image:` entry, else `confirm` and not in groups."""
     rule = web_rule(config or WebToolConfig())
+    return lambda tool: rule
+
+
+def schedule_rule(config: WebToolConfig) -> Callable[[RemoteTool], Rule]:
+    """The tools file's `schedule:` entry: `auto` unless it says otherwise, no groups."""
+    rule = Rule(config.policy or "auto", config.groups == "allow")
     return lambda tool: rule

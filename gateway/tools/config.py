@@ -15,6 +15,7 @@
     web:
       search: {policy: auto, groups: allow}
       fetch: {}
+    schedule: {}                 # the model may set reminders and agent tasks
 
 A stdio server sees only a minimal environment (PATH, HOME, ...) and the variables named
 in its `env`; names that hold the gateway's own credentials are refused here.
@@ -119,6 +120,9 @@ class ToolsFile(BaseModel):
     web: WebConfig = Field(default_factory=WebConfig)
     image: WebToolConfig | None = None
     """`generate_image`'s policy and groups (on with IMAGE_MODEL; default `confirm`, no groups)."""
+    schedule: WebToolConfig | None = None
+    """The `schedule` tool, on by being listed (default `auto`: the user sees each task made,
+    with a Cancel button; no groups)."""
 
     @field_validator("servers")
     @classmethod
@@ -132,7 +136,12 @@ class ToolsFile(BaseModel):
 
     @property
     def empty(self) -> bool:
-        return not self.servers and self.web.search is None and self.web.fetch is None
+        return (
+            not self.servers
+            and self.web.search is None
+            and self.web.fetch is None
+            and self.schedule is None
+        )
 
 
 def tools_file_path(data_dir: Path, configured: Path | None) -> Path:

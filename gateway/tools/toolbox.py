@@ -44,6 +44,7 @@ from gateway.tools.policy import (
     refusal,
 )
 from gateway.tools.results import asked_call, canonical, cap, fenced_result, masked_arguments
+from gateway.tools.schedule import ScheduleTool
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"
@@ -159,6 +160,7 @@ class Tools:
             ToolSpec(e.name, e.tool.description[:DESCRIPTION_CHARS], e.tool.schema)
             for e in self.entries()
             if refusal(e.rule, access, self.settings.tool_admin_confirm) is None
+            and (access.schedule is not None or not isinstance(e.mounted.backend, ScheduleTool))
         ]
 
     def over_limit(self, name: str, turn_calls: int, round_calls: int) -> ToolOutcome | None:
@@ -219,6 +221,8 @@ class Tools:
             if not await access.confirm(name, asked):
                 return _ended(record, "declined", "the user did not allow this call")
             arguments = json.loads(text)  # exactly what was shown and signed for
+        if isinstance(entry.mounted.backend, ScheduleTool):
+            return await self._schedule(record, arguments, access)
         started = time.monotonic()
         pictures: tuple[Picture, ...] = ()
         try:
@@ -251,6 +255,19 @@ class Tools:
             }
         )
         return ToolOutcome(fenced_result(name, shown), record, pictures)
+
+    async def _schedule(
+        self, record: ToolCallRecord, arguments: dict[str, Any], access: ToolAccess
+    ) -> ToolOutcome:
+        """A `schedule` call, made by the turn for its user (its own store writes only)."""
+        if access.schedule is None:
+            return _ended(record, "refused", "no task can be scheduled from here")
+        started = time.monotonic()
+        text, refused = await access.schedule(arguments)
+        if refused:
+            return _ended(record, "refused", text, started)
+        record = record.model_copy(update={"duration_ms": _ms(started), "result_chars": len(text)})
+        return ToolOutcome(fenced_result("schedule", text), record)
 
     def _timeout(self, entry: Entry) -> float:
         """A call's time: the image tool's own (IMAGE_TIMEOUT_SECONDS) past which it gives up

@@ -229,6 +229,7 @@ PAGES = (
     "runs",
     "usage",
     "tools",
+    "tasks",
     "users",
     "personas",
 )

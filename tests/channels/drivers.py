@@ -76,6 +76,10 @@ class Driver(Protocol):
         """The button data under the last answer in the user's chat."""
         ...
 
+    def button_data(self, user: str | None = None) -> list[list[str]]:
+        """The button data of every message with buttons in the user's chat, oldest first."""
+        ...
+
 
 _ids = itertools.count(50_000)
 GROUP = -100777
@@ -168,6 +172,14 @@ class TelegramDriver:
         markup = self._last_answer(int(user or self.user))["reply_markup"]
         return [b["callback_data"] for b in markup["inline_keyboard"][0]]
 
+    def button_data(self, user: str | None = None) -> list[list[str]]:
+        messages = self._messages(int(user or self.user))
+        return [
+            [b["callback_data"] for row in m["reply_markup"]["inline_keyboard"] for b in row]
+            for m in messages
+            if m.get("reply_markup")
+        ]
+
 
 class LineDriver:
     name = "line"
@@ -229,6 +241,10 @@ class LineDriver:
             m for m in self.rig.fake.delivered_messages(user or self.user) if quick_reply_data(m)
         ]
         return quick_reply_data(answers[-1])
+
+    def button_data(self, user: str | None = None) -> list[list[str]]:
+        delivered = self.rig.fake.delivered_messages(user or self.user)
+        return [quick_reply_data(m) for m in delivered if quick_reply_data(m)]
 
 
 class Rig(Protocol):

@@ -13,8 +13,10 @@ import pytest
 
 from gateway.config import Settings
 from gateway.conversation.tasks import USAGE, BadWhen, plan
-from tests.channels.drivers import DRIVERS, Driver, running
+from gateway.core.task_times import next_due
+from tests.channels.drivers import DRIVERS, GROUP, Driver, running
 from tests.fakes.openai_server import FakeOpenAI
+from tests.line_support import GROUP_ID
 
 TOKYO = ZoneInfo("Asia/Tokyo")
 NOW = datetime(2026, 12, 7, 14, 30, tzinfo=TOKYO).timestamp()
@@ -39,6 +41,7 @@ def at(text: str, tz: ZoneInfo = TOKYO) -> float:
         ("daily 08:00 tea", "daily", at("2026-12-08 08:00")),
         ("weekdays 2026-12-12 08:00 tea", "weekdays", at("2026-12-14 08:00")),  # Sat: Monday
         ("weekly tomorrow 07:30 tea", "weekly", at("2026-12-08 07:30")),
+        ("monthly 2026-12-31 09:00 tea", "monthly", at("2026-12-31 09:00")),
     ],
 )
 def test_each_documented_form_gives_its_next_time_in_the_users_zone(
@@ -51,6 +54,12 @@ def test_each_documented_form_gives_its_next_time_in_the_users_zone(
 def test_weekly_and_weekdays_repeat_on_the_right_days() -> None:
     assert plan("weekly tomorrow 07:30 x", "Asia/Tokyo", NOW).cron == "30 7 * * 2"
     assert plan("weekdays 08:00 x", "Asia/Tokyo", NOW).cron == "0 8 * * 1-5"
+    monthly = plan("monthly 2026-12-31 09:00 x", "Asia/Tokyo", NOW)
+    assert monthly.cron == "0 9 31 * *"
+    # A month without the day is skipped: after 31 December comes 31 January, then March.
+    january = next_due(monthly.cron, "Asia/Tokyo", monthly.next_at)
+    assert january == at("2027-01-31 09:00")
+    assert next_due(monthly.cron, "Asia/Tokyo", january) == at("2027-03-31 09:00")
 
 
 def test_a_wall_time_that_does_not_exist_runs_an_hour_later_by_the_clock() -> None:
@@ -104,15 +113,22 @@ async def test_timezone_is_kept_per_user_and_used_for_their_new_reminders(chat: 
         "⏰ I'll remind you at 2026-12-08 09:00 Asia/Tokyo: water the plants"
     )
     await chat.say("/remind daily 08:00 stretch", user=chat.other)  # the default: UTC
-    assert chat.texts(chat.other)[-1] == (
-        "⏰ I'll remind you every day, first at 2026-12-07 08:00 UTC: stretch"  # 05:30 UTC now
-    )
+    assert lines(chat.texts(chat.other)[-1]) == [
+        "⏰ I'll remind you every day, first at 2026-12-07 08:00 UTC: stretch",  # 05:30 UTC now
+        "Times are in UTC. If you live in another timezone, send /timezone with its name, for"
+        " example /timezone Asia/Tokyo.",
+    ]
+    await chat.say("/remind in 1h tea", user=chat.other)  # asked once: the default is theirs now
+    assert lines(chat.texts(chat.other)[-1]) == ["⏰ I'll remind you at 2026-12-07 06:30 UTC: tea"]
     mine = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
     assert [(t.text, t.timezone, t.next_at) for t in mine] == [
         ("water the plants", "Asia/Tokyo", at("2026-12-08 09:00"))
     ]
     theirs = await chat.parts.store.tasks_of(chat.name, chat.other, chat.other)
-    assert [(t.repeat, t.cron, t.timezone) for t in theirs] == [("daily", "0 8 * * *", "UTC")]
+    assert [(t.repeat, t.cron, t.timezone) for t in theirs] == [
+        ("once", None, "UTC"),
+        ("daily", "0 8 * * *", "UTC"),
+    ]
     await chat.say("/remind someday tea")
     assert chat.texts()[-1].startswith("Tell me when and what, for example:")
     assert len(await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)) == 1
@@ -151,3 +167,55 @@ async def test_tasks_lists_with_cancel_buttons_that_cancel_only_the_pressers_own
     assert [t.text for t in await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)] == [
         "dinner"
     ]
+
+
+async def test_a_user_past_the_most_tasks_is_refused_and_nothing_is_stored(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with running(
+        "telegram", make_settings, fake_llm, clock=lambda: NOW, user_max_tasks=2
+    ) as chat:
+        await chat.say("/timezone Asia/Tokyo")
+        await chat.say("/remind in 10m one")
+        await chat.say("/remind in 20m two")
+        await chat.say("/remind in 30m three")
+        assert chat.texts()[-1] == (
+            "You already have 2 reminders and tasks, the most one person may have here."
+            " Cancel one with /tasks first."
+        )
+        held = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
+        assert [t.text for t in held] == ["one", "two"]
+        await chat.say("/remind in 30m three", user=chat.other)  # another user's own count
+        assert chat.texts(chat.other)[-1].startswith("⏰ I'll remind you at")
+        await chat.say("/tasks")
+        await chat.press(chat.rating_data()[0])  # one cancelled: room for another
+        await chat.say("/remind in 30m three")
+        assert chat.texts()[-1] == "⏰ I'll remind you at 2026-12-07 15:00 Asia/Tokyo: three"
+
+
+ADMINS = {"telegram": "telegram_admin_ids", "line": "line_admin_ids"}
+GROUPS = {"telegram": str(GROUP), "line": GROUP_ID}
+
+
+@pytest.mark.parametrize("name", DRIVERS)
+async def test_in_a_group_only_whom_the_rule_allows_sets_a_reminder(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, name: str
+) -> None:
+    other = {"telegram": "1002", "line": "U" + "2" * 32}[name]
+    admin = {ADMINS[name]: [int(other) if name == "telegram" else other]}
+    async with running(
+        name, make_settings, fake_llm, clock=lambda: NOW, group_tasks="admins", **admin
+    ) as chat:
+        await chat.say("/remind in 10m tea", group=True, addressed=False)
+        assert chat.texts(GROUPS[name])[-1] == (
+            "In groups, only the bot's admins may set reminders and tasks."
+        )
+        await chat.say(
+            "/remind in 10m tea", user=chat.other, group=True, addressed=False
+        )  # an admin
+        assert chat.texts(GROUPS[name])[-1].startswith("⏰ I'll remind you at")
+        await chat.say("/remind in 10m tea")  # their own chat: no group rule
+        assert chat.texts()[-1].startswith("⏰ I'll remind you at")
+    async with running(name, make_settings, fake_llm, group_tasks="off", **admin) as chat:
+        await chat.say("/remind in 10m tea", user=chat.other, group=True, addressed=False)
+        assert chat.texts(GROUPS[name])[-1] == "Reminders and tasks are not set in groups here."

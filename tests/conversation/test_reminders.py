@@ -17,9 +17,10 @@ from gateway.core.scheduled import NewTask, Occurrence
 from gateway.i18n import texts_for
 from gateway.runtime.keys import TASKS
 from gateway.store import open_store
+from tests.fakes.line_api import unknown_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.line_support import USER_ID, line_rig
+from tests.line_support import GROUP_ID, USER_ID, line_rig
 from tests.telegram_harness import telegram_gateway
 
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -122,3 +123,37 @@ async def test_line_pushes_a_due_reminder_and_a_retried_push_arrives_once(
 
         await ReminderDelivery({"line": transport}, languages)(occurrence, fence)
         assert rig.fake.delivered_texts(USER_ID) == ["⏰ stretch"]
+
+
+async def test_telegram_a_chat_that_blocked_the_bot_pauses_its_task_at_once(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    due = time.time() - 1
+    async with telegram_gateway(make_settings, fake_llm) as gw:
+        gw.fake.fail_next("sendMessage", 403, "Forbidden: bot was blocked by the user")
+        task = await gw.parts.store.task_add(reminder("telegram", "42", "stretch", due))
+        worker = gw.app[TASKS]
+        await worker.tick()
+        await worker.wait_idle()
+        paused = await gw.parts.store.task_get(task.id)
+        assert paused is not None and paused.status == "paused"
+        [run] = await gw.parts.store.task_runs(task.id)
+        assert run.outcome == "failed" and "paused" in (run.detail or "")
+        assert await worker.tick() == []  # not retried
+        assert gw.fake.sent_texts(42) == []
+
+
+async def test_line_unfollow_and_leave_pause_the_chats_tasks(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    later = time.time() + 3600
+    async with line_rig(make_settings, fake_llm) as rig:
+        mine = await rig.store.task_add(reminder("line", USER_ID, "stretch", later))
+        group = await rig.store.task_add(
+            reminder("line", GROUP_ID, "stand-up", later).model_copy(update={"user_id": USER_ID})
+        )
+        other = await rig.store.task_add(reminder("line", "U" + "3" * 32, "tea", later))
+        await rig.deliver(unknown_event("unfollow"))
+        await rig.deliver(unknown_event("leave", group_id=GROUP_ID))
+        statuses = [(await rig.store.task_get(t.id)) for t in (mine, group, other)]
+        assert [t.status if t else None for t in statuses] == ["paused", "paused", "active"]

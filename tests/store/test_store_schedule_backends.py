@@ -3,6 +3,8 @@ due and by one holder at a time, every write after the claim fenced by its claim
 
 from __future__ import annotations
 
+import asyncio
+
 from gateway.core.scheduled import NewTask, ScheduledTask, TaskRun
 from gateway.store import Store
 
@@ -152,3 +154,15 @@ async def test_a_users_timezone_and_own_tasks_are_theirs_alone(any_store: Store)
     await any_store.forget_user("telegram", "42", 3.0)
     assert await any_store.user_timezone("telegram", "42") is None
     assert (await any_store.export_user("telegram", "42"))["timezone"] is None
+
+
+async def test_a_user_holds_at_most_the_limit_even_when_adding_at_once(any_store: Store) -> None:
+    tries = [any_store.task_add_held(reminder(100.0, f"t{n}", chat_id=str(n)), 3) for n in range(8)]
+    made = await asyncio.gather(*tries)
+    assert len([t for t in made if t is not None]) == 3
+    other = await any_store.task_add_held(reminder(100.0, user_id="43", chat_id="43"), 3)
+    assert other is not None  # each user's own count
+    held = [t for t in made if t is not None]
+    assert await any_store.task_cancel(held[0].id)
+    assert await any_store.task_add_held(reminder(100.0, "again"), 3) is not None
+    assert await any_store.task_add_held(reminder(100.0, "past"), 3) is None

@@ -171,6 +171,9 @@ class LineChannel(Channel):
         if self._client is not None:
             await self._client.close()
 
+    def task_responder(self, chat: ChatRef, ref: str) -> Responder | None:
+        return self.session.task_responder(chat, ref) if self.session is not None else None
+
     def card_transport(self) -> LineCards | LaterCards | None:
         if self.session is not None:
             return self.session.cards
@@ -273,6 +276,22 @@ class LineSession:
         self.conversation = ports.conversation
         self.ports = ports
 
+    def task_responder(self, chat: ChatRef, ref: str) -> Responder:
+        """Pushes into `chat` (no reply token): its notices' retry keys are made of `ref`,
+        the same on every attempt at one occurrence."""
+        from gateway.channels.line.sdk import EventContext, LineResponder
+
+        context = EventContext(event_id=ref, reply_token=None, timestamp=0.0, redelivery=True)
+        return LineResponder(
+            chat,
+            context,
+            self.outbox,
+            self.client,
+            self.bubbles,
+            loading_seconds=self.loading_seconds,
+            loading_renew_seconds=self.loading_renew_seconds,
+        )
+
     async def process(self, item: InboxItem) -> None:
         from gateway.channels.line.sdk import EventContext, LineResponder, PushQuotaExhausted
 
@@ -334,6 +353,8 @@ class LineSession:
             )
         elif event.type == "join":
             await conversation.on_greeting(Greeting(chat=chat, kind="join"), out)
+        elif event.type in ("unfollow", "leave"):  # blocked, or removed from the group
+            await conversation.chat_gone(chat)
         elif event.type == "unsend":
             unsent = event.part("unsend").get("messageId")
             if isinstance(unsent, str) and unsent:

@@ -159,6 +159,19 @@ class TelegramChannel(Channel):
     def card_transport(self) -> TelegramCards | None:
         return self.session.cards if self.session is not None else None
 
+    def task_responder(self, chat: ChatRef, ref: str) -> Responder | None:
+        """Sends into `chat` with nothing to reply to (an agent task's answer)."""
+        session = self.session
+        if session is None or chat.user_id is None or not chat.user_id.lstrip("-").isdigit():
+            return None
+        return TelegramResponder(
+            chat,
+            session.sender,
+            session.cards,
+            session.ports.deliveries,
+            user=Person(int(chat.user_id)),
+        )
+
 
 class TelegramSession:
     """A started bot: decodes stored updates for the conversation layer, polls if asked."""

@@ -42,7 +42,13 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from gateway.channels.api import ChannelError, ChatRef, RateLimited, cancel_and_wait
+from gateway.channels.api import (
+    ChannelError,
+    ChatRef,
+    ChatUnreachable,
+    RateLimited,
+    cancel_and_wait,
+)
 from gateway.channels.telegram.buttons import Keyboard
 from gateway.channels.telegram.format import Part
 from gateway.channels.telegram.request import AiohttpRequest
@@ -67,7 +73,7 @@ class NotModified(ChannelError):
     """An edit asked for what the message already shows."""
 
 
-class Undeliverable(ChannelError):
+class Undeliverable(ChatUnreachable):
     """The chat cannot be written to (the bot was blocked, removed, or the chat moved)."""
 
 
