@@ -216,6 +216,9 @@ async def test_in_a_group_only_whom_the_rule_allows_sets_a_reminder(
         assert chat.texts(GROUPS[name])[-1].startswith("⏰ I'll remind you at")
         await chat.say("/remind in 10m tea")  # their own chat: no group rule
         assert chat.texts()[-1].startswith("⏰ I'll remind you at")
-    async with running(name, make_settings, fake_llm, group_tasks="off", **admin) as chat:
+    # The same data, the same clock: the tasks set above are not due yet.
+    async with running(
+        name, make_settings, fake_llm, clock=lambda: NOW, group_tasks="off", **admin
+    ) as chat:
         await chat.say("/remind in 10m tea", user=chat.other, group=True, addressed=False)
         assert chat.texts(GROUPS[name])[-1] == "Reminders and tasks are not set in groups here."
