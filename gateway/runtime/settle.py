@@ -72,14 +72,22 @@ def freeze_imports() -> None:
     gc.freeze()
 
 
-async def settle(load_model_client: bool, prepare: Callable[[], None] = lambda: None) -> None:
-    """Import the chat call's transport if a model is configured, `prepare`, then collect,
-    freeze and collect from then on (see `pause_collection`)."""
+async def settle(
+    load_model_client: bool,
+    prepare: Callable[[], None] = lambda: None,
+    *,
+    load_openai: bool = False,
+) -> None:
+    """Import the chat call's transport if a model is configured, and the openai client if
+    a feature that uses it is on (speech, embeddings), `prepare`, then collect, freeze and
+    collect from then on (see `pause_collection`)."""
     started = time.monotonic()
     try:
         prepare()  # on the loop: an answer arriving meanwhile would need the same work first
         if load_model_client:
             await asyncio.to_thread(importlib.import_module, "httpx_aiohttp")
+        if load_openai:
+            await asyncio.to_thread(importlib.import_module, "openai")
         gc.collect()
         gc.freeze()
     finally:
