@@ -9,18 +9,27 @@ spawning the process to the first 200 from /healthz, polled every 10 ms; the sam
 starts with no library beside them show what the library adds. Run:
 
     python -m bench.startup [--skills 10000] [--warm 3] [--configs telegram+line] [--write]
+    python -m bench.startup --calibration [--warm 3] [--burst 200]
+
+`--calibration` prices the same-claim judge's calibration instead: each start is on a
+fresh data dir (nothing calibrated yet), alternately with synthesis on (the calibration
+runs once the first answer went out) and off (none runs). Measured: the time to healthy,
+then how long a burst of webhooks sent at once takes to be answered and its CPU, and
+when the calibration was stored. A healthy start is not delayed when both are alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.memory import Fakes
+from bench.memory import Fakes, burst
 from bench.procs import free_port, skillgate_serve, wait_healthy
 from bench.report import machine, median, publish, run_in_scratch, spread, table, verdict
 from bench.skill_index import make_library
@@ -154,6 +163,124 @@ def render(results: dict[tuple[str, int], Starts], args: argparse.Namespace) -> 
     )
 
 
+@dataclass
+class CalibratedStart:
+    """One start on a fresh data dir, synthesis on or off."""
+
+    healthy: float
+    healthy_cpu: float
+    """The process's CPU seconds by then (what other load does not stretch)."""
+    answered_s: float
+    """From healthy to the last answer of the burst."""
+    answered_cpu: float
+    """The process's CPU seconds over the burst."""
+    calibrated_s: float | None
+    """From healthy to the calibration's row in the database (None: none was stored)."""
+
+
+def calibrated_at(db: Path) -> bool:
+    with sqlite3.connect(db, timeout=10) as conn:
+        try:
+            return bool(conn.execute("select count(*) from judge_calibrations").fetchone()[0])
+        except sqlite3.OperationalError:  # not migrated yet
+            return False
+
+
+async def start_calibrating(
+    on: bool, fakes: Fakes, data: Path, tmp: Path, count: int
+) -> CalibratedStart:
+    port = free_port()
+    values = fakes.settings("telegram", data)
+    values["SKILLGATE_SYNTHESIS_INTERVAL_MINUTES"] = "60" if on else "0"
+    child = skillgate_serve(f"skillgate-{data.name}", port, values, tmp)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        healthy = await wait_healthy(f"{base}/healthz", child, timeout=120)
+        since, cpu = time.monotonic(), child.cpu()
+        healthy_cpu = cpu
+        answered, sent = await burst(base, "telegram", fakes, count)
+        if answered != sent:
+            raise RuntimeError(f"{sent - answered} of {sent} webhooks unanswered")
+        answered_s, answered_cpu = time.monotonic() - since, child.cpu() - cpu
+        calibrated = None
+        if on:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if calibrated_at(data / "skillgate.db"):
+                    calibrated = time.monotonic() - since
+                    break
+                await asyncio.sleep(0.05)
+        return CalibratedStart(healthy, healthy_cpu, answered_s, answered_cpu, calibrated)
+    finally:
+        child.stop()
+
+
+async def run_calibration(args: argparse.Namespace, tmp: Path) -> dict[bool, list[CalibratedStart]]:
+    fakes = Fakes(tmp)
+    results: dict[bool, list[CalibratedStart]] = {False: [], True: []}
+    try:
+        for i in range(args.warm):
+            for on in (False, True):
+                data = tmp / f"data-{i}-{'on' if on else 'off'}"
+                r = await start_calibrating(on, fakes, data, tmp, args.burst)
+                results[on].append(r)
+                print(
+                    f"calibration {'on ' if on else 'off'}: healthy {r.healthy:.2f} s, burst "
+                    f"{r.answered_s:.2f} s ({r.answered_cpu:.2f} s CPU), calibrated "
+                    + ("-" if r.calibrated_s is None else f"{r.calibrated_s:.2f} s"),
+                    flush=True,
+                )
+    finally:
+        fakes.stop()
+    return results
+
+
+def render_calibration(results: dict[bool, list[CalibratedStart]], args: argparse.Namespace) -> str:
+    rows = []
+    for on, starts in results.items():
+        done = [s.calibrated_s for s in starts if s.calibrated_s is not None]
+        rows.append(
+            [
+                "on" if on else "off",
+                spread([s.healthy for s in starts], "{:.2f}"),
+                spread([s.healthy_cpu for s in starts], "{:.2f}"),
+                spread([s.answered_s for s in starts], "{:.2f}"),
+                spread([s.answered_cpu for s in starts], "{:.2f}"),
+                spread(done, "{:.2f}") if done else "-",
+            ]
+        )
+    without, calibrating = results[False], results[True]
+    healthy = ratios([s.healthy for s in calibrating], [s.healthy for s in without])
+    answered = ratios([s.answered_s for s in calibrating], [s.answered_s for s in without])
+    cpu = ratios([s.healthy_cpu for s in calibrating], [s.healthy_cpu for s in without])
+    return "\n".join(
+        [
+            f"Machine: {machine()}.",
+            "",
+            f"Telegram; {args.warm} starts each way on a fresh data dir, alternating; right "
+            f"after healthy a burst of {args.burst} webhooks over 40 connections. Calibration "
+            "on: synthesis on, so the same-claim judge is calibrated against the fake model "
+            "once the first answer went out; off: synthesis off. Median, range in brackets.",
+            "",
+            table(
+                [
+                    "calibration",
+                    "healthy after, s",
+                    "its CPU, s",
+                    "burst answered after, s",
+                    "burst CPU, s",
+                    "calibration stored after, s",
+                ],
+                rows,
+            ),
+            "",
+            f"On against off, per round: healthy {spread(healthy, '{:.2f}')}x (its CPU "
+            f"{spread(cpu, '{:.2f}')}x), the burst "
+            f"answered {spread(answered, '{:.2f}')}x.",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -162,8 +289,17 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=3, help="warm starts per data dir")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="channel configurations")
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    parser.add_argument(
+        "--calibration", action="store_true", help="calibration on against off (see above)"
+    )
+    parser.add_argument("--burst", type=int, default=200, help="webhooks after healthy")
     args = parser.parse_args()
     started = time.monotonic()
+    if args.calibration:
+        calibrated = run_in_scratch(lambda tmp: run_calibration(args, tmp))
+        text = render_calibration(calibrated, args)
+        publish("startup-calibration", text, started, write=args.write)
+        return
     results = run_in_scratch(lambda tmp: run(args, tmp))
     publish("startup", render(results, args), started, write=args.write)
 

@@ -28,6 +28,7 @@ from gateway.config import Settings
 from gateway.conversation.dispatch import Conversation
 from gateway.core.llm import LLM
 from gateway.core.model_health import ModelHealth
+from gateway.core.openai_client import uses_openai
 from gateway.media.links import ROUTE as LINK_ROUTE
 from gateway.media.links import LinkRefused
 from gateway.review.delivery import start_cards
@@ -165,7 +166,13 @@ async def after_first_answer(
     if alerting is not None:
         alerting.start()
     if settles:
-        await settle(parts.settings.model_configured, parts.catalog.index.build)
+        speaker = parts.voicing.speaker if parts.voicing is not None else None
+        users = (parts.attachments.transcriber, speaker, parts.synthesizer.embedder)
+        await settle(
+            parts.settings.model_configured,
+            parts.catalog.index.build,
+            load_openai=uses_openai(*users),
+        )
 
 
 def build_app(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gateway.core.llm_wire import one_line
-from gateway.core.openai_client import OpenAIEndpoint
+from gateway.core.openai_client import OpenAIEndpoint, load_openai
 from gateway.errors import ModelError
 from gateway.logs import mask
 
@@ -70,6 +70,7 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         return out
 
     async def _request(self, inputs: list[str]) -> list[list[float]]:
+        await load_openai()
         import openai
 
         body = {"model": self.model, "input": inputs}

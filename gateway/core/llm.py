@@ -2,7 +2,7 @@
 
 The chat call goes straight to the connection pool the official `openai` client
 uses (`llm_http`: every answer makes it, and the client's own objects cost several
-times the socket work); the client itself serves `/models`. The retries are ours,
+times the socket work), and so does the look at `/models`. The retries are ours,
 so that a timed-out chat turn is not silently re-run from scratch while the user
 waits, and so that an error inside an HTTP 200 is retried like a 503. Responses
 are read by `llm_wire` as raw JSON, which tolerates the shapes real servers send.
@@ -20,7 +20,6 @@ are read either way (see `llm_stream`).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 from collections.abc import Awaitable
@@ -442,30 +441,22 @@ class OpenAIChat:
 
     async def models(self) -> list[dict[str, Any]]:
         """The endpoint's /models list, raw; ModelError or ModelUnavailable with the cause."""
-        # The first import of the SDK takes about a second of CPU: not on the event loop,
-        # where serve's look at the model and the alerts' first look would hold up /healthz.
-        await asyncio.to_thread(importlib.import_module, "openai")
-        import openai
-
+        # A plain GET on the chat call's pool: the openai client (17 MB, a second of CPU to
+        # import) is not loaded for it.
         try:
-            raw = await self._get_http().sdk().get("/models", cast_to=str)
-            data = json.loads(raw)
+            data = json.loads(await self._get_http().get("/models"))
         except json.JSONDecodeError as exc:
             raise ModelError(
                 "the endpoint's /models is not JSON: does LLM_BASE_URL end in /v1?"
             ) from exc
-        except openai.APITimeoutError as exc:
-            if _refused(exc) is not None:
-                raise ModelUnavailable(_connection_cause(exc)) from exc
-            raise ModelUnavailable(f"timed out after {self._timeout:g} s") from exc
-        except openai.APIConnectionError as exc:
+        except Unreachable as exc:
+            if exc.timed_out:
+                raise ModelUnavailable(f"timed out after {self._timeout:g} s") from exc
             raise ModelUnavailable(_connection_cause(exc, self._timeout)) from exc
-        except openai.APIStatusError as exc:
-            message = one_line(mask(error_message(exc.body) or exc.response.text, self._secrets()))
-            hint = " (does LLM_BASE_URL end in /v1?)" if exc.status_code == 404 else ""
-            raise ModelError(f"endpoint answered HTTP {exc.status_code}: {message}{hint}") from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"endpoint call failed: {type(exc).__name__}") from exc
+        except Refusal as exc:
+            message = one_line(mask(error_message(exc.body) or exc.text, self._secrets()))
+            hint = " (does LLM_BASE_URL end in /v1?)" if exc.status == 404 else ""
+            raise ModelError(f"endpoint answered HTTP {exc.status}: {message}{hint}") from exc
         items = data.get("data") if isinstance(data, dict) else None
         return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
 

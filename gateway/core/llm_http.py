@@ -1,16 +1,19 @@
-"""The chat-completions POST on the connection pool the openai client uses, without its objects.
+"""The chat-completions POST (and `/models`) on the openai client's connection pool, without it.
 
 Every answer makes this call, so it goes straight to the aiohttp session under the client's
 transport: one request, the status, the body's bytes as they arrive. httpx's request and
 response objects, header merging and stream layers over that session cost as much again as
 the socket work, and the client's own (typed options, models, its SSE decoder) several times
-more; the client stays for what is not hot (`/models`, embeddings, speech), on the same pool.
+more; the client stays for what is not hot (embeddings, speech), on the same pool. `/models`, which
+the start and the alert watcher's look every minute read, is a plain GET there too, so a
+gateway that only chats never imports the openai package (17 MB resident).
 Transport errors become `Unreachable` (a timeout or a failed connection, the cause kept), an
 HTTP error status `Refusal` with its body; `llm` decides what each means.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -149,6 +152,28 @@ class ModelHTTP:
             if response.status >= 400:
                 raise Refusal(response.status, await Reply(response).read(), response.headers)
             yield Reply(response)
+
+    async def get(self, path: str) -> str:
+        """GET `path` under the base URL on the same pool, within the client's timeout: the
+        body's text. Transport errors are `Unreachable`, an error status a `Refusal`."""
+        if self._session is None:
+            self._pool()
+        url = self.base_url.rstrip("/") + path
+        headers = {k: v for k, v in self._headers.items() if k != "Content-Type"}
+        try:
+            async with asyncio.timeout(self._timeout):
+                response = await self._session.get(
+                    url, headers=headers, proxy=self._proxy, timeout=None
+                )
+                async with response:
+                    text = await Reply(response).read()
+        except Unreachable:
+            raise
+        except Exception as exc:
+            raise _translated(exc) from exc
+        if response.status >= 400:
+            raise Refusal(response.status, text, response.headers)
+        return text
 
     def sdk(self) -> AsyncOpenAI:
         """The openai client, on the same pool, for the calls that are not hot."""

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+
+async def load_openai() -> None:
+    """Import the openai package in a worker thread if it is not yet: about a second of CPU
+    and 17 MB, which the event loop (every chat in flight) should not wait for. Only the
+    features that use the client (speech, embeddings) call this, on their first use."""
+    if "openai" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "openai")
+
+
+def uses_openai(*endpoints: object) -> bool:
+    """Whether any of these is an endpoint the openai client serves (see `settle`)."""
+    return any(isinstance(e, OpenAIEndpoint) for e in endpoints)
 
 
 def openai_client(

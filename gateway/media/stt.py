@@ -12,7 +12,7 @@ import wave
 from typing import Protocol
 
 from gateway.core.llm_wire import error_message, one_line
-from gateway.core.openai_client import OpenAIEndpoint
+from gateway.core.openai_client import OpenAIEndpoint, load_openai
 from gateway.errors import TranscriptionFailed
 from gateway.logs import mask
 
@@ -50,6 +50,7 @@ class OpenAITranscriber(OpenAIEndpoint):
 
     async def transcribe(self, audio: bytes, mime: str) -> str:
         """The words spoken; TranscriptionFailed with the server's reason (keys masked)."""
+        await load_openai()
         import openai
 
         name = f"voice.{EXTENSIONS.get(mime, 'ogg')}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from gateway.core.llm_wire import error_message, one_line
-from gateway.core.openai_client import OpenAIEndpoint
+from gateway.core.openai_client import OpenAIEndpoint, load_openai
 from gateway.errors import SpeechFailed
 from gateway.logs import mask
 
@@ -103,6 +103,7 @@ class OpenAISpeaker(OpenAIEndpoint):
         return Speech(audio=audio, format=audio_format, seconds=seconds, spoken=len(text))
 
     async def _read(self, text: str, voice: str, audio_format: AudioFormat) -> bytes:
+        await load_openai()
         import openai
 
         secrets = self._secrets

@@ -1,13 +1,15 @@
-"""After start-up: load the model client, then keep long-lived objects out of full GC passes.
+"""After start-up: load the chat call's transport, then keep long-lived objects out of GC.
 
 A full (generation 2) collection walks every object the process holds; with the
 libraries loaded that is about 150,000 objects and a 50-100 ms pause for every chat
 in flight, a few times per thousand answers. Nearly all of them live as long as the
 process, so once the server is up they are collected one last time and frozen
-(`gc.freeze`), and later full passes visit only what was made since. The model client
-is imported first (in a thread, so webhooks keep being answered) because it is most
-of what the first answer would otherwise add. Work start-up left for later (`prepare`:
-the skill index of a large library) is done here too, before the freeze.
+(`gc.freeze`), and later full passes visit only what was made since. The chat call's
+transport (httpx and its aiohttp transport, 3 MB) is imported first, in a thread so webhooks
+keep being answered, because the first answer would otherwise wait for it; the openai client
+is not: nothing on the chat path or the look at the model uses it (`core/llm_http`). Work
+start-up left for later (`prepare`: the skill index of a large library) is done here too,
+before the freeze.
 
 The cyclic collector waits for it (`pause_collection`): its passes over what start-up
 makes, nearly all of it kept, cost more than they find. None of the work starts before
@@ -70,13 +72,21 @@ def freeze_imports() -> None:
     gc.freeze()
 
 
-async def settle(load_model_client: bool, prepare: Callable[[], None] = lambda: None) -> None:
-    """Import the model client if one is configured, `prepare`, then collect, freeze and
+async def settle(
+    load_model_client: bool,
+    prepare: Callable[[], None] = lambda: None,
+    *,
+    load_openai: bool = False,
+) -> None:
+    """Import the chat call's transport if a model is configured, and the openai client if
+    a feature that uses it is on (speech, embeddings), `prepare`, then collect, freeze and
     collect from then on (see `pause_collection`)."""
     started = time.monotonic()
     try:
         prepare()  # on the loop: an answer arriving meanwhile would need the same work first
         if load_model_client:
+            await asyncio.to_thread(importlib.import_module, "httpx_aiohttp")
+        if load_openai:
             await asyncio.to_thread(importlib.import_module, "openai")
         gc.collect()
         gc.freeze()

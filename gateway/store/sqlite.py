@@ -15,18 +15,40 @@ import asyncio
 import contextlib
 import queue
 import sqlite3
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlite_utils import Database
-
 from gateway.errors import StoreBusy, StoreError
 from gateway.store.base import Store
 from gateway.store.migrations import MIGRATIONS, Migration, apply
 from gateway.store.sql import Work
+
+
+@contextlib.contextmanager
+def _unimportable(*names: str) -> Iterator[None]:
+    """While the block runs, `import NAME` raises ImportError for each of `names` not yet
+    imported (a None in `sys.modules` means exactly that), then they are importable again."""
+    blocked = [n for n in names if n not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+
+
+# sqlite-utils imports numpy and pandas whenever they are installed, only to map their
+# scalar types to column types; the store never hands it either. numpy is installed with
+# the speech extras (soundfile) and would cost every gateway 15 MB resident and a tenth of a
+# second of start-up; whoever needs it later (speech) imports it then.
+with _unimportable("numpy", "pandas"):
+    from sqlite_utils import Database
 
 T = TypeVar("T")
 

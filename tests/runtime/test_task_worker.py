@@ -224,3 +224,21 @@ async def test_a_clean_stop_gives_its_claims_back_at_once(store: SqliteStore) ->
     chat = Chat()
     await tick(worker(store, chat, clock, "second"))  # no lease to wait for
     assert chat.said == [(task.id, NINE, "on_time")]
+
+
+async def test_more_tasks_due_than_a_batch_are_claimed_as_room_frees_not_at_the_next_poll(
+    store: SqliteStore,
+) -> None:
+    clock, chat = Clock(NINE + 1), Chat()
+    for n in range(50):
+        await store.task_add(daily_at_nine(chat_id=str(n), repeat="once", cron=None))
+    worker = TaskWorker(store, chat, holder="one", clock=clock, batch=8, poll=3600.0)
+    await worker.start()  # one poll an hour: only a freed batch can start the rest in time
+    try:
+        async with asyncio.timeout(20):
+            while len(chat.said) < 50:
+                await asyncio.sleep(0.01)
+        await worker.wait_idle()
+    finally:
+        await worker.stop()
+    assert sorted(task_id for task_id, _, _ in chat.said) == list(range(1, 51))

@@ -1,15 +1,12 @@
 """Proposal cards in LINE: a Flex bubble with Approve / Reject / Full diff postbacks.
 
-LINE cannot edit a sent message, so a decision reaches each LINE admin as a
-short pushed notice instead (except the admin who decided, who was answered
-directly). Every push has a stable delivery reference, so the outbox's stored
-retry key makes a retry after a crash a no-op at LINE (409) rather than a
-second message.
+The bubbles are line-bot-sdk's Flex models, sent as their JSON (`to_dict`). This is the
+module of the channel's hot and idle paths that loads the SDK (29 MB resident): it is
+imported when the first card or repeat notice is rendered (`admin_cards.FlexCards`), not
+at start.
 """
 
 from __future__ import annotations
-
-from collections.abc import Collection
 
 from linebot.v3.messaging import (
     FlexBox,
@@ -27,21 +24,14 @@ from gateway.channels.api import (
     N_,
     Card,
     CardAction,
-    CardDelivery,
     CardSigner,
-    ChannelError,
     NoticeView,
-    RepeatNotice,
     Texts,
     clip,
     fit,
-    notice_view,
     trimmed_note,
     utf16_len,
 )
-from gateway.channels.line.client import text_messages
-from gateway.channels.line.delivery import LineOutbox
-from gateway.channels.line.spec import SPEC
 
 MAX_ALT_TEXT = 400
 MAX_DIFF = 1500
@@ -141,39 +131,3 @@ def repeats_message(view: NoticeView) -> FlexMessage:
         footer=FlexBox(layout="vertical", spacing="sm", contents=rows) if rows else None,
     )
     return FlexMessage(alt_text=clip(view.text, MAX_ALT_TEXT), contents=bubble)
-
-
-class LineCards:
-    """Pushes card bubbles, and decision notices, to LINE admins."""
-
-    channel = SPEC.name
-
-    def __init__(self, outbox: LineOutbox, bubbles: CardBubbles, admins: Collection[str]) -> None:
-        self.outbox = outbox
-        self.bubbles = bubbles
-        self._admins = list(admins)
-
-    def admins(self) -> list[str]:
-        return list(self._admins)
-
-    async def look_up_language(self, user_id: str) -> str | None:
-        return (await self.outbox.client.profile(user_id)).language
-
-    async def send_card(self, chat_id: str, card: Card) -> str | None:
-        ids = await self.outbox.deliver_messages(
-            chat_id, [self.bubbles.message(card)], f"card:{card.proposal.id}:{chat_id}"
-        )
-        return ids[0] if ids else None
-
-    async def send_notice(self, chat_id: str, text: str, ref: str) -> None:
-        await self.outbox.deliver_messages(chat_id, text_messages([text]), ref)
-
-    async def send_repeats(self, chat_id: str, notice: RepeatNotice, texts: Texts) -> str | None:
-        view = notice_view(notice, self.bubbles.signer, texts)
-        ref = f"repeats:{notice.id}:{chat_id}"
-        ids = await self.outbox.deliver_messages(chat_id, [repeats_message(view)], ref)
-        return ids[0] if ids else None
-
-    async def edit_card(self, copy: CardDelivery, card: Card) -> None:
-        """Never called: the spec says LINE cannot edit, so a decision comes as a notice."""
-        raise ChannelError("LINE cannot edit a sent message")

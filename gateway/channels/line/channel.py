@@ -13,7 +13,9 @@ event's reply token first, then by push (`LineOutbox`).
 from __future__ import annotations
 
 import asyncio
-import importlib
+import base64
+import hashlib
+import hmac
 import json
 import logging
 from dataclasses import replace
@@ -43,6 +45,9 @@ from gateway.channels.api import (
     cancel_and_wait,
 )
 from gateway.channels.line import quotes
+from gateway.channels.line.admin_cards import FlexCards, LineCards
+from gateway.channels.line.client import LineClient, PushQuotaExhausted
+from gateway.channels.line.delivery import EventContext, LineOutbox
 from gateway.channels.line.dialect import LINE
 from gateway.channels.line.events import (
     Content,
@@ -56,16 +61,12 @@ from gateway.channels.line.events import (
     self_mentions,
     without_spans,
 )
+from gateway.channels.line.responder import LineResponder
 from gateway.channels.line.settings import LineSettings
 from gateway.channels.line.spec import SPEC
 
 if TYPE_CHECKING:
-    from linebot.v3.webhook import SignatureValidator
-
     from gateway.channels.api import Card, CardDelivery, RepeatNotice, Texts
-    from gateway.channels.line.cards import CardBubbles, LineCards
-    from gateway.channels.line.client import LineClient
-    from gateway.channels.line.delivery import LineOutbox
 
 log = logging.getLogger(__name__)
 
@@ -77,24 +78,24 @@ USER_EVENTS = ("message", "postback", "follow", "unsend")
 
 
 class LineChannel(Channel):
-    """LINE Messaging API adapter (line-bot-sdk v3, async)."""
+    """LINE Messaging API adapter: the API's JSON on aiohttp, line-bot-sdk's Flex models for
+    cards (loaded with the first card)."""
 
     name: ClassVar[str] = SPEC.name
 
     def __init__(self, settings: Settings, *, load_in_background: bool = False) -> None:
-        """`load_in_background`: `start` returns before line-bot-sdk is loaded (see `sdk`);
-        the webhook and the handler wait for it. Off, `start` loads it first."""
+        """`load_in_background`: `start` returns before the session is open (the outbox reads
+        its quota state); the handler waits for it. Off, `start` opens it first."""
         section = self.settings = settings.section(LineSettings)
         if section.line_channel_secret is None or section.line_channel_access_token is None:
             raise ChannelError("LINE needs LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN")
         secret = section.line_channel_secret.get_secret_value()
         self.webhook = LineWebhook(self)
-        self._secret = secret
+        self._secret = secret.encode()
         self._background = load_in_background
         self._loading: asyncio.Future[LineSession] | None = None
-        self._signature: SignatureValidator | None = None
         self._client: LineClient | None = None
-        self._bubbles: CardBubbles | None = None
+        self._bubbles = FlexCards(CardSigner(secret))
         # The loading animation lasts at most 60 s a call; it is renewed before it ends for
         # as long as the model writes (a streamed answer has no total timeout).
         self.loading_seconds = 60
@@ -113,14 +114,18 @@ class LineChannel(Channel):
     @property
     def client(self) -> LineClient:
         if self._client is None:
-            raise ChannelError("the LINE client is not loaded yet")
+            raise ChannelError("the LINE client is not open yet")
         return self._client
 
     @property
-    def bubbles(self) -> CardBubbles:
-        if self._bubbles is None:
-            raise ChannelError("the LINE card renderer is not loaded yet")
+    def bubbles(self) -> FlexCards:
         return self._bubbles
+
+    def signed(self, body: bytes, signature: str) -> bool:
+        """Whether `signature` is the channel secret's HMAC-SHA256 of `body`, base64 (LINE's
+        webhook signature), compared in constant time."""
+        digest = hmac.new(self._secret, body, hashlib.sha256).digest()
+        return hmac.compare_digest(base64.b64encode(digest), signature.encode("ascii"))
 
     def routes(self) -> list[web.RouteDef]:
         return [self.webhook.route]
@@ -132,34 +137,24 @@ class LineChannel(Channel):
         return self._process
 
     async def _open(self, ports: Ports) -> LineSession:
-        # In a worker thread: the event loop keeps serving while the SDK's modules load.
-        sdk = await asyncio.to_thread(importlib.import_module, "gateway.channels.line.sdk")
-        self._signature = sdk.SignatureValidator(self._secret)
-        self._bubbles = sdk.CardBubbles(self.profile.signer)
         token = self.settings.line_channel_access_token
         assert token is not None  # checked in __init__
-        client = self._client = sdk.LineClient(
+        client = self._client = LineClient(
             token.get_secret_value(),
             self.settings.line_api_base_url,
             data_host=self.settings.line_data_api_base_url,
         )
-        await client.open()  # the SDK's HTTP session must be made inside the loop
-        outbox = sdk.LineOutbox(client, ports.deliveries)
+        await client.open()  # the HTTP session must be made inside the loop
+        outbox = LineOutbox(client, ports.deliveries)
         await outbox.load()
         self.session = LineSession(self, outbox, ports)
         return self.session
 
     async def ready(self) -> LineSession:
-        """The open session, once line-bot-sdk has loaded; ChannelError before `start`."""
+        """The open session; ChannelError before `start`."""
         if self._loading is None:
             raise ChannelError("the LINE channel is not started")
         return await asyncio.shield(self._loading)
-
-    async def signature(self) -> SignatureValidator:
-        """The SDK's signature check, once loaded; ChannelError before `start`."""
-        await self.ready()
-        assert self._signature is not None
-        return self._signature
 
     async def _process(self, item: InboxItem) -> None:
         await (await self.ready()).process(item)
@@ -192,7 +187,8 @@ class LineChannel(Channel):
 
 
 class LineWebhook(Webhook):
-    """LINE's posts: signed bodies (line-bot-sdk checks the signature), each with its events."""
+    """LINE's posts: signed bodies (HMAC-SHA256 of the body with the channel secret), each
+    with its events."""
 
     def __init__(self, line: LineChannel) -> None:
         super().__init__(SPEC.name)
@@ -205,16 +201,11 @@ class LineWebhook(Webhook):
     async def verify(self, request: web.Request, body: bytes) -> None:
         signature = request.headers.get(SIGNATURE_HEADER, "")
         try:
-            text = body.decode("utf-8")
+            body.decode("utf-8")
         except UnicodeDecodeError:
             raise Refused(400, "body is not UTF-8") from None
-        try:
-            validator = await self.line.signature()  # the signature check is the SDK's
-        except Exception:
-            log.exception("LINE channel not ready for a webhook")
-            raise Refused(503, "not ready, try again") from None
         # A signature is base64: anything else (bytes that are not even UTF-8) is not LINE's.
-        if not signature.isascii() or not validator.validate(text, signature):
+        if not signature.isascii() or not self.line.signed(body, signature):
             log.warning("LINE webhook with an invalid signature from %s", request.remote)
             raise Refused(401, "invalid signature")
 
@@ -235,7 +226,7 @@ class LineWebhook(Webhook):
 
 
 class LaterCards:
-    """LINE's card transport while line-bot-sdk loads: the same admins; sending waits."""
+    """LINE's card transport while the session opens: the same admins; sending waits."""
 
     channel = SPEC.name
 
@@ -265,8 +256,6 @@ class LineSession:
     """An open LINE client: decodes stored events for the conversation layer."""
 
     def __init__(self, channel: LineChannel, outbox: LineOutbox, ports: Ports) -> None:
-        from gateway.channels.line.sdk import LineCards  # loaded by now (see `sdk`)
-
         self.client = channel.client
         self.bubbles = channel.bubbles
         self.loading_seconds = channel.loading_seconds
@@ -293,8 +282,6 @@ class LineSession:
         )
 
     async def process(self, item: InboxItem) -> None:
-        from gateway.channels.line.sdk import EventContext, LineResponder, PushQuotaExhausted
-
         event = read_event(json.loads(item.payload), item.update_id)
         if event.mode != "active":
             return  # meant for another channel in standby mode

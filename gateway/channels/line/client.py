@@ -1,8 +1,11 @@
-"""The LINE Messaging API through line-bot-sdk's async client, with errors translated here.
+"""The LINE Messaging API as JSON over one aiohttp session, with errors translated here.
 
-Reply, push, the loading animation and message content (on the data host, LINE's
-api-data) are used. A 429 is retried a few times with backoff, except the monthly push
-limit, which no retry can fix.
+Reply, push, the loading animation, profiles and message content (on the data host, LINE's
+api-data) are used. Every answer makes one of these calls, so they are the API's own JSON
+on aiohttp, which line-bot-sdk's async client also uses underneath: the SDK's generated
+package (its pydantic models, 29 MB resident and most of a second to import) is loaded
+only for the Flex cards an admin is sent (`cards`) and the operator's commands. A 429 is
+retried a few times with backoff, except the monthly push limit, which no retry can fix.
 """
 
 from __future__ import annotations
@@ -10,33 +13,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 import aiohttp
-from linebot.v3.messaging import (
-    ApiException,
-    AsyncApiClient,
-    AsyncMessagingApi,
-    AudioMessage,
-    Configuration,
-    ImageMessage,
-    Message,
-    PostbackAction,
-    PushMessageRequest,
-    QuickReply,
-    QuickReplyItem,
-    ReplyMessageRequest,
-    ShowLoadingAnimationRequest,
-    TextMessage,
-)
 
 from gateway.channels.api import Button, ChannelError, MediaTooBig, MediaUnavailable, RateLimited
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+LineMessage = dict[str, Any]
+"""One message object of the Messaging API, as its JSON (`{"type": "text", ...}`)."""
 
 MAX_MESSAGES_PER_CALL = 5
 MAX_POSTBACK_DATA = 300
@@ -62,31 +52,48 @@ class PushQuotaExhausted(ChannelError):
     """The LINE Official Account has used up this month's push messages."""
 
 
-def text_messages(texts: Sequence[str], buttons: Sequence[Button] = ()) -> list[TextMessage]:
+class ApiError(Exception):
+    """An error status from the Messaging API, with its body and headers."""
+
+    def __init__(self, status: int, body: str, headers: Mapping[str, str]) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+
+def text_messages(texts: Sequence[str], buttons: Sequence[Button] = ()) -> list[LineMessage]:
     """Text messages; the buttons become postback quick replies on the last one."""
     quick = quick_reply(buttons)
     last = len(texts) - 1
     return [
-        TextMessage(text=t, quick_reply=quick if i == last else None) for i, t in enumerate(texts)
+        _with_quick({"type": "text", "text": t}, quick if i == last else None)
+        for i, t in enumerate(texts)
     ]
 
 
-def audio_message(url: str, seconds: float, buttons: Sequence[Button] = ()) -> AudioMessage:
+def audio_message(url: str, seconds: float, buttons: Sequence[Button] = ()) -> LineMessage:
     """An audio message LINE fetches from `url` (https), lasting `seconds` (sent in ms), the
     buttons as its quick replies."""
-    return AudioMessage(
-        original_content_url=url,
-        duration=max(1, round(seconds * 1000)),
-        quick_reply=quick_reply(buttons),
-    )
+    message = {
+        "type": "audio",
+        "originalContentUrl": url,
+        "duration": max(1, round(seconds * 1000)),
+    }
+    return _with_quick(message, quick_reply(buttons))
 
 
-def image_message(url: str) -> ImageMessage:
+def image_message(url: str) -> LineMessage:
     """An image message LINE fetches from `url` (https), its preview from the same link."""
-    return ImageMessage(original_content_url=url, preview_image_url=url)
+    return {"type": "image", "originalContentUrl": url, "previewImageUrl": url}
 
 
-def quick_reply(buttons: Sequence[Button]) -> QuickReply | None:
+def postback(label: str, data: str, display_text: str) -> dict[str, str]:
+    """A postback action (what a button sends back when tapped)."""
+    return {"type": "postback", "label": label, "data": data, "displayText": display_text}
+
+
+def quick_reply(buttons: Sequence[Button]) -> dict[str, Any] | None:
     """The buttons as postback quick replies (None without any)."""
     items = []
     for b in buttons:
@@ -96,13 +103,18 @@ def quick_reply(buttons: Sequence[Button]) -> QuickReply | None:
                 "button %r dropped: postback data over %d chars", b.label, MAX_POSTBACK_DATA
             )
             continue
-        action = PostbackAction(label=b.label[:20], data=data, display_text=b.label)
-        items.append(QuickReplyItem(action=action))
-    return QuickReply(items=items[:MAX_QUICK_REPLY_ITEMS]) if items else None
+        items.append({"type": "action", "action": postback(b.label[:20], data, b.label)})
+    return {"items": items[:MAX_QUICK_REPLY_ITEMS]} if items else None
+
+
+def _with_quick(message: LineMessage, quick: dict[str, Any] | None) -> LineMessage:
+    if quick is not None:
+        message["quickReply"] = quick
+    return message
 
 
 class LineClient:
-    """Reply, push and loading calls; ApiException never leaves this class."""
+    """Reply, push, loading, profile and content calls; `ApiError` never leaves this class."""
 
     def __init__(
         self,
@@ -114,45 +126,38 @@ class LineClient:
         rate_limit_retries: int = 3,
         backoff: Callable[[int], float] = lambda attempt: min(8.0, 2.0 ** (attempt - 1)),
     ) -> None:
-        self._config = Configuration(access_token=access_token, host=host)
+        self._host = host.rstrip("/")
         # Content lives on its own host (api-data); `host` would send it to the API's.
-        self._data_config = Configuration(access_token=access_token, host=data_host or host)
-        self._data_client: AsyncApiClient | None = None
+        self._data_host = (data_host or host).rstrip("/")
+        self._headers = {"Authorization": f"Bearer {access_token}"}
         self.timeout = timeout
         self.rate_limit_retries = rate_limit_retries
         self.backoff = backoff
-        self._client: AsyncApiClient | None = None
-        self._api: AsyncMessagingApi | None = None
+        self._session: aiohttp.ClientSession | None = None
 
     async def open(self) -> None:
         """Create the HTTP session now (it must be made inside the running loop)."""
-        _ = self.api
+        _ = self.session
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = self._api = None
-        if self._data_client is not None:
-            await self._data_client.close()
-            self._data_client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The HTTP session; made on first use, always inside the loop."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(headers=self._headers)
+        return self._session
 
     async def content(self, message_id: str, limit: int) -> bytes:
-        """What a user sent in a message (image, audio, file), read up to `limit` bytes.
-
-        The SDK's `get_message_content` reads the whole body before anyone can look at its
-        size, so the same endpoint is streamed through the SDK's own HTTP client here, and
-        of an error's body only its first `ERROR_BYTES`.
-        """
-        if self._data_client is None:
-            self._data_client = AsyncApiClient(self._data_config)
-        host = self._data_config.host
-        url = f"{host}/v2/bot/message/{quote(message_id, safe='')}/content"
-        headers = {"Authorization": f"Bearer {self._data_config.access_token}"}
+        """What a user sent in a message (image, audio, file), read up to `limit` bytes: the
+        body is streamed, and of an error's body only its first `ERROR_BYTES` are read."""
+        url = f"{self._data_host}/v2/bot/message/{quote(message_id, safe='')}/content"
         try:
-            response = await self._data_client.rest_client.request(
-                "GET", url, headers=headers, _preload_content=False
-            )  # the conversation layer bounds the time it may take
-            async with response:
+            # The conversation layer bounds the time it may take.
+            async with self.session.get(url, timeout=aiohttp.ClientTimeout()) as response:
                 if response.status != 200:
                     # Only the start of an error's body: its reason is short, the rest unread.
                     head = await response.content.read(ERROR_BYTES)
@@ -169,43 +174,64 @@ class LineClient:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise MediaUnavailable(f"LINE content failed: {type(exc).__name__}") from exc
 
-    @property
-    def api(self) -> AsyncMessagingApi:
-        """The SDK's API; its HTTP session is made on first use, always inside the loop."""
-        if self._api is None:
-            self._client = AsyncApiClient(self._config)
-            self._api = AsyncMessagingApi(self._client)
-        return self._api
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One call; its JSON answer ({} for an empty one), an error status as `ApiError`."""
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+        sent = {"Content-Type": "application/json", **(headers or {})} if data else headers
+        async with self.session.request(
+            method,
+            self._host + path,
+            data=data,
+            headers=sent,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            text = await response.text(errors="replace")
+            if response.status >= 400:
+                raise ApiError(response.status, text, response.headers)
+            return json.loads(text) if text.strip() else {}
 
-    async def reply(self, token: str, messages: Sequence[Message]) -> list[str]:
+    async def reply(self, token: str, messages: Sequence[LineMessage]) -> list[str]:
         """Answer with a reply token (free of quota); returns the sent message ids."""
-        request = ReplyMessageRequest(reply_token=token, messages=list(messages))
-        response = await self._call(
-            "reply", lambda: self.api.reply_message(request, _request_timeout=self.timeout)
+        body = {"replyToken": token, "messages": list(messages)}
+        answer = await self._call(
+            "reply",
+            lambda: self._request("POST", "/v2/bot/message/reply", body, timeout=self.timeout),
         )
-        return [m.id for m in response.sent_messages]
+        return sent_ids(answer)
 
-    async def push(self, to: str, messages: Sequence[Message], retry_key: str) -> list[str]:
+    async def push(self, to: str, messages: Sequence[LineMessage], retry_key: str) -> list[str]:
         """Push with a retry key; a 409 means LINE already accepted this key, which is success."""
-        request = PushMessageRequest(to=to, messages=list(messages))
+        body = {"to": to, "messages": list(messages)}
         try:
-            response = await self._call(
+            answer = await self._call(
                 "push",
-                lambda: self.api.push_message(
-                    request, x_line_retry_key=retry_key, _request_timeout=self.timeout
+                lambda: self._request(
+                    "POST",
+                    "/v2/bot/message/push",
+                    body,
+                    timeout=self.timeout,
+                    headers={"X-Line-Retry-Key": retry_key},
                 ),
             )
         except _AlreadyAccepted as accepted:
             log.info("LINE push %s was already accepted (request %s)", retry_key, accepted)
             return []
-        return [m.id for m in response.sent_messages]
+        return sent_ids(answer)
 
     async def profile(self, user_id: str) -> Profile:
         """The user's LINE profile: display name and language, where LINE tells them."""
-        got = await self._call(
-            "profile", lambda: self.api.get_profile(user_id, _request_timeout=10), retries=0
-        )
-        name, language = getattr(got, "display_name", None), getattr(got, "language", None)
+        path = f"/v2/bot/profile/{quote(user_id, safe='')}"
+        got = await self._call("profile", lambda: self._request("GET", path, timeout=10), retries=0)
+        got = got if isinstance(got, dict) else {}
+        name, language = got.get("displayName"), got.get("language")
         return Profile(str(name) if name else None, str(language) if language else None)
 
     async def display_name(self, user_id: str) -> str | None:
@@ -218,11 +244,11 @@ class LineClient:
 
     async def show_loading(self, user_id: str, seconds: int) -> None:
         """Show the typing animation in a 1:1 chat for up to `seconds` (5-60, a multiple of 5)."""
-        request = ShowLoadingAnimationRequest(chat_id=user_id, loading_seconds=seconds)
+        body = {"chatId": user_id, "loadingSeconds": seconds}
         # Cosmetic: never worth waiting for, so no rate-limit retries.
         await self._call(
             "loading",
-            lambda: self.api.show_loading_animation(request, _request_timeout=10),
+            lambda: self._request("POST", "/v2/bot/chat/loading/start", body, timeout=10),
             retries=0,
         )
 
@@ -235,23 +261,29 @@ class LineClient:
             attempt += 1
             try:
                 return await fn()
-            except ApiException as exc:
+            except ApiError as exc:
                 error = _translate(op, exc)
                 if not isinstance(error, RateLimited) or attempt > limit:
                     raise error from exc
-            except (aiohttp.ClientError, TimeoutError) as exc:
+            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 raise ChannelError(f"LINE {op} failed: {type(exc).__name__}: {exc}") from exc
             delay = max(error.retry_after, self.backoff(attempt))
             log.warning("LINE %s rate limited, retry %d in %.1fs", op, attempt, delay)
             await asyncio.sleep(delay)
 
 
+def sent_ids(answer: Any) -> list[str]:
+    """The ids of the messages a reply or push sent (`sentMessages`)."""
+    sent = answer.get("sentMessages") if isinstance(answer, dict) else None
+    return [str(m["id"]) for m in sent or () if isinstance(m, dict) and "id" in m]
+
+
 class _AlreadyAccepted(ChannelError):
     """409 on push: the retry key was accepted earlier."""
 
 
-def _translate(op: str, exc: ApiException) -> ChannelError:
-    status = int(exc.status or 0)
+def _translate(op: str, exc: ApiError) -> ChannelError:
+    status = exc.status
     message = error_message(exc.body)
     request_id = (exc.headers or {}).get("x-line-request-id", "-")
     text = f"LINE {op} failed: {status} {message} (request {request_id})"

@@ -15,12 +15,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from linebot.v3.messaging import Message
-
 from gateway.channels.api import Button, DeliveryLog
 from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
+    LineMessage,
     PushQuotaExhausted,
     ReplyTokenRejected,
     text_messages,
@@ -97,7 +96,7 @@ class LineOutbox:
     async def deliver_messages(
         self,
         to: str,
-        messages: Sequence[Message],
+        messages: Sequence[LineMessage],
         ref: str,
         event: EventContext | None = None,
         *,
@@ -131,7 +130,7 @@ class LineOutbox:
         return ids
 
     async def _by_reply_token(
-        self, batch: Sequence[Message], event: EventContext | None
+        self, batch: Sequence[LineMessage], event: EventContext | None
     ) -> list[str] | None:
         """The batch sent with the event's reply token; None when it has none that works."""
         token = event.take_reply_token(self.clock(), self.reply_max_age) if event else None
@@ -144,7 +143,7 @@ class LineOutbox:
             return None
 
     async def _send(
-        self, to: str, batch: Sequence[Message], retry_key: str, event: EventContext | None
+        self, to: str, batch: Sequence[LineMessage], retry_key: str, event: EventContext | None
     ) -> list[str]:
         sent = await self._by_reply_token(batch, event)
         if sent is not None:

@@ -2,7 +2,8 @@
 
 The registry imports this module only when LINE_CHANNEL_SECRET and
 LINE_CHANNEL_ACCESS_TOKEN are set. Importing it does not import line-bot-sdk: the channel
-loads it in the background once it starts, and the checks and webhook steps when called.
+speaks the Messaging API's JSON and loads the SDK's Flex models for its first card
+(`admin_cards`), the checks and webhook steps when called.
 """
 
 from __future__ import annotations

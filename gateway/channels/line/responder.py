@@ -14,8 +14,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
-from linebot.v3.messaging import Message
-
 from gateway.channels.api import (
     CUT_NOTE,
     ENGLISH,
@@ -32,10 +30,11 @@ from gateway.channels.api import (
     split_text,
     utf16_len,
 )
-from gateway.channels.line.cards import CardBubbles
+from gateway.channels.line.admin_cards import FlexCards
 from gateway.channels.line.client import (
     MAX_MESSAGES_PER_CALL,
     LineClient,
+    LineMessage,
     audio_message,
     image_message,
     text_messages,
@@ -78,7 +77,7 @@ class LineResponder:
         event: EventContext,
         outbox: LineOutbox,
         client: LineClient,
-        bubbles: CardBubbles,
+        bubbles: FlexCards,
         *,
         loading_seconds: int,
         loading_renew_seconds: float | None = None,
@@ -163,7 +162,7 @@ class LineResponder:
         if pictures or (voice is not None and voice.url is not None):
             # Pictures first, then the text, then the audio, each fetched by its signed link;
             # the buttons on the last message.
-            messages: list[Message] = [*pictures]
+            messages: list[LineMessage] = [*pictures]
             if voice is not None and voice.url is not None:
                 messages += [
                     *text_messages(parts),
@@ -206,7 +205,7 @@ class LineResponder:
         return MAX_CARDS_SHOWN if pending <= MAX_CARDS_SHOWN else MAX_CARDS_SHOWN - 1
 
     async def show_cards(self, cards: Sequence[Card], more: str | None) -> list[str | None]:
-        messages = [self.bubbles.message(card) for card in cards]
+        messages = [await self.bubbles.message(card) for card in cards]
         if more is not None:
             messages += text_messages([more])
         ids = await self.outbox.deliver_messages(

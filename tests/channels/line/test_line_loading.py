@@ -1,25 +1,52 @@
-"""line-bot-sdk loads in the background: healthy at once, and nothing sent meanwhile is lost."""
+"""What a LINE gateway loads: line-bot-sdk only for an admin's card, the openai client never
+for a chat answer or the look at the model (the footprint of #52)."""
 
 from __future__ import annotations
 
-import asyncio
-import importlib
+import json
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
-from types import ModuleType
+from pathlib import Path
 
-import pytest
+ROOT = Path(__file__).resolve().parents[3]
+HEAVY = ("linebot", "openai", "numpy", "pandas")
+
+_ANSWER_ONE = """
+import asyncio, json, sys
+from pathlib import Path
 from aiohttp.test_utils import TestClient, TestServer
-
-from gateway.app import CHANNELS, build_app
-from gateway.channels.line import channel as line_channel
-from gateway.channels.line.channel import LineChannel
+from gateway.app import PARTS, build_app
 from gateway.config import Settings
 from tests.fakes.line_api import FakeLineAPI, sign, text_event, webhook_body
 from tests.fakes.openai_server import FakeOpenAI
-from tests.line_support import SECRET, line_settings
+
+HEAVY = set(json.loads(sys.argv[2]))
+
+def loaded():
+    return sorted({m.split(".")[0] for m in sys.modules} & HEAVY)
+
+async def main():
+    async with FakeOpenAI() as llm, FakeLineAPI() as fake:
+        llm.default = lambda body: "re: " + body["messages"][-1]["content"]
+        settings = Settings(
+            _env_file=None, data_dir=Path(sys.argv[1]), llm_base_url=llm.base_url,
+            llm_model="fake-model", line_channel_secret="s3cret",
+            line_channel_access_token=fake.access_token, line_api_base_url=fake.base_url,
+            line_data_api_base_url=fake.data_url,
+        )
+        async with TestClient(TestServer(build_app(settings))) as http:
+            assert (await http.get("/healthz")).status == 200
+            at_start = loaded()
+            body = webhook_body(text_event("hello", reply_token=fake.issue_reply_token()))
+            headers = {"Content-Type": "application/json", "X-Line-Signature": sign("s3cret", body)}
+            assert (await http.post("/webhook/line", data=body, headers=headers)).status == 200
+            await http.app[PARTS].worker.wait_idle(10)
+            assert fake.delivered_texts() == ["re: hello"], fake.delivered_texts()
+            said = await http.app[PARTS].agent.llm.ping()  # the alert watcher's look: /models
+            print(json.dumps({"start": at_start, "answered": loaded(), "ping": said}))
+
+asyncio.run(main())
+"""
 
 
 def test_importing_the_line_channel_does_not_import_the_sdk() -> None:
@@ -31,38 +58,11 @@ def test_importing_the_line_channel_does_not_import_the_sdk() -> None:
     assert out.stdout.strip() == "[]"
 
 
-async def test_a_webhook_sent_while_the_sdk_loads_is_answered_once_it_has(
-    make_settings: Callable[..., Settings],
-    fake_llm: FakeOpenAI,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fake_llm.default = lambda body: f"re: {body['messages'][-1]['content']}"
-    loaded = threading.Event()
-
-    class SlowImports:
-        """The SDK's import, held until the test lets it finish."""
-
-        @staticmethod
-        def import_module(name: str) -> ModuleType:
-            loaded.wait(10)
-            return importlib.import_module(name)
-
-    monkeypatch.setattr(line_channel, "importlib", SlowImports)
-    async with FakeLineAPI() as fake:
-        settings = line_settings(make_settings, fake_llm, fake)
-        async with TestClient(TestServer(build_app(settings))) as http:
-            channel = http.app[CHANNELS][0]
-            assert isinstance(channel, LineChannel) and channel.session is None
-            health = await http.get("/healthz")  # healthy while the SDK is still loading
-            assert health.status == 200
-            body = webhook_body(text_event("hello early", reply_token=fake.issue_reply_token()))
-            headers = {"Content-Type": "application/json", "X-Line-Signature": sign(SECRET, body)}
-            posted = asyncio.ensure_future(http.post("/webhook/line", data=body, headers=headers))
-            await asyncio.sleep(0.05)
-            assert not posted.done()  # it waits for the signature check, not refused
-            loaded.set()
-            assert (await posted).status == 200
-            async with asyncio.timeout(10):
-                while not fake.delivered_texts():
-                    await asyncio.sleep(0.02)
-            assert fake.delivered_texts() == ["re: hello early"]
+def test_a_line_answer_loads_neither_the_sdk_nor_the_model_client(tmp_path: Path) -> None:
+    """Started, answering a text and looking at /models: no line-bot-sdk (29 MB), no openai
+    client (17 MB), no numpy or pandas (which sqlite-utils would import if installed)."""
+    argv = [sys.executable, "-c", _ANSWER_ONE, str(tmp_path / "data"), json.dumps(HEAVY)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"start": [], "answered": [], "ping": "reachable"}
