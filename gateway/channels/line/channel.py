@@ -268,8 +268,6 @@ class LineSession:
     def task_responder(self, chat: ChatRef, ref: str) -> Responder:
         """Pushes into `chat` (no reply token): its notices' retry keys are made of `ref`,
         the same on every attempt at one occurrence."""
-        from gateway.channels.line.sdk import EventContext, LineResponder
-
         context = EventContext(event_id=ref, reply_token=None, timestamp=0.0, redelivery=True)
         return LineResponder(
             chat,
