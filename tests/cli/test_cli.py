@@ -84,7 +84,7 @@ async def test_serve_answers_healthz_and_says_what_to_do_next(tmp_path: Path) ->
     async with serving(env={"SKILLGATE_DATA_DIR": str(tmp_path / "data")}) as served:
         assert served.health["status"] == "ok"
     assert served.returncode == 0, served.stderr
-    assert "no model configured: every answer says so; run `skillgate init`" in served.stderr
+    assert "no model configured: every answer says so; `./scripts/serve`" in served.stderr
     assert "admin console: off; set SKILLGATE_ADMIN_TOKEN" in served.stderr
 
     env = {"SKILLGATE_DATA_DIR": str(tmp_path / "data"), "SKILLGATE_ADMIN_TOKEN": "t" * 32}
