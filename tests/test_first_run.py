@@ -14,22 +14,19 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import stat
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from hashlib import sha256
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from gateway.core.agent import APOLOGY
+from tests.fresh_clone import fresh_clone, plain_env
 from tests.real_llama import INSTALL, available
 from tests.serve_process import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = os.environ.get("SKILLGATE_REQUIRE_REAL_MODEL") == "1"
 pytestmark = [
     pytest.mark.real_model,
@@ -39,38 +36,6 @@ pytestmark = [
     ),
 ]
 LOAD_SECONDS = 300.0
-
-
-def fresh_clone(where: Path) -> Path:
-    """The scripts and pyproject.toml of this checkout in a folder of their own, with a .venv
-    that runs this interpreter on this checkout's code, stamped as installed with the
-    on-board model (what `scripts/install --on-board` leaves)."""
-    clone = where / "skillgate"
-    shutil.copytree(ROOT / "scripts", clone / "scripts")
-    shutil.copy(ROOT / "pyproject.toml", clone / "pyproject.toml")
-    bin_dir = clone / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "python").symlink_to(sys.executable)
-    command = bin_dir / "skillgate"
-    command.write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -m gateway.cli "$@"\n',
-        encoding="utf-8",
-    )
-    command.chmod(0o755)
-    digest = sha256((clone / "pyproject.toml").read_bytes()).hexdigest()
-    (clone / ".venv" / ".installed-pyproject").write_text(f"{digest} on-board\n")
-    return clone
-
-
-def plain_env(home: Path) -> dict[str, str]:
-    """A new user's shell: no Skillgate or model setting, a home of its own."""
-    ours = ("SKILLGATE_", "LLM_", "TELEGRAM_", "LINE_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
-    env["HOME"] = str(home)
-    env["PATH"] = "/usr/bin:/bin"
-    # This checkout's code, and wherever the on-board wheels are installed.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
-    return env
 
 
 @asynccontextmanager
