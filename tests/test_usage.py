@@ -226,3 +226,13 @@ async def test_the_terminal_commands_usage_export_forget_and_retention(
     assert code == 0 and "deleted 1 session(s) with 2 message(s)" in out
     code, out, _ = await skillgate("usage", "--days", "7", env=seeded)
     assert code == 0 and "Answers: 0 ·" in out
+
+
+def test_the_usage_chart_ticks_are_round() -> None:
+    from gateway.admin.console_usage import _short, round_ticks
+
+    assert [_short(v) for v in round_ticks(1323)] == ["0", "500", "1k", "1.5k"]
+    assert [_short(v) for v in round_ticks(999)] == ["0", "250", "500", "750", "1k"]
+    assert [_short(v) for v in round_ticks(12_000)] == ["0", "5k", "10k", "15k"]
+    assert [_short(v) for v in round_ticks(2_600_000)] == ["0", "1M", "2M", "3M"]
+    assert round_ticks(3) == [0, 1, 2, 3] and round_ticks(0) == [0, 1]
