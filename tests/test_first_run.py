@@ -86,6 +86,9 @@ async def test_scripts_serve_on_a_fresh_clone_answers_a_first_chat_with_no_quest
 ) -> None:
     clone = fresh_clone(tmp_path)
     env = plain_env(tmp_path / "home")
+    # Short answers: a tiny model on a busy CPU writes a few tokens a second. This bounds the
+    # answer only; no model is configured.
+    env["LLM_MAX_TOKENS"] = "48"
     async with scripts_serve(clone, env) as (url, lines):
         said = "\n".join(lines)
         # The banner: the on-board default, and the one line that sets a real model.

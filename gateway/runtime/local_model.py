@@ -65,9 +65,12 @@ def on_board_default(settings: Settings) -> tuple[Settings, bool]:
 
     The embedded default of `serve`, `chat` and `synthesize`: a fresh install answers
     without a question asked. True when the default was taken (the banner says so, with
-    how to set a real model); an LLM_BASE_URL or LLM_LOCAL_MODEL always wins.
+    how to set a real model); an LLM_BASE_URL or LLM_LOCAL_MODEL always wins, and
+    LLM_ON_BOARD_DEFAULT=false turns it off.
     """
     if settings.llm_base_url is not None or settings.llm_local_model is not None:
+        return settings, False
+    if not settings.llm_on_board_default:
         return settings, False
     if not server_installed() or bundled_path() is None:
         return settings, False
