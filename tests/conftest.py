@@ -36,6 +36,10 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.startswith(_OUR_VARS):
             monkeypatch.delenv(name)
+    # A checkout whose .venv holds the on-board model (./scripts/serve installs it) tests as
+    # any other: a command with no model configured says so (tests/test_first_run.py
+    # turns the default back on).
+    monkeypatch.setenv("LLM_ON_BOARD_DEFAULT", "false")
     monkeypatch.chdir(tmp_path)
 
 

@@ -248,3 +248,13 @@ def test_speech_and_pictures_are_priced_apart_and_in_the_total() -> None:
     assert "Pictures: 3 made" in text
     assert "Speech and pictures cost: 0.1470" in text
     assert "Total cost: 0.1470" in text
+
+
+def test_the_usage_chart_ticks_are_round() -> None:
+    from gateway.admin.console_usage import _short, round_ticks
+
+    assert [_short(v) for v in round_ticks(1323)] == ["0", "500", "1k", "1.5k"]
+    assert [_short(v) for v in round_ticks(999)] == ["0", "250", "500", "750", "1k"]
+    assert [_short(v) for v in round_ticks(12_000)] == ["0", "5k", "10k", "15k"]
+    assert [_short(v) for v in round_ticks(2_600_000)] == ["0", "1M", "2M", "3M"]
+    assert round_ticks(3) == [0, 1, 2, 3] and round_ticks(0) == [0, 1]

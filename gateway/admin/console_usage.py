@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import date
@@ -50,11 +51,24 @@ class UsageChart(Frame):
 
 
 def _short(n: float) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 1000:
-        return f"{n / 1000:.0f}k" if n >= 10_000 else f"{n / 1000:.1f}k"
+    """A tick's label: 500, 1k, 2.5k, 12k, 1.5M."""
+    for unit, suffix in ((1_000_000, "M"), (1000, "k")):
+        if n >= unit:
+            return f"{n / unit:.1f}".removesuffix(".0") + suffix
     return f"{n:.0f}"
+
+
+def round_ticks(top: float, most: int = 4) -> list[float]:
+    """Gridline values from 0 to at least `top` in steps of 1, 2, 2.5 or 5 times a power of
+    ten, at most `most` steps: 0, 200, 400, 600 rather than 0, 441, 882, 1.3k."""
+    if top <= 0:
+        return [0.0, 1.0]
+    magnitude = 10 ** math.floor(math.log10(top / most))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude * most >= top)
+    if step < 1:
+        step = 1.0  # tokens are whole
+    count = math.ceil(top / step - 1e-9)
+    return [step * k for k in range(count + 1)]
 
 
 def usage_chart(report: UsageReport) -> UsageChart:
@@ -63,10 +77,10 @@ def usage_chart(report: UsageReport) -> UsageChart:
     days = report.day_list()
     chart.max_tokens = max((a.tokens + s.tokens for _, a, s in days), default=0)
     plot_w, plot_h = chart.right - chart.left, chart.bottom - chart.top
-    scale = chart.max_tokens or 1
-    for k in range(5):
-        value = scale * k / 4
-        chart.y_ticks.append(Tick(chart.bottom - plot_h * k / 4, _short(value)))
+    ticks = round_ticks(chart.max_tokens)
+    scale = ticks[-1]
+    for value in ticks:
+        chart.y_ticks.append(Tick(chart.bottom - plot_h * value / scale, _short(value)))
     slot = plot_w / max(len(days), 1)
     width = max(1.5, min(18.0, slot * 0.7))
     count = min(MAX_X_LABELS, len(days))

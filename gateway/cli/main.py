@@ -68,18 +68,28 @@ def _serve(args: argparse.Namespace, settings: Settings, sock: socket.socket) ->
     if args.polling:
         settings = polling(settings, on=True)
     start_logging(settings, settings.log_level, args.log_format or settings.log_format)
-    from gateway.cli.banner import next_steps
+    from gateway.cli.banner import next_steps, show_token
+    from gateway.ops.repair import console_token
     from gateway.ops.spelling import unknown_settings
-    from gateway.runtime.local_model import supervised_model
+    from gateway.runtime.local_model import on_board_default, supervised_model
 
     port = sock.getsockname()[1]
     log = logging.getLogger("gateway")
-    for unknown in unknown_settings(args.env_file or Path(".env")):
+    env_file = args.env_file or Path(".env")
+    for unknown in unknown_settings(env_file):
         log.warning("%s", unknown)
+    settings, on_board = on_board_default(settings)
+    token = None
+    if args.generate_token:
+        settings, token = console_token(settings, env_file)
+        # The new token joins the secrets the log masks before anything is logged.
+        start_logging(settings, settings.log_level, args.log_format or settings.log_format)
     with supervised_model(settings) as (settings, process):
         log.info("skillgate %s listening on http://%s:%s", __version__, args.host, port)
-        for line in next_steps(settings, args.host, port):
+        for line in next_steps(settings, args.host, port, on_board=on_board):
             log.info("%s", line)
+        if token is not None:
+            show_token(token, env_file)
         serving.run(
             build_app(settings, settle_after_start=True, watch=True, model_process=process),
             sock,
@@ -99,9 +109,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_chat(args: argparse.Namespace) -> int:
     """Talk to the agent in the terminal, through the same core and store."""
     from gateway.cli.chat import run_chat
-    from gateway.runtime.local_model import local_model
+    from gateway.runtime.local_model import local_model, on_board_default
 
-    settings = settings_of(args)
+    settings, _ = on_board_default(settings_of(args))
     start_logging(settings)
     with local_model(settings) as settings:
         return asyncio.run(run_chat(settings, user=args.user or getpass.getuser()))
@@ -110,9 +120,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_synthesize(args: argparse.Namespace) -> int:
     """Run one synthesis pass now and list the proposals it made and suppressed."""
     from gateway.cli.synthesize import run_synthesize
-    from gateway.runtime.local_model import local_model
+    from gateway.runtime.local_model import local_model, on_board_default
 
-    settings = settings_of(args)
+    settings, _ = on_board_default(settings_of(args))
     start_logging(settings)
     with local_model(settings) as settings:
         return asyncio.run(run_synthesize(settings))
@@ -357,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"receive {_labels([p.label for p in known if p.can_poll])} updates by polling"
         " instead of the webhook (development)",
+    )
+    serve.add_argument(
+        "--generate-token",
+        action="store_true",
+        help="with no SKILLGATE_ADMIN_TOKEN set: generate one into the env file and show it"
+        " once, so that the console is on (./scripts/serve passes it)",
     )
     serve.add_argument(
         "--log-format",

@@ -154,9 +154,11 @@ class Confirmations:
             if woken is not None:
                 woken.set()
             await out.acknowledge(out.texts(ALLOWED if allowed else DECLINED))
+            await out.close_buttons()  # decided: no ✅/✖ left to press
         elif outcome == "foreign":
             await out.acknowledge(out.texts(FOREIGN))
         elif outcome == "already":
             await out.acknowledge(out.texts(ALREADY))
+            await out.close_buttons()  # decided earlier, or its time ran out
         else:
             await out.acknowledge(out.texts(INVALID))

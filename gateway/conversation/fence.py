@@ -68,6 +68,10 @@ class FencedResponder:
         await self._hold()
         await self.out.acknowledge(text, courtesy=courtesy)
 
+    async def close_buttons(self) -> None:
+        await self._hold()
+        await self.out.close_buttons()
+
     async def deliver(self, reply: Reply) -> list[str]:
         await self._hold()
         return await self.out.deliver(reply)

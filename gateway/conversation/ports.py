@@ -67,6 +67,12 @@ class Replies(Protocol):
         """Answer a button press; a `courtesy` may be dropped where a press needs no answer."""
         ...
 
+    async def close_buttons(self) -> None:
+        """The pressed message's question is decided: its buttons go where the platform can
+        edit a sent message (Telegram); elsewhere they go by themselves (LINE's quick
+        replies) and nothing is done."""
+        ...
+
 
 class Answers(Replies, Speaker, Protocol):
     """The turn: show that an answer is being written, then deliver it."""

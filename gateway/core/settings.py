@@ -76,6 +76,10 @@ class ModelSettings(Section):
     # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
     # serve and chat start llama.cpp's server for it and point the client there.
     llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
+    # With no model configured (no LLM_BASE_URL, no LLM_LOCAL_MODEL), serve, chat and
+    # synthesize answer with the on-board model when it is installed (`./scripts/serve`
+    # installs it); false: they say that no model is configured.
+    llm_on_board_default: bool = Field(True, validation_alias="LLM_ON_BOARD_DEFAULT")
     # The model's context in tokens, when its server does not say (synthesis sizes to it).
     llm_context_tokens: int | None = Field(
         None, ge=512, le=10_000_000, validation_alias="LLM_CONTEXT_TOKENS"

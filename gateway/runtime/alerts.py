@@ -44,10 +44,10 @@ LOCK_NAME = "alerts"
 LEASE_SECONDS = 3 * EVERY_SECONDS
 
 MODEL_DOWN = N_(
-    "⚠️ The model has been failing for {minutes} minutes: {error}. Users are told it is having"
+    "⚠️ The model has been failing for {minutes} min: {error}. Users are told it is having"
     " trouble instead of getting answers. What to fix: {fix}"
 )
-MODEL_BACK = N_("✅ The model answers again (it was down for {minutes} minutes).")
+MODEL_BACK = N_("✅ The model answers again (it was down for {minutes} min).")
 NO_WEBHOOK = N_(
     "⚠️ No update has arrived from {platform} for {hours} hours, though it has users. Check"
     " its webhook: `skillgate doctor`, then `skillgate set-webhook`."
@@ -62,10 +62,10 @@ SYNTHESIS_FAILING = N_(
 )
 
 TOOL_DOWN = N_(
-    "⚠️ The tool server {server} has been unavailable for {minutes} minutes: {error}. Its"
+    "⚠️ The tool server {server} has been unavailable for {minutes} min: {error}. Its"
     " tools are left out of answers until it is back. `skillgate tools list` says more."
 )
-TOOL_BACK = N_("✅ The tool server {server} is back (it was unavailable for {minutes} minutes).")
+TOOL_BACK = N_("✅ The tool server {server} is back (it was unavailable for {minutes} min).")
 
 Tell = Callable[..., Awaitable[None]]
 """`tell(message, ref, **values)`: the text to every admin, each in their language."""

@@ -61,6 +61,23 @@ def bundled_path() -> Path | None:
     return found[0] if found else None
 
 
+def on_board_default(settings: Settings) -> tuple[Settings, bool]:
+    """Settings with the on-board model when no model is configured and it is installed.
+
+    The embedded default of `serve`, `chat` and `synthesize`: a fresh install answers
+    without a question asked. True when the default was taken (the banner says so, with
+    how to set a real model); an LLM_BASE_URL or LLM_LOCAL_MODEL always wins, and
+    LLM_ON_BOARD_DEFAULT=false turns it off.
+    """
+    if settings.llm_base_url is not None or settings.llm_local_model is not None:
+        return settings, False
+    if not settings.llm_on_board_default:
+        return settings, False
+    if not server_installed() or bundled_path() is None:
+        return settings, False
+    return settings.model_copy(update={"llm_local_model": BUNDLED}), True
+
+
 def model_file(choice: str) -> Path:
     """The GGUF file LLM_LOCAL_MODEL names; ConfigError saying what to install or fix."""
     if choice == BUNDLED:

@@ -6,6 +6,8 @@ screenshot of its last page in test-output/screenshots/<test name>.png.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 import shutil
 import time
@@ -18,6 +20,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from gateway.config import Settings
+from gateway.core.records import Trace
 from gateway.synthesis.synthesizer import LOCK_NAME
 from tests.console_support import (
     TOKEN,
@@ -28,6 +31,7 @@ from tests.console_support import (
     seed_rated_answer,
 )
 from tests.fakes.openai_server import FakeOpenAI
+from tests.store_support import add_message, current_session
 from tests.synthesis_support import Gateway, answer, follow, gateway, proposal, synth_settings
 
 CHROMIUM = shutil.which("chromium") or (
@@ -355,3 +359,55 @@ async def test_run_synthesis_now_opens_the_run_with_what_it_did(
     assert (await posted.value).status == 409
     await expect(page.locator("h1")).to_have_text("A pass is running")
     await gw.parts.store.release_lock(LOCK_NAME, "elsewhere")
+
+
+def round_steps(labels: list[str]) -> bool:
+    """Ticks from 0 in equal steps of 1, 2, 2.5 or 5 times a power of ten (500, 1k, 1.5k)."""
+    units = {"k": 1e3, "M": 1e6}
+    values = [float(t[:-1]) * units[t[-1]] if t[-1] in units else float(t) for t in labels]
+    step = values[1] - values[0]
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    equal = all(math.isclose(b - a, step) for a, b in itertools.pairwise(values))
+    return values[0] == 0 and equal and any(math.isclose(mantissa, m) for m in (1, 2, 2.5, 5))
+
+
+async def test_the_console_reads_well_on_a_phone_and_at_a_desk(
+    page: Page, gw: Gateway, llm: FakeOpenAI
+) -> None:
+    """Tabs in two rows at 390 px with a proposal waiting; the usage chart's labels no larger
+    than the page's text, on round ticks; the phone's diff header reads old, new."""
+    ids = await seed_proposals(gw, llm)
+    for n, tokens in enumerate((441, 1323, 882, 97)):
+        session = await current_session(gw.parts.store, "telegram", f"u{n}", f"u{n}", day_at(n), 60)
+        trace = Trace(prompt_tokens=tokens - 20, completion_tokens=20, model="fake-model")
+        await add_message(gw.parts.store, session.id, "assistant", "a", trace=trace, now=day_at(n))
+    await sign_in(page, gw)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for size in (DESKTOP, PHONE):
+        width = size["width"]
+        await page.set_viewport_size(size)
+        await page.goto(url(gw, "/admin/usage?days=7"))
+        await expect(page.locator("nav.nav .pill")).to_be_visible()  # a proposal waits
+        rows = await page.evaluate(
+            "new Set([...document.querySelectorAll('nav.nav a')]"
+            ".map(a => Math.round(a.getBoundingClientRect().top))).size"
+        )
+        assert rows <= (1 if width == DESKTOP["width"] else 2), f"{rows} rows of tabs at {width}"
+        sizes = await page.evaluate(
+            """() => {
+              const svg = document.querySelector('#usage-chart');
+              const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+              return [...svg.querySelectorAll('text')].map(
+                t => parseFloat(getComputedStyle(t).fontSize) * scale);
+            }"""
+        )
+        body = await page.evaluate("parseFloat(getComputedStyle(document.body).fontSize)")
+        assert sizes and all(10 <= s <= body for s in sizes), (width, body, sizes)
+        ticks = await page.locator("#usage-chart text.ylabel").all_text_contents()
+        assert round_steps(ticks), ticks
+        await page.screenshot(path=SHOTS / f"console_usage_{width}.png", full_page=True)
+        await page.goto(url(gw, f"/admin/proposals/{ids['update']}"))
+        await page.screenshot(path=SHOTS / f"console_proposal_{width}.png", full_page=True)
+    heads = await page.locator("table.diff-unified thead th").all_inner_texts()
+    assert [h.strip() for h in heads] == ["old", "new", ""], heads
+    await page.set_viewport_size(DESKTOP)

@@ -87,6 +87,9 @@ class FakeResponder:
         if not courtesy:
             await self.notice(text)
 
+    async def close_buttons(self) -> None:
+        """The fake channel's messages are not edited."""
+
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
         yield

@@ -17,6 +17,8 @@ from gateway.runtime.alerts import (
     MODEL_DOWN,
     NO_WEBHOOK,
     SYNTHESIS_FAILING,
+    TOOL_BACK,
+    TOOL_DOWN,
     AlertWatcher,
     Signals,
     looker,
@@ -52,6 +54,12 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_an_outage_of_one_minute_reads_as_one() -> None:
+    for message in (MODEL_DOWN, MODEL_BACK, TOOL_DOWN, TOOL_BACK):
+        text = message.format(minutes=1, error="timed out", fix="restart it", server="toy")
+        assert "for 1 min" in text and "1 minutes" not in text, text
 
 
 async def test_a_dead_model_is_told_once_after_n_minutes_survives_a_restart_and_is_back(

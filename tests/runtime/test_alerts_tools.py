@@ -58,7 +58,7 @@ async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_ba
         clock.now += MINUTE
         await watcher.tick()
         [down] = _alerts(gw)
-        assert down.startswith("⚠️ The tool server toy has been unavailable for 6 minutes: ")
+        assert down.startswith("⚠️ The tool server toy has been unavailable for 6 min: ")
         assert "`skillgate tools list`" in down
 
         async with ToyServer().running(port):  # back on the same address
@@ -67,7 +67,7 @@ async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_ba
             assert [s.alive for s in tools.status()] == [True]
             await watcher.tick()
             assert _alerts(gw)[1:] == [
-                "✅ The tool server toy is back (it was unavailable for 10 minutes)."
+                "✅ The tool server toy is back (it was unavailable for 10 min)."
             ]
             await watcher.stop()
     logged = [r.getMessage() for r in caplog.records if r.name == "gateway.alerts"]

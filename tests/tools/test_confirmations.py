@@ -72,6 +72,10 @@ async def test_an_approved_call_runs_and_the_model_is_told_its_result(
         assert await press(gw, 2, yes, message_id) == "✅ Allowed."
         await gw.idle()
         assert gw.fake.sent_texts()[-1] == "Done."
+        # Decided: the card keeps no ✅/✖ to press.
+        [closed] = gw.fake.calls_of("editMessageReplyMarkup")
+        assert closed.params["message_id"] == message_id
+        assert not closed.params.get("reply_markup")
         trace = await last_trace(gw.parts.store)
         # Pressed again (a replay): already decided, nothing runs twice.
         assert await press(gw, 3, yes, message_id) == (
@@ -94,6 +98,7 @@ async def test_a_declined_call_does_not_run_and_the_model_is_told_so(
         assert await press(gw, 2, no, message_id) == "✖ Not allowed."
         await gw.idle()
         trace = await last_trace(gw.parts.store)
+        assert len(gw.fake.calls_of("editMessageReplyMarkup")) == 1  # its buttons went
     assert toy.notes == []
     assert "declined" in fake_llm.requests[1]["messages"][-1]["content"]
     assert [c.status for c in trace.tool_calls] == ["declined"]

@@ -113,6 +113,9 @@ class LineResponder:
         if not courtesy:
             await self.notice(text)
 
+    async def close_buttons(self) -> None:
+        """Quick replies go by themselves once one is tapped; a sent message cannot change."""
+
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
         """The loading animation, in 1:1 chats only (LINE shows it nowhere else).

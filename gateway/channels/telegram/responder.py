@@ -236,6 +236,22 @@ class TelegramResponder:
             return None
         return str(message_id)
 
+    async def close_buttons(self) -> None:
+        message_id = self.message_id
+        if self.query is None or message_id is None:
+            return
+        try:
+            await self.sender.call(
+                "editMessageReplyMarkup",
+                lambda: self.sender.bot.edit_message_reply_markup(
+                    self.target.chat_id, message_id, reply_markup=None
+                ),
+            )
+        except NotModified:
+            pass  # gone already: a second press
+        except ChannelError as exc:
+            log.info("could not take the buttons off a decided question: %s", exc)
+
     async def show_rating(self, answer_id: int, rating: int) -> None:
         message_id = self.message_id
         if message_id is None:

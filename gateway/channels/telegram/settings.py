@@ -32,8 +32,9 @@ class TelegramSettings(PlatformSettings):
         default_factory=list, validation_alias="TELEGRAM_ALLOWED_USER_IDS"
     )
     telegram_polling: bool = Field(False, validation_alias="TELEGRAM_POLLING")
-    # Streaming answers (README): private chats show drafts unless `off`; groups and forum
-    # topics, where drafts do not exist, get one message edited in place only with `edit`.
+    # Streaming answers (docs/PLATFORMS.md): private chats show drafts unless `off`; groups
+    # and forum topics, where drafts do not exist, get one message edited in place only with
+    # `edit`.
     telegram_streaming: Literal["off", "drafts", "edit"] = Field(
         "drafts", validation_alias="TELEGRAM_STREAMING"
     )

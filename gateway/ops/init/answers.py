@@ -145,7 +145,7 @@ class Answers:
         day = datetime.now(UTC).date().isoformat()
         out = [
             f"# Skillgate settings, written by `skillgate init` ({__version__}, {day}).",
-            "# Private (mode 600): it holds secrets. Every other setting: .env.example, README.",
+            "# Private (mode 600): it holds secrets. Every other setting: docs/SETTINGS.md.",
             "# The environment overrides this file.",
         ]
         for comment, lines in self.sections():

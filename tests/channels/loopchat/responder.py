@@ -98,6 +98,9 @@ class LoopResponder:
         if not courtesy:
             await self._say(text)
 
+    async def close_buttons(self) -> None:
+        """Loopchat's buttons are data on a message; nothing is edited."""
+
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[PartialText]:
         partial = PartialText()
