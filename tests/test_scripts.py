@@ -28,6 +28,8 @@ def checkout(tmp_path: Path) -> Path:
     for script in ("install", "serve", "init"):
         shutil.copy(ROOT / "scripts" / script, tmp_path / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    # A model configured: serve installs the gateway alone (no on-board model).
+    (tmp_path / ".env").write_text("LLM_BASE_URL=http://127.0.0.1:9/v1\n")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     for name, text in (("pip", FAKE_PIP), ("skillgate", FAKE_SKILLGATE), ("python", "")):
@@ -52,13 +54,18 @@ def serve(root: Path, script: str = "serve") -> list[str]:
     return [*seen, *(f"said: {line}" for line in done.stderr.splitlines())]
 
 
+def ran(seen: list[str]) -> list[str]:
+    """The tools called, without what the scripts said."""
+    return [line for line in seen if not line.startswith("said: ")]
+
+
 def test_scripts_serve_reinstalls_when_pyproject_changed_since_the_last_install(
     tmp_path: Path,
 ) -> None:
     root = checkout(tmp_path)
     first = serve(root)  # never installed by this script: install, saying so as it goes
     assert "pip install --progress-bar off -e ." in first
-    assert "skillgate serve --port 9" in first
+    assert "skillgate serve --generate-token --port 9" in first
     said = [line for line in first if line.startswith("said: ")]
     assert said[0] == (
         "said: skillgate: pyproject.toml changed since the last install: installing again"
@@ -67,12 +74,25 @@ def test_scripts_serve_reinstalls_when_pyproject_changed_since_the_last_install(
     assert "said:   aiohttp<4,>=3.10" in said  # each package as pip collects it
     # It ends saying how long it took, then (when the link cannot go on PATH) how to run it.
     assert any(line.startswith("said: skillgate: installed in ") for line in said)
-    assert serve(root) == ["skillgate serve --port 9"]  # nothing changed: just serve, quietly
+    # Nothing changed: nothing installed, just serve.
+    assert ran(serve(root)) == ["skillgate serve --generate-token --port 9"]
     with (root / "pyproject.toml").open("a") as pyproject:
         pyproject.write("\n# a new dependency, say\n")
     again = serve(root, "init")  # the same install step, then init
     assert "pip install --progress-bar off -e ." in again and "skillgate init --port 9" in again
-    assert serve(root) == ["skillgate serve --port 9"]
+    assert ran(serve(root)) == ["skillgate serve --generate-token --port 9"]
+
+
+def test_scripts_serve_with_no_model_installs_the_on_board_one_and_asks_nothing(
+    tmp_path: Path,
+) -> None:
+    root = checkout(tmp_path)
+    (root / ".env").unlink()  # a fresh clone: nothing configured
+    first = serve(root)
+    assert "pip install --progress-bar off -e .[local]" in first
+    assert any(line.startswith("pip install --quiet --no-deps") for line in first)
+    assert "skillgate serve --generate-token --port 9" in first
+    assert ran(serve(root)) == ["skillgate serve --generate-token --port 9"]
 
 
 def test_the_default_test_run_says_why_tests_were_skipped(tmp_path: Path) -> None:

@@ -269,6 +269,9 @@ class LineSession:
         """Pushes into `chat` (no reply token): its notices' retry keys are made of `ref`,
         the same on every attempt at one occurrence."""
         context = EventContext(event_id=ref, reply_token=None, timestamp=0.0, redelivery=True)
+        return self._responder(chat, context)
+
+    def _responder(self, chat: ChatRef, context: EventContext) -> LineResponder:
         return LineResponder(
             chat,
             context,
@@ -296,15 +299,7 @@ class LineSession:
             timestamp=event.timestamp,
             redelivery=event.redelivery,
         )
-        line_out = LineResponder(
-            chat,
-            context,
-            self.outbox,
-            self.client,
-            self.bubbles,
-            loading_seconds=self.loading_seconds,
-            loading_renew_seconds=self.loading_renew_seconds,
-        )
+        line_out = self._responder(chat, context)
         out = self.ports.fenced(line_out, item)  # nothing is said once the claim is gone
         try:
             await self._dispatch(event, chat, item, out)
