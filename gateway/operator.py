@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from gateway.config import Settings
 from gateway.errors import ConfigError
+from gateway.shell import as_typed_here
 
 SET_WEBHOOK = "run `skillgate set-webhook`"
 SET_PUBLIC_URL = (
@@ -25,8 +26,10 @@ class Check:
 
     def lines(self) -> list[str]:
         """How doctor prints it: the status and the finding, then the fix unless it is ok."""
-        first = f"{self.status.upper():4} {self.name}: {self.detail}"
-        return [first, f"     fix: {self.fix}"] if self.fix and self.status != "ok" else [first]
+        first = as_typed_here(f"{self.status.upper():4} {self.name}: {self.detail}")
+        if self.fix and self.status != "ok":
+            return [first, f"     fix: {as_typed_here(self.fix)}"]
+        return [first]
 
 
 @dataclass

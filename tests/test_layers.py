@@ -33,6 +33,7 @@ PURE = ("core", "conversation", "synthesis", "review", "skills", "media")
 # modules (errors, logs, usage, config, operator, app) take their place in the same line.
 ORDER = (
     "errors",
+    "shell",
     "logs",
     "i18n",
     "core",

@@ -6,13 +6,13 @@ shell finds this install's `skillgate` by name, else its full path.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 from gateway.channels.registry import configured_platforms
 from gateway.config import Settings
 from gateway.runtime.local_model import TRYING
+from gateway.shell import unfound_command
 
 REAL_MODEL = "LLM_BASE_URL and LLM_MODEL (and LLM_API_KEY) in .env"
 
@@ -74,14 +74,3 @@ def show_token(token: str, env_file: Path) -> None:
         file=sys.stderr,
         flush=True,
     )
-
-
-def unfound_command() -> Path | None:
-    """This install's `skillgate` when the shell would not find it by name (else None)."""
-    mine = Path(sys.executable).parent / "skillgate"
-    if not mine.exists():
-        return None  # run from the source tree (`python -m gateway.cli`): nothing to type
-    found = shutil.which("skillgate")
-    if found is not None and Path(found).resolve() == mine.resolve():
-        return None
-    return mine

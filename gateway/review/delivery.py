@@ -35,6 +35,7 @@ from gateway.review.notices import NoticeStore, NoticeTransport, RepeatNotices
 from gateway.review.ports import CardDelivery, CardLedger, PendingProposals
 from gateway.review.proposals import Proposal
 from gateway.review.reviewer import Reviewer
+from gateway.shell import as_typed_here
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +178,9 @@ class ReviewCards:
                 if self.languages is not None:
                     texts = await self.languages.for_admin(channel, chat_id, transport)
                 try:
-                    await transport.send_notice(
-                        chat_id, texts(message, **values), f"{ref}:{chat_id}"
-                    )
+                    # A command it names, as the operator's shell runs it.
+                    text = as_typed_here(texts(message, **values))
+                    await transport.send_notice(chat_id, text, f"{ref}:{chat_id}")
                 except ChannelError as exc:
                     log.warning("could not tell %s admin %s: %s", transport.channel, chat_id, exc)
 

@@ -31,6 +31,7 @@ from gateway.core.ports import Meta
 from gateway.i18n import N_
 from gateway.runtime.model_check import model_error, what_to_fix
 from gateway.runtime.scheduler import every, shut_down
+from gateway.shell import as_typed_here
 from gateway.synthesis.ports import Locks
 from gateway.synthesis.runs import RunRecord
 
@@ -359,7 +360,7 @@ class AlertWatcher:
             await self._say(kind, message, now, **values)
 
     async def _say(self, kind: str, message: str, since: float, **values: object) -> None:
-        log.warning("alert %s: %s", kind, message.format(**values))
+        log.warning("alert %s: %s", kind, as_typed_here(message.format(**values)))
         try:
             await self.tell(message, f"alert:{kind}:{since:.0f}", **values)
         except Exception:

@@ -12,6 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fresh_clone import fresh_clone, plain_env
 
 BANNER = (
@@ -76,3 +78,20 @@ def test_without_it_each_printed_command_names_the_form_that_runs(tmp_path: Path
     run_each(commands, tmp_path, env)
     (hint,) = re.findall(r"`(export PATH=[^`]+)`", banner)
     assert shell(f"{hint} && skillgate --version", tmp_path, env).returncode == 0
+
+
+def test_a_named_command_is_written_the_way_this_shell_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.shell import as_typed_here
+
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "skillgate").write_text("#!/bin/sh\n")
+    (venv / "skillgate").chmod(0o755)
+    monkeypatch.setattr("sys.executable", str(venv / "python"))
+    said = "the model is down: `skillgate doctor` checks it"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # not on PATH: by its path
+    assert as_typed_here(said) == f"the model is down: `{venv / 'skillgate'} doctor` checks it"
+    monkeypatch.setenv("PATH", f"{venv}:/usr/bin:/bin")  # on PATH: as it is
+    assert as_typed_here(said) == said
