@@ -37,6 +37,7 @@ from gateway.channels.api import (
     Ports,
     Press,
     Profile,
+    PushQuota,
     Refused,
     Responder,
     Settings,
@@ -107,6 +108,7 @@ class LineChannel(Channel):
             signer=CardSigner(secret),
             label=SPEC.label,
             capabilities=SPEC.capabilities,
+            push_quota=self.push_quota,
         )
         self.session: LineSession | None = None
         """The open client and outbox, between `start` (once loaded) and `stop`."""
@@ -116,6 +118,10 @@ class LineChannel(Channel):
         if self._client is None:
             raise ChannelError("the LINE client is not open yet")
         return self._client
+
+    async def push_quota(self) -> PushQuota:
+        """This month's push quota, as LINE tells it (ChannelError before `start`)."""
+        return await self.client.push_quota()
 
     @property
     def bubbles(self) -> FlexCards:
