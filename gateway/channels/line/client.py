@@ -1,10 +1,11 @@
 """The LINE Messaging API as JSON over one aiohttp session, with errors translated here.
 
-Reply, push, the loading animation, profiles, the monthly push quota and message content (on the data host, LINE's
-api-data) are used. Every answer makes one of these calls, so they are the API's own JSON
-on aiohttp, which line-bot-sdk's async client also uses underneath: the SDK's generated
-package (its pydantic models, 29 MB resident and most of a second to import) is loaded
-only for the Flex cards an admin is sent (`cards`) and the operator's commands. A 429 is
+Reply, push, the loading animation, profiles, the monthly push quota (what scheduled tasks
+count against) and message content (on the data host, LINE's api-data) are used. Every
+answer makes one of these calls, so they are the API's own JSON on aiohttp, which
+line-bot-sdk's async client also uses underneath: the SDK's generated package (its
+pydantic models, 29 MB resident and most of a second to import) is loaded only for the
+Flex cards an admin is sent (`cards`) and the operator's commands. A 429 is
 retried a few times with backoff, except the monthly push limit, which no retry can fix.
 """
 
