@@ -39,10 +39,10 @@ from gateway.core.models import Button, ChatRef
 from gateway.core.push_quota import (
     CachedQuota,
     PushQuotaReader,
-    month_end,
+    Shortfall,
     month_of,
-    pushes_needed,
     pushes_this_month,
+    shortfall,
 )
 from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
@@ -241,30 +241,26 @@ class TaskCommands:
         chosen = await self.store.user_timezone(chat.channel, chat.user_id)
         return chosen or self.default_timezone, chosen is not None
 
-    async def pushes_short(self, task: NewTask, now: float) -> tuple[int, int, int] | None:
+    async def pushes_short(self, task: NewTask, now: float) -> Shortfall | None:
         """Whether the month's push quota cannot cover `task` beside the channel's active
-        tasks: (left, needed by those, needed by this one), else None. A quota that cannot
-        be read (logged) or has no limit never refuses."""
-        if self.quota is None:
+        tasks. A quota that cannot be read (logged) or has no limit never refuses."""
+        if self.quota is None or pushes_this_month(task, now) == 0:
             return None
-        more = pushes_this_month(task, now)
-        if more == 0:
-            return None
-        quota = await self.quota.get()
-        if quota is None or quota.left is None:
-            return None
-        active = await self.store.tasks_due_before(task.channel, month_end(now))
-        needed = pushes_needed(active, now)
-        if needed + more <= quota.left:
-            return None
-        log.info(
-            "%s: a task refused: %d pushes left this month, %d needed by active tasks, %d more",
-            self.profile.who,
-            quota.left,
-            needed,
-            more,
+        short = await shortfall(
+            task,
+            await self.quota.get(),
+            functools.partial(self.store.tasks_due_before, task.channel),
+            now,
         )
-        return quota.left, needed, more
+        if short is not None:
+            log.info(
+                "%s: a task refused: %d pushes left this month, %d needed by active tasks, %d more",
+                self.profile.who,
+                short.left,
+                short.needed,
+                short.more,
+            )
+        return short
 
     async def pushed(self) -> None:
         """A task's delivery pushed in this channel: past `NEAR_END` of the month's quota,
@@ -356,8 +352,7 @@ class TaskCommands:
             next_at=asked.next_at,
         )
         if (short := await self.pushes_short(new, now)) is not None:
-            left, needed, more = short
-            return texts(PUSHES_RUN_OUT, left=left, needed=needed, more=more)
+            return texts(PUSHES_RUN_OUT, left=short.left, needed=short.needed, more=short.more)
         task = await self._make(new, known, now)
         if task is None:
             return texts(TOO_MANY, count=self.max_tasks)
@@ -424,7 +419,7 @@ class TaskCommands:
             next_at=first.next_at,
         )
         if (short := await self.pushes_short(new, now)) is not None:
-            left, needed, more = short
+            left, needed, more = short.left, short.needed, short.more
             await out.notice(out.texts(PUSHES_RUN_OUT, left=left, needed=needed, more=more))
             return (
                 f"the channel's monthly push quota would run out ({left} left, {needed} needed"

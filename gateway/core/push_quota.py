@@ -90,6 +90,32 @@ def pushes_needed(tasks: Iterable[NewTask], now: float) -> int:
     return sum(pushes_this_month(task, now) for task in tasks)
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """Why a task does not fit in the month's pushes: those left, those the active tasks
+    need, and those the new one would."""
+
+    left: int
+    needed: int
+    more: int
+
+
+async def shortfall(
+    task: NewTask,
+    quota: PushQuota | None,
+    active: Callable[[float], Awaitable[Iterable[NewTask]]],
+    now: float,
+) -> Shortfall | None:
+    """Whether `quota` cannot cover `task` beside the channel's tasks `active(month_end)`
+    returns (read only where it matters); None: it fits, or the quota is unknown (None)
+    or has no limit."""
+    more = pushes_this_month(task, now)
+    if more == 0 or quota is None or quota.left is None:
+        return None
+    needed = pushes_needed(await active(month_end(now)), now)
+    return None if needed + more <= quota.left else Shortfall(quota.left, needed, more)
+
+
 class CachedQuota:
     """A platform's quota read at most once per `ttl` seconds; None when it cannot be read."""
 

@@ -120,8 +120,17 @@ class LineChannel(Channel):
         return self._client
 
     async def push_quota(self) -> PushQuota:
-        """This month's push quota, as LINE tells it (ChannelError before `start`)."""
-        return await self.client.push_quota()
+        """This month's push quota, as LINE tells it; before `start` (the CLI) through a
+        client of its own."""
+        if self._client is not None:
+            return await self._client.push_quota()
+        token = self.settings.line_channel_access_token
+        assert token is not None  # checked in __init__
+        client = LineClient(token.get_secret_value(), self.settings.line_api_base_url)
+        try:
+            return await client.push_quota()
+        finally:
+            await client.close()
 
     @property
     def bubbles(self) -> FlexCards:
