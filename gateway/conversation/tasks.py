@@ -40,6 +40,7 @@ from gateway.core.push_quota import (
     CachedQuota,
     PushQuotaReader,
     Shortfall,
+    month_last_day,
     month_of,
     pushes_this_month,
     shortfall,
@@ -273,8 +274,9 @@ class TaskCommands:
             quota = await self.quota.get(fresh=True)
         if quota is None or quota.limit is None or not quota.near_end:
             return
-        month = month_of(self.clock())
-        if not await self.store.quota_first(f"{month}-01", f"push-quota:{self.channel}"):
+        now = self.clock()
+        month = month_of(now)
+        if not await self.store.quota_first(month_last_day(now), f"push-quota:{self.channel}"):
             return
         log.warning(
             "%s: %d of the month's %d pushes are used", self.profile.who, quota.used, quota.limit

@@ -66,6 +66,12 @@ def month_end(now: float) -> float:
     return datetime(year, month, 1, tzinfo=tz).timestamp()
 
 
+def month_last_day(now: float) -> str:
+    """The last day of `now`'s quota month ("2026-12-31"): the day a once-a-month flag is
+    kept under, which retention's pruning of earlier days leaves until the month is over."""
+    return f"{datetime.fromtimestamp(month_end(now) - 1, zone(QUOTA_ZONE)):%Y-%m-%d}"
+
+
 def pushes_this_month(task: NewTask, now: float) -> int:
     """The occurrences of `task` from its next due time to the end of `now`'s quota month."""
     end = month_end(now)

@@ -12,9 +12,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from gateway.config import Settings
-from gateway.core.push_quota import month_end, pushes_this_month
+from gateway.core.push_quota import month_end, month_last_day, pushes_this_month
 from gateway.core.scheduled import NewTask
 from gateway.runtime.keys import TASKS
+from gateway.runtime.retention import purge_old
 from tests.fakes.line_api import QUOTA_PATH, USER_ID, text_event
 from tests.fakes.openai_server import FakeOpenAI
 from tests.line_support import LineRig, line_rig
@@ -64,6 +65,7 @@ def test_a_task_needs_its_occurrences_left_in_lines_month() -> None:
     assert pushes_this_month(once, NOW) == 1
     january = datetime(2027, 1, 1, 0, 0, tzinfo=TOKYO).timestamp()
     assert month_end(NOW) == january
+    assert month_last_day(NOW) == "2026-12-31"
     assert pushes_this_month(daily("x", january), NOW) == 0  # next month's quota
 
 
@@ -132,4 +134,16 @@ async def test_the_admins_are_told_once_a_month_when_the_quota_is_near_its_end(
         await asyncio.gather(*await worker.tick())
         await worker.wait_idle()
         assert rig.fake.delivered_texts(ADMIN_ID) == [notice]  # once this month
-        assert len(rig.fake.delivered_texts(USER_ID)) == 19
+        await purge_old(rig.store, days=7, now=NOW)  # retention keeps the month's flag
+        clock.at += 120
+        await rig.store.task_add(once)
+        await asyncio.gather(*await worker.tick())
+        await worker.wait_idle()
+        assert rig.fake.delivered_texts(ADMIN_ID) == [notice]
+        clock.at = datetime(2027, 1, 1, 0, 5, tzinfo=TOKYO).timestamp()  # LINE's next month
+        rig.fake.quota_limit = 22  # the fake counts on: 22 of 22 used
+        await rig.store.task_add(once.model_copy(update={"next_at": clock.at - 1}))
+        await asyncio.gather(*await worker.tick())
+        await worker.wait_idle()
+        assert len(rig.fake.delivered_texts(ADMIN_ID)) == 2
+        assert len(rig.fake.delivered_texts(USER_ID)) == 21
