@@ -135,25 +135,25 @@ class CachedQuota:
         self.read = read
         self.ttl = ttl
         self.clock = clock
-        self._kept: tuple[float, PushQuota] | None = None
+        self._kept: tuple[float, PushQuota | None] | None = None
 
     async def get(self, *, fresh: bool = False) -> PushQuota | None:
         """The quota, from the cache while it is fresh (`fresh`: read now); None (logged)
-        when reading fails."""
+        when reading fails, kept as long (a platform that is down is not waited on by every
+        task made meanwhile)."""
         now = self.clock()
         if not fresh and self._kept is not None and now - self._kept[0] < self.ttl:
             return self._kept[1]
         try:
-            quota = await self.read()
+            quota: PushQuota | None = await self.read()
         except Exception as exc:
             log.warning("the push quota could not be read (%s): tasks are not limited by it", exc)
-            return None
+            quota = None
         self._kept = (now, quota)
         return quota
 
     def spent(self, pushes: int = 1) -> None:
         """Count pushes just made against the cached quota until it is read again (an
         estimate: a push counted in the read already is counted twice)."""
-        if self._kept is not None:
-            at, quota = self._kept
-            self._kept = (at, PushQuota(quota.limit, quota.used + pushes))
+        if self._kept is not None and (quota := self._kept[1]) is not None:
+            self._kept = (self._kept[0], PushQuota(quota.limit, quota.used + pushes))

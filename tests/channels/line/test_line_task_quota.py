@@ -102,6 +102,9 @@ async def test_a_quota_line_cannot_tell_never_blocks_a_task(
         said = await say(rig, "/remind daily 08:00 stretch")
         assert said.startswith("⏰ I'll remind you every day")
         assert len(rig.fake.calls_to(QUOTA_PATH)) == 1  # asked once, refused, allowed
+        said = await say(rig, "/remind daily 09:00 tea")  # within the minute: not asked again
+        assert said.startswith("⏰ I'll remind you every day")
+        assert len(rig.fake.calls_to(QUOTA_PATH)) == 1
 
 
 async def test_the_admins_are_told_once_a_month_when_the_quota_is_near_its_end(
