@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from gateway.core.capabilities import Capabilities
     from gateway.core.models import Button, ChatRef, Reply, rating_buttons
     from gateway.core.ports import Meta
+    from gateway.core.push_quota import PushQuota
     from gateway.core.records import InboxItem
     from gateway.core.settings import MB
     from gateway.core.stream import PartialText
@@ -142,6 +143,7 @@ HOMES: dict[str, tuple[str, ...]] = {
     "gateway.core.stream": ("PartialText",),
     # Small parts: a chat's notes in the store, stopping a background task.
     "gateway.core.ports": ("Meta",),
+    "gateway.core.push_quota": ("PushQuota",),
     "gateway.core.tasks": ("cancel_and_wait",),
     # Text: the platform's limits on a message's length.
     "gateway.channels.text": ("split_text", "split_message", "capped", "utf16_len", "CUT_NOTE"),
@@ -235,6 +237,7 @@ __all__ = [
     "Press",
     "Profile",
     "Proposal",
+    "PushQuota",
     "RateLimited",
     "Refused",
     "RegistryQueries",

@@ -2,6 +2,9 @@
 
 A task added here is picked up by the running server (any replica) within seconds; its
 times are read and shown in the task's timezone (SKILLGATE_DEFAULT_TIMEZONE unless given).
+On a platform with a monthly push quota (LINE), a task the month's pushes left would not
+cover beside the channel's active tasks is refused (`gateway.core.push_quota`); a quota
+that cannot be read does not stop it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import time
 from datetime import datetime
 
 from gateway.config import Settings
+from gateway.core.push_quota import PushQuota, shortfall
 from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.task_times import BadSchedule, cron_for, next_due, trigger, zone
 from gateway.store import store_for
@@ -103,10 +107,34 @@ async def add_task(
         timezone=tz,
         next_at=first,
     )
+    quota = await push_quota(settings, channel)
     async with store_for(settings) as store:
+        short = await shortfall(
+            task, quota, lambda end: store.tasks_due_before(channel, end), time.time()
+        )
+        if short is not None:
+            print(
+                f"skillgate tasks add: {channel}'s push quota for this month would run out:"
+                f" {short.left} pushes are left, the active tasks need {short.needed} and this"
+                f" one would need {short.more}",
+                file=sys.stderr,
+            )
+            return 1
         stored = await store.task_add(task)
     print(f"added {line(stored)}")
     return 0
+
+
+async def push_quota(settings: Settings, channel: str) -> PushQuota | None:
+    """The channel's monthly push quota, where its platform has one and it can be read."""
+    from gateway.channels.registry import platform
+    from gateway.core.push_quota import CachedQuota
+
+    spec = platform(channel)
+    if spec is None or not spec.configured(settings):
+        return None
+    read = spec.load().channel(settings).profile.push_quota
+    return None if read is None else await CachedQuota(read).get()
 
 
 async def cancel_task(settings: Settings, task_id: int) -> int:

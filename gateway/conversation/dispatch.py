@@ -175,6 +175,8 @@ class Conversation:
             default_timezone=default_timezone,
             max_tasks=max_tasks,
             group_tasks=group_tasks,
+            push_quota=profile.push_quota,
+            alerts=ports.alerts,
             clock=clock,
         )
         """/timezone, /remind, /tasks and their Cancel buttons."""

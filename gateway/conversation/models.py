@@ -12,6 +12,7 @@ from typing import Literal
 
 from gateway.core.capabilities import Capabilities
 from gateway.core.models import ChatRef
+from gateway.core.push_quota import PushQuotaReader
 from gateway.media.remote import Remote
 from gateway.review.buttons import CardAction, CardSigner
 
@@ -137,6 +138,9 @@ class Profile:
     """How log lines name the platform ("telegram", "LINE"); the channel name if empty."""
     capabilities: Capabilities = field(default_factory=Capabilities)
     """What the platform can do (its spec's): what the layer does where platforms differ."""
+    push_quota: PushQuotaReader | None = None
+    """Reads the platform's monthly push quota (LINE's), which scheduled tasks count
+    against; None: the platform has none."""
 
     @property
     def who(self) -> str:

@@ -225,6 +225,12 @@ class TaskStore(Protocol):
 
     async def tasks_pause_chat(self, channel: str, chat_id: str) -> int: ...
 
+    async def tasks_due_before(self, channel: str, before: float) -> list[ScheduledTask]: ...
+
+
+class TaskCommandStore(TaskStore, QuotaStore, Protocol):
+    """Tasks, and the flag that tells the admins once a month of a push quota near its end."""
+
 
 class AwaitingStore(Protocol):
     """The open questions (`Questions`): a rejection's reason, a comment after 👎."""

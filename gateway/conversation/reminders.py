@@ -10,6 +10,7 @@ nobody just wrote in; every send is fenced by the occurrence's claim.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Protocol
@@ -21,6 +22,8 @@ from gateway.core.scheduled import Fence, Occurrence, ScheduledTask
 from gateway.core.task_times import zone
 from gateway.errors import ChannelError
 from gateway.i18n import N_, Texts
+
+log = logging.getLogger(__name__)
 
 ON_TIME = N_("⏰ {text}")
 LATE = N_("⏰ {text}\n(late: the bot was offline at {time})")
@@ -82,6 +85,12 @@ def reminder_text(occurrence: Occurrence, texts: Texts) -> str:
     return texts(template, text=occurrence.task.text, time=shown_due(occurrence))
 
 
+class PushWatch(Protocol):
+    """A channel's count of the pushes its tasks make (`TaskCommands.pushed`)."""
+
+    async def pushed(self) -> None: ...
+
+
 class ReminderDelivery:
     """Says each due task through the running channel it belongs to: a reminder's text, an
     agent task's answer (a missed one of either kind: the notice that it was missed)."""
@@ -93,13 +102,26 @@ class ReminderDelivery:
         *,
         channels: Mapping[str, TaskChannel] | None = None,
         answers: Mapping[str, TaskAnswers] | None = None,
+        watches: Mapping[str, PushWatch] | None = None,
     ) -> None:
         self.senders = senders
         self.languages = languages
         self.channels = channels or {}
         self.answers = answers or {}
+        self.watches = watches or {}
+        """Each channel's push quota watch, told after each delivery (LINE's pushes)."""
 
     async def __call__(self, occurrence: Occurrence, fence: Fence) -> None:
+        await self._say(occurrence, fence)
+        watch = self.watches.get(occurrence.task.channel)
+        if watch is None:
+            return
+        try:  # sent already: nothing here may make the occurrence be sent again
+            await watch.pushed()
+        except Exception:
+            log.exception("counting task %d's push against the quota failed", occurrence.task.id)
+
+    async def _say(self, occurrence: Occurrence, fence: Fence) -> None:
         task = occurrence.task
         if task.kind == "agent" and occurrence.timing != "missed":
             await self._answer(occurrence, fence)

@@ -34,8 +34,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.conversation.models import Press, Profile
-from gateway.conversation.ports import Replies, TaskStore
+from gateway.conversation.ports import Alerts, Replies, TaskCommandStore
 from gateway.core.models import Button, ChatRef
+from gateway.core.push_quota import (
+    CachedQuota,
+    PushQuotaReader,
+    Shortfall,
+    month_last_day,
+    month_of,
+    pushes_this_month,
+    shortfall,
+)
 from gateway.core.scheduled import NewTask, ScheduledTask
 from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
 from gateway.core.tools import Schedule
@@ -92,6 +101,16 @@ TOO_MANY = N_(
 TOOL_CHARS = 2000
 """The longest text or request the `schedule` tool sets."""
 _ISO = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{1,2}:\d{2})(?::\d{2}(?:\.\d+)?)?")
+PUSHES_RUN_OUT = N_(
+    "This can't be scheduled: the bot's messages for this month would run out. {left} are"
+    " left, the tasks already set need {needed} and this one would need {more}. Cancel a"
+    " task with /tasks, or set it for next month."
+)
+PUSH_QUOTA_NEAR = N_(
+    "⚠️ {platform} has used {used} of its {limit} push messages this month ({percent}%)."
+    " When none are left, reminders and scheduled answers are not delivered until the month"
+    " ends, and new tasks that would not fit are refused."
+)
 NONE = N_("You have no reminders here. Set one with /remind.")
 LISTED = N_("Your reminders (press one to cancel it):")
 MORE = N_("…and {count} more.")
@@ -186,15 +205,21 @@ class TaskCommands:
     def __init__(
         self,
         profile: Profile,
-        store: TaskStore,
+        store: TaskCommandStore,
         *,
         default_timezone: str,
         max_tasks: int = 0,
         group_tasks: str = "everyone",
+        push_quota: PushQuotaReader | None = None,
+        alerts: Alerts | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
         self.store = store
+        self.quota = None if push_quota is None else CachedQuota(push_quota, clock=clock)
+        """The platform's monthly push quota (LINE's), read at most once a minute; None:
+        the platform has none."""
+        self.alerts = alerts
         self.default_timezone = default_timezone
         self.max_tasks = max_tasks
         """The most active or paused tasks a user may hold here (0: no limit)."""
@@ -216,6 +241,63 @@ class TaskCommands:
             return self.default_timezone, True
         chosen = await self.store.user_timezone(chat.channel, chat.user_id)
         return chosen or self.default_timezone, chosen is not None
+
+    async def pushes_short(self, task: NewTask, now: float) -> Shortfall | None:
+        """Whether the month's push quota cannot cover `task` beside the channel's active
+        tasks. A quota that cannot be read (logged) or has no limit never refuses."""
+        if self.quota is None or pushes_this_month(task, now) == 0:
+            return None
+        short = await shortfall(
+            task,
+            await self.quota.get(),
+            functools.partial(self.store.tasks_due_before, task.channel),
+            now,
+        )
+        if short is not None:
+            log.info(
+                "%s: a task refused: %d pushes left this month, %d needed by active tasks, %d more",
+                self.profile.who,
+                short.left,
+                short.needed,
+                short.more,
+            )
+        return short
+
+    async def pushed(self) -> None:
+        """A task's delivery pushed in this channel: past `NEAR_END` of the month's quota,
+        the admins are told, once a month."""
+        if self.quota is None:
+            return
+        self.quota.spent()
+        quota = await self.quota.get()
+        if quota is not None and quota.near_end:  # the estimate says so: LINE's word now
+            quota = await self.quota.get(fresh=True)
+        if quota is None or quota.limit is None or not quota.near_end:
+            return
+        now = self.clock()
+        month = month_of(now)
+        if not await self.store.quota_first(month_last_day(now), f"push-quota:{self.channel}"):
+            return
+        log.warning(
+            "%s: %d of the month's %d pushes are used", self.profile.who, quota.used, quota.limit
+        )
+        if self.alerts is None:
+            return
+        try:
+            await self.alerts(
+                PUSH_QUOTA_NEAR,
+                f"push-quota:{self.channel}:{month}",
+                platform=self.profile.who,
+                used=quota.used,
+                limit=quota.limit,
+                percent=round(100 * quota.used / quota.limit) if quota.limit else 100,
+            )
+        except Exception:
+            log.exception("telling the admins about the push quota failed")
+
+    @property
+    def channel(self) -> str:
+        return self.profile.channel
 
     async def _make(self, task: NewTask, known: bool, now: float) -> ScheduledTask | None:
         """Store `task` within the user's limit (None: they hold the most already). A user
@@ -260,21 +342,20 @@ class TaskCommands:
             asked = plan(argument, timezone, now)
         except BadWhen as bad:
             return texts(bad.template)
-        task = await self._make(
-            NewTask(
-                channel=chat.channel,
-                chat_id=chat.chat_id,
-                user_id=chat.user_id,
-                kind="reminder",
-                text=asked.text,
-                repeat=asked.repeat,
-                cron=asked.cron,
-                timezone=timezone,
-                next_at=asked.next_at,
-            ),
-            known,
-            now,
+        new = NewTask(
+            channel=chat.channel,
+            chat_id=chat.chat_id,
+            user_id=chat.user_id,
+            kind="reminder",
+            text=asked.text,
+            repeat=asked.repeat,
+            cron=asked.cron,
+            timezone=timezone,
+            next_at=asked.next_at,
         )
+        if (short := await self.pushes_short(new, now)) is not None:
+            return texts(PUSHES_RUN_OUT, left=short.left, needed=short.needed, more=short.more)
+        task = await self._make(new, known, now)
         if task is None:
             return texts(TOO_MANY, count=self.max_tasks)
         log.info("%s: task %d set in chat by its user", self.profile.who, task.id)
@@ -328,21 +409,26 @@ class TaskCommands:
                 )
             )
             return f"{why}; it is now {local} in the person's timezone {timezone}", True
-        task = await self._make(
-            NewTask(
-                channel=chat.channel,
-                chat_id=chat.chat_id,
-                user_id=chat.user_id,
-                kind="agent" if kind == "agent" else "reminder",
-                text=what,
-                repeat=first.repeat,
-                cron=first.cron,
-                timezone=timezone,
-                next_at=first.next_at,
-            ),
-            known,
-            now,
+        new = NewTask(
+            channel=chat.channel,
+            chat_id=chat.chat_id,
+            user_id=chat.user_id,
+            kind="agent" if kind == "agent" else "reminder",
+            text=what,
+            repeat=first.repeat,
+            cron=first.cron,
+            timezone=timezone,
+            next_at=first.next_at,
         )
+        if (short := await self.pushes_short(new, now)) is not None:
+            left, needed, more = short.left, short.needed, short.more
+            await out.notice(out.texts(PUSHES_RUN_OUT, left=left, needed=needed, more=more))
+            return (
+                f"the channel's monthly push quota would run out ({left} left, {needed} needed"
+                f" by the tasks already set, {more} by this one); the person was told. Offer"
+                " a one-time task or fewer repeats this month"
+            ), True
+        task = await self._make(new, known, now)
         if task is None:
             why = f"the person holds {self.max_tasks} tasks already, the most one may hold"
             return f"{why} (SKILLGATE_USER_MAX_TASKS): they can cancel one with /tasks", True

@@ -187,6 +187,7 @@ def task_worker(
         parts.languages,
         channels={channel.name: channel for channel in started},
         answers=conversations,
+        watches={name: c.tasks for name, c in conversations.items()},
     )
     return TaskWorker(
         parts.store,

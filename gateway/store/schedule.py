@@ -245,6 +245,17 @@ class ScheduleQueries(QueriesBase):
         return [ScheduledTask.model_validate(r) for r in rows]
 
     @query
+    async def tasks_due_before(self, c: Conn, channel: str, before: float) -> list[ScheduledTask]:
+        """The channel's active tasks next due before `before` (what they need of a month)."""
+        rows = await c.fetch(
+            f"select {TASK} from scheduled_tasks where channel = ? and status = 'active'"
+            " and next_at < ? order by next_at, id",
+            channel,
+            before,
+        )
+        return [ScheduledTask.model_validate(r) for r in rows]
+
+    @query
     async def task_cancel(self, c: Conn, task_id: int) -> bool:
         """Cancel a task that has not finished; False when there is none such.
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from gateway.store.sqlite import SqliteStore
+from tests.fakes.line_api import QUOTA_PATH, USER_ID, FakeLineAPI
 from tests.serve_process import skillgate
 
 
@@ -46,3 +47,24 @@ async def test_a_bad_time_timezone_or_expression_is_refused_with_why(tmp_path: P
     ):
         code, _, err = await skillgate(*add, *extra, env=env)
         assert code == 2 and why in err, (extra, err)
+
+
+async def test_a_line_task_past_the_months_push_quota_is_refused(tmp_path: Path) -> None:
+    async with FakeLineAPI() as fake:
+        env = {
+            "SKILLGATE_DATA_DIR": str(tmp_path),
+            "LINE_CHANNEL_SECRET": "test-line-channel-secret",
+            "LINE_CHANNEL_ACCESS_TOKEN": fake.access_token,
+            "LINE_API_BASE_URL": fake.base_url,
+        }
+        add = ("tasks", "add", "line", USER_ID, "stretch", "--cron", "* * * * *")
+        fake.quota_limit = 0
+        code, _, err = await skillgate(*add, env=env)
+        assert code == 1 and "line's push quota for this month would run out: 0" in err, err
+        fake.quota_limit = 1_000_000
+        code, out, err = await skillgate(*add, env=env)
+        assert code == 0 and out.startswith("added #1 line:"), err
+        fake.quota_limit = 0
+        fake.fail_next(QUOTA_PATH, 500, "Internal server error")
+        code, out, err = await skillgate(*add, env=env)  # the quota unknown: allowed
+        assert code == 0 and out.startswith("added #2 line:"), err

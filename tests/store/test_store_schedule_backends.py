@@ -166,3 +166,17 @@ async def test_a_user_holds_at_most_the_limit_even_when_adding_at_once(any_store
     assert await any_store.task_cancel(held[0].id)
     assert await any_store.task_add_held(reminder(100.0, "again"), 3) is not None
     assert await any_store.task_add_held(reminder(100.0, "past"), 3) is None
+
+
+async def test_a_channels_active_tasks_due_before_a_time_are_what_its_quota_counts(
+    any_store: Store,
+) -> None:
+    sooner = await any_store.task_add(reminder(100.0, "sooner", channel="line"))
+    later = await any_store.task_add(reminder(300.0, "later", channel="line"))
+    await any_store.task_add(reminder(150.0, "telegram's"))  # another channel
+    paused = await any_store.task_add(reminder(120.0, "paused", channel="line"))
+    await any_store.task_set_paused(paused.id, True)
+    past_it = await any_store.task_add(reminder(500.0, "next month", channel="line"))
+    found = await any_store.tasks_due_before("line", 400.0)
+    assert [t.id for t in found] == [sooner.id, later.id]
+    assert past_it.id not in [t.id for t in await any_store.tasks_due_before("line", 500.0)]

@@ -19,7 +19,7 @@ import pytest
 from gateway.config import Settings
 from gateway.runtime.keys import TASKS
 from gateway.runtime.schedule import TaskWorker
-from tests.channels.drivers import DRIVERS, Driver, running
+from tests.channels.drivers import DRIVERS, Driver, LineDriver, running
 from tests.fakes.openai_server import FakeOpenAI
 from tests.tools.support import last_trace, tool_names, tools_file
 
@@ -278,3 +278,30 @@ async def test_in_a_group_the_call_follows_the_groups_rule(
     assert statuses == ["ok"]
     refused = [r for r in fake_llm.requests if "SKILLGATE_GROUP_TASKS" in str(r["messages"])]
     assert refused  # the model was told why the member's call was refused
+
+
+async def test_on_line_a_task_past_the_months_push_quota_is_refused_with_why(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, clock: Clock
+) -> None:
+    path = tools_file(tmp_path, schedule={})
+    async with running("line", make_settings, fake_llm, clock=clock, tools_file=path) as chat:
+        assert isinstance(chat, LineDriver)
+        chat.rig.fake.quota_limit = 10
+        fake_llm.tool_call("schedule", when="08:00", what=HEADLINES, kind="agent", repeat="daily")
+        fake_llm.reply("This month's messages would run out; a one-time task fits.")
+        await chat.say("every day at 8, send me the three top headlines about tea")
+        # 05:30 UTC now: from 08:00 today to December 31, 25 pushes, 10 left.
+        assert chat.texts()[-2:] == [
+            "This can't be scheduled: the bot's messages for this month would run out. 10 are"
+            " left, the tasks already set need 0 and this one would need 25. Cancel a task"
+            " with /tasks, or set it for next month.",
+            "This month's messages would run out; a one-time task fits.",
+        ]
+        [call] = (await last_trace(chat.parts.store)).tool_calls
+        assert call.status == "refused" and "monthly push quota" in (call.detail or "")
+        assert await chat.parts.store.tasks_of(chat.name, chat.user, chat.user) == []
+        fake_llm.tool_call("schedule", when="in 2h", what=HEADLINES, kind="agent")
+        fake_llm.reply("Will do.")
+        await chat.say("then in two hours")
+        [task] = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
+        assert task.kind == "agent" and task.repeat == "once"

@@ -37,6 +37,7 @@ from gateway.channels.api import (
     Ports,
     Press,
     Profile,
+    PushQuota,
     Refused,
     Responder,
     Settings,
@@ -107,6 +108,7 @@ class LineChannel(Channel):
             signer=CardSigner(secret),
             label=SPEC.label,
             capabilities=SPEC.capabilities,
+            push_quota=self.push_quota,
         )
         self.session: LineSession | None = None
         """The open client and outbox, between `start` (once loaded) and `stop`."""
@@ -116,6 +118,19 @@ class LineChannel(Channel):
         if self._client is None:
             raise ChannelError("the LINE client is not open yet")
         return self._client
+
+    async def push_quota(self) -> PushQuota:
+        """This month's push quota, as LINE tells it; before `start` (the CLI) through a
+        client of its own."""
+        if self._client is not None:
+            return await self._client.push_quota()
+        token = self.settings.line_channel_access_token
+        assert token is not None  # checked in __init__
+        client = LineClient(token.get_secret_value(), self.settings.line_api_base_url)
+        try:
+            return await client.push_quota()
+        finally:
+            await client.close()
 
     @property
     def bubbles(self) -> FlexCards:

@@ -1,10 +1,11 @@
 """The LINE Messaging API as JSON over one aiohttp session, with errors translated here.
 
-Reply, push, the loading animation, profiles and message content (on the data host, LINE's
-api-data) are used. Every answer makes one of these calls, so they are the API's own JSON
-on aiohttp, which line-bot-sdk's async client also uses underneath: the SDK's generated
-package (its pydantic models, 29 MB resident and most of a second to import) is loaded
-only for the Flex cards an admin is sent (`cards`) and the operator's commands. A 429 is
+Reply, push, the loading animation, profiles, the monthly push quota (what scheduled tasks
+count against) and message content (on the data host, LINE's api-data) are used. Every
+answer makes one of these calls, so they are the API's own JSON on aiohttp, which
+line-bot-sdk's async client also uses underneath: the SDK's generated package (its
+pydantic models, 29 MB resident and most of a second to import) is loaded only for the
+Flex cards an admin is sent (`cards`) and the operator's commands. A 429 is
 retried a few times with backoff, except the monthly push limit, which no retry can fix.
 """
 
@@ -19,7 +20,14 @@ from urllib.parse import quote
 
 import aiohttp
 
-from gateway.channels.api import Button, ChannelError, MediaTooBig, MediaUnavailable, RateLimited
+from gateway.channels.api import (
+    Button,
+    ChannelError,
+    MediaTooBig,
+    MediaUnavailable,
+    PushQuota,
+    RateLimited,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +40,7 @@ MAX_MESSAGES_PER_CALL = 5
 MAX_POSTBACK_DATA = 300
 MAX_QUICK_REPLY_ITEMS = 13
 MONTHLY_LIMIT = "monthly limit"
+QUOTA_PATH = "/v2/bot/message/quota"
 ERROR_BYTES = 4096
 """How much of an error body is read for its reason."""
 
@@ -251,6 +260,22 @@ class LineClient:
             lambda: self._request("POST", "/v2/bot/chat/loading/start", body, timeout=10),
             retries=0,
         )
+
+    async def push_quota(self) -> PushQuota:
+        """This month's push quota: LINE's limit (None: none) and the pushes used so far."""
+        limit = await self._call(
+            "quota", lambda: self._request("GET", QUOTA_PATH, timeout=10), retries=0
+        )
+        used = await self._call(
+            "quota",
+            lambda: self._request("GET", QUOTA_PATH + "/consumption", timeout=10),
+            retries=0,
+        )
+        try:
+            value = int(limit["value"]) if limit.get("type") == "limited" else None
+            return PushQuota(value, int(used["totalUsage"]))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ChannelError(f"LINE quota answered something else: {limit!r}, {used!r}") from exc
 
     async def _call(
         self, op: str, fn: Callable[[], Awaitable[T]], *, retries: int | None = None
