@@ -11,6 +11,7 @@ import pytest
 
 from gateway.config import AlertSettings, Settings
 from gateway.runtime.alerts import LOCK_NAME, TOOL_BACK, TOOL_DOWN, AlertWatcher, looker
+from gateway.shell import as_typed_here
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_api import make_text_update
 from tests.runtime.test_alerts import Clock
@@ -59,7 +60,7 @@ async def test_a_tool_server_that_goes_away_is_told_once_and_again_when_it_is_ba
         await watcher.tick()
         [down] = _alerts(gw)
         assert down.startswith("⚠️ The tool server toy has been unavailable for 6 min: ")
-        assert "`skillgate tools list`" in down
+        assert as_typed_here("`skillgate tools list`") in down  # as this shell runs it
 
         async with ToyServer().running(port):  # back on the same address
             clock.now += 3 * MINUTE
