@@ -71,7 +71,6 @@ from gateway.conversation.voice import (
     VOICE_COMMAND,
     Voices,
     over_flag,
-    owner_of,
 )
 from gateway.core.models import Button, ChatRef, IncomingMessage, Reply
 from gateway.core.records import Awaiting, OpenedTurn
@@ -503,7 +502,7 @@ class Conversation:
                 spoken = await self.voices.speak(
                     reply, incoming.chat, out.texts.language, admin=access.admin
                 )
-            pictured = await self.pictures.ready(reply, incoming.chat, owner_of(incoming.chat))
+            pictured = await self.pictures.ready(reply, incoming.chat)
         before = list(reply.delivered_ids)
         ids = await out.deliver(reply)
         if ids == before:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from gateway.config import QuotaSettings
 from gateway.conversation.models import Profile
+from gateway.conversation.voice import owner_of
 from gateway.core.models import ChatRef, Reply
 from gateway.core.turn import QuotaSpend
 from gateway.i18n import N_
@@ -94,7 +95,7 @@ class Pictures:
         today = day_start(datetime.fromtimestamp(self.clock(), UTC).date())
         return await self.store.pictured_by(chat.channel, chat.user_id, today) + made >= limit
 
-    async def ready(self, reply: Reply, chat: ChatRef, owner: str) -> bool:
+    async def ready(self, reply: Reply, chat: ChatRef) -> bool:
         """Count the reply's pictures, priced (IMAGE_PRICE) in the day's counts, and make them
         sendable here (a signed link each where the platform fetches by URL); False when they
         cannot be sent (they are dropped)."""
@@ -119,6 +120,8 @@ class Pictures:
             reply.pictures = []
             return False
         for picture in reply.pictures:
-            published = await asyncio.to_thread(links.publish, owner, picture.data, picture.suffix)
+            published = await asyncio.to_thread(
+                links.publish, owner_of(chat), picture.data, picture.suffix
+            )
             picture.url = published.url
         return True
