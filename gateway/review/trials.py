@@ -18,6 +18,18 @@ Outcome = Literal["better", "same", "worse"]
 SideName = Literal["fixes", "guards"]
 ArmName = Literal["with_it", "control"]
 VerdictName = Literal["measured_gain", "no_measured_gain", "regressions", "not_measured"]
+ReasonCode = Literal[
+    "no_rated",
+    "judge_uncalibrated",
+    "judge_unable",
+    "judge_failed",
+    "answerer_failed",
+    "call_budget",
+    "learning_budget",
+    "lease_lost",
+    "unusable",
+    "nothing_judged",
+]
 
 MAX_PAIR_TEXT = 4000
 """Of each text a pair keeps (the question, the rated answer, the new answer)."""
@@ -57,12 +69,25 @@ class SideCounts(BaseModel):
     control: ArmCounts = Field(default_factory=ArmCounts)
 
 
+class Reason(BaseModel):
+    """Why a trial was not measured or stopped early, as a template and its values, so that each
+    card says it in its reader's language (the values are names, figures and error details)."""
+
+    code: ReasonCode
+    values: dict[str, str] = Field(default_factory=dict)
+
+    def text(self, texts: Texts = ENGLISH) -> str:
+        return texts(REASONS[self.code], **self.values)
+
+
 class TrialSummary(BaseModel):
     """The trial's counts and verdict, kept on the proposal's row (no user text in it)."""
 
     verdict: VerdictName
     reason: str | None = None
-    """Why it was not measured, or why it stopped early (the call budget reached)."""
+    """Why it was not measured, or why it stopped early (the call budget reached), in English."""
+    why: Reason | None = None
+    """The same reason, to be translated (None on trials stored before it was kept)."""
     fixes: SideCounts = Field(default_factory=SideCounts)
     guards: SideCounts = Field(default_factory=SideCounts)
     liked: SideCounts = Field(default_factory=SideCounts)
@@ -81,6 +106,24 @@ VERDICTS = {
     "not_measured": N_("not measured"),
 }
 NOT_MEASURED_BECAUSE = N_("not measured: {reason}")
+# TRANSLATORS: each follows "not measured: " (or says why a trial stopped early) on a card.
+REASONS: dict[str, str] = {
+    "no_rated": N_("no rated answers to try it on"),
+    "judge_uncalibrated": N_("the judge {judge} could not be calibrated: {error}"),
+    "judge_unable": N_(
+        "the judge {judge} cannot compare answers ({right} right on its calibration)"
+    ),
+    "judge_failed": N_("the judge could not be asked: {error}"),
+    "answerer_failed": N_("the answering model could not be asked: {error}"),
+    "call_budget": N_("stopped at its budget of {calls} model calls (SKILLGATE_TRIAL_CALLS)"),
+    "learning_budget": N_(
+        "learning budget reached: {spent} of {limit} tokens spent today"
+        " (SKILLGATE_LEARNING_DAILY_TOKENS); learning resumes at 00:00 UTC"
+    ),
+    "lease_lost": N_("the run lock's lease ran out and another pass took it"),
+    "unusable": N_("the judge gave no usable answer ({why})"),
+    "nothing_judged": N_("nothing was judged"),
+}
 # TRANSLATORS: the trial's first line: the 👎 answers a proposal claims to fix, answered
 # again with the proposal and without it (the control), and how many got better each way.
 TRIED_DISLIKED = Np_(
@@ -98,9 +141,14 @@ NOTHING_LIKED = N_("No answer users liked was tried.")
 def verdict_text(summary: TrialSummary, texts: Texts = ENGLISH) -> str:
     """The verdict in words; "not measured: why" where it could not be measured."""
     if summary.verdict == "not_measured":
-        reason = summary.reason or texts(VERDICTS["not_measured"])
+        reason = reason_text(summary, texts) or texts(VERDICTS["not_measured"])
         return texts(NOT_MEASURED_BECAUSE, reason=reason)
     return texts(VERDICTS[summary.verdict])
+
+
+def reason_text(summary: TrialSummary, texts: Texts = ENGLISH) -> str | None:
+    """Why it was not measured or stopped early, in `texts`' language where it can be."""
+    return summary.why.text(texts) if summary.why is not None else summary.reason
 
 
 def trial_lines(summary: TrialSummary, texts: Texts = ENGLISH) -> list[str]:

@@ -63,6 +63,7 @@ from gateway.skills.effect import holdout_state
 from gateway.skills.files import describe_files
 from gateway.skills.library import SKILL_FILE, SkillLibrary
 from gateway.store import Store, open_store
+from gateway.synthesis import comparison
 from gateway.synthesis.calibration import (
     ONBOARD_NOTICE,
     UNABLE_NOTICE,
@@ -72,7 +73,7 @@ from gateway.synthesis.calibration import (
     builtin_pairs,
     load_pairs,
 )
-from gateway.synthesis.comparison import builtin_compare_pairs
+from gateway.synthesis.comparison import TRIAL_QUESTION, builtin_compare_pairs
 from gateway.synthesis.synthesizer import (
     BUDGET_NOTICE,
     RunSummary,
@@ -254,8 +255,12 @@ async def tell_unable(
     if admins.cards is None:
         return  # no admin reachable now: told at the next use, once they are
     if await store.claim_calibration_notice(result.model, result.kind, clock()):
+        if result.kind == TRIAL_QUESTION.kind:
+            notices = (comparison.ONBOARD_NOTICE, comparison.UNABLE_NOTICE)
+        else:
+            notices = (ONBOARD_NOTICE, UNABLE_NOTICE)
         await admins.tell(
-            ONBOARD_NOTICE if result.onboard else UNABLE_NOTICE,
+            notices[0] if result.onboard else notices[1],
             f"judge:{result.kind}:{result.model}",
             model=result.model,
             right=f"{result.correct}/{result.total}",
@@ -479,7 +484,12 @@ async def open_parts(
                 history_tokens=config.history_tokens,
             ),
             trial_calibrator=Calibrator(
-                store, builtin_compare_pairs(), trusted=settings.trusted_judge_models, clock=clock
+                store,
+                builtin_compare_pairs(),
+                trusted=settings.trusted_judge_models,
+                clock=clock,
+                told=partial(tell_unable, store, admins, clock),
+                onboard=settings.llm_local_model is not None,
             ),
         )
         # Holdout only where still needed, and more often where the comparison lags.

@@ -25,7 +25,21 @@ from gateway.core.fence import fence, new_tag
 from gateway.core.llm import LLM
 from gateway.core.llm_wire import strip_think
 from gateway.errors import ModelError
+from gateway.i18n import N_
 from gateway.synthesis.calibration import NoAnswer, Unreachable
+
+UNABLE_NOTICE = N_(
+    "⚠️ The model {model} cannot compare two answers well enough to try proposals ({right} right"
+    " on the calibration set). Until LLM_SAME_CLAIM_MODEL (or LLM_LEARNING_MODEL) names a model"
+    ' that can, each proposal\'s trial says "not measured" on its card: decide without it.'
+)
+
+ONBOARD_NOTICE = N_(
+    "⚠️ The model {model} is the on-board model, for trying the gateway: it cannot compare two"
+    " answers well enough to try proposals ({right} right on the calibration set), so each"
+    ' proposal\'s trial says "not measured" on its card. For a real model, unset LLM_LOCAL_MODEL'
+    " and set LLM_BASE_URL and LLM_MODEL."
+)
 
 MAX_CHARS = 2000
 """Of each text shown: the question, the comment, each answer."""

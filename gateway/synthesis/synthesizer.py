@@ -41,7 +41,7 @@ from gateway.errors import ModelError, SkillError, SynthesisError
 from gateway.i18n import N_
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.review.reviewer import Reviewer
-from gateway.review.trials import TrialPair
+from gateway.review.trials import Reason, TrialPair
 from gateway.skills.catalog import SkillCatalog
 from gateway.skills.effect import (
     EffectThresholds,
@@ -106,6 +106,14 @@ BUDGET_NOTICE = N_(
 
 class BudgetReached(Exception):
     """The day's learning tokens reached SKILLGATE_LEARNING_DAILY_TOKENS: no more calls today."""
+
+    def __init__(self, spent: int, limit: int) -> None:
+        super().__init__(
+            f"{BUDGET_REACHED}: {spent} of {limit} tokens spent today"
+            " (SKILLGATE_LEARNING_DAILY_TOKENS); learning resumes at 00:00 UTC"
+        )
+        self.spent = spent
+        self.limit = limit
 
 
 BATCH_ATTEMPTS = 3
@@ -630,7 +638,7 @@ class Synthesizer:
             )
         return await self.reviewer.submit(candidate, run.id if run else None, pairs)
 
-    async def _budget_left(self, run: RunRecord | None) -> str | None:
+    async def _budget_left(self, run: RunRecord | None) -> Reason | None:
         """Why a trial must stop now (the day's budget reached, the run lock lost), or None.
 
         Asked before each turn, so a long trial on a slow model keeps the pass's lease.
@@ -638,12 +646,13 @@ class Synthesizer:
         try:
             await self._within_budget(run)
         except BudgetReached as reached:
-            return str(reached)
+            values = {"spent": str(reached.spent), "limit": str(reached.limit)}
+            return Reason(code="learning_budget", values=values)
         holder, lease = self._holder, self.config.lease_seconds
         if holder is not None and not await self.store.acquire_lock(
             LOCK_NAME, holder, self.clock(), lease
         ):
-            return "the run lock's lease ran out and another pass took it"
+            return Reason(code="lease_lost")
         return None
 
     async def _context(
@@ -721,10 +730,7 @@ class Synthesizer:
             await self.store.set_meta(BUDGET_TOLD_KEY, day)  # the run lock is held: one teller
             if self.told_budget is not None:
                 await self.told_budget(limit, spent)
-        raise BudgetReached(
-            f"{BUDGET_REACHED}: {spent} of {limit} tokens spent today"
-            " (SKILLGATE_LEARNING_DAILY_TOKENS); learning resumes at 00:00 UTC"
-        )
+        raise BudgetReached(spent, limit)
 
     def _live_claims(self) -> list[Known]:
         """Every enabled skill as a claim, so a renamed copy of one is recognised."""

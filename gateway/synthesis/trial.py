@@ -39,6 +39,7 @@ from gateway.review.trials import (
     MAX_PAIR_TEXT,
     ArmCounts,
     ArmName,
+    Reason,
     SideCounts,
     SideName,
     TrialPair,
@@ -130,7 +131,11 @@ class Outcome:
 
 
 class Stop(Exception):
-    """The trial cannot go on; the message is why (shown as "not measured: …")."""
+    """The trial cannot go on; `reason` is why (shown as "not measured: …")."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.text())
+        self.reason = reason
 
 
 def samples_of(evidence: SessionEvidence, side: SideName) -> list[Sample]:
@@ -186,29 +191,26 @@ class Trial:
         self,
         candidate: Candidate,
         held_out: Sequence[int] = (),
-        budget_left: Callable[[], Awaitable[str | None]] | None = None,
+        budget_left: Callable[[], Awaitable[Reason | None]] | None = None,
     ) -> Outcome:
         """Try `candidate`; `held_out`: sessions it was drawn from (never a guard), beside its
         `based_on`; `budget_left` says why learning must stop now (None: go on)."""
         judge = self.judge.model or "the judge"
         fixes, guards = await self._samples(candidate, held_out)
         if not fixes and not guards:
-            return not_measured("no rated answers to try it on", judge)
+            return not_measured(Reason(code="no_rated"), judge)
         try:
             await self._judge_able(judge)
         except Stop as stop:
-            return not_measured(str(stop), judge)
+            return not_measured(stop.reason, judge)
         applied = Applied(self.live, candidate)
         order = [s for pair in _interleave(fixes, guards) for s in pair]
         pairs: list[TrialPair] = []
         calls = 0
-        stopped: str | None = None
+        stopped: Reason | None = None
         for sample in order:
             if calls + TURN_CALLS > self.config.calls:
-                stopped = (
-                    f"stopped at its budget of {self.config.calls} model calls"
-                    " (SKILLGATE_TRIAL_CALLS)"
-                )
+                stopped = Reason(code="call_budget", values={"calls": str(self.config.calls)})
                 break
             if budget_left is not None and (why := await budget_left()) is not None:
                 stopped = why
@@ -219,7 +221,7 @@ class Trial:
                     calls += used
                     pairs.append(pair)
             except Stop as stop:
-                return Outcome(not_measured(str(stop), judge, calls).summary, pairs)
+                return Outcome(not_measured(stop.reason, judge, calls).summary, pairs)
         summary = summarise(pairs, stopped, calls, judge)
         return Outcome(summary, pairs)
 
@@ -229,9 +231,12 @@ class Trial:
         try:
             result = await self.calibrator.result(self.judge, TRIAL_QUESTION)
         except Unreachable as exc:
-            raise Stop(f"the judge {judge} could not be calibrated: {exc}") from exc
+            raise Stop(
+                Reason(code="judge_uncalibrated", values={"judge": judge, "error": str(exc)})
+            ) from exc
         if result.verdict == "unable":
-            raise Stop(f"the judge {judge} is {result.summary()}")
+            right = f"{result.correct}/{result.total}"
+            raise Stop(Reason(code="judge_unable", values={"judge": judge, "right": right}))
 
     async def _samples(
         self, candidate: Candidate, held_out: Sequence[int]
@@ -280,7 +285,7 @@ class Trial:
             judged = await compare(self.judge, rated, after, seed=seed)
         except Unanswered as exc:
             if isinstance(exc.__cause__, ModelError):
-                raise Stop(str(exc)) from exc
+                raise Stop(Reason(code="judge_failed", values={"error": str(exc)})) from exc
             return pair.model_copy(update={"why": str(exc)}), calls + 1
         return pair.model_copy(update={"outcome": judged.outcome, "why": judged.why}), calls + 1
 
@@ -315,7 +320,7 @@ class Trial:
                     messages, tools=(functions or None) if round_ < LOAD_ROUNDS else None
                 )
             except ModelError as exc:
-                raise Stop(f"the answering model could not be asked: {exc}") from exc
+                raise Stop(Reason(code="answerer_failed", values={"error": str(exc)})) from exc
             if not completion.tool_calls:
                 return (completion.text or "").strip() or "(no answer)", calls
             other = [c.name for c in completion.tool_calls if c.name != "load_skill"]
@@ -351,9 +356,15 @@ def _interleave(first: list[Sample], second: list[Sample]) -> list[tuple[Sample,
     return out
 
 
-def not_measured(reason: str, judge: str | None, calls: int = 0) -> Outcome:
+def not_measured(reason: Reason, judge: str | None, calls: int = 0) -> Outcome:
     return Outcome(
-        TrialSummary(verdict=Verdict.NOT_MEASURED.value, reason=reason, calls=calls, judge=judge)
+        TrialSummary(
+            verdict=Verdict.NOT_MEASURED.value,
+            reason=reason.text(),
+            why=reason,
+            calls=calls,
+            judge=judge,
+        )
     )
 
 
@@ -374,7 +385,7 @@ def _counts(side: Side) -> SideCounts:
 
 
 def summarise(
-    pairs: Sequence[TrialPair], stopped: str | None, calls: int, judge: str | None
+    pairs: Sequence[TrialPair], stopped: Reason | None, calls: int, judge: str | None
 ) -> TrialSummary:
     """The counts of each side and arm, and the verdict `decide` gives them."""
     fixes = _side([p for p in pairs if p.side == "fixes"])
@@ -385,11 +396,14 @@ def summarise(
     if verdict == Verdict.NOT_MEASURED:
         unjudged = [p.why for p in pairs if p.outcome is None]
         reason = stopped or (
-            f"the judge gave no usable answer ({unjudged[0]})" if unjudged else "nothing was judged"
+            Reason(code="unusable", values={"why": unjudged[0]})
+            if unjudged
+            else Reason(code="nothing_judged")
         )
     return TrialSummary(
         verdict=verdict.value,
-        reason=reason,
+        reason=reason.text() if reason is not None else None,
+        why=reason,
         fixes=_counts(fixes),
         guards=_counts(guards),
         liked=_counts(liked),

@@ -169,7 +169,7 @@ async def test_a_judge_answering_garbage_is_not_measured_and_the_proposal_goes_t
         trial = body["trial"]
         assert body["status"] == "pending"  # never held back
         assert trial["verdict"] == "not_measured"
-        assert "unable to judge" in trial["reason"] and trial["pairs"] == []
+        assert "fake-model cannot compare answers (" in trial["reason"] and trial["pairs"] == []
 
 
 async def test_a_calibrated_judge_that_answers_garbage_in_the_trial_is_not_measured(
