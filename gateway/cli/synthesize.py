@@ -51,6 +51,9 @@ def print_summary(summary: RunSummary) -> None:
         f" in {summary.batches} batch(es)"
     )
     for h in summary.held:
+        if h.waits_for is not None:
+            print(f"waits {h.name}: {h.reason}")
+            continue
         print(
             f"held {h.name}: {h.reason} (asked {h.tries} of {HELD_TRIES} times;"
             f" next try {iso_time(h.next_at)})"

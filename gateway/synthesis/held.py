@@ -1,4 +1,5 @@
-"""Candidates held back because the same-claim question had no answer, asked again with backoff.
+"""Candidates held back because the same-claim question had no answer, asked again with backoff,
+and those waiting for another proposal of their skill to be decided.
 
 A candidate is never staged unchecked: when the model cannot say whether it repeats a
 known claim, the draft, the sessions it may cite, the model that wrote it, why it waits and
@@ -8,6 +9,12 @@ gets the same answer, so asking at every pass only spends calls. After `HELD_TRI
 questions without an answer it goes to a person, marked as possibly a repeat (see
 `synthesizer`). A pass with nothing due asks nothing. At most `HELD_LIMIT` wait; past that
 a candidate's sessions stay unconsumed instead.
+
+A pass's update of a skill that already has a proposal awaiting review (one staged file per
+skill) waits here too, with `waits_for` set: it is considered again, from the start, at the
+first pass after that proposal is decided (approved, rejected, withdrawn or expired), so its
+evidence is not lost to a decision it could not see. Waiting asks no question and uses none of
+its tries.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ def next_try(tries: int, now: float) -> float:
 
 
 class HeldDraft(BaseModel):
-    """A draft waiting for its same-claim answer."""
+    """A draft waiting for its same-claim answer, or for a pending proposal's decision."""
 
     draft: ProposalDraft
     shown: list[int] = Field(default_factory=list)
@@ -45,7 +52,17 @@ class HeldDraft(BaseModel):
     next_at: float = 0.0
     """When it is asked again (epoch seconds; 0: at the next pass)."""
     reason: str = ""
-    """Why the last question had no answer."""
+    """Why the last question had no answer, or what it waits for."""
+    waits_for: int | None = None
+    """The pending proposal of its skill it waits for; None: it waits for an answer."""
+
+
+def waiting_for(entry: HeldDraft, pending: int | None) -> HeldDraft:
+    """`entry` waiting for the decision on `pending`, the proposal of its skill awaiting review."""
+    if pending is None:
+        raise ValueError("a draft waits for a pending proposal")
+    reason = f"proposal #{pending} for its skill awaits review: considered again once decided"
+    return entry.model_copy(update={"waits_for": pending, "next_at": 0.0, "reason": reason})
 
 
 async def held_drafts(store: Meta) -> list[HeldDraft]:

@@ -11,7 +11,7 @@ Nothing is written live here: a proposal waits for its approval.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from gateway.review.proposals import Candidate, Proposal
 from gateway.synthesis.answer import ProposalDraft
@@ -24,6 +24,7 @@ from gateway.synthesis.screening import (
     safe_label,
     screen,
     sources,
+    waits_for,
 )
 from gateway.synthesis.summary import (
     DroppedBrief,
@@ -35,7 +36,16 @@ from gateway.synthesis.summary import (
     rejected_repeat,
 )
 
-Outcome = Literal["acted", "refused", "held", "later"]
+Outcome = Literal["acted", "refused", "held", "later", "waits"]
+
+
+class Considered(NamedTuple):
+    """What came of a draft, the sessions it is based on, and the pending proposal it waits
+    for (`waits` only)."""
+
+    outcome: Outcome
+    based_on: list[int]
+    waits_for: int | None = None
 
 
 async def consider(
@@ -47,7 +57,8 @@ async def consider(
     max_proposals: int,
     secrets: Sequence[str],
     last_try: bool = False,
-) -> tuple[Outcome, list[int]]:
+    wait: bool = False,
+) -> Considered:
     """Screen, check and `stage` one draft (the trial, then review: `Synthesizer.stage`);
     what came of it, and the sessions it is based on.
 
@@ -55,7 +66,9 @@ async def consider(
     Past `max_proposals` a draft is still screened and checked, so a repeat is recorded as
     one; a new claim is then left for later (`later`). A candidate the judge could not be
     asked about is `held`, except on its `last_try`, when it goes to a person with the
-    nearest known claims on its card.
+    nearest known claims on its card. With `wait` (a pass), a draft for a skill that has a
+    proposal awaiting review `waits` for that one's decision, to be considered again then;
+    without it (an import, which its operator can send again) it is a repeat of that one.
     """
     result = screen(draft, ctx)
     if isinstance(result, Dropped):
@@ -63,7 +76,9 @@ async def consider(
         (summary.suppressed if result.suppressed else summary.refused).append(noted)
         # "No change to the live skill" is suppressed: the evidence has its skill.
         outcome: Literal["acted", "refused"] = "acted" if result.suppressed else "refused"
-        return outcome, sources(draft.based_on, ctx.shown)
+        return Considered(outcome, sources(draft.based_on, ctx.shown))
+    if wait and (pending := waits_for(result, ctx)) is not None:
+        return Considered("waits", result.based_on, pending.id)
     repeat, decision = await repeat_of(result, ctx)
     if decision is not None:
         summary.checks.append(check_brief(result.name, decision))
@@ -75,7 +90,7 @@ async def consider(
                 f" possibly the same as {decision.compared[0].label()}; decide yourself"
             )
         elif decision.outcome == "held":
-            return "held", result.based_on
+            return Considered("held", result.based_on)
         if summary.checks[-1].decision == "undecided":  # no judgement: a person decides
             labels = [k.label() for k in decision.compared]
             result = result.model_copy(update={"possibly_same": labels})
@@ -83,7 +98,7 @@ async def consider(
         summary.suppressed.append(dropped_brief(repeat))
         if repeat.against == "rejected" and repeat.matched is not None:
             summary.repeats.append(rejected_repeat(repeat.matched, result))
-        return "acted", result.based_on
+        return Considered("acted", result.based_on)
     result, rename = renamed(result, ctx)
     if rename is not None and summary.checks:
         summary.checks[-1].reason = f"{summary.checks[-1].reason}; {rename}"
@@ -91,9 +106,9 @@ async def consider(
         reason = f"over the limit of {max_proposals} proposals per run"
         label = safe_label(draft.name, secrets)
         summary.refused.append(DroppedBrief(name=label, reason=reason))
-        return "later", result.based_on
+        return Considered("later", result.based_on)
     proposal = await stage(result)
     summary.proposed.append(brief(proposal))
     if proposal.status == "pending":
         ctx.pending.append(proposal)
-    return "acted", result.based_on
+    return Considered("acted", result.based_on)

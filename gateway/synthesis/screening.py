@@ -256,24 +256,31 @@ def known_claims(ctx: ScreenContext, c: Candidate) -> list[Known]:
     return known
 
 
+def waits_for(c: Candidate, ctx: ScreenContext) -> Proposal | None:
+    """The pending proposal `c` must wait for: one staged file per skill, so an update of a
+    skill (or anything for a skill to be retired) waits until the one staged is decided. A new
+    skill under a pending one's name is checked like any other, and renamed if new."""
+    for pending in ctx.pending:
+        if pending.slug == c.slug and (c.kind != "create" or pending.kind == "retire"):
+            return pending
+    return None
+
+
 async def repeat_of(c: Candidate, ctx: ScreenContext) -> tuple[Dropped | None, Decision | None]:
     """Why `c` repeats a rejection, a pending proposal or a live skill (or None), and the check.
 
     A decision `held` means the model could not be asked: `c` is neither staged nor dropped.
     """
-    for pending in ctx.pending:
-        # One staged file per skill: an update waits for the one already staged. A new
-        # skill under a pending one's name is checked like any other, and renamed if new.
-        if pending.slug == c.slug and (c.kind != "create" or pending.kind == "retire"):
-            dropped = Dropped(
-                c.name,
-                f"proposal #{pending.id} for {pending.slug} awaits review",
-                suppressed=True,
-                matched=pending.id,
-                detail="the same skill",
-                against="pending",
-            )
-            return dropped, None
+    if (pending := waits_for(c, ctx)) is not None:
+        dropped = Dropped(
+            c.name,
+            f"proposal #{pending.id} for {pending.slug} awaits review",
+            suppressed=True,
+            matched=pending.id,
+            detail="the same skill",
+            against="pending",
+        )
+        return dropped, None
     decision = await ctx.same.find(c, known_claims(ctx, c))
     if decision is None or decision.known is None:
         return None, decision

@@ -54,6 +54,8 @@ class HeldBrief(BaseModel):
     reason: str
     tries: int
     next_at: float
+    waits_for: int | None = None
+    """The pending proposal it waits for (then `tries` is 0 and `next_at` unused)."""
 
 
 class RunSummary(BaseModel):

@@ -57,8 +57,16 @@ from gateway.synthesis.budget import Budget, fit
 from gateway.synthesis.calibration import Calibration, Calibrator, Pair, judge_line
 from gateway.synthesis.comparison import ComparePair
 from gateway.synthesis.evidence import Batch, batches, beside_fresh
-from gateway.synthesis.held import HELD_TRIES, HeldDraft, held_drafts, hold, keep_held, next_try
-from gateway.synthesis.intake import Outcome, consider
+from gateway.synthesis.held import (
+    HELD_TRIES,
+    HeldDraft,
+    held_drafts,
+    hold,
+    keep_held,
+    next_try,
+    waiting_for,
+)
+from gateway.synthesis.intake import Considered, consider
 from gateway.synthesis.judge import SAME_CLAIM
 from gateway.synthesis.lock import INTERRUPTED, LOCK_NAME, holder_dead, new_holder
 from gateway.synthesis.meter import MeteredLLM
@@ -384,9 +392,23 @@ class Synthesizer:
         summary.prompt_tokens = run.prompt_tokens
         held = await held_drafts(self.store)
         summary.held = [
-            HeldBrief(name=e.draft.name, reason=e.reason, tries=e.tries, next_at=e.next_at)
+            HeldBrief(
+                name=e.draft.name,
+                reason=e.reason,
+                tries=e.tries,
+                next_at=e.next_at,
+                waits_for=e.waits_for,
+            )
             for e in held
         ]
+        if waits := [e for e in held if e.waits_for is not None]:
+            log.info(
+                "synthesis run %s: %d candidate(s) wait for a proposal of their skill: %s",
+                run.id,
+                len(waits),
+                "; ".join(f"{e.draft.name} (#{e.waits_for})" for e in waits),
+            )
+        held = [e for e in held if e.waits_for is None]
         if held:
             log.warning(
                 "synthesis run %s: %d candidate(s) held back for want of a same-claim answer: %s",
@@ -540,10 +562,14 @@ class Synthesizer:
         acted: set[int] = set()
         keep: set[int] = set()
         for draft in drafts:
-            outcome, ids = await self._consider(draft, ctx, run, summary)
+            outcome, ids, waits_on = await self._consider(draft, ctx, run, summary)
             if outcome == "held":
                 held = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model)
                 if not await hold(self.store, self._held_again(held, 1, summary)):
+                    keep.update(ids)
+            elif outcome == "waits":
+                entry = HeldDraft(draft=draft, shown=list(ctx.shown), model=ctx.model, tries=0)
+                if not await hold(self.store, waiting_for(entry, waits_on)):
                     keep.update(ids)
             elif outcome == "acted":
                 acted.update(ids)
@@ -571,8 +597,9 @@ class Synthesizer:
         summary: RunSummary,
         *,
         last_try: bool = False,
-    ) -> tuple[Outcome, list[int]]:
-        """One draft of this pass through `intake.consider` (see there)."""
+    ) -> Considered:
+        """One draft of this pass through `intake.consider` (see there); a draft for a skill
+        with a proposal awaiting review waits for its decision."""
         return await consider(
             draft,
             ctx,
@@ -581,6 +608,7 @@ class Synthesizer:
             max_proposals=self.config.max_proposals,
             secrets=self.config.secrets,
             last_try=last_try,
+            wait=True,
         )
 
     async def take(self, draft: ProposalDraft) -> RunSummary:
@@ -682,9 +710,19 @@ class Synthesizer:
         )
 
     async def _retry_held(self, run: RunRecord, summary: RunSummary) -> None:
-        """Check again the candidates an earlier pass held back; keep those still unanswered."""
+        """Check again the candidates an earlier pass held back, and those whose skill's pending
+        proposal was decided since; keep those still unanswered or still waiting."""
         waiting = await held_drafts(self.store)
-        due = [e for e in waiting if e.next_at <= self.clock()]
+        undecided: set[int | None] = set()
+        if any(e.waits_for is not None for e in waiting):
+            undecided = {p.id for p in await self.store.pending_proposals()}
+        now = self.clock()
+        due = [
+            e
+            for e in waiting
+            if (e.waits_for is None and e.next_at <= now)
+            or (e.waits_for is not None and e.waits_for not in undecided)
+        ]
         if not due:
             return  # nothing to ask yet: no call
         still = []
@@ -700,9 +738,13 @@ class Synthesizer:
                 raise
             ctx = await self._context(entry.shown, entry.model)
             last = entry.tries + 1 >= HELD_TRIES
-            outcome, _ = await self._consider(entry.draft, ctx, run, summary, last_try=last)
+            outcome, _, pending = await self._consider(
+                entry.draft, ctx, run, summary, last_try=last
+            )
             if outcome == "held":
                 still.append(self._held_again(entry, entry.tries + 1, summary))
+            elif outcome == "waits":  # another proposal of its skill came in meanwhile
+                still.append(waiting_for(entry, pending))
             elif outcome == "later":
                 still.append(entry)
         await keep_held(self.store, still)
