@@ -25,6 +25,7 @@ signed with the channel's key; a press cancels the task only when the presser cr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hmac
 import logging
@@ -146,16 +147,23 @@ class BadWhen(ValueError):
         self.values = values
 
 
-def plan(argument: str, timezone: str, now: float, text: str | None = None) -> Plan:
+def plan(
+    argument: str, timezone: str, now: float, text: str | None = None, repeat: str = "once"
+) -> Plan:
     """The reminder `argument` ("in 10m tea", "明日 9:00 水やり") asks for, in `timezone`;
     BadWhen if none (the forms: `gateway.core.task_when`). With `text`, `argument` is the
-    time alone (the `schedule` tool's `when`) and `text` what is said."""
+    time alone (the `schedule` tool's `when`) and `text` what is said; `repeat` is the
+    tool's, which a repeat said in `when` may restate but not contradict."""
     try:
         asked = task_when.parse(argument, zone(timezone), now)
     except task_when.Ambiguous as exc:
         raise BadWhen(AMBIGUOUS, said=str(exc)[:40]) from exc
     except task_when.Unclear as exc:
         raise BadWhen(USAGE) from exc
+    if repeat != "once":
+        if asked.repeat not in ("once", repeat) or asked.delay is not None:
+            raise BadWhen(USAGE)
+        asked = dataclasses.replace(asked, repeat=repeat)
     if text is None:
         text = asked.text
     elif asked.text:
@@ -384,7 +392,7 @@ class TaskCommands:
         now = self.clock()
         asked = _ISO.sub(r"\1 \2", when)
         try:
-            first = plan(f"{'' if repeat == 'once' else repeat} {asked}", timezone, now, what)
+            first = plan(asked, timezone, now, what, repeat)
         except BadWhen as bad:
             local = f"{datetime.fromtimestamp(now, zone(timezone)):%Y-%m-%d %H:%M}"
             if bad.template == PASSED:
