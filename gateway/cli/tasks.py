@@ -16,7 +16,7 @@ from datetime import datetime
 from gateway.config import Settings
 from gateway.core.push_quota import PushQuota, shortfall
 from gateway.core.scheduled import NewTask, ScheduledTask
-from gateway.core.task_times import BadSchedule, cron_for, next_due, trigger, zone
+from gateway.core.task_times import BadSchedule, cron_for, next_due, too_often, trigger, zone
 from gateway.store import store_for
 
 
@@ -90,6 +90,8 @@ async def add_task(
         first = first_time(at, every, cron, tz, time.time())
         if cron is None:
             cron = cron_for(every, datetime.fromtimestamp(first, zone(tz)))
+        if cron is not None and (why := too_often(cron, first, settings.task_min_repeat_minutes)):
+            raise BadSchedule(why)
     except BadSchedule as exc:
         print(f"skillgate tasks add: {exc}", file=sys.stderr)
         return 2

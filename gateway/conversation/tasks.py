@@ -50,7 +50,7 @@ from gateway.core.push_quota import (
     shortfall,
 )
 from gateway.core.scheduled import NewTask, ScheduledTask
-from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
+from gateway.core.task_times import BadSchedule, cron_for, next_due, too_often, zone
 from gateway.core.tools import Schedule
 from gateway.i18n import N_, Texts
 
@@ -105,6 +105,10 @@ GROUP_OFF = N_("Reminders and tasks are not set in groups here.")
 TOO_MANY = N_(
     "You already have {count} reminders and tasks, the most one person may have here."
     " Cancel one with /tasks first."
+)
+TOO_OFTEN = N_(
+    "This would repeat too often: here a reminder or task repeats at most once every"
+    " {minutes} minutes."
 )
 TOOL_CHARS = 2000
 """The longest text or request the `schedule` tool sets."""
@@ -204,6 +208,7 @@ class TaskCommands:
         *,
         default_timezone: str,
         max_tasks: int = 0,
+        min_repeat_minutes: int = 60,
         group_tasks: str = "everyone",
         push_quota: PushQuotaReader | None = None,
         alerts: Alerts | None = None,
@@ -218,6 +223,8 @@ class TaskCommands:
         self.default_timezone = default_timezone
         self.max_tasks = max_tasks
         """The most active or paused tasks a user may hold here (0: no limit)."""
+        self.min_repeat_minutes = min_repeat_minutes
+        """The shortest time between two runs of a repeating task."""
         self.group_tasks = group_tasks
         """Who may set a task in a group: everyone, admins or off."""
         self.clock = clock
@@ -337,6 +344,8 @@ class TaskCommands:
             asked = plan(argument, timezone, now)
         except BadWhen as bad:
             return texts(bad.template, **bad.values)
+        if asked.cron is not None and too_often(asked.cron, now, self.min_repeat_minutes):
+            return texts(TOO_OFTEN, minutes=self.min_repeat_minutes)
         new = NewTask(
             channel=chat.channel,
             chat_id=chat.chat_id,
@@ -410,6 +419,9 @@ class TaskCommands:
                     " a repeat needs a clock time)"
                 )
             return f"{why}; it is now {local} in the person's timezone {timezone}", True
+        often = None if first.cron is None else too_often(first.cron, now, self.min_repeat_minutes)
+        if often is not None:
+            return f"{often}; offer a longer repeat", True
         new = NewTask(
             channel=chat.channel,
             chat_id=chat.chat_id,

@@ -215,6 +215,31 @@ async def test_when_in_the_persons_own_language_is_understood(
     assert (task.text, task.repeat, task.next_at) == ("PM review", repeat, at(first))
 
 
+async def test_a_repeat_sooner_than_the_shortest_allowed_is_refused_with_why(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, clock: Clock
+) -> None:
+    path = tools_file(tmp_path, schedule={})
+    async with running(
+        "telegram",
+        make_settings,
+        fake_llm,
+        clock=clock,
+        tools_file=path,
+        task_min_repeat_minutes=2880,
+    ) as chat:
+        fake_llm.tool_call("schedule", when="tomorrow 08:00", what="tea", repeat="weekdays")
+        fake_llm.reply("That is too often here.")
+        await chat.say("remind me every weekday at 8 about tea")
+        assert chat.texts()[-1] == "That is too often here."
+        trace = await last_trace(chat.parts.store)
+        [call] = trace.tool_calls
+        assert call.status == "refused"
+        assert "repeats after 1440 minutes at times; the shortest repeat allowed is 2880" in (
+            call.detail or ""
+        )
+        assert await chat.parts.store.tasks_of(chat.name, chat.user, chat.user) == []
+
+
 async def agent_task_in_2h(chat: Driver, fake_llm: FakeOpenAI) -> float:
     """An agent task made by the tool, due at 07:30 UTC today; its due time."""
     fake_llm.tool_call("schedule", when="in 2h", what=HEADLINES, kind="agent")
