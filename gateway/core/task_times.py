@@ -154,3 +154,16 @@ def too_often(cron: str, after: float, min_minutes: float) -> str | None:
 def _minutes(seconds: float) -> str:
     minutes = round(seconds / 60)
     return "1 minute" if minutes == 1 else f"{minutes} minutes"
+
+
+def cron_first(cron: str, tz_name: str, now: float, min_repeat_minutes: float) -> float:
+    """The first due time after `now` of an operator's crontab task in `tz_name`, checked:
+    BadSchedule says why when the timezone or expression is bad, the rule repeats sooner
+    than `min_repeat_minutes`, or it never matches."""
+    trigger(cron, zone(tz_name))
+    if (why := too_often(cron, now, min_repeat_minutes)) is not None:
+        raise BadSchedule(why)
+    found = next_due(cron, tz_name, now)
+    if found is None:
+        raise BadSchedule(f"the cron expression {cron!r} never matches")
+    return found
