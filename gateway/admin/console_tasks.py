@@ -5,6 +5,7 @@ expression, the shortest repeat allowed, the channel's monthly push quota)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -124,7 +125,8 @@ async def add(request: web.Request) -> web.Response:
     worker = request.config_dict.get(TASKS)
     now = time.time() if worker is None else worker.clock()  # the task worker's time
     try:
-        first = cron_first(cron, timezone, now, settings.task_min_repeat_minutes)
+        least = settings.task_min_repeat_minutes
+        first = await asyncio.to_thread(cron_first, cron, timezone, now, least)  # a year of times
     except BadSchedule as exc:
         return await refuse(request, 400, "Not a task", f"{str(exc)[:300]}.")
     task = NewTask(

@@ -25,6 +25,7 @@ signed with the channel's key; a press cancels the task only when the presser cr
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import hmac
@@ -301,6 +302,12 @@ class TaskCommands:
     def channel(self) -> str:
         return self.profile.channel
 
+    async def too_often(self, cron: str, now: float) -> str | None:
+        """Why `cron` repeats sooner than allowed (None: it does not). Off the event loop, as
+        `plan` is: a year of a rule's times, and CLDR's words read on a process's first task,
+        take milliseconds to a quarter of a second."""
+        return await asyncio.to_thread(too_often, cron, now, self.min_repeat_minutes)
+
     async def _make(self, task: NewTask, known: bool, now: float) -> ScheduledTask | None:
         """Store `task` within the user's limit (None: they hold the most already). A user
         whose timezone was not known keeps the default as theirs: they are asked once."""
@@ -341,10 +348,10 @@ class TaskCommands:
         timezone, known = await self.zone_known(chat)
         now = self.clock()
         try:
-            asked = plan(argument, timezone, now)
+            asked = await asyncio.to_thread(plan, argument, timezone, now)
         except BadWhen as bad:
             return texts(bad.template, **bad.values)
-        if asked.cron is not None and too_often(asked.cron, now, self.min_repeat_minutes):
+        if asked.cron is not None and await self.too_often(asked.cron, now):
             return texts(TOO_OFTEN, minutes=self.min_repeat_minutes)
         new = NewTask(
             channel=chat.channel,
@@ -401,7 +408,7 @@ class TaskCommands:
         now = self.clock()
         asked = _ISO.sub(r"\1 \2", when)
         try:
-            first = plan(asked, timezone, now, what, repeat)
+            first = await asyncio.to_thread(plan, asked, timezone, now, what, repeat)
         except BadWhen as bad:
             local = f"{datetime.fromtimestamp(now, zone(timezone)):%Y-%m-%d %H:%M}"
             if bad.template == PASSED:
@@ -419,7 +426,7 @@ class TaskCommands:
                     " a repeat needs a clock time)"
                 )
             return f"{why}; it is now {local} in the person's timezone {timezone}", True
-        often = None if first.cron is None else too_often(first.cron, now, self.min_repeat_minutes)
+        often = None if first.cron is None else await self.too_often(first.cron, now)
         if often is not None:
             return f"{often}; offer a longer repeat", True
         new = NewTask(
