@@ -3,7 +3,8 @@
 One parser for `/remind` and the `schedule` tool, every platform alike. Most words come from
 CLDR through Babel, per locale:
 
-- the days relative to today (`tomorrow`, 明日, 明天, พรุ่งนี้; today and the day after too);
+- the days relative to today (`tomorrow`, 明日, 明天, พรุ่งนี้; today and the day after too)
+  and the weekdays (`Monday`, 月曜日, 星期一, 週一, วันจันทร์: the next one);
 - the future durations (`in 10 minutes`, 10 分後, 10 分鐘後, ในอีก 10 นาที);
 - the day periods with their hours (`PM`, 午後, 下午, หลังเที่ยง; 朝, 晚上, บ่าย, ...): an hour
   said with a period is the one of its two readings (h or h+12) that lies in the period's
@@ -87,6 +88,16 @@ _WORDS: dict[str, dict[str, str]] = {
     },
     # Days relative to today that CLDR's locales spell otherwise (kana, simplified script).
     "day": {"あした": "1", "あす": "1", "きょう": "0", "あさって": "2", "后天": "2"},
+    # Weekdays (0: Monday) as said beside CLDR's names: Japanese without its 日.
+    "weekday": {
+        "月曜": "0",
+        "火曜": "1",
+        "水曜": "2",
+        "木曜": "3",
+        "金曜": "4",
+        "土曜": "5",
+        "日曜": "6",
+    },
     # Hour counters: `hour` as said (1 to 6 refused without a period), `24h` always as is.
     "hour": {"時": "hour", "时": "hour", "點": "hour", "点": "hour", "โมง": "hour", "นาฬิกา": "24h"},
     # Minute counters; a half hour.
@@ -131,6 +142,8 @@ class _Vocabulary:
     repeat: dict[str, str]
     durations: tuple[tuple[re.Pattern[str], int], ...]
     days: dict[str, int]
+    weekdays: dict[str, int]
+    """Weekday names (0: Monday)."""
     periods: dict[str, tuple[Ranges, bool]]
     """Each period's minutes of the day, and whether it is AM or PM."""
     pattern: re.Pattern[str]
@@ -157,6 +170,7 @@ def vocabulary() -> _Vocabulary:
     """The words of the four locales (CLDR) and the table, read once."""
     durations: dict[str, int] = {}
     days: dict[str, int] = {}
+    weekdays: dict[str, int] = {}
     periods: dict[str, set[tuple[int, int]]] = {}
     am_pm: set[str] = set()
     before_clock: set[str] = set()
@@ -170,6 +184,11 @@ def vocabulary() -> _Vocabulary:
         for offset, word in fields["day"]["relative"].items():
             if offset in (0, 1, 2):
                 days[word.lower()] = offset
+        for context in ("format", "stand-alone"):
+            for width in ("wide", "abbreviated"):
+                for weekday, name in locale.days[context][width].items():
+                    if len(name) > 1:  # 月 is also a month
+                        weekdays[name.lower()] = weekday
         rules = locale.day_period_rules[None]
         for context in ("format", "stand-alone"):
             for width in ("abbreviated", "wide", "narrow"):
@@ -189,6 +208,8 @@ def vocabulary() -> _Vocabulary:
         durations[form] = _UNIT_SECONDS[unit]
     for word, offset in _WORDS["day"].items():
         days[word] = int(offset)
+    for word, weekday in _WORDS["weekday"].items():
+        weekdays[word] = int(weekday)
     hour_words = _alternation(_WORDS["hour"])
     minute_words = _alternation(w for w, kind in _WORDS["minute"].items() if kind == "minute")
     half_words = _alternation(w for w, kind in _WORDS["minute"].items() if kind == "half")
@@ -203,6 +224,7 @@ def vocabulary() -> _Vocabulary:
         r"(?P<iso>\d{4}[-/]\d{1,2}[-/]\d{1,2})"
         r"|(?:(?P<y>\d{4})\s*年\s*)?(?P<mo>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号號]"
         rf"|(?P<day>{_alternation(days)})"
+        rf"|(?P<weekday>{_alternation(weekdays)})"
     )
     before = _alternation(_WORDS["before"])
     after = _alternation(_WORDS["after"])
@@ -224,6 +246,7 @@ def vocabulary() -> _Vocabulary:
             for form, seconds in sorted(durations.items(), key=lambda f: -len(f[0]))
         ),
         days=days,
+        weekdays=weekdays,
         periods={name: (tuple(sorted(spans)), name in am_pm) for name, spans in periods.items()},
         pattern=pattern,
     )
@@ -302,6 +325,9 @@ def parse(argument: str, tz: ZoneInfo, now: float) -> When:
             first = datetime(tomorrow.year, tomorrow.month, tomorrow.day, hour, minute, tzinfo=tz)
     else:
         first = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
+        if match["weekday"] is not None and first.timestamp() <= now:  # today's has passed
+            day += timedelta(days=7)
+            first = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
     return When(repeat, first, None, written[match.end() :].strip())
 
 
@@ -310,7 +336,12 @@ def _repeat(words: str, found: _Vocabulary) -> tuple[str, int]:
     lowered = words.lower()
     for word in sorted(found.repeat, key=len, reverse=True):
         if lowered.startswith(word) and _ends(words, len(word)):
-            return found.repeat[word], _skip_spaces(words, len(word))
+            rest = len(word)
+            # 每週一: the repeat 每週 and the weekday 週一 share a character.
+            named = [name for name in found.weekdays if lowered.startswith(name, rest - 1)]
+            if named and not any(lowered.startswith(name, rest) for name in found.weekdays):
+                rest -= 1
+            return found.repeat[word], _skip_spaces(words, rest)
     return "once", 0
 
 
@@ -384,6 +415,10 @@ def _day(match: re.Match[str], found: _Vocabulary, today: date) -> date | None:
         return this_year if this_year >= today else _date(today.year + 1, month, day)
     if match["day"] is not None:
         return today + timedelta(days=found.days[match["day"].lower()])
+    if match["weekday"] is not None:  # the next one, today's included
+        return today + timedelta(
+            days=(found.weekdays[match["weekday"].lower()] - today.weekday()) % 7
+        )
     return None
 
 

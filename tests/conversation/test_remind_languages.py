@@ -42,6 +42,8 @@ FORMS = [
     ("en", "tomorrow 9 AM tea", "once", TOMORROW_9),
     ("en", "tomorrow noon tea", "once", at("2026-12-08 12:00")),
     ("en", "weekdays 08:00 tea", "weekdays", TOMORROW_8),
+    ("en", "Friday 9 AM tea", "once", at("2026-12-11 09:00")),
+    ("en", "Mon 15:00 tea", "once", TODAY_15),
     # Japanese
     ("ja", "明日 9:00 tea", "once", TOMORROW_9),
     ("ja", "明日9時tea", "once", TOMORROW_9),
@@ -59,6 +61,8 @@ FORMS = [
     ("ja", "午後0時 tea", "once", at("2026-12-08 12:00")),  # noon
     ("ja", "正午 tea", "once", at("2026-12-08 12:00")),
     ("ja", "夜8時 tea", "once", at("2026-12-07 20:00")),
+    ("ja", "月曜 9:00 tea", "once", at("2026-12-14 09:00")),
+    ("ja", "水曜日の午後3時 tea", "once", at("2026-12-09 15:00")),
     ("ja", "12月24日 18時 tea", "once", at("2026-12-24 18:00")),
     ("ja", "2027年1月5日 9:00 tea", "once", at("2027-01-05 09:00")),
     ("ja", "12月1日 9:00 tea", "once", at("2027-12-01 09:00")),  # passed: next year's
@@ -78,6 +82,8 @@ FORMS = [
     ("zh", "晚上8點15分 tea", "once", at("2026-12-07 20:15")),
     ("zh", "中午12點 tea", "once", at("2026-12-08 12:00")),
     ("zh", "後天 10點 tea", "once", at("2026-12-09 10:00")),
+    ("zh", "星期五 下午3點 tea", "once", at("2026-12-11 15:00")),
+    ("zh", "週二 09:00 tea", "once", at("2026-12-08 09:00")),
     ("zh", "10分鐘後 tea", "once", NOW + 600),
     ("zh", "2小時後 tea", "once", NOW + 7200),
     ("zh", "3天後 09:00 tea", "once", at("2026-12-10 09:00")),
@@ -93,6 +99,7 @@ FORMS = [
     ("th", "บ่าย 3 โมง tea", "once", TODAY_15),
     ("th", "4 โมงเย็น tea", "once", at("2026-12-07 16:00")),
     ("th", "15 นาฬิกา tea", "once", TODAY_15),
+    ("th", "วันศุกร์ 9:00 tea", "once", at("2026-12-11 09:00")),
     ("th", "อีก 10 นาที tea", "once", NOW + 600),
     ("th", "ในอีก 2 ชั่วโมง tea", "once", NOW + 7200),
     ("th", "ทุกวัน 08:00 tea", "daily", TOMORROW_8),
@@ -109,6 +116,28 @@ def test_each_form_in_each_language_gives_its_time(
 ) -> None:
     planned = plan(asked, "Asia/Tokyo", NOW)
     assert (planned.next_at, planned.repeat, planned.text) == (due, repeat, "tea"), language
+
+
+@pytest.mark.parametrize(
+    ("asked", "cron", "due"),
+    [
+        ("weekly monday 09:00 tea", "0 9 * * 1", at("2026-12-14 09:00")),  # today's passed
+        ("weekly Monday 15:00 tea", "0 15 * * 1", TODAY_15),  # today's still to come
+        ("毎週月曜 9:00 tea", "0 9 * * 1", at("2026-12-14 09:00")),
+        ("毎週日曜 9:00 tea", "0 9 * * 0", at("2026-12-13 09:00")),
+        ("毎週 金曜日の午後3時 tea", "0 15 * * 5", at("2026-12-11 15:00")),
+        ("每週一 08:00 tea", "0 8 * * 1", at("2026-12-14 08:00")),
+        ("每週日 08:00 tea", "0 8 * * 0", at("2026-12-13 08:00")),
+        ("每週 星期三 上午9點 tea", "0 9 * * 3", at("2026-12-09 09:00")),
+        ("ทุกสัปดาห์ วันจันทร์ 9:00 tea", "0 9 * * 1", at("2026-12-14 09:00")),
+        ("ทุกอาทิตย์ วันศุกร์ บ่าย 3 โมง tea", "0 15 * * 5", at("2026-12-11 15:00")),
+    ],
+)
+def test_a_weekday_named_in_each_language_is_the_next_one(
+    asked: str, cron: str, due: float
+) -> None:
+    planned = plan(asked, "Asia/Tokyo", NOW)
+    assert (planned.cron, planned.next_at, planned.text) == (cron, due, "tea")
 
 
 def test_repeats_said_in_each_language_make_the_same_rules() -> None:
