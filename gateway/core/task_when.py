@@ -177,7 +177,7 @@ def vocabulary() -> _Vocabulary:
     after_clock: set[str] = set()
     for code in LOCALES:
         locale = Locale.parse(code)
-        fields = locale._data["date_fields"]
+        fields = locale._data["date_fields"]  # CLDR's date fields: Babel has no public getter
         for unit, seconds in _UNIT_SECONDS.items():
             for form in fields[unit]["future"].values():
                 durations[form] = seconds
@@ -406,13 +406,13 @@ def _day(match: re.Match[str], found: _Vocabulary, today: date) -> date | None:
     """The day a match names (None: the next time of the clock, today or tomorrow)."""
     if match["iso"] is not None:
         year, month, day = (int(p) for p in re.split(r"[-/]", match["iso"]))
-        return _date(year, month, day)
+        return _date(year, month, day, today)
     if match["mo"] is not None:
         month, day = int(match["mo"]), int(match["d"])
         if match["y"] is not None:
-            return _date(int(match["y"]), month, day)
-        this_year = _date(today.year, month, day)
-        return this_year if this_year >= today else _date(today.year + 1, month, day)
+            return _date(int(match["y"]), month, day, today)
+        this_year = _date(today.year, month, day, today)
+        return this_year if this_year >= today else _date(today.year + 1, month, day, today)
     if match["day"] is not None:
         return today + timedelta(days=found.days[match["day"].lower()])
     if match["weekday"] is not None:  # the next one, today's included
@@ -422,7 +422,14 @@ def _day(match: re.Match[str], found: _Vocabulary, today: date) -> date | None:
     return None
 
 
-def _date(year: int, month: int, day: int) -> date:
+YEARS_AHEAD = 10
+"""The furthest year a date may name, from this one: further is a mistake, such as a Thai
+Buddhist-era year (2569 is 2026)."""
+
+
+def _date(year: int, month: int, day: int, today: date) -> date:
+    if year > today.year + YEARS_AHEAD:
+        raise Unclear(f"the year {year} is too far ahead")
     try:
         return date(year, month, day)
     except ValueError as exc:

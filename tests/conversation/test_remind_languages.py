@@ -184,6 +184,8 @@ def test_an_hour_that_could_be_two_is_refused_not_guessed(asked: str) -> None:
         "明日 25時 x",
         "明日 9時75分 x",
         "2026年2月30日 9:00 x",
+        "2569-12-24 09:00 x",  # a Thai Buddhist-era year: too far ahead
+        "2月29日 9:00 x",  # no 29 February in 2027
         "10分後",  # no text
         "かつて 9:00 x",
         "10分後 9:00 x",
