@@ -98,10 +98,28 @@ _WORDS: dict[str, dict[str, str]] = {
         "土曜": "5",
         "日曜": "6",
     },
+    # Chinese and Japanese numerals up to 99 (九時, 十分後, 二十三點, 兩點半); 十 is ten.
+    "numeral": {
+        "\u3007": "0",  # ideographic zero
+        "零": "0",
+        "一": "1",
+        "二": "2",
+        "兩": "2",
+        "两": "2",
+        "三": "3",
+        "四": "4",
+        "五": "5",
+        "六": "6",
+        "七": "7",
+        "八": "8",
+        "九": "9",
+    },
     # Hour counters: `hour` as said (1 to 6 refused without a period), `24h` always as is.
     "hour": {"時": "hour", "时": "hour", "點": "hour", "点": "hour", "โมง": "hour", "นาฬิกา": "24h"},
     # Minute counters; a half hour.
     "minute": {"分": "minute", "นาที": "minute", "半": "half", "ครึ่ง": "half"},
+    # Parts of the day CLDR's Traditional Chinese lacks, with their minutes [from, before).
+    "period_extra": {"早上": "300-720"},
     # Where a language says a day period: before the clock (午後3時), after it (3 PM).
     "period": {"en": "after", "ja": "before", "zh_Hant_TW": "before", "th": "before after"},
     # Said between the day and the time, or before the time.
@@ -159,10 +177,33 @@ def _future(pattern: str) -> re.Pattern[str]:
     where CJK leaves them out."""
     head, _, tail = pattern.partition("{0}")
     part = [re.escape(piece.strip()) for piece in (head, tail)]
-    return re.compile(rf"{part[0]}\s*(\d{{1,4}})\s*{part[1]}", re.IGNORECASE)
+    return re.compile(rf"{part[0]}\s*({_NUMBER})\s*{part[1]}", re.IGNORECASE)
 
 
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+_NUMERALS = rf"[{''.join(_WORDS['numeral'])}十]{{1,3}}"
+_NUMBER = rf"\d{{1,4}}|{_NUMERALS}"
+"""A count or an hour: digits, or Chinese and Japanese numerals."""
+
+
+def number(said: str) -> int:
+    """Digits or Chinese/Japanese numerals (二十三, 十五, 兩) as a number; Unclear if neither."""
+    if said.isdigit():
+        return int(said)
+    digits = _WORDS["numeral"]
+    tens, ten, ones = said.partition("十")
+    if not ten:
+        if len(said) != 1:  # 二三 is no number
+            raise Unclear(said)
+        return int(digits[said])
+    if (
+        len(tens) > 1
+        or len(ones) > 1
+        or (tens and tens not in digits)
+        or (ones and ones not in digits)
+    ):
+        raise Unclear(said)
+    return (int(digits[tens]) if tens else 1) * 10 + (int(digits[ones]) if ones else 0)
 
 
 @functools.cache
@@ -204,6 +245,10 @@ def vocabulary() -> _Vocabulary:
                         before_clock.add(name.lower())
                     if "after" in sides:
                         after_clock.add(name.lower())
+    for name, span in _WORDS["period_extra"].items():
+        start, end = span.split("-")
+        periods.setdefault(name, set()).add((int(start), int(end)))
+        before_clock.add(name)
     for form, unit in _WORDS["duration"].items():
         durations[form] = _UNIT_SECONDS[unit]
     for word, offset in _WORDS["day"].items():
@@ -214,11 +259,13 @@ def vocabulary() -> _Vocabulary:
     minute_words = _alternation(w for w, kind in _WORDS["minute"].items() if kind == "minute")
     half_words = _alternation(w for w, kind in _WORDS["minute"].items() if kind == "half")
     clock = (
-        # 9:00, 09.00 น. (Thai), 9時30分, 9點半, 9 โมง, 9 (with a period only)
-        rf"(?P<h>\d{{1,2}})(?:\s*(?P<sep>[:.])\s*(?P<m>\d{{2}})"
-        rf"|\s*(?P<word>{hour_words})(?:\s*(?P<m2>\d{{1,2}})\s*(?P<mword>{minute_words})"
+        # 9時30分, 九時半, 9點半, 9 โมง; 9:00, 09.00 น. (Thai); 9 (with a period only)
+        rf"(?:(?P<hw>{_NUMBER})\s*(?P<word>{hour_words})"
+        # minutes in numerals follow at once: in "9時 十分に休む", 十分 is "enough"
+        rf"(?:(?:\s*(?P<m2>\d{{1,2}})|(?P<m2k>{_NUMERALS}))\s*(?P<mword>{minute_words})"
         rf"|\s*(?P<half>{half_words}))?"
-        rf"|(?P<bare>))"
+        rf"|(?P<h>\d{{1,2}})\s*(?P<sep>[:.])\s*(?P<m>\d{{2}})"
+        rf"|(?P<bare>\d{{1,2}}))"
     )
     date_part = (
         r"(?P<iso>\d{4}[-/]\d{1,2}[-/]\d{1,2})"
@@ -303,11 +350,11 @@ def parse(argument: str, tz: ZoneInfo, now: float) -> When:
         if timed is not None and timed.end() > then and _ends(words, timed.end()):
             if seconds != _UNIT_SECONDS["day"] or _day(timed, found, local.date()) is not None:
                 raise Unclear(argument)
-            days_later, at = int(later[1]), then
+            days_later, at = number(later[1]), then
             break
         if repeat != "once":
             raise Unclear("a repeat needs a clock time")
-        return When("once", None, int(later[1]) * seconds, written[later.end() :].strip())
+        return When("once", None, number(later[1]) * seconds, written[later.end() :].strip())
     match = found.pattern.match(words, at)
     if match is None or match.end() == at or not _ends(words, match.end()):
         raise Unclear(argument)
@@ -368,19 +415,19 @@ def _clock(match: re.Match[str], found: _Vocabulary) -> tuple[int, int] | None:
         raise Unclear("two day periods")
     period = found.periods.get((p1 or p2 or "").lower())
     said = match.group(0).strip()
-    if match["h"] is None:
+    if match["h"] is None and match["hw"] is None and match["bare"] is None:
         # A period alone is a time only when CLDR gives it one instant (noon, midnight).
         if period is not None and len(period[0]) == 1 and period[0][0][1] - period[0][0][0] == 1:
             return divmod(period[0][0][0], 60)
         return None
-    hour = int(match["h"])
+    hour = number(match["h"] or match["hw"] or match["bare"])
     minute = 0
     if match["m"] is not None:
         if match["sep"] == "." and not said.endswith("น."):
             return None  # 9.30 alone could be a price; Thai writes 09.30 น.
         minute = int(match["m"])
-    elif match["m2"] is not None:
-        minute = int(match["m2"])
+    elif match["m2"] is not None or match["m2k"] is not None:
+        minute = number(match["m2"] or match["m2k"])
     elif match["half"] is not None:
         minute = 30
     elif match["word"] is None and period is None:

@@ -71,6 +71,11 @@ FORMS = [
     ("ja", "平日 8:00 tea", "weekdays", TOMORROW_8),
     ("ja", "毎週 明日 8:00 tea", "weekly", TOMORROW_8),
     ("ja", "毎月 12月31日 9:00 tea", "monthly", at("2026-12-31 09:00")),
+    ("ja", "九時半 tea", "once", at("2026-12-08 09:30")),  # numerals
+    ("ja", "午後三時 tea", "once", TODAY_15),
+    ("ja", "二十三時 tea", "once", at("2026-12-07 23:00")),
+    ("ja", "十分後 tea", "once", NOW + 600),
+    ("ja", "一時間後 tea", "once", NOW + 3600),
     ("ja", "９:００ tea", "once", TOMORROW_9),  # full-width digits
     ("ja", "１０分後 tea", "once", NOW + 600),
     # Traditional Chinese
@@ -85,6 +90,10 @@ FORMS = [
     ("zh", "星期五 下午3點 tea", "once", at("2026-12-11 15:00")),
     ("zh", "週二 09:00 tea", "once", at("2026-12-08 09:00")),
     ("zh", "10分鐘後 tea", "once", NOW + 600),
+    ("zh", "明天九點 tea", "once", TOMORROW_9),
+    ("zh", "明天早上九點 tea", "once", TOMORROW_9),
+    ("zh", "下午兩點半 tea", "once", at("2026-12-08 14:30")),  # 14:30 now: tomorrow's
+    ("zh", "二十分鐘後 tea", "once", NOW + 1200),
     ("zh", "2小時後 tea", "once", NOW + 7200),
     ("zh", "3天後 09:00 tea", "once", at("2026-12-10 09:00")),
     ("zh", "每天 08:00 tea", "daily", TOMORROW_8),
@@ -155,6 +164,9 @@ def test_repeats_said_in_each_language_make_the_same_rules() -> None:
         "3時 x",  # 03:00 or 15:00
         "明日 5時 x",
         "3點半 x",
+        "三時 x",
+        "兩點 x",
+        "早上3點 x",
         "พรุ่งนี้ 3 โมง x",
         "午前12時 x",  # noon by the Japanese convention, midnight in English
         "午後12時 x",
@@ -191,6 +203,8 @@ def test_an_hour_that_could_be_two_is_refused_not_guessed(asked: str) -> None:
         "10分後 9:00 x",
         "in 10m 9:00 x",
         "อีก 10 วินาที x",
+        "二三時 x",  # no number
+        "十十時 x",
     ],
 )
 def test_anything_else_is_refused_with_the_forms(asked: str) -> None:
@@ -207,6 +221,8 @@ def test_a_past_day_in_any_language_is_refused_as_past() -> None:
 
 
 def test_the_text_is_kept_as_written() -> None:
+    assert plan("9時 十分に休む", "Asia/Tokyo", NOW).text == "十分に休む"  # 十分: enough
+    assert plan("明日 九時十五分 tea", "Asia/Tokyo", NOW).next_at == at("2026-12-08 09:15")
     assert plan("明日 9:00 ＡＢＣを買う", "Asia/Tokyo", NOW).text == "ＡＢＣを買う"
     assert normalise("９:３０ ๑๒") == "9:30 12"
 
