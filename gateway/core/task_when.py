@@ -12,8 +12,8 @@ CLDR through Babel, per locale:
 
 What CLDR does not have is the small table below (`_WORDS`): the repeat words (毎日, 每天,
 ทุกวัน, ...), the hour and minute counters (時, 點, นาฬิกา, 分, 半, ...), a few particles
-(の, に, เวลา) and the colloquial forms (อีก 10 นาที, あした). Full-width and Thai digits are
-read as digits.
+(の, に, เวลา), Chinese and Japanese numerals (九, 十, 兩) and the colloquial forms (อีก 10
+นาที, あした, 月曜, 早上). Full-width and Thai digits are read as digits.
 
 The parse is strict: a form not listed is refused (`Unclear`), and an hour that could be
 morning or evening is refused rather than guessed (`Ambiguous`):
