@@ -527,7 +527,7 @@ class AlertSettings(Section):
 
 class ScheduleSettings(Section):
     """Scheduled tasks: each user's timezone by default, how late a missed task may run, how
-    many tasks a user may hold, and who may set them in groups."""
+    many tasks a user may hold, how often one may repeat, and who may set them in groups."""
 
     title = "Scheduled tasks"
 
@@ -541,6 +541,12 @@ class ScheduleSettings(Section):
     user_max_tasks: int = Field(20, ge=0, le=10_000, validation_alias="SKILLGATE_USER_MAX_TASKS")
     """The most active or paused tasks one user may hold on a channel (0: no limit); a new
     one past it is refused in the chat, and the model's `schedule` call is told why."""
+    task_min_repeat_minutes: int = Field(
+        60, ge=1, le=44_640, validation_alias="SKILLGATE_TASK_MIN_REPEAT_MINUTES"
+    )
+    """The shortest time between two runs of a repeating task, on the wall clock: a repeat
+    (a named one from the chat or the tool, a cron expression from the command line) that
+    fires sooner after the last run at any time in the coming year is refused."""
     group_tasks: Literal["everyone", "admins", "off"] = Field(
         "everyone", validation_alias="SKILLGATE_GROUP_TASKS"
     )

@@ -25,6 +25,7 @@ from gateway.core.capabilities import Capabilities
 if TYPE_CHECKING:
     from gateway.channels.base import Channel
     from gateway.config import Settings
+    from gateway.core.push_quota import PushQuota
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +129,15 @@ def token_shapes() -> list[str]:
 def sdk_loggers() -> list[str]:
     """Every platform's chatty SDK loggers."""
     return [name for p in platforms() for name in p.sdk_loggers]
+
+
+async def push_quota(settings: Settings, channel: str) -> PushQuota | None:
+    """The channel's monthly push quota, where its platform has one, is configured and the
+    quota can be read (for tasks made outside a chat: the CLI, the console)."""
+    from gateway.core.push_quota import CachedQuota
+
+    spec = platform(channel)
+    if spec is None or not spec.configured(settings):
+        return None
+    read = spec.load().channel(settings).profile.push_quota
+    return None if read is None else await CachedQuota(read).get()

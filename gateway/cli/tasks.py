@@ -14,9 +14,9 @@ import time
 from datetime import datetime
 
 from gateway.config import Settings
-from gateway.core.push_quota import PushQuota, shortfall
+from gateway.core.push_quota import shortfall
 from gateway.core.scheduled import NewTask, ScheduledTask
-from gateway.core.task_times import BadSchedule, cron_for, next_due, trigger, zone
+from gateway.core.task_times import BadSchedule, cron_for, next_due, too_often, trigger, zone
 from gateway.store import store_for
 
 
@@ -90,6 +90,8 @@ async def add_task(
         first = first_time(at, every, cron, tz, time.time())
         if cron is None:
             cron = cron_for(every, datetime.fromtimestamp(first, zone(tz)))
+        if cron is not None and (why := too_often(cron, first, settings.task_min_repeat_minutes)):
+            raise BadSchedule(why)
     except BadSchedule as exc:
         print(f"skillgate tasks add: {exc}", file=sys.stderr)
         return 2
@@ -107,6 +109,8 @@ async def add_task(
         timezone=tz,
         next_at=first,
     )
+    from gateway.channels.registry import push_quota  # builds the platform's adapter
+
     quota = await push_quota(settings, channel)
     async with store_for(settings) as store:
         short = await shortfall(
@@ -123,18 +127,6 @@ async def add_task(
         stored = await store.task_add(task)
     print(f"added {line(stored)}")
     return 0
-
-
-async def push_quota(settings: Settings, channel: str) -> PushQuota | None:
-    """The channel's monthly push quota, where its platform has one and it can be read."""
-    from gateway.channels.registry import platform
-    from gateway.core.push_quota import CachedQuota
-
-    spec = platform(channel)
-    if spec is None or not spec.configured(settings):
-        return None
-    read = spec.load().channel(settings).profile.push_quota
-    return None if read is None else await CachedQuota(read).get()
 
 
 async def cancel_task(settings: Settings, task_id: int) -> int:

@@ -128,11 +128,13 @@ class Conversation:
         secrets: Sequence[str] = (),
         default_timezone: str = "UTC",
         max_tasks: int = 0,
+        min_repeat_minutes: int = 60,
         group_tasks: str = "everyone",
     ) -> None:
         """`secrets`: the gateway's configured secret values, refused in a chat's persona;
         `default_timezone`: a user's until they choose one with /timezone; `max_tasks`: the
-        most tasks one user may hold (0: no limit); `group_tasks`: who may set one in a group
+        most tasks one user may hold (0: no limit); `min_repeat_minutes`: the shortest time
+        between two runs of a repeating task; `group_tasks`: who may set one in a group
         (everyone, admins, off)."""
         self.profile = profile
         store, review, clock = ports.store, ports.review, ports.clock
@@ -173,6 +175,7 @@ class Conversation:
             store,
             default_timezone=default_timezone,
             max_tasks=max_tasks,
+            min_repeat_minutes=min_repeat_minutes,
             group_tasks=group_tasks,
             push_quota=profile.push_quota,
             alerts=ports.alerts,

@@ -10,7 +10,9 @@ SKILLGATE_DEFAULT_TIMEZONE):
 - `2026-12-24 18:00`;
 - `daily`, `weekdays`, `weekly` or `monthly` before one of the three forms with a clock
   time: repeated from there (weekly: on that day of the week; monthly: on that day of the
-  month, and a month without that day is skipped).
+  month, and a month without that day is skipped);
+- the same in Japanese, Chinese and Thai (明日 9:00, 10分後, 毎日 8:00, 午後3時, 明天 上午9點,
+  พรุ่งนี้ 9:00, อีก 10 นาที, ...): `gateway.core.task_when` reads them all, strictly.
 
 The model's `schedule` tool (`gateway.tools.schedule`) makes tasks through `from_tool`
 with the same forms; the user is shown each task made with its next time and a Cancel
@@ -23,6 +25,8 @@ signed with the channel's key; a press cancels the task only when the presser cr
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import functools
 import hmac
 import logging
@@ -30,11 +34,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from gateway.conversation.models import Press, Profile
 from gateway.conversation.ports import Alerts, Replies, TaskCommandStore
+from gateway.core import task_when
 from gateway.core.models import Button, ChatRef
 from gateway.core.push_quota import (
     CachedQuota,
@@ -46,7 +51,7 @@ from gateway.core.push_quota import (
     shortfall,
 )
 from gateway.core.scheduled import NewTask, ScheduledTask
-from gateway.core.task_times import BadSchedule, cron_for, next_due, zone
+from gateway.core.task_times import BadSchedule, cron_for, next_due, too_often, zone
 from gateway.core.tools import Schedule
 from gateway.i18n import N_, Texts
 
@@ -77,6 +82,10 @@ USAGE = N_(
     "/remind daily 08:00 stretch (also weekdays, weekly or monthly)"
 )
 PASSED = N_("That time has already passed.")
+AMBIGUOUS = N_(
+    "“{said}” could mean two different hours. Write the time on the 24-hour clock (15:00;"
+    " 12:00 is noon, 00:00 midnight), or say AM or PM with an hour from 1 to 11."
+)
 SET_ONCE = N_("⏰ I'll remind you at {time}: {text}")
 SET_REPEAT = N_("⏰ I'll remind you {repeat}, first at {time}: {text}")
 REPEATS = {
@@ -97,6 +106,10 @@ GROUP_OFF = N_("Reminders and tasks are not set in groups here.")
 TOO_MANY = N_(
     "You already have {count} reminders and tasks, the most one person may have here."
     " Cancel one with /tasks first."
+)
+TOO_OFTEN = N_(
+    "This would repeat too often: here a reminder or task repeats at most once every"
+    " {minutes} minutes."
 )
 TOOL_CHARS = 2000
 """The longest text or request the `schedule` tool sets."""
@@ -119,13 +132,6 @@ GONE = N_("This reminder is not yours, or it was already cancelled.")
 INVALID = N_("This button is not valid.")
 NOT_ALLOWED = N_("Sorry, you can't use this.")
 
-_TIME = r"([01]?\d|2[0-3]):([0-5]\d)"
-_IN = re.compile(r"in\s+(\d{1,4})\s*(m|min|h|d)\s+(.+)", re.IGNORECASE | re.DOTALL)
-_AT = re.compile(rf"(?:at\s+)?{_TIME}\s+(.+)", re.IGNORECASE | re.DOTALL)
-_TOMORROW = re.compile(rf"tomorrow\s+(?:at\s+)?{_TIME}\s+(.+)", re.IGNORECASE | re.DOTALL)
-_DATE = re.compile(rf"(\d{{4}})-(\d{{2}})-(\d{{2}})\s+(?:at\s+)?{_TIME}\s+(.+)", re.DOTALL)
-_UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400}
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -138,56 +144,50 @@ class Plan:
 
 
 class BadWhen(ValueError):
-    """A /remind that cannot be used; `template` says why."""
+    """A /remind that cannot be used; `template` (with `values`) says why."""
 
-    def __init__(self, template: str) -> None:
+    def __init__(self, template: str, **values: str) -> None:
         super().__init__(template)
         self.template = template
+        self.values = values
 
 
-def plan(argument: str, timezone: str, now: float) -> Plan:
-    """The reminder `argument` ("in 10m tea") asks for, in `timezone`; BadWhen if none."""
-    tz = zone(timezone)
-    words = argument.strip()
-    head, _, rest = words.partition(" ")
-    repeat = head.lower() if head.lower() in REPEATS else "once"
+def plan(
+    argument: str, timezone: str, now: float, text: str | None = None, repeat: str = "once"
+) -> Plan:
+    """The reminder `argument` ("in 10m tea", "明日 9:00 水やり") asks for, in `timezone`;
+    BadWhen if none (the forms: `gateway.core.task_when`). With `text`, `argument` is the
+    time alone (the `schedule` tool's `when`) and `text` what is said; `repeat` is the
+    tool's, which a repeat said in `when` may restate but not contradict."""
+    try:
+        asked = task_when.parse(argument, zone(timezone), now)
+    except task_when.Ambiguous as exc:
+        raise BadWhen(AMBIGUOUS, said=str(exc)[:40]) from exc
+    except task_when.Unclear as exc:
+        raise BadWhen(USAGE) from exc
     if repeat != "once":
-        words = rest.strip()
-    local = datetime.fromtimestamp(now, tz)
-    if (found := _IN.fullmatch(words)) is not None:
-        if repeat != "once":
+        if asked.repeat not in ("once", repeat) or asked.delay is not None:
             raise BadWhen(USAGE)
-        amount, unit, text = found.groups()
-        return Plan(now + int(amount) * _UNITS[unit.lower()], "once", None, text.strip())
-    if (found := _TOMORROW.fullmatch(words)) is not None:
-        day = local.date() + timedelta(days=1)
-        first = datetime(day.year, day.month, day.day, int(found[1]), int(found[2]), tzinfo=tz)
-        text = found[3]
-    elif (found := _DATE.fullmatch(words)) is not None:
-        year, month, day_of, hour, minute, text = found.groups()
-        try:
-            first = datetime(int(year), int(month), int(day_of), int(hour), int(minute), tzinfo=tz)
-        except ValueError as exc:
-            raise BadWhen(USAGE) from exc
-    elif (found := _AT.fullmatch(words)) is not None:
-        hour, minute, text = int(found[1]), int(found[2]), found[3]
-        first = local.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        if first.timestamp() <= now:
-            day = local.date() + timedelta(days=1)
-            first = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
-    else:
+        asked = dataclasses.replace(asked, repeat=repeat)
+    if text is None:
+        text = asked.text
+    elif asked.text:
+        raise BadWhen(USAGE)  # more than a time in `when`
+    if not text:
         raise BadWhen(USAGE)
-    if not text.strip():
-        raise BadWhen(USAGE)
+    if asked.delay is not None:
+        return Plan(now + asked.delay, "once", None, text)
+    assert asked.first is not None
+    first = asked.first
     if first.timestamp() <= now:
         raise BadWhen(PASSED)
-    cron = cron_for(repeat, first)
+    cron = cron_for(asked.repeat, first)
     if cron is None:
-        return Plan(first.timestamp(), "once", None, text.strip())
+        return Plan(first.timestamp(), "once", None, text)
     # The first due time the repeat has from the asked time on (weekdays: not a Saturday).
     due = next_due(cron, timezone, first.timestamp() - 1)
     assert due is not None  # a daily, weekday or weekly rule always has a next time
-    return Plan(due, repeat, cron, text.strip())
+    return Plan(due, asked.repeat, cron, text)
 
 
 def shown(at: float, timezone: str) -> str:
@@ -209,6 +209,7 @@ class TaskCommands:
         *,
         default_timezone: str,
         max_tasks: int = 0,
+        min_repeat_minutes: int = 60,
         group_tasks: str = "everyone",
         push_quota: PushQuotaReader | None = None,
         alerts: Alerts | None = None,
@@ -223,6 +224,8 @@ class TaskCommands:
         self.default_timezone = default_timezone
         self.max_tasks = max_tasks
         """The most active or paused tasks a user may hold here (0: no limit)."""
+        self.min_repeat_minutes = min_repeat_minutes
+        """The shortest time between two runs of a repeating task."""
         self.group_tasks = group_tasks
         """Who may set a task in a group: everyone, admins or off."""
         self.clock = clock
@@ -299,6 +302,12 @@ class TaskCommands:
     def channel(self) -> str:
         return self.profile.channel
 
+    async def too_often(self, cron: str, now: float) -> str | None:
+        """Why `cron` repeats sooner than allowed (None: it does not). Off the event loop, as
+        `plan` is: a year of a rule's times, and CLDR's words read on a process's first task,
+        take milliseconds to a quarter of a second."""
+        return await asyncio.to_thread(too_often, cron, now, self.min_repeat_minutes)
+
     async def _make(self, task: NewTask, known: bool, now: float) -> ScheduledTask | None:
         """Store `task` within the user's limit (None: they hold the most already). A user
         whose timezone was not known keeps the default as theirs: they are asked once."""
@@ -339,9 +348,11 @@ class TaskCommands:
         timezone, known = await self.zone_known(chat)
         now = self.clock()
         try:
-            asked = plan(argument, timezone, now)
+            asked = await asyncio.to_thread(plan, argument, timezone, now)
         except BadWhen as bad:
-            return texts(bad.template)
+            return texts(bad.template, **bad.values)
+        if asked.cron is not None and await self.too_often(asked.cron, now):
+            return texts(TOO_OFTEN, minutes=self.min_repeat_minutes)
         new = NewTask(
             channel=chat.channel,
             chat_id=chat.chat_id,
@@ -397,18 +408,27 @@ class TaskCommands:
         now = self.clock()
         asked = _ISO.sub(r"\1 \2", when)
         try:
-            first = plan(f"{'' if repeat == 'once' else repeat} {asked} {what}", timezone, now)
+            first = await asyncio.to_thread(plan, asked, timezone, now, what, repeat)
         except BadWhen as bad:
             local = f"{datetime.fromtimestamp(now, zone(timezone)):%Y-%m-%d %H:%M}"
-            why = (
-                "that time has already passed"
-                if bad.template == PASSED
-                else (
-                    "`when` is not understood (use 'YYYY-MM-DD HH:MM', 'tomorrow HH:MM', 'HH:MM'"
-                    " or 'in 10m', 'in 2h', 'in 3d'; a repeat needs a clock time)"
+            if bad.template == PASSED:
+                why = "that time has already passed"
+            elif bad.template == AMBIGUOUS:
+                why = (
+                    f"the hour {bad.values['said']!r} could be morning or evening; ask the"
+                    " person, then give it on the 24-hour clock ('HH:MM')"
                 )
-            )
+            else:
+                why = (
+                    "`when` is not understood (use 'YYYY-MM-DD HH:MM', 'tomorrow HH:MM', 'HH:MM'"
+                    " or 'in 10m', 'in 2h', 'in 3d', or the person's own words in Japanese,"
+                    " Chinese or Thai such as '明日 9:00', '明天 下午3點', 'พรุ่งนี้ 9:00';"
+                    " a repeat needs a clock time)"
+                )
             return f"{why}; it is now {local} in the person's timezone {timezone}", True
+        often = None if first.cron is None else await self.too_often(first.cron, now)
+        if often is not None:
+            return f"{often}; offer a longer repeat", True
         new = NewTask(
             channel=chat.channel,
             chat_id=chat.chat_id,

@@ -107,3 +107,63 @@ def upcoming(cron: str, tz_name: str, after: float, count: int) -> list[float]:
         times.append(found)
         at = found
     return times
+
+
+SCAN_SECONDS = 366 * 86400
+"""How far ahead `shortest_gap` looks: a year covers every month and weekday a rule names."""
+SCAN_TIMES = 10_000
+"""The most occurrences `shortest_gap` reads (a rule that fires more often stops sooner)."""
+
+
+def shortest_gap(cron: str, after: float, below: float = 0.0) -> float | None:
+    """The shortest time in seconds between two consecutive due times of `cron` over the
+    year after `after` (None: it fires at most once). Read on the wall clock (in UTC), so a
+    daily task is a day apart also on the days the clocks change. Stops at the first gap
+    shorter than `below`: that is enough to refuse the rule."""
+    rule = trigger(cron, ZoneInfo("UTC"))
+    end = after + SCAN_SECONDS
+    previous: float | None = None
+    shortest: float | None = None
+    start = datetime.fromtimestamp(after, ZoneInfo("UTC"))
+    for _ in range(SCAN_TIMES):
+        found: datetime | None = rule.get_next_fire_time(None, start)
+        if found is None or found.timestamp() > end:
+            break
+        at = found.timestamp()
+        if previous is not None:
+            shortest = at - previous if shortest is None else min(shortest, at - previous)
+            if shortest < below:
+                break
+        previous = at
+        start = datetime.fromtimestamp(at + 1, ZoneInfo("UTC"))
+    return shortest
+
+
+def too_often(cron: str, after: float, min_minutes: float) -> str | None:
+    """Why `cron` repeats more often than every `min_minutes` (None: it does not)."""
+    least = min_minutes * 60
+    gap = shortest_gap(cron, after, below=least)
+    if gap is None or gap >= least:
+        return None
+    return (
+        f"{cron!r} repeats after {_minutes(gap)} at times; the shortest repeat allowed is"
+        f" {_minutes(least)} (SKILLGATE_TASK_MIN_REPEAT_MINUTES)"
+    )
+
+
+def _minutes(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return "1 minute" if minutes == 1 else f"{minutes} minutes"
+
+
+def cron_first(cron: str, tz_name: str, now: float, min_repeat_minutes: float) -> float:
+    """The first due time after `now` of an operator's crontab task in `tz_name`, checked:
+    BadSchedule says why when the timezone or expression is bad, the rule repeats sooner
+    than `min_repeat_minutes`, or it never matches."""
+    trigger(cron, zone(tz_name))
+    if (why := too_often(cron, now, min_repeat_minutes)) is not None:
+        raise BadSchedule(why)
+    found = next_due(cron, tz_name, now)
+    if found is None:
+        raise BadSchedule(f"the cron expression {cron!r} never matches")
+    return found

@@ -162,6 +162,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
         secrets=secrets(parts.settings),
         default_timezone=parts.settings.default_timezone,
         max_tasks=parts.settings.user_max_tasks,
+        min_repeat_minutes=parts.settings.task_min_repeat_minutes,
         group_tasks=parts.settings.group_tasks,
     )
     return Ports(

@@ -23,7 +23,10 @@ SCHEDULE = RemoteTool(
         " kind 'reminder' sends `what` as it is at the time; kind 'agent' has you answer"
         " `what` at the time (a request such as 'the three top headlines about X')."
         " `when` is the first time in the person's own timezone: 'YYYY-MM-DD HH:MM',"
-        " 'tomorrow HH:MM', 'HH:MM' (the next one) or 'in 10m', 'in 2h', 'in 3d'."
+        " 'tomorrow HH:MM', 'HH:MM' (the next one) or 'in 10m', 'in 2h', 'in 3d'; the"
+        " same forms in Japanese, Chinese or Thai are understood ('明日 9:00', '10分後',"
+        " '明天 下午3點', 'พรุ่งนี้ 9:00'). Give an hour that could be morning or evening"
+        " as HH:MM on the 24-hour clock."
         " The person is shown the task with a button to cancel it. Returns the task's"
         " first time, or why it was not made."
     ),

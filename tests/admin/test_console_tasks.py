@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from gateway.app import PARTS
 from gateway.config import Settings
 from gateway.core.scheduled import NewTask
 from gateway.runtime.keys import TASKS
 from tests.console_support import sign_in
+from tests.fakes.line_api import QUOTA_PATH, USER_ID
 from tests.fakes.openai_server import FakeOpenAI
+from tests.line_support import line_rig
 from tests.telegram_harness import telegram_gateway
 
 
@@ -66,3 +71,64 @@ async def test_tasks_are_listed_with_their_runs_and_paused_resumed_and_cancelled
         assert await act("pause", ran.id, token="forged") == 403
         kept = await store.task_get(ran.id)
         assert kept is not None and kept.status == "active"
+
+
+async def test_a_reminder_on_a_cron_expression_is_added_from_the_console_and_checked(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    monday = datetime(2026, 12, 7, 14, 30, tzinfo=ZoneInfo("Asia/Tokyo")).timestamp()
+    async with telegram_gateway(make_settings, fake_llm, clock=lambda: monday) as gw:
+        store = gw.parts.store
+        csrf = await sign_in(gw.client)
+        page = await (await gw.client.get("/admin/tasks")).text()
+        assert 'action="/admin/tasks/add"' in page and '<option value="telegram">' in page
+
+        async def add(**fields: str) -> tuple[int, str]:
+            form = {"csrf": csrf, "channel": "telegram", "chat": "42", "text": "stand-up"}
+            response = await gw.client.post("/admin/tasks/add", data={**form, **fields})
+            return response.status, await response.text()
+
+        status, page = await add(cron="0 8 * * 1-5", timezone="Asia/Tokyo")
+        assert status == 200 and "task 1 added, first at 2026-12-08 08:00" in page
+        [task] = await store.tasks_list()
+        assert (task.repeat, task.cron, task.timezone, task.user_id) == (
+            "cron",
+            "0 8 * * 1-5",
+            "Asia/Tokyo",
+            None,
+        )
+        assert (
+            task.next_at == datetime(2026, 12, 8, 8, 0, tzinfo=ZoneInfo("Asia/Tokyo")).timestamp()
+        )
+
+        for fields, status_code, why in (
+            ({"cron": "*/5 * * * *"}, 400, "repeats after 5 minutes at times"),
+            ({"cron": "0 8 * *"}, 400, "5 fields"),
+            ({"cron": "0 8 * * 1", "timezone": "Mars/Olympus"}, 400, "unknown timezone"),
+            ({"cron": "0 8 * * 1", "channel": "line"}, 400, "Give a channel (telegram)"),
+            ({"cron": "0 8 * * 1", "text": " "}, 400, "the reminder&#39;s text"),
+            ({"cron": "0 8 * * 1", "csrf": "forged"}, 403, "security token"),
+        ):
+            status, page = await add(**fields)
+            assert status == status_code and why in page, (fields, page)
+        assert len(await store.tasks_list()) == 1  # nothing stored by a refusal
+
+
+async def test_a_console_task_on_line_past_the_months_push_quota_is_refused(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    monday = datetime(2026, 12, 7, 14, 30, tzinfo=ZoneInfo("Asia/Tokyo")).timestamp()
+    async with line_rig(make_settings, fake_llm, clock=lambda: monday) as rig:
+        csrf = await sign_in(rig.http)
+        rig.fake.quota_limit = 10  # a daily task needs the 24 08:00s left in December
+        form = {"csrf": csrf, "channel": "line", "chat": USER_ID, "text": "x", "cron": "0 8 * * *"}
+        response = await rig.http.post("/admin/tasks/add", data=form)
+        assert response.status == 409
+        assert "line&#39;s push messages for this month would run out: 10 are left" in (
+            await response.text()
+        )
+        assert await rig.http.app[PARTS].store.tasks_list() == []
+        rig.fake.quota_limit = 1000
+        rig.fake.fail_next(QUOTA_PATH, 500, "Internal server error")  # unread after a minute
+        response = await rig.http.post("/admin/tasks/add", data=form)
+        assert response.status == 200 and "task 1 added" in await response.text()

@@ -56,6 +56,7 @@ async def test_a_line_task_past_the_months_push_quota_is_refused(tmp_path: Path)
             "LINE_CHANNEL_SECRET": "test-line-channel-secret",
             "LINE_CHANNEL_ACCESS_TOKEN": fake.access_token,
             "LINE_API_BASE_URL": fake.base_url,
+            "SKILLGATE_TASK_MIN_REPEAT_MINUTES": "1",
         }
         add = ("tasks", "add", "line", USER_ID, "stretch", "--cron", "* * * * *")
         fake.quota_limit = 0
@@ -68,3 +69,34 @@ async def test_a_line_task_past_the_months_push_quota_is_refused(tmp_path: Path)
         fake.fail_next(QUOTA_PATH, 500, "Internal server error")
         code, out, err = await skillgate(*add, env=env)  # the quota unknown: allowed
         assert code == 0 and out.startswith("added #2 line:"), err
+
+
+async def test_a_cron_expression_repeating_sooner_than_allowed_is_refused(tmp_path: Path) -> None:
+    env = {"SKILLGATE_DATA_DIR": str(tmp_path)}  # the default: once an hour at most
+    add = ("tasks", "add", "telegram", "42", "x", "--cron")
+    for cron, gap in (("*/5 * * * *", "5 minutes"), ("0,30 8 * * *", "30 minutes")):
+        code, _, err = await skillgate(*add, cron, env=env)
+        assert code == 2 and f"repeats after {gap} at times" in err, err
+        assert "shortest repeat allowed is 60 minutes (SKILLGATE_TASK_MIN_REPEAT_MINUTES)" in err
+    async with SqliteStore(tmp_path / "skillgate.db") as store:
+        assert await store.tasks_list() == []
+    code, out, err = await skillgate(*add, "0 * * * *", env=env)  # hourly: allowed
+    assert code == 0 and out.startswith("added #1 telegram:42"), err
+    weekly = {**env, "SKILLGATE_TASK_MIN_REPEAT_MINUTES": "10080"}
+    code, _, err = await skillgate(*add, "0 8 * * 1-5", env=weekly)
+    assert code == 2 and "repeats after 1440 minutes at times" in err, err
+    code, _, err = await skillgate(
+        "tasks",
+        "add",
+        "telegram",
+        "42",
+        "x",
+        "--every",
+        "daily",
+        "--at",
+        "2099-01-01T09:00",
+        env=weekly,
+    )
+    assert code == 2 and "repeats after 1440 minutes" in err, err
+    code, out, err = await skillgate(*add, "0 8 * * 1", env=weekly)
+    assert code == 0 and out.startswith("added #2 telegram:42"), err

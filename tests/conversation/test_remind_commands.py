@@ -222,3 +222,29 @@ async def test_in_a_group_only_whom_the_rule_allows_sets_a_reminder(
     ) as chat:
         await chat.say("/remind in 10m tea", user=chat.other, group=True, addressed=False)
         assert chat.texts(GROUPS[name])[-1] == "Reminders and tasks are not set in groups here."
+
+
+async def test_a_repeat_sooner_than_the_shortest_allowed_is_refused_and_nothing_is_stored(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    async with running(
+        "line", make_settings, fake_llm, clock=lambda: NOW, task_min_repeat_minutes=10080
+    ) as chat:
+        await chat.say("/timezone Asia/Tokyo")
+        for asked in ("daily 08:00 stretch", "weekdays 08:00 stretch", "毎日 8:00 体操"):
+            await chat.say(f"/remind {asked}")
+            assert chat.texts()[-1] == (
+                "This would repeat too often: here a reminder or task repeats at most once"
+                " every 10080 minutes."
+            )
+        assert await chat.parts.store.tasks_of(chat.name, chat.user, chat.user) == []
+        await chat.say("/remind weekly tomorrow 08:00 stretch")  # a week apart: allowed
+        await chat.say("/remind in 10m tea")  # once: no repeat to bound
+        held = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
+        assert sorted(t.repeat for t in held) == ["once", "weekly"]
+        await chat.say("/language ja")
+        await chat.say("/remind 毎日 8:00 体操")
+        assert chat.texts()[-1] == (
+            "繰り返しの間隔が短すぎます。"
+            "ここでは、リマインダーやタスクの繰り返しは 10080 分に1回までです。"
+        )

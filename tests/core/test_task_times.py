@@ -8,7 +8,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.core.task_times import BadSchedule, cron_for, next_due, trigger, upcoming, zone
+from gateway.core.task_times import (
+    BadSchedule,
+    cron_for,
+    next_due,
+    shortest_gap,
+    too_often,
+    trigger,
+    upcoming,
+    zone,
+)
 
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -92,3 +101,41 @@ def test_an_unknown_timezone_says_what_is_expected() -> None:
         zone("Mars/Olympus")
     with pytest.raises(BadSchedule, match="unknown repeat"):
         cron_for("fortnightly", datetime(2026, 1, 1, tzinfo=NEW_YORK))
+
+
+MONDAY = datetime(2026, 12, 7, 0, 0, tzinfo=ZoneInfo("UTC")).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("cron", "minutes"),
+    [
+        ("*/5 * * * *", 5),
+        ("0 * * * *", 60),
+        ("0,45 8 * * *", 45),  # 08:00 to 08:45; then 23 h 15 min to the next day's 08:00
+        ("0 8 * * *", 1440),
+        ("0 8 * * 1-5", 1440),  # Monday to Tuesday; Friday to Monday is longer
+        ("0 8 * * 1", 10080),
+        ("0 0 1,2 * *", 1440),
+        ("0 9 31 * *", 31 * 1440),  # 31 January to 31 March is longer; December to January
+        ("0 9 24 12 *", None),  # once a year: no second time within the year looked at
+    ],
+)
+def test_the_shortest_gap_of_a_rule_over_the_coming_year(cron: str, minutes: int | None) -> None:
+    gap = shortest_gap(cron, MONDAY)
+    assert (None if gap is None else gap / 60) == minutes
+
+
+def test_a_daily_rule_is_a_day_apart_on_the_wall_clock_across_daylight_saving() -> None:
+    before_spring = datetime(2026, 3, 1, tzinfo=NEW_YORK).timestamp()
+    assert shortest_gap("30 2 * * *", before_spring) == 86400  # not the 23 h of 8 March
+    assert too_often("30 2 * * *", before_spring, 1440) is None
+
+
+def test_a_rule_repeating_sooner_than_allowed_says_its_gap_and_the_setting() -> None:
+    assert too_often("0 * * * *", MONDAY, 60) is None
+    assert too_often("*/10 * * * *", MONDAY, 60) == (
+        "'*/10 * * * *' repeats after 10 minutes at times; the shortest repeat allowed is"
+        " 60 minutes (SKILLGATE_TASK_MIN_REPEAT_MINUTES)"
+    )
+    assert too_often("0 8 * * 1-5", MONDAY, 10080) is not None
+    assert too_often("0 8 * * 1", MONDAY, 10080) is None

@@ -173,6 +173,8 @@ async def test_a_reminder_made_by_the_tool_says_its_text_and_is_cancelled_with_i
         ({"when": "in 10m", "what": ""}, "`what` must be 1 to 2000 characters"),
         ({"when": "in 10m", "what": "tea", "repeat": "hourly"}, "repeat is one of once"),
         ({"when": "in 10m", "what": "tea", "kind": "script"}, "kind is 'reminder' or 'agent'"),
+        ({"when": "3時", "what": "tea"}, "could be morning or evening"),
+        ({"when": "明日 9:00 お茶", "what": "お茶"}, "`when` is not understood"),  # time alone
     ],
 )
 async def test_a_call_that_cannot_be_made_is_refused_with_why_and_makes_nothing(
@@ -189,6 +191,53 @@ async def test_a_call_that_cannot_be_made_is_refused_with_why_and_makes_nothing(
         why.startswith(("`what`", "repeat", "kind"))
     )
     assert await chat.parts.store.tasks_of(chat.name, chat.user, chat.user) == []
+
+
+@pytest.mark.parametrize(
+    ("when", "repeat", "first"),
+    [
+        ("明日の午後3時", "once", "2026-12-08 15:00"),
+        ("毎日 8:00", "daily", "2026-12-08 08:00"),
+        ("8:00", "weekdays", "2026-12-08 08:00"),
+        ("明天 上午9點", "once", "2026-12-08 09:00"),
+        ("พรุ่งนี้ 9 โมง", "once", "2026-12-08 09:00"),
+    ],
+)
+async def test_when_in_the_persons_own_language_is_understood(
+    chat: Driver, fake_llm: FakeOpenAI, when: str, repeat: str, first: str
+) -> None:
+    await chat.say("/timezone Asia/Tokyo")
+    fake_llm.tool_call("schedule", when=when, what="PM review", repeat=repeat)
+    fake_llm.reply("OK.")
+    await chat.say("remind me")
+    [task] = await chat.parts.store.tasks_of(chat.name, chat.user, chat.user)
+    # `what` is kept whole: "PM" is not read as a part of the day.
+    assert (task.text, task.repeat, task.next_at) == ("PM review", repeat, at(first))
+
+
+async def test_a_repeat_sooner_than_the_shortest_allowed_is_refused_with_why(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path, clock: Clock
+) -> None:
+    path = tools_file(tmp_path, schedule={})
+    async with running(
+        "telegram",
+        make_settings,
+        fake_llm,
+        clock=clock,
+        tools_file=path,
+        task_min_repeat_minutes=2880,
+    ) as chat:
+        fake_llm.tool_call("schedule", when="tomorrow 08:00", what="tea", repeat="weekdays")
+        fake_llm.reply("That is too often here.")
+        await chat.say("remind me every weekday at 8 about tea")
+        assert chat.texts()[-1] == "That is too often here."
+        trace = await last_trace(chat.parts.store)
+        [call] = trace.tool_calls
+        assert call.status == "refused"
+        assert "repeats after 1440 minutes at times; the shortest repeat allowed is 2880" in (
+            call.detail or ""
+        )
+        assert await chat.parts.store.tasks_of(chat.name, chat.user, chat.user) == []
 
 
 async def agent_task_in_2h(chat: Driver, fake_llm: FakeOpenAI) -> float:
