@@ -322,3 +322,32 @@ async def test_a_forget_cut_short_before_its_withdrawal_is_finished_by_the_next_
     assert p is not None and (p.status, p.reason) == ("stale", WITHDRAWN_REASON)
     assert traces_of(await every_row(any_store), "41", words) == []
     assert await review.withdraw_orphans() == []
+
+
+async def test_serve_without_retention_finishes_a_forget_cut_short_as_it_starts(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    assert settings.retention_days == 0
+    settings.data_dir.mkdir(parents=True)
+    words = "zebra marmalade"
+    async with SqliteStore(settings.db_path) as offline:
+        forgotten = await private_chat(offline, "51", time.time() - DAY, f"the {words} plan")
+        review = Reviewer(SkillLibrary(settings.skills_dir), offline)
+        made = await review.submit(
+            Candidate(
+                kind="create",
+                name="zebra-tips",
+                description=f"Mention {words}.",
+                content=f"---\nname: zebra-tips\ndescription: Mention {words}.\n---\n\n{words}.\n",
+                content_hash="hash-zebra",
+                based_on=[forgotten],
+                generated_at=time.time(),
+            )
+        )
+        await forget(offline, "telegram", "51")  # and the process ends before withdrawing
+    async with gateway(settings) as gw:
+        p = await gw.parts.store.get_proposal(made.id)
+        assert p is not None and (p.status, p.reason) == ("stale", WITHDRAWN_REASON)
+        assert words not in json.dumps(p.model_dump(), default=str)
+        assert not (settings.skills_dir / "zebra-tips" / PROPOSED_FILE).exists()
