@@ -11,7 +11,9 @@ It listens on no TCP port: on a unix domain socket (llama.cpp's server takes a h
 no other user's process can bind the path first, nor take it while the child is dead or
 restarting, nor connect to it. The gateway removes a socket file left there before each start;
 each start counts only once `/health` answers on it from the child itself (the peer's pid,
-`SO_PEERCRED`), and every model call goes there (`LLM_UNIX_SOCKET`), never over TCP.
+`SO_PEERCRED`), and every model call goes there (`LLM_UNIX_SOCKET`), never over TCP, each
+connection checked the same way against the child serving now (`runtime/own_server.py`):
+a process that bound the path while the child was dead or restarting is sent nothing.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Purged:
     sessions: int = 0
     messages: int = 0
     withdrawn: tuple[int, ...] = ()
-    """Pending proposals withdrawn because every session they were made from is gone."""
+    """Pending proposals withdrawn because their evidence is gone (`Reviewer.withdraw_orphans`)."""
 
 
 async def purge_old(
