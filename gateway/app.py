@@ -278,9 +278,15 @@ def build_app(
                 )
             if settings.retention_days > 0:
                 retention = RetentionSchedule(
-                    parts.store, settings.retention_days, media=settings.media_dir
+                    parts.store,
+                    settings.retention_days,
+                    media=settings.media_dir,
+                    review=parts.review,
                 )
-                retention.start()
+                retention.start()  # its first pass, now, withdraws what the next line would
+            elif withdrawn := await parts.review.withdraw_orphans():
+                # A /forget that a crash stopped before its proposals were withdrawn.
+                log.warning("withdrew pending proposal(s) %s made from deleted sessions", withdrawn)
             log.info(
                 "skillgate %s ready: channels=%s model=%s",
                 __version__,

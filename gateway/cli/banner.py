@@ -36,7 +36,8 @@ def next_steps(settings: Settings, host: str, port: int, *, on_board: bool = Fal
             f"model: {settings.llm_model} on this machine ({TRYING}); {init} sets up a real one"
         )
     elif settings.model_configured:
-        lines.append(f"model: {settings.llm_model} at {settings.llm_base_url}")
+        via = f" through {settings.llm_unix_socket}" if settings.llm_unix_socket else ""
+        lines.append(f"model: {settings.llm_model} at {settings.llm_base_url}{via}")
     else:
         lines.append(
             f"no model configured: every answer says so; `./scripts/serve` starts the on-board"

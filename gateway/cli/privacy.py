@@ -72,10 +72,23 @@ async def run_retention(settings: Settings) -> int:
     if settings.retention_days <= 0:
         print("SKILLGATE_RETENTION_DAYS is not set: conversations are kept")
         return 0
-    async with store_for(settings) as store:
-        purged = await purge_old(store, settings.retention_days)
+    # The gateway's parts, as for forget: a pending proposal whose every session goes is
+    # withdrawn, and the admins' cards say so.
+    parts = await open_parts(settings)
+    try:
+        async with chat_cards(parts):
+            purged = await purge_old(
+                parts.store, settings.retention_days, media=settings.media_dir, review=parts.review
+            )
+    finally:
+        await close_parts(parts)
     print(
         f"deleted {purged.sessions} session(s) with {purged.messages} message(s)"
         f" older than {settings.retention_days} day(s)"
     )
+    if purged.withdrawn:
+        print(
+            f"withdrew {len(purged.withdrawn)} pending proposal(s) whose every source session"
+            " is deleted"
+        )
     return 0

@@ -47,9 +47,15 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     """`POST {base_url}/embeddings` with the official client, cached per text."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        unix_socket: str | None = None,
     ) -> None:
-        super().__init__(base_url, model, api_key, timeout=timeout)
+        super().__init__(base_url, model, api_key, timeout=timeout, unix_socket=unix_socket)
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -171,8 +171,11 @@ class OpenAIChat:
         json_memory: JsonModeMemory | None = None,
         stream_seconds: float = 300.0,
         stream_bytes: int = 8 * 1024 * 1024,
+        unix_socket: str | None = None,
     ) -> None:
         self.base_url = base_url
+        self.unix_socket = unix_socket
+        """The server's unix domain socket: every connection goes there, none over TCP."""
         self.model: str | None = model
         self._api_key = api_key
         self._timeout = timeout
@@ -202,7 +205,9 @@ class OpenAIChat:
         if self._http is None:
             # Our own deadlines (first token, idle) come first; this one bounds /models.
             timeout = max(self._timeout, self._idle) + 1.0
-            self._http = ModelHTTP(self.base_url, self._api_key, timeout=timeout)
+            self._http = ModelHTTP(
+                self.base_url, self._api_key, timeout=timeout, unix_socket=self.unix_socket
+            )
         return self._http
 
     def _secrets(self) -> tuple[str, ...]:

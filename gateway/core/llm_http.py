@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from gateway.core.unix_sockets import OWN_SERVERS
+
 if TYPE_CHECKING:
     import ssl
 
@@ -98,8 +100,17 @@ def tls() -> ssl.SSLContext:
 class ModelHTTP:
     """One OpenAI-compatible `/v1`: the lean chat POST, and the openai client on the same pool."""
 
-    def __init__(self, base_url: str, api_key: str | None, *, timeout: float) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        unix_socket: str | None = None,
+    ) -> None:
         self.base_url = base_url
+        self.unix_socket = unix_socket
+        """Where every connection goes instead of the URL's host and port (no proxy then)."""
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json", "Accept": "*/*"}
         if api_key:
@@ -120,14 +131,21 @@ class ModelHTTP:
             import httpx  # here, not at start-up: it is made for the first answer
             from httpx_aiohttp import AiohttpTransport
 
-            # A proxy named in the environment is honoured, as the openai client does.
+            # A proxy named in the environment is honoured, as the openai client does; a
+            # server on a unix socket is this machine's, never behind one.
             parts = urllib.parse.urlsplit(self._url)
             found = urllib.request.getproxies().get(parts.scheme)
-            bypass = urllib.request.proxy_bypass(parts.hostname or "")
+            bypass = self.unix_socket is not None or urllib.request.proxy_bypass(
+                parts.hostname or ""
+            )
             self._proxy = found if found and not bypass else None
             proxy = httpx.Proxy(self._proxy) if self._proxy else None
             limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100)
-            transport = AiohttpTransport(limits=limits, proxy=proxy, verify=tls())
+            # On a unix socket our own child serves, each connection's peer is checked.
+            own = OWN_SERVERS.get(self.unix_socket) if self.unix_socket else None
+            transport = AiohttpTransport(
+                limits=limits, proxy=proxy, verify=tls(), uds=self.unix_socket, client=own
+            )
             # Made now rather than on the transport's first request, so both share it.
             transport.client = self._session = transport.get_client()
             self._transport = transport

@@ -25,11 +25,25 @@ def uses_openai(*endpoints: object) -> bool:
 
 
 def openai_client(
-    base_url: str, api_key: str | None, *, timeout: float, max_retries: int = 0
+    base_url: str,
+    api_key: str | None,
+    *,
+    timeout: float,
+    max_retries: int = 0,
+    unix_socket: str | None = None,
 ) -> AsyncOpenAI:
-    """An async client for an OpenAI-compatible `/v1` on aiohttp."""
+    """An async client for an OpenAI-compatible `/v1` on aiohttp (through `unix_socket`, the
+    server's unix domain socket, when given)."""
     from openai import AsyncOpenAI, DefaultAioHttpClient
 
+    http_client = DefaultAioHttpClient()
+    if unix_socket is not None:
+        from httpx_aiohttp import AiohttpTransport
+
+        from gateway.core.unix_sockets import OWN_SERVERS
+
+        own = OWN_SERVERS.get(unix_socket)  # our own child's: each connection's peer checked
+        http_client = DefaultAioHttpClient(transport=AiohttpTransport(uds=unix_socket, client=own))
     # Local servers (Ollama, llama.cpp, whisper.cpp) need no key, but the client insists on one.
     # The aiohttp backend: httpx's pool costs more CPU per request under load.
     return AsyncOpenAI(
@@ -37,7 +51,7 @@ def openai_client(
         api_key=api_key or "not-needed",
         timeout=timeout,
         max_retries=max_retries,
-        http_client=DefaultAioHttpClient(),
+        http_client=http_client,
     )
 
 
@@ -45,9 +59,16 @@ class OpenAIEndpoint:
     """One model at an OpenAI-compatible endpoint: its client is made on first use."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        unix_socket: str | None = None,
     ) -> None:
         self.base_url = base_url
+        self.unix_socket = unix_socket
         self.model = model
         self._api_key = api_key
         self._timeout = timeout
@@ -61,7 +82,11 @@ class OpenAIEndpoint:
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
             self._client = openai_client(
-                self.base_url, self._api_key, timeout=self._timeout, max_retries=1
+                self.base_url,
+                self._api_key,
+                timeout=self._timeout,
+                max_retries=1,
+                unix_socket=self.unix_socket,
             )
         return self._client
 

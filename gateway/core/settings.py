@@ -76,6 +76,10 @@ class ModelSettings(Section):
     # A model on this machine, for trying: a GGUF path or `smollm2` (the bundled SmolLM2);
     # serve and chat start llama.cpp's server for it and point the client there.
     llm_local_model: str | None = Field(None, validation_alias="LLM_LOCAL_MODEL")
+    # The model's server on a unix domain socket (llama.cpp's `--host PATH.sock`): every call
+    # to LLM_BASE_URL goes through it, no TCP port, and the URL's host is only a name. The
+    # on-board model sets it for its own server.
+    llm_unix_socket: str | None = Field(None, validation_alias="LLM_UNIX_SOCKET")
     # With no model configured (no LLM_BASE_URL, no LLM_LOCAL_MODEL), serve, chat and
     # synthesize answer with the on-board model when it is installed (`./scripts/serve`
     # installs it); false: they say that no model is configured.
@@ -114,6 +118,7 @@ class ModelSettings(Section):
         "llm_api_key",
         "llm_model",
         "llm_local_model",
+        "llm_unix_socket",
         "llm_context_tokens",
         "llm_embedding_model",
         "llm_same_claim_model",
@@ -147,6 +152,17 @@ class ModelSettings(Section):
                 " LLM_LOCAL_MODEL to use the server at LLM_BASE_URL"
             )
         return self
+
+    @field_validator("llm_unix_socket")
+    @classmethod
+    def _socket_path(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError(f"{value!r}: the absolute path of the model server's unix socket")
+        return value
+
+    def socket_for(self, url: str | None) -> str | None:
+        """LLM_UNIX_SOCKET for a call to the model's own server (LLM_BASE_URL), else None."""
+        return self.llm_unix_socket if url is not None and url == self.llm_base_url else None
 
     @property
     def model_configured(self) -> bool:

@@ -84,8 +84,9 @@ class OpenAISpeaker(OpenAIEndpoint):
         *,
         timeout: float = 30.0,
         max_bytes: int = 5 * 1024 * 1024,
+        unix_socket: str | None = None,
     ) -> None:
-        super().__init__(base_url, model, api_key, timeout=timeout)
+        super().__init__(base_url, model, api_key, timeout=timeout, unix_socket=unix_socket)
         self.max_bytes = max_bytes
 
     async def speak(self, text: str, voice: str, audio_format: AudioFormat) -> Speech:

@@ -248,7 +248,12 @@ async def _calibrated(
         return Check(label, "ok", f"{name}: declared trusted, not calibrated")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     llm = OpenAIChat(
-        settings.llm_base_url, name, key, timeout=settings.llm_timeout_seconds, max_retries=0
+        settings.llm_base_url,
+        name,
+        key,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=0,
+        unix_socket=settings.llm_unix_socket,
     )
     store = store_for(settings) if settings.data_dir.is_dir() else None
     try:

@@ -8,7 +8,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from gateway.core.ports import SkillFiles
-from gateway.core.records import SkillRecord
+from gateway.core.records import DeletedSession, SkillRecord
 from gateway.review.cards import ReplacedVersions
 from gateway.review.proposals import Candidate, Proposal, Rejection
 from gateway.review.trials import TrialPair
@@ -62,6 +62,8 @@ class ReviewStore(SkillFiles, PendingProposals, ReplacedVersions, Protocol):
     ) -> None: ...
 
     async def set_rejection_reason(self, proposal_id: int, reason: str | None) -> bool: ...
+
+    async def deleted_sessions(self, ids: Sequence[int]) -> dict[int, DeletedSession]: ...
 
     async def reopen_proposal(
         self, proposal_id: int, by: str, at: float, reason: str | None

@@ -46,6 +46,12 @@ WITHDRAWN_REASON = (
 WITHDRAWN_TEXT = "[removed: made from a conversation whose user asked for their data to be deleted]"
 """What a withdrawn proposal's description and content become: the decision is kept, not the
 words it was made of."""
+EXPIRED_REASON = (
+    "withdrawn: every conversation it was made from was deleted by retention"
+    " (SKILLGATE_RETENTION_DAYS)"
+)
+EXPIRED_TEXT = "[removed: made from conversations deleted by retention]"
+"""What the words of a proposal withdrawn by retention become."""
 WITHDRAWER = "privacy"
 """Who a withdrawal is recorded as decided by."""
 RETIRED = "retired"
@@ -287,23 +293,51 @@ class Reviewer:
         return await self._decided("rejected", rejected)
 
     async def withdraw_evidence(self, session_ids: Sequence[int]) -> list[int]:
-        """Withdraw the pending proposals made from these (deleted) sessions: marked stale with
-        the reason, their words replaced by WITHDRAWN_TEXT (in repeat notices too), their
-        staged files removed, their cards updated. Decided ones and live skills keep their
-        text: that is their provenance (docs/SECURITY.md)."""
+        """Withdraw the pending proposals made from these sessions, just deleted at a user's
+        request (/forget): marked stale with the reason, their words replaced by
+        WITHDRAWN_TEXT (in repeat notices too) and their trial's pairs deleted, their staged
+        files removed, their cards updated. Decided ones and live skills keep their text:
+        that is their provenance (docs/SECURITY.md)."""
         gone = set(session_ids)
+        pending = await self.store.pending_proposals()
+        found = [p for p in pending if gone.intersection(p.based_on)]
+        return await self._withdraw(found, WITHDRAWN_REASON, WITHDRAWN_TEXT)
+
+    async def withdraw_orphans(self) -> list[int]:
+        """Withdraw, as `withdraw_evidence` does, the pending proposals whose evidence is gone:
+        one made from a session deleted at a user's request (a withdrawal a crash cut short),
+        and one every session of which retention deleted (SKILLGATE_RETENTION_DAYS), whose
+        words would otherwise outlive all it was made from until an admin decided it.
+        Proposals made from no session (imported ones) are not touched."""
+        pending = [p for p in await self.store.pending_proposals() if p.based_on]
+        if not pending:
+            return []
+        deleted = await self.store.deleted_sessions(
+            sorted({s for p in pending for s in p.based_on})
+        )
+        forgotten, expired = [], []
+        for p in pending:
+            reasons = {deleted[s].reason for s in p.based_on if s in deleted}
+            if "forget" in reasons:
+                forgotten.append(p)
+            elif all(s in deleted for s in p.based_on):
+                expired.append(p)
+        return [
+            *await self._withdraw(forgotten, WITHDRAWN_REASON, WITHDRAWN_TEXT),
+            *await self._withdraw(expired, EXPIRED_REASON, EXPIRED_TEXT),
+        ]
+
+    async def _withdraw(self, found: Sequence[Proposal], reason: str, text: str) -> list[int]:
         withdrawn = []
-        for p in await self.store.pending_proposals():
-            if not gone.intersection(p.based_on):
-                continue
+        for p in found:
             if not await self.store.transition(
                 p.id,
                 from_status="pending",
                 to_status="stale",
                 by=WITHDRAWER,
                 at=self.clock(),
-                reason=WITHDRAWN_REASON,
-                redacted=WITHDRAWN_TEXT,
+                reason=reason,
+                redacted=text,
             ):
                 continue  # decided meanwhile
             self._discard(p)

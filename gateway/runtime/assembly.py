@@ -340,6 +340,7 @@ def chat_client(
         json_memory=json_memory,
         stream_seconds=model.llm_stream_max_seconds,
         stream_bytes=model.llm_stream_max_bytes,
+        unix_socket=model.socket_for(url),
     )
 
 
@@ -354,6 +355,7 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
         settings.stt_model,
         key,
         timeout=settings.stt_timeout_seconds,
+        unix_socket=settings.socket_for(base),
     )
 
 
@@ -369,6 +371,7 @@ def make_speaker(settings: Settings) -> OpenAISpeaker | None:
         key,
         timeout=settings.tts_timeout_seconds,
         max_bytes=settings.tts_max_bytes,
+        unix_socket=settings.socket_for(base),
     )
 
 
@@ -395,6 +398,7 @@ def make_embedder(model: ModelSettings) -> Embedder | None:
         model.llm_embedding_model,
         model.llm_key,
         timeout=model.llm_timeout_seconds,
+        unix_socket=model.llm_unix_socket,
     )
 
 

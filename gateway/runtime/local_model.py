@@ -1,34 +1,46 @@
 """LLM_LOCAL_MODEL: llama.cpp's server (the xllamacpp wheel) as a child this process owns.
 
-`serve`, `chat`, `synthesize` and `init` start it on a free loopback port, point the
-client at it and stop it when they end. The server runs in a child process, so a crash in
-native code cannot take the gateway with it; the child also ends by itself when its stdin
-closes, which is when its parent is gone, however that happened. A child that dies is
-started again on the same port (`ModelProcess`), with backoff, a bounded number of times.
+`serve`, `chat`, `synthesize` and `init` start it, point the client at it and stop it when
+they end. The server runs in a child process, so a crash in native code cannot take the
+gateway with it; the child also ends by itself when its stdin closes, which is when its
+parent is gone, however that happened. A child that dies is started again (`ModelProcess`),
+with backoff, a bounded number of times.
+
+It listens on no TCP port: on a unix domain socket (llama.cpp's server takes a host ending in
+`.sock` as one) in a directory made for it with mode 0700, which no other user can enter, so
+no other user's process can bind the path first, nor take it while the child is dead or
+restarting, nor connect to it. The gateway removes a socket file left there before each start;
+each start counts only once `/health` answers on it from the child itself (the peer's pid,
+`SO_PEERCRED`), and every model call goes there (`LLM_UNIX_SOCKET`), never over TCP, each
+connection checked the same way against the child serving now (`runtime/own_server.py`):
+a process that bound the path while the child was dead or restarting is sent nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-from urllib.parse import urlsplit
 
 from gateway.config import Settings
+from gateway.core.unix_sockets import OWN_SERVERS
 from gateway.errors import ConfigError
+from gateway.runtime.own_server import own_session, peer_pid
 
 log = logging.getLogger("gateway.model")
 
@@ -100,18 +112,70 @@ def context_of(settings: Settings) -> int:
     return settings.llm_context_tokens or DEFAULT_CONTEXT
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+HOST = "on-board-model.invalid"
+"""The base URL's host: only a name, since every connection goes to the unix socket. A
+reserved name that never resolves, so a call that missed the socket would fail, not go
+elsewhere."""
+SOCKET = "model.sock"
 
 
-def _healthy(base: str) -> bool:
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix domain socket; `peer` is the answering process's pid."""
+
+    def __init__(self, path: Path, timeout: float = 2.0) -> None:
+        super().__init__(HOST, timeout=timeout)
+        self.unix_path = path
+        self.peer: int | None = None
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(str(self.unix_path))
+            self.peer = peer_pid(sock)  # the process listening there, as the kernel says
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _health(path: Path) -> tuple[bool, int | None]:
+    """Whether `/health` answers "ok" on the socket, and the pid of the process answering."""
+    conn = UnixHTTPConnection(path)
     try:
-        with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
-            return bool(json.loads(resp.read()).get("status") == "ok")
-    except (OSError, ValueError):
-        return False
+        conn.request("GET", "/health")
+        resp = conn.getresponse()
+        ok = resp.status == 200 and json.loads(resp.read(4096)).get("status") == "ok"
+        return bool(ok), conn.peer
+    except (OSError, ValueError, http.client.HTTPException):
+        return False, None
+    finally:
+        conn.close()
+
+
+def private_dir() -> Path:
+    """A new directory for the socket, mode 0700 (`mkdtemp`): only this user enters it. In
+    the system's temporary directory: a socket's path is limited to 107 bytes, which a data
+    dir's can pass."""
+    return Path(tempfile.mkdtemp(prefix="skillgate-model-"))
+
+
+def _still_private(home: Path) -> None:
+    """ConfigError unless `home` is still a directory of this user's that no one else may
+    enter (checked before each start: the socket's safety is the directory's)."""
+    try:
+        seen = os.lstat(home)
+    except OSError as exc:
+        raise ConfigError(f"LLM_LOCAL_MODEL: the model's socket directory {home}: {exc}") from exc
+    if (
+        not stat.S_ISDIR(seen.st_mode)
+        or seen.st_uid != os.getuid()
+        or stat.S_IMODE(seen.st_mode) & 0o077
+    ):
+        raise ConfigError(
+            f"LLM_LOCAL_MODEL: the model's socket directory {home} is no longer private"
+            " (this user's, mode 0700): the model is not started there"
+        )
 
 
 @contextlib.contextmanager
@@ -132,17 +196,24 @@ def supervised_model(
         return
     if not server_installed():
         raise ConfigError(f"LLM_LOCAL_MODEL needs llama.cpp's server: {INSTALL}")
-    path, name, port = model_file(choice), model_name(choice), _free_port()
+    path, name = model_file(choice), model_name(choice)
     threads = str(min(4, os.cpu_count() or 1))
     context = context_of(settings)
-    args = [str(port), str(path), name, str(context), threads]
-    base = f"http://127.0.0.1:{port}"
+    home = private_dir()
+    sock = home / SOCKET
+    args = [str(sock), str(path), name, str(context), threads]
     command = [sys.executable, "-m", "gateway.runtime.local_model", *args]
-    process = ModelProcess(command, base, f"llama.cpp's server for {path}", timeout=timeout)
-    process.start()
+    process = ModelProcess(command, sock, f"llama.cpp's server for {path}", timeout=timeout)
+    # Every connection to it, by any of the gateway's clients, checked against the child.
+    OWN_SERVERS[str(sock)] = lambda: own_session(str(sock), process.serving)
     try:
+        process.start()
         process.watch()
-        started: dict[str, object] = {"llm_base_url": f"{base}/v1", "llm_model": name}
+        started: dict[str, object] = {
+            "llm_base_url": f"http://{HOST}/v1",
+            "llm_unix_socket": str(sock),
+            "llm_model": name,
+        }
         if "llm_max_tokens" not in settings.model_fields_set:
             # A tiny model rambles, and on a CPU every token costs: shorter by default.
             started["llm_max_tokens"] = LOCAL_MAX_TOKENS
@@ -150,6 +221,8 @@ def supervised_model(
         yield settings.model_copy(update={**started, "llm_context_tokens": context}), process
     finally:
         process.stop()
+        OWN_SERVERS.pop(str(sock), None)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 class ModelProcess:
@@ -160,7 +233,7 @@ class ModelProcess:
     def __init__(
         self,
         command: list[str],
-        base: str,
+        sock: Path,
         what: str,
         *,
         timeout: float = START_SECONDS,
@@ -168,7 +241,7 @@ class ModelProcess:
         window: float = RESTART_WINDOW,
         backoff: float = 1.0,
     ) -> None:
-        self.command, self.base, self.what, self.timeout = command, base, what, timeout
+        self.command, self.sock, self.what, self.timeout = command, sock, what, timeout
         self.restarts, self.window, self.backoff = restarts, window, backoff
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarted: list[float] = []
@@ -187,10 +260,21 @@ class ModelProcess:
         alive = self.proc is not None and self.proc.poll() is None
         return "running" if alive and not self._starting else "starting"
 
+    def serving(self) -> int | None:
+        """The pid of the child that serves now (None while it is dead or starting)."""
+        proc = self.proc
+        if proc is None or self._starting or proc.poll() is not None:
+            return None
+        return proc.pid
+
     def start(self) -> None:
         """Start the child and wait until it answers; ConfigError with its last words if not."""
         if self._said is not None:
             self._said.close()
+        _still_private(self.sock.parent)
+        # A socket file left by the child before (dead, or killed): only this user can have
+        # put anything there, and the new child binds the path afresh.
+        self.sock.unlink(missing_ok=True)
         # Its log goes to a file, not a pipe: a pipe nobody reads would stall it when full.
         self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the next start or stop)
         self.proc = subprocess.Popen(
@@ -198,7 +282,7 @@ class ModelProcess:
         )
         self._starting = True
         try:
-            _wait_healthy(self.proc, self.base, self.what, self._said, self.timeout, self._stopping)
+            _wait_healthy(self.proc, self.sock, self.what, self._said, self.timeout, self._stopping)
         except ConfigError:
             _stop(self.proc)
             raise
@@ -254,53 +338,30 @@ class ModelProcess:
             self._said.close()
 
 
-def listens(pid: int, port: int) -> bool:
-    """Whether the process `pid` (or one of its own children) is what listens on `port`.
-
-    Nothing else can listen on a loopback port that one process holds, so the answer on it
-    is that process's; a local process that took the port first (the child binds it only
-    once the model has loaded) answers there, and is never taken for the model."""
-    import psutil
-
-    try:
-        child = psutil.Process(pid)
-        family = [child, *child.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return False
-    for member in family:
-        try:
-            sockets = member.net_connections(kind="tcp")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if any(
-            s.status == psutil.CONN_LISTEN and s.laddr and s.laddr.port == port for s in sockets
-        ):
-            return True
-    return False
-
-
 def _wait_healthy(
     proc: subprocess.Popen[bytes],
-    base: str,
+    sock: Path,
     what: str,
     said: IO[bytes],
     timeout: float,
     stopping: threading.Event | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
-    port = urlsplit(base).port
-    assert port is not None
-    squatter = False
-    while not (answered := _healthy(base)) or not listens(proc.pid, port):
-        squatter = squatter or answered
+    while True:
+        ok, peer = _health(sock)
+        if ok and peer in (proc.pid, None):  # None: a platform that does not say
+            return
+        if ok:
+            # Not the child: a process (of this user's: no other may enter the directory)
+            # bound the path after the old file was removed. Never taken for the model.
+            _stop(proc)
+            raise ConfigError(
+                f"LLM_LOCAL_MODEL: another process (pid {peer}) answered on the {what}'s"
+                f" socket {sock}: the model is not used there"
+            )
         if stopping is not None and stopping.is_set():
             raise ConfigError(f"LLM_LOCAL_MODEL: {what} was stopped while it loaded")
         if proc.poll() is not None:
-            if squatter:
-                raise ConfigError(
-                    f"LLM_LOCAL_MODEL: another process answered on the {what}'s port {port}"
-                    f" and the {what} exited ({proc.returncode}): the model is not used there"
-                )
             said.seek(0)
             last = said.read().decode(errors="replace").strip().splitlines()[-1:] or ["-"]
             raise ConfigError(f"LLM_LOCAL_MODEL: {what} exited ({proc.returncode}): {last[0]}")
@@ -319,17 +380,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _serve(port: int, path: str, name: str, context: int, threads: int) -> None:
-    """The child: llama.cpp's server on loopback until stdin closes."""
+def _serve(sock: str, path: str, name: str, context: int, threads: int) -> None:
+    """The child: llama.cpp's server on the unix socket `sock` until stdin closes."""
     import xllamacpp
 
     # Ctrl-C reaches the whole process group: the parent decides when this one ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.umask(0o077)  # the socket file is this user's alone, inside a directory that is too
     params = xllamacpp.CommonParams()
     params.model.path = path
     params.model_alias = {name}
-    params.hostnames = ["127.0.0.1"]
-    params.port = port
+    params.hostnames = [sock]  # a host ending in `.sock` is a unix socket to llama.cpp
+    params.port = 0
     params.n_ctx = context
     params.use_jinja = True
     params.warmup = False
@@ -348,5 +410,5 @@ def _serve(port: int, path: str, name: str, context: int, threads: int) -> None:
 
 
 if __name__ == "__main__":
-    port, path, name, context, threads = sys.argv[1:6]
-    _serve(int(port), path, name, int(context), int(threads))
+    sock, path, name, context, threads = sys.argv[1:6]
+    _serve(sock, path, name, int(context), int(threads))

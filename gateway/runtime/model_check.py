@@ -23,6 +23,7 @@ def _client(settings: Settings) -> OpenAIChat:
         key,
         timeout=settings.llm_timeout_seconds,
         max_retries=0,
+        unix_socket=settings.llm_unix_socket,
     )
 
 

@@ -4,7 +4,10 @@ Messages, traces, ratings and delivery records go with their session; the sessio
 stays in `deleted_sessions`, so proposals and decisions keep their provenance and the
 console shows those sessions as deleted. Daily quota counts and processed stored updates
 older than that go too, and so do the notes on a deleted chat's files (`MEDIA_META`) and the
-platform's language of a user with no conversation left; SQLite's log is checkpointed after.
+platform's language of a user with no conversation left. A pending proposal every session of
+which is now deleted is withdrawn (`Reviewer.withdraw_orphans`: its words and its trial's
+pairs go, its staged file too, and the admins' cards say why). SQLite's log is checkpointed
+after.
 """
 
 from __future__ import annotations
@@ -32,18 +35,31 @@ class RetentionStore(Checkpoint, Protocol):
     async def inbox_prune(self, older_than: float) -> int: ...
 
 
+class Orphans(Protocol):
+    """Withdrawing pending proposals whose evidence is gone (`Reviewer`)."""
+
+    async def withdraw_orphans(self) -> list[int]: ...
+
+
 @dataclass(frozen=True)
 class Purged:
     sessions: int = 0
     messages: int = 0
+    withdrawn: tuple[int, ...] = ()
+    """Pending proposals withdrawn because their evidence is gone (`Reviewer.withdraw_orphans`)."""
 
 
 async def purge_old(
-    store: RetentionStore, days: int, now: float | None = None, media: Path | None = None
+    store: RetentionStore,
+    days: int,
+    now: float | None = None,
+    media: Path | None = None,
+    review: Orphans | None = None,
 ) -> Purged:
     """Delete what is older than `days` (in batches, each its own transaction); 0 keeps all.
 
     `media`: the dir of kept downloads (SKILLGATE_KEEP_MEDIA), whose files go with them.
+    `review`: where the pending proposals left without evidence are withdrawn.
     """
     if days <= 0:
         return Purged()
@@ -62,7 +78,12 @@ async def purge_old(
     # Stored updates hold the users' words too: none outlives the retention (the inbox's
     # own pruning keeps processed ones a week at most).
     await store.inbox_prune(before)
-    if sessions:
+    withdrawn = await review.withdraw_orphans() if review is not None else []
+    if withdrawn:
+        log.info(
+            "withdrew pending proposal(s) %s: every session they were made from is gone", withdrawn
+        )
+    if sessions or withdrawn:
         await store.checkpoint()  # the deleted words leave SQLite's write-ahead log too
         log.info(
             "retention: deleted %d session(s) with %d message(s) older than %d day(s)",
@@ -70,4 +91,4 @@ async def purge_old(
             messages,
             days,
         )
-    return Purged(sessions, messages)
+    return Purged(sessions, messages, tuple(withdrawn))

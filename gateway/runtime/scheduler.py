@@ -17,7 +17,7 @@ from pathlib import Path
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from gateway.core.tasks import cancel_and_wait
-from gateway.runtime.retention import RetentionStore, purge_old
+from gateway.runtime.retention import Orphans, RetentionStore, purge_old
 from gateway.synthesis.synthesizer import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,12 @@ class RetentionSchedule:
         *,
         interval: float = RETENTION_EVERY_SECONDS,
         media: Path | None = None,
+        review: Orphans | None = None,
     ) -> None:
         self.store = store
         self.days = days
         self.media = media
+        self.review = review
         self.interval = interval
         self._scheduler: AsyncIOScheduler | None = None
 
@@ -137,7 +139,7 @@ class RetentionSchedule:
 
     async def tick(self) -> None:
         try:
-            await purge_old(self.store, self.days, media=self.media)
+            await purge_old(self.store, self.days, media=self.media, review=self.review)
         except Exception:
             log.exception("retention pass failed; the next one tries again")
 

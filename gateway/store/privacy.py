@@ -16,6 +16,7 @@ from typing import Any
 from gateway.conversation.content import ALBUM_META, MEDIA_META, MEDIA_SENDER
 from gateway.core.records import DeletedSession, DeleteReason, Forgotten
 from gateway.store.memory import delete_user_memory
+from gateway.store.proposals import redact
 from gateway.store.sql import Conn, QueriesBase, decode_json_fields, marks, query, transaction
 
 BATCH = 500
@@ -241,23 +242,17 @@ class PrivacyQueries(QueriesBase):
         # A proposal rejected, or stale (withdrawn among them), before the cutoff: its words
         # (made from sessions) go, with its repeat notices'; the decision stays as a record.
         # Live skills keep theirs: an applied proposal's text is the skill's provenance.
-        ended = "status in ('rejected', 'stale') and decided_at < ?"
-        await c.execute(
-            "update repeat_notice_items set description = ?, content = ? where proposal_id in"
-            f" (select id from proposals where {ended}) and description <> ?",
-            RETAINED_TEXT,
-            RETAINED_TEXT,
-            before,
-            RETAINED_TEXT,
-        )
-        await c.execute(
-            "update proposals set description = ?, content = ?, rationale = '',"
-            f" change_text = '' where {ended} and description <> ?",
-            RETAINED_TEXT,
-            RETAINED_TEXT,
-            before,
-            RETAINED_TEXT,
-        )
+        while ended := [
+            int(r["id"])
+            for r in await c.fetch(
+                "select id from proposals where status in ('rejected', 'stale')"
+                " and decided_at < ? and description <> ? order by id limit ?",
+                before,
+                RETAINED_TEXT,
+                c.dialect.limit(BATCH),
+            )
+        ]:
+            await redact(c, ended, RETAINED_TEXT)
         return sessions, messages, files
 
     @transaction

@@ -16,7 +16,15 @@ from gateway.review.proposals import Candidate, Proposal, Rejection, SkillVersio
 from gateway.review.trials import TrialPair
 from gateway.store.cards import remember_name
 from gateway.store.registry import UPSERT_SKILL, skill_args, skill_record
-from gateway.store.sql import Conn, QueriesBase, decode_json_fields, insert_sql, query, transaction
+from gateway.store.sql import (
+    Conn,
+    QueriesBase,
+    decode_json_fields,
+    insert_sql,
+    marks,
+    query,
+    transaction,
+)
 
 _CANDIDATE_FIELDS = tuple(Candidate.model_fields)
 _REJECTION_COLUMNS = tuple(f for f in Rejection.model_fields if f != "id")
@@ -40,6 +48,31 @@ _PAIR_COLUMNS = (
     "why",
 )
 _INSERT_PAIR = insert_sql("trial_pairs", _PAIR_COLUMNS)
+
+
+async def redact(c: Conn, ids: Sequence[int], text: str) -> None:
+    """Replace the words of these proposals (description, content, rationale, diff,
+    statement) and of the repeat notices naming them by `text`, and delete their trial's
+    pairs (the questions and answers it replayed); the rows stay, as a record of the
+    decision, with the trial's counts."""
+    if not ids:
+        return
+    wanted = list(ids)
+    at = marks(wanted)
+    await c.execute(
+        "update proposals set description = ?, content = ?, rationale = '', change_text = '',"
+        f" statement = null where id in ({at})",
+        text,
+        text,
+        *wanted,
+    )
+    await c.execute(
+        f"update repeat_notice_items set description = ?, content = ? where proposal_id in ({at})",
+        text,
+        text,
+        *wanted,
+    )
+    await c.execute(f"delete from trial_pairs where proposal_id in ({at})", *wanted)
 
 
 def proposal_record(row: dict[str, Any]) -> Proposal:
@@ -235,20 +268,9 @@ class ProposalQueries(QueriesBase):
         if row is None:
             return None
         if redacted is not None:
-            row = await c.fetchrow(
-                "update proposals set description = ?, content = ?, rationale = '',"
-                " change_text = '', statement = null where id = ? returning *",
-                redacted,
-                redacted,
-                proposal_id,
-            )
+            await redact(c, [proposal_id], redacted)
+            row = await c.fetchrow("select * from proposals where id = ?", proposal_id)
             assert row is not None
-            await c.execute(
-                "update repeat_notice_items set description = ?, content = ? where proposal_id = ?",
-                redacted,
-                redacted,
-                proposal_id,
-            )
         if tombstone is not None:
             await c.execute(_INSERT_REJECTION, *_rejection_args(tombstone))
         if record is not None:

@@ -81,6 +81,7 @@ def image_tool(settings: Settings) -> ImageTool:
         api_key=key,
         timeout=settings.image_timeout_seconds,
         max_bytes=int(settings.image_max_mb * 1024 * 1024),
+        unix_socket=settings.socket_for(base_url),
     )
 
 

@@ -22,6 +22,7 @@ import aiohttp
 
 from gateway.core.llm_wire import one_line
 from gateway.core.models import Picture
+from gateway.core.unix_sockets import OWN_SERVERS
 from gateway.logs import mask
 from gateway.tools.policy import CallFailed, RemoteTool
 from gateway.tools.web import read_up_to
@@ -80,6 +81,8 @@ class ImageTool:
     api_key: str | None = None
     timeout: float = 120.0
     max_bytes: int = 8 * 1024 * 1024
+    unix_socket: str | None = None
+    """The server's unix domain socket (the model's, LLM_UNIX_SOCKET), where it is one."""
     name: str = "image"
     transport: str = "built-in"
     error: str | None = None
@@ -92,7 +95,12 @@ class ImageTool:
 
     async def start(self) -> None:
         self.tools = [GENERATE]
-        self._session = aiohttp.ClientSession()
+        if self.unix_socket is None:
+            self._session = aiohttp.ClientSession()
+        elif own := OWN_SERVERS.get(self.unix_socket):  # our own child's: peers checked
+            self._session = own()
+        else:
+            self._session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(self.unix_socket))
 
     async def stop(self) -> None:
         session, self._session = self._session, None

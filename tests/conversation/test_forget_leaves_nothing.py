@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway.config import Settings
-from gateway.review.reviewer import WITHDRAWN_REASON, WITHDRAWN_TEXT
+from gateway.review.reviewer import EXPIRED_REASON, EXPIRED_TEXT, WITHDRAWN_REASON, WITHDRAWN_TEXT
 from gateway.runtime.retention import purge_old
 from tests.console_support import sign_in
 from tests.conversation.test_forget import (
@@ -161,3 +161,51 @@ async def test_a_pending_proposal_made_from_a_forgotten_users_session_is_withdra
         await sign_in(gw.client, "admin-secret-token")
         page = await (await gw.client.get(f"/admin/proposals/{withdrawn['id']}")).text()
         assert SECRET_WORDS not in page and WITHDRAWN_REASON in page
+
+
+async def test_retention_withdraws_a_pending_proposal_whose_sessions_it_deleted_by_the_bytes(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Still open after the third hostile review: a proposal waiting for an admin kept the
+    # words of the sessions retention had deleted, on its card, its page and in its staged
+    # file, until someone decided it.
+    admin = 777001
+    data_dir = tmp_path / "data"
+    settings = {"telegram_admin_ids": [admin], "session_idle_minutes": 0}
+    async with telegram_gateway(make_settings, fake_llm, **settings) as gw:
+        text = f"my {SECRET_WORDS} recipe"
+        await gw.deliver(make_text_update(1, text, chat_id=FORGOTTEN, user_id=FORGOTTEN))
+        await _rate_last(gw, 4, FORGOTTEN, FORGOTTEN, -1)
+        chat = fake_llm.default
+        fake_llm.default = lambda body: answer(
+            proposal("recipe-tips", content=f"When asked for recipes, mention {SECRET_WORDS}.")
+        )
+        made = await gw.client.post("/admin/api/synthesize", headers=ADMIN)
+        assert (await made.json())["proposed"], await made.text()
+        fake_llm.default = chat
+        skills = gw.channel.settings.skills_dir
+        staged = skills / "recipe-tips" / "SKILL.md.proposed"
+        assert staged.exists()
+        assert files_holding(data_dir, [SECRET_WORDS.encode()]) != []
+        assert files_holding(skills, [SECRET_WORDS.encode()]) != []
+
+        later = time.time() + 3 * 86400  # the session is past a day's retention
+        purged = await purge_old(gw.parts.store, 1, now=later, review=gw.parts.review)
+        assert purged.sessions == 1 and len(purged.withdrawn) == 1
+
+        [withdrawn] = await (await gw.client.get("/admin/api/proposals", headers=ADMIN)).json()
+        assert (withdrawn["status"], withdrawn["reason"]) == ("stale", EXPIRED_REASON)
+        assert EXPIRED_TEXT in json.dumps(withdrawn, ensure_ascii=False)
+        assert not staged.exists()
+
+        def edits() -> list[str]:
+            calls = gw.fake.calls_of("editMessageText")
+            return [c.params["text"] for c in calls if c.params["chat_id"] == admin]
+
+        await until(lambda: bool(edits()))  # the admin's card says why, its buttons gone
+        assert EXPIRED_REASON in edits()[-1] and SECRET_WORDS not in edits()[-1]
+        rows = await every_row(gw.parts.store)
+        assert traces_of(rows, str(FORGOTTEN), SECRET_WORDS) == []
+        # By the bytes, while the server runs: the database, its WAL, the skills' files.
+        assert files_holding(data_dir, [SECRET_WORDS.encode()]) == []
+        assert files_holding(skills, [SECRET_WORDS.encode()]) == []

@@ -7,12 +7,16 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from gateway.config import Settings
 from gateway.conversation.privacy import forget
 from gateway.core.records import Trace
-from gateway.review.proposals import Candidate
+from gateway.review.proposals import PROPOSED_FILE, Candidate
+from gateway.review.reviewer import EXPIRED_REASON, EXPIRED_TEXT, WITHDRAWN_REASON, Reviewer
+from gateway.review.trials import TrialPair
 from gateway.runtime.retention import purge_old
+from gateway.skills.library import SkillLibrary
 from gateway.store import SqliteStore, Store
 from gateway.store.conversations import remember_name
 from gateway.store.privacy import RETAINED_TEXT
@@ -212,3 +216,138 @@ async def test_retention_takes_the_words_of_proposals_decided_before_its_cutoff(
         assert row["description"] == row["content"] == RETAINED_TEXT
         assert row["status"] in ("rejected", "stale") and row["decided_by"] == "telegram:1"
     assert words in rows["new-no"]["description"]  # decided within the period: kept
+
+
+async def test_retention_withdraws_a_pending_proposal_once_every_session_it_was_made_from_is_gone(
+    any_store: Store, tmp_path: Path
+) -> None:
+    # Still open after the third hostile review: a proposal waiting for an admin kept the
+    # words of sessions retention had deleted, and its trial's pairs, until it was decided.
+    now = time.time()
+    words = "zebra marmalade"
+    older = await private_chat(any_store, "31", now - 40 * DAY, f"the {words} plan")
+    newer = await private_chat(any_store, "32", now - 10 * DAY, f"more {words}")
+    other = await private_chat(any_store, "33", now - 2 * DAY, "an unrelated question")
+    [rated] = [
+        m["id"]
+        for m in (await every_row(any_store))["messages"]
+        if m["session_id"] == other and m["role"] == "assistant"
+    ]
+    library = SkillLibrary(tmp_path / "skills")
+    review = Reviewer(library, any_store)
+    pair = TrialPair(
+        side="guards",
+        arm="with_it",
+        message_id=rated,
+        rating=-1,
+        question=f"what of {words}?",
+        before="an answer",
+        after=f"{words} again",
+        outcome="worse",
+        why=f"it brings up {words}",
+    )
+
+    async def propose(name: str, based_on: list[int]) -> int:
+        p = await review.submit(
+            Candidate(
+                kind="create",
+                name=name,
+                description=f"Mention {words}.",
+                content=f"---\nname: {name}\ndescription: Mention {words}.\n---\n\n{words}.\n",
+                content_hash=f"hash-{name}",
+                rationale=f"Users asked about {words}.",
+                statement=f"Answers should mention {words}.",
+                based_on=based_on,
+                generated_at=now - 5 * DAY,
+            ),
+            pairs=[pair],
+        )
+        return p.id
+
+    both = await propose("zebra-both", [older, newer])
+    one = await propose("zebra-one", [older])
+    bought = await propose("zebra-none", [])  # made from no session (an import): untouched
+
+    # The older session goes; one proposal still has a source left, the other none.
+    purged = await purge_old(any_store, 30, now, review=review)
+    assert (purged.sessions, purged.withdrawn) == (1, (one,))
+    gone = await any_store.get_proposal(one)
+    assert gone is not None and (gone.status, gone.reason) == ("stale", EXPIRED_REASON)
+    assert gone.decided_by == "privacy"
+    assert gone.description == gone.content == EXPIRED_TEXT and gone.statement is None
+    assert not (tmp_path / "skills" / "zebra-one" / PROPOSED_FILE).exists()
+    assert (tmp_path / "skills" / "zebra-both" / PROPOSED_FILE).exists()
+    rows = await every_row(any_store)
+    assert [r["proposal_id"] for r in rows["trial_pairs"]] == [both, bought]
+    held = {r["id"] for r in rows["proposals"] if words in json.dumps(r, default=str)}
+    assert held == {both, bought}
+
+    # Then the newer: nothing the proposal was made from is left, and nor are its words.
+    purged = await purge_old(any_store, 5, now, review=review)
+    assert purged.withdrawn == (both,)
+    rows = await every_row(any_store)
+    assert [r["proposal_id"] for r in rows["trial_pairs"]] == [bought]
+    held = {r["id"] for r in rows["proposals"] if words in json.dumps(r, default=str)}
+    assert held == {bought}
+    assert not (tmp_path / "skills" / "zebra-both" / PROPOSED_FILE).exists()
+    assert (await purge_old(any_store, 5, now, review=review)).withdrawn == ()
+
+
+async def test_a_forget_cut_short_before_its_withdrawal_is_finished_by_the_next_sweep(
+    any_store: Store, tmp_path: Path
+) -> None:
+    # /forget deletes the sessions, then withdraws the proposals made from them; a crash
+    # between the two left the words in a pending proposal. The sweep (retention's pass, or
+    # serve's start without retention) withdraws on any session deleted at a user's request.
+    now = time.time()
+    words = "zebra marmalade"
+    forgotten = await private_chat(any_store, "41", now - DAY, f"the {words} plan")
+    kept = await private_chat(any_store, "42", now - DAY, "another question")
+    review = Reviewer(SkillLibrary(tmp_path / "skills"), any_store)
+    made = await review.submit(
+        Candidate(
+            kind="create",
+            name="zebra-tips",
+            description=f"Mention {words}.",
+            content=f"---\nname: zebra-tips\ndescription: Mention {words}.\n---\n\n{words}.\n",
+            content_hash="hash-zebra",
+            based_on=[forgotten, kept],
+            generated_at=now,
+        )
+    )
+    await forget(any_store, "telegram", "41")  # no `review`: as if cut short there
+    assert (await any_store.get_proposal(made.id)).status == "pending"  # type: ignore[union-attr]
+    assert await review.withdraw_orphans() == [made.id]
+    p = await any_store.get_proposal(made.id)
+    assert p is not None and (p.status, p.reason) == ("stale", WITHDRAWN_REASON)
+    assert traces_of(await every_row(any_store), "41", words) == []
+    assert await review.withdraw_orphans() == []
+
+
+async def test_serve_without_retention_finishes_a_forget_cut_short_as_it_starts(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI
+) -> None:
+    settings = synth_settings(make_settings, fake_llm)
+    assert settings.retention_days == 0
+    settings.data_dir.mkdir(parents=True)
+    words = "zebra marmalade"
+    async with SqliteStore(settings.db_path) as offline:
+        forgotten = await private_chat(offline, "51", time.time() - DAY, f"the {words} plan")
+        review = Reviewer(SkillLibrary(settings.skills_dir), offline)
+        made = await review.submit(
+            Candidate(
+                kind="create",
+                name="zebra-tips",
+                description=f"Mention {words}.",
+                content=f"---\nname: zebra-tips\ndescription: Mention {words}.\n---\n\n{words}.\n",
+                content_hash="hash-zebra",
+                based_on=[forgotten],
+                generated_at=time.time(),
+            )
+        )
+        await forget(offline, "telegram", "51")  # and the process ends before withdrawing
+    async with gateway(settings) as gw:
+        p = await gw.parts.store.get_proposal(made.id)
+        assert p is not None and (p.status, p.reason) == ("stale", WITHDRAWN_REASON)
+        assert words not in json.dumps(p.model_dump(), default=str)
+        assert not (settings.skills_dir / "zebra-tips" / PROPOSED_FILE).exists()

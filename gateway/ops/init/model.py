@@ -65,11 +65,23 @@ async def list_models(base_url: str, api_key: str | None) -> list[str]:
 
 
 async def check_model(
-    base_url: str, model: str, api_key: str | None, *, on_board: bool = False
+    base_url: str,
+    model: str,
+    api_key: str | None,
+    *,
+    on_board: bool = False,
+    unix_socket: str | None = None,
 ) -> list[Check]:
     """Doctor's model checks: reachable, context, a tiny chat, a tool call, JSON mode."""
     # The gateway's own retries: a connection the server dropped once is tried again.
-    llm = OpenAIChat(base_url, model, api_key or None, timeout=PROBE_TIMEOUT, max_retries=2)
+    llm = OpenAIChat(
+        base_url,
+        model,
+        api_key or None,
+        timeout=PROBE_TIMEOUT,
+        max_retries=2,
+        unix_socket=unix_socket,
+    )
     try:
         return await probe(llm, on_board=on_board)
     except ModelError as exc:  # probe reports what it expects; anything else, in one line
@@ -106,6 +118,12 @@ async def check_local(choice: str, context: int | None = None) -> list[Check]:
     try:
         with local.local_model(settings) as started:
             assert started.llm_base_url is not None and started.llm_model is not None
-            return await check_model(started.llm_base_url, started.llm_model, None, on_board=True)
+            return await check_model(
+                started.llm_base_url,
+                started.llm_model,
+                None,
+                on_board=True,
+                unix_socket=started.llm_unix_socket,
+            )
     except ConfigError as exc:
         return [Check("model", "fail", str(exc), local.INSTALL)]
