@@ -105,6 +105,15 @@ async def post_update(
     raise AssertionError(f"no replica took c{chat}m{rnd}")
 
 
+async def settled(url: str, timeout: float = 60) -> None:
+    """Wait until no stored update waits: every send is done before its update is marked
+    processed, so nothing can be sent after this, twice or otherwise."""
+    async with PostgresStore(url) as store:
+        async with asyncio.timeout(timeout):
+            while await store.inbox_pending_count():
+                await asyncio.sleep(0.05)
+
+
 def answers_by_chat(telegram: FakeTelegramAPI) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for call in telegram.calls_of("sendMessage"):
@@ -128,7 +137,7 @@ async def test_interleaved_webhooks_are_answered_once_each_in_order(
     with a busy-loop process on every core: docs/RELIABILITY.md, G15)."""
     async with (
         FakeTelegramAPI() as telegram,
-        replicas(tmp_path, postgres_url, telegram, lease=None) as (served, models),
+        replicas(tmp_path, postgres_url, telegram, lease=None) as (served, _),
         aiohttp.ClientSession() as http,
     ):
         for rnd in range(ROUNDS):
@@ -137,9 +146,10 @@ async def test_interleaved_webhooks_are_answered_once_each_in_order(
                 *(post_update(http, [served[(chat + rnd) % 2]], chat, rnd) for chat in range(CHATS))
             )
         await telegram.wait_for("sendMessage", CHATS * ROUNDS, timeout=60)
-        await asyncio.sleep(0.5)  # anything sent twice would arrive now
+        await settled(postgres_url)
         assert_each_answered_once_in_order(telegram)
-        assert all(model.requests for model in models), "one replica did all the work"
+        # Which replica answers is the shared inbox's choice, not the load balancer's: on a
+        # busy host one may take them all, and that is as correct.
     for replica in served:
         assert replica.returncode == 0, replica.stderr
 
@@ -162,7 +172,7 @@ async def test_work_of_a_killed_replica_is_answered_once_by_the_other(
         for rnd in range(1, ROUNDS):  # the stream goes on, now to the survivor only
             await asyncio.gather(*(post_update(http, served, chat, rnd) for chat in range(CHATS)))
         await telegram.wait_for("sendMessage", CHATS * ROUNDS, timeout=60)
-        await asyncio.sleep(0.5)
+        await settled(postgres_url)
         assert_each_answered_once_in_order(telegram)
         held = {echo(body)[7:] for body in models[0].requests}
         answered_by_survivor = {echo(body)[7:] for body in models[1].requests}
