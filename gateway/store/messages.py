@@ -25,7 +25,7 @@ _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 _ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
 _INSERT_ATTACHMENT = insert_sql("attachments", (*_ATTACHMENT_COLUMNS, "created_at"))
-_MESSAGE_COLUMNS = (
+MESSAGE_COLUMNS = (
     "session_id",
     "role",
     "text",
@@ -35,7 +35,7 @@ _MESSAGE_COLUMNS = (
     "platform_message_id",
     "user_id",
 )
-_INSERT_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+_INSERT_MESSAGE = insert_sql("messages", MESSAGE_COLUMNS)
 _THEN_TRACE = (
     f"insert into traces ({', '.join(_TRACE_COLUMNS)})"
     f" select m.id, {marks(_TRACE_COLUMNS[1:])} from m returning message_id"
