@@ -270,13 +270,23 @@ async def open_session(
     return SessionRecord.model_validate(row), True
 
 
-REMEMBER_NAME = (
-    "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)"
+_NAME_UPDATE = (
     " on conflict (channel, user_id) do update set name = excluded.name,"
     " updated_at = excluded.updated_at"
 )
-"""The user's display name as the platform sent it this time; marks: `name_args`. Where the
-database allows it, a `with` item of the statement that reads the chat's state."""
+REMEMBER_NAME = (
+    "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)" + _NAME_UPDATE
+)
+"""The user's display name as the platform sent it this time; marks: `name_args`."""
+NAME_UNLESS_ASKED = (
+    "insert into user_names (channel, user_id, name, updated_at) select ?, ?, ?, ?"
+    " where not exists (select 1 from awaiting a where a.channel = ? and a.chat_id = ?"
+    " and a.user_id = ? and a.expires_at >= ?)" + _NAME_UPDATE
+)
+"""`REMEMBER_NAME` as a `with` item of the statement that reads the chat's state (where the
+database's `with` may insert): written only where the turn opens, not where the message may
+answer the user's open question; marks: `name_args`, then the channel, the chat, the user
+and the time the question must still be open at."""
 
 
 def name_args(channel: str, user_id: str, name: str, at: float) -> list[object]:

@@ -16,7 +16,7 @@ from gateway.core.records import MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
 from gateway.store.context import take_group_lines
 from gateway.store.conversations import (
-    REMEMBER_NAME,
+    NAME_UNLESS_ASKED,
     chat_lock_key,
     lock_chat,
     name_args,
@@ -79,13 +79,14 @@ class TurnQueries(QueriesBase):
                 args += memory_args(channel, chat_id, turn.user_id, in_group=turn.in_group)
             if turn.user_name and turn.user_id is not None and c.dialect.writable_cte:
                 head = name_args(channel, turn.user_id, turn.user_name, turn.now)
+                head += [channel, chat_id, turn.user_id, now]
                 named = True
         args += [channel, user_id or ""]
         if user_id is not None:
             items.append(AWAITING_COLUMNS)
             joins.append(AWAITING_JOIN)
             args += [channel, chat_id, user_id, now]
-        with_name = f"with named as ({REMEMBER_NAME}) " if named else ""
+        with_name = f"with named as ({NAME_UNLESS_ASKED}) " if named else ""
         row = await c.fetchrow(
             f"{with_name}select {', '.join(items)} from (select 1 as one) as x {' '.join(joins)}",
             *head,
