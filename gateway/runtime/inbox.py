@@ -9,10 +9,13 @@ retried with backoff (holding back its chat, to keep order) and, after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -35,6 +38,40 @@ class Received(Protocol):
     """Where stored updates are counted (/metrics)."""
 
     def received(self, channel: str) -> None: ...
+
+
+@dataclass
+class Settling:
+    """An attempt at an update, and the ids its answer's last message left to write.
+
+    The channel's write after an answer's last message (`AnswerLog.settle_platform_ids`)
+    waits here, in the attempt's own task, for the update's done: one write where there
+    were two. If the attempt ends any other way, it is written before the attempt's end is
+    (`InboxWorker._process`). A crash in between loses it as a crash between the send and
+    the write always did: the retry sends that last message again.
+    """
+
+    task: asyncio.Task[object] | None
+    answer_ids: tuple[int, list[str]] | None = None
+    write: Callable[[int, Sequence[str]], Awaitable[None]] | None = None
+    open: bool = True
+
+
+SETTLING: ContextVar[Settling | None] = ContextVar("inbox_settling", default=None)
+"""The attempt the current task works on, where the inbox worker started it."""
+
+
+def settle_later(
+    message_id: int, ids: Sequence[str], write: Callable[[int, Sequence[str]], Awaitable[None]]
+) -> bool:
+    """Leave the write of an answer's ids to the update's done; False where no attempt of
+    the inbox worker runs in this very task (a task it spawned, a scheduled delivery)."""
+    settling = SETTLING.get()
+    if settling is None or not settling.open or settling.task is not asyncio.current_task():
+        return False
+    settling.answer_ids = (message_id, list(ids))
+    settling.write = write
+    return True
 
 
 class Inbox:
@@ -139,9 +176,9 @@ class InboxWorker:
                 reason = item.last_error or "the process stopped while handling it"
                 await self._give_up(handler, item, claim, attempt, reason)
                 return
+            settling = Settling(asyncio.current_task())
             try:
-                async with self._limit:
-                    await handler(item)
+                await self._attempt(handler, item, settling)
             except asyncio.CancelledError:
                 raise
             except ClaimLost:
@@ -177,8 +214,33 @@ class InboxWorker:
                 await asyncio.sleep(self.backoff(attempt))
                 attempt = await self._start(item, claim)
                 continue
-            await self._persist(partial(self.store.inbox_done, item.id, claim=claim))
+            # The answer's ids its last message left go with the done: one write.
+            done = partial(
+                self.store.inbox_done, item.id, claim=claim, answer_ids=settling.answer_ids
+            )
+            await self._persist(done)
             return
+
+    async def _attempt(self, handler: Handler, item: InboxItem, settling: Settling) -> None:
+        """One attempt at `item`; what its answer's last message left to write (`Settling`)
+        is written before any other end of the attempt is handled, so that a retry, here or
+        on another replica, does not send that message again."""
+        token = SETTLING.set(settling)
+        try:
+            async with self._limit:
+                await handler(item)
+        except BaseException:
+            settling.open = False
+            if settling.answer_ids is not None and settling.write is not None:
+                message_id, ids = settling.answer_ids
+                settling.answer_ids = None
+                write = asyncio.ensure_future(settling.write(message_id, ids))
+                with contextlib.suppress(StoreError):  # as a failed write of it always was
+                    await asyncio.shield(write)  # a cancelled attempt's write still lands
+            raise
+        finally:
+            settling.open = False
+            SETTLING.reset(token)
 
     async def _start(self, item: InboxItem, claim: int | None) -> int:
         return await self._persist(partial(self.store.inbox_started, item.id, claim=claim))

@@ -184,10 +184,15 @@ async def store_attachments(
         )
 
 
+SET_PLATFORM_IDS = "update messages set platform_message_ids = ? where id = ?"
+"""The platform's ids of every message that carried this one so far; marks: `ids_args`."""
+
+
+def ids_args(message_id: int, ids: Sequence[str]) -> tuple[str, int]:
+    """The values of `SET_PLATFORM_IDS`' marks."""
+    return json.dumps(list(ids)), message_id
+
+
 async def set_platform_ids(c: Conn, message_id: int, ids: Sequence[str]) -> None:
     """The platform's ids of every message that carried this one so far."""
-    await c.execute(
-        "update messages set platform_message_ids = ? where id = ?",
-        json.dumps(list(ids)),
-        message_id,
-    )
+    await c.execute(SET_PLATFORM_IDS, *ids_args(message_id, ids))
