@@ -51,6 +51,7 @@ from gateway.review.reviewer import Reviewer
 from gateway.runtime.inbox import Inbox, InboxWorker, settle_later
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.replicas import (
+    FencedAnswers,
     SharedInboxWorker,
     check_skills_volume,
     replica_name,
@@ -464,7 +465,7 @@ async def open_parts(
             onboard=settings.llm_local_model is not None,
         )
         agent = Agent(
-            store,
+            FencedAnswers(store) if settings.shared_database else store,
             model,
             catalog,
             config,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
-from gateway.core.records import InboxItem
+from gateway.core.records import ClaimFence, InboxItem
 from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, StoreBusy, StoreError
 from gateway.store.inbox import InboxQueries
@@ -55,6 +55,18 @@ class Settling:
     answer_ids: tuple[int, list[str]] | None = None
     write: Callable[[int, Sequence[str]], Awaitable[None]] | None = None
     open: bool = True
+    fence: ClaimFence | None = None
+    """The claim the attempt works under (replicas): the answer's statement checks it."""
+    fenced_at: float | None = None
+    """When (monotonic) the answer's statement found the claim held and extended it."""
+
+
+def current_attempt() -> Settling | None:
+    """The inbox worker's attempt this very task works on, if any."""
+    settling = SETTLING.get()
+    if settling is None or not settling.open or settling.task is not asyncio.current_task():
+        return None
+    return settling
 
 
 SETTLING: ContextVar[Settling | None] = ContextVar("inbox_settling", default=None)
@@ -66,8 +78,8 @@ def settle_later(
 ) -> bool:
     """Leave the write of an answer's ids to the update's done; False where no attempt of
     the inbox worker runs in this very task (a task it spawned, a scheduled delivery)."""
-    settling = SETTLING.get()
-    if settling is None or not settling.open or settling.task is not asyncio.current_task():
+    settling = current_attempt()
+    if settling is None:
         return False
     settling.answer_ids = (message_id, list(ids))
     settling.write = write
@@ -160,6 +172,10 @@ class InboxWorker:
         """The claim number the bookkeeping of `item` is fenced by (None: no claims here)."""
         return None
 
+    def _claim_fence(self, item: InboxItem) -> ClaimFence | None:
+        """The claim an answer to `item` is stored under (None: no claims here)."""
+        return None
+
     async def _process(self, item: InboxItem) -> None:
         handler = self.handlers.get(item.channel)
         if handler is None:
@@ -176,7 +192,7 @@ class InboxWorker:
                 reason = item.last_error or "the process stopped while handling it"
                 await self._give_up(handler, item, claim, attempt, reason)
                 return
-            settling = Settling(asyncio.current_task())
+            settling = Settling(asyncio.current_task(), fence=self._claim_fence(item))
             try:
                 await self._attempt(handler, item, settling)
             except asyncio.CancelledError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from gateway.core.records import InboxItem
+from gateway.core.records import ClaimFence, InboxItem
 from gateway.store.messages import SET_PLATFORM_IDS, ids_args
 from gateway.store.sql import Conn, QueriesBase, query
 
@@ -14,6 +14,18 @@ ITEM = (
     " claim"
 )
 """The columns of an InboxItem."""
+
+
+FENCE_CLAIM = (
+    "update inbox set lease_until = ? where id = ? and claimed_by = ? and claim = ?"
+    " and processed_at is null"
+)
+"""The check that a replica still holds its claim, extending its lease; marks: `fence_args`."""
+
+
+def fence_args(fence: ClaimFence, now: float) -> tuple[float, int, str, int]:
+    """The values of `FENCE_CLAIM`'s marks."""
+    return now + fence.lease, fence.item_id, fence.holder, fence.claim
 
 
 class InboxQueries(QueriesBase):

@@ -84,6 +84,50 @@ async def insert_message(
     )
 
 
+async def insert_fenced_answer(
+    c: Conn,
+    session_id: int,
+    text: str,
+    kind: MessageKind,
+    inbox_id: int | None,
+    trace: Trace,
+    at: float,
+    *,
+    fence: tuple[str, Sequence[Any]],
+    user_id: str | None = None,
+) -> tuple[MessageRecord, bool]:
+    """`insert_message` of an answer with its trace, and the update `fence` (an `update ...`
+    statement and its arguments) run with it; whether the fence touched a row. One statement
+    where the database's `with` may insert."""
+    args = (session_id, "assistant", text, kind, inbox_id, at, None, user_id)
+    sql, fence_args = fence
+    if not c.dialect.writable_cte:
+        held = await c.execute(sql, *fence_args) == 1
+        answer = await insert_message(
+            c, session_id, "assistant", text, kind, inbox_id, trace, at, user_id=user_id
+        )
+        return answer, held
+    row = await c.fetchrow(
+        f"with f as ({sql} returning 1), m as ({_INSERT_MESSAGE} returning id),"
+        f" t as ({_THEN_TRACE}) select t.message_id, exists (select 1 from f) as held from t",
+        *fence_args,
+        *args,
+        *trace_args(trace),
+    )
+    assert row is not None  # the answer is always inserted
+    answer = MessageRecord(
+        id=row["message_id"],
+        session_id=session_id,
+        role="assistant",
+        text=text,
+        kind=kind,
+        inbox_id=inbox_id,
+        created_at=at,
+        user_id=user_id,
+    )
+    return answer, bool(row["held"])
+
+
 def trace_args(trace: Trace) -> list[Any]:
     """A trace's column values after `message_id`, as `traces` keeps them (lists as JSON)."""
     values: list[Any] = []

@@ -8,12 +8,14 @@ share of the daily counts and its tool calls in the day's usage).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.core.models import MessageKind
-from gateway.core.records import MessageRecord, OpenedTurn, Trace
+from gateway.core.records import ClaimFence, MessageRecord, OpenedTurn, Trace
 from gateway.core.turn import ChatState, QuotaSpend, TurnStart
+from gateway.errors import ClaimLost
 from gateway.store.context import take_group_lines
 from gateway.store.conversations import (
     NAME_UNLESS_ASKED,
@@ -24,11 +26,13 @@ from gateway.store.conversations import (
     open_session_with_message,
     remember_name,
 )
+from gateway.store.inbox import FENCE_CLAIM, fence_args
 from gateway.store.languages import LANGUAGE_COLUMNS, LANGUAGE_JOIN, language_args, language_in
 from gateway.store.memory import memory_args, memory_in, memory_item, turn_memory
 from gateway.store.messages import (
     MESSAGE_COLUMNS,
     inbox_turn,
+    insert_fenced_answer,
     insert_message,
     read_history,
     store_attachments,
@@ -118,8 +122,45 @@ class TurnQueries(QueriesBase):
         """
         return await _open_turn(c, start)
 
-    @query  # one statement where the database can (else one unit: SQLite's are atomic)
     async def add_answer(
+        self,
+        session_id: int,
+        text: str,
+        *,
+        kind: MessageKind,
+        inbox_id: int | None,
+        trace: Trace,
+        now: float,
+        user_id: str | None,
+        spent: QuotaSpend | None = None,
+        tools: Sequence[tuple[str, str]] = (),
+        fence: ClaimFence | None = None,
+    ) -> MessageRecord:
+        """Store an answer with its trace, and add what it spent to the daily counts and its
+        tool calls, each (the name called, how it ended), to the day's tool usage.
+
+        With `fence` (replicas), the update's claim is checked and its lease extended in the
+        same statement, as `inbox_fence` does before a send; the answer is stored either way
+        (the replica holding the claim now sends it) and ClaimLost raised when it did not hold.
+        """
+        answer, held = await self._add_answer(
+            session_id,
+            text,
+            kind=kind,
+            inbox_id=inbox_id,
+            trace=trace,
+            now=now,
+            user_id=user_id,
+            spent=spent,
+            tools=tools,
+            fence=fence,
+        )
+        if not held:  # said once the unit is over: the answer stays stored
+            raise ClaimLost(f"update {inbox_id} was claimed by another replica")
+        return answer
+
+    @query  # one statement where the database can (else one unit: SQLite's are atomic)
+    async def _add_answer(
         self,
         c: Conn,
         session_id: int,
@@ -132,21 +173,38 @@ class TurnQueries(QueriesBase):
         user_id: str | None,
         spent: QuotaSpend | None = None,
         tools: Sequence[tuple[str, str]] = (),
-    ) -> MessageRecord:
-        """Store an answer with its trace, and add what it spent to the daily counts and its
-        tool calls, each (the name called, how it ended), to the day's tool usage."""
+        fence: ClaimFence | None = None,
+    ) -> tuple[MessageRecord, bool]:
+        """`add_answer`'s unit: the answer, and whether `fence` (if any) held."""
+        held = True
         if spent is None and not tools:
-            return await insert_message(
-                c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+            if fence is None:
+                answer = await insert_message(
+                    c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+                )
+                return answer, True
+            answer, held = await insert_fenced_answer(
+                c,
+                session_id,
+                text,
+                kind,
+                inbox_id,
+                trace,
+                now,
+                fence=(FENCE_CLAIM, fence_args(fence, time.time())),
+                user_id=user_id,
             )
-        async with c.transaction():
-            answer = await insert_message(
-                c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
-            )
-            if spent is not None:
-                await spend(c, spent)
-            await count_tool_calls(c, utc_day(now), tools)
-        return answer
+        else:
+            async with c.transaction():
+                answer = await insert_message(
+                    c, session_id, "assistant", text, kind, inbox_id, trace, now, user_id=user_id
+                )
+                if spent is not None:
+                    await spend(c, spent)
+                await count_tool_calls(c, utc_day(now), tools)
+                if fence is not None:
+                    held = await c.execute(FENCE_CLAIM, *fence_args(fence, time.time())) == 1
+        return answer, held
 
 
 INBOX_SEEN = (
