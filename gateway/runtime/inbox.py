@@ -41,14 +41,15 @@ class Received(Protocol):
 
 
 @dataclass
-class Settling:
-    """An attempt at an update, and the ids its answer's last message left to write.
+class Attempt:
+    """One attempt at an update, in its own task: what its answer left for the update's done
+    and, with replicas, the claim it works under.
 
     The channel's write after an answer's last message (`AnswerLog.settle_platform_ids`)
-    waits here, in the attempt's own task, for the update's done: one write where there
-    were two. If the attempt ends any other way, it is written before the attempt's end is
-    (`InboxWorker._process`). A crash in between loses it as a crash between the send and
-    the write always did: the retry sends that last message again.
+    waits here for the update's done: one write where there were two. If the attempt ends
+    any other way, it is written before the attempt's end is (`InboxWorker._attempt`). A
+    crash in between loses it as a crash between the send and the write always did: the
+    retry sends that last message again.
     """
 
     task: asyncio.Task[object] | None
@@ -61,16 +62,16 @@ class Settling:
     """When (monotonic) the answer's statement found the claim held and extended it."""
 
 
-def current_attempt() -> Settling | None:
-    """The inbox worker's attempt this very task works on, if any."""
-    settling = SETTLING.get()
-    if settling is None or not settling.open or settling.task is not asyncio.current_task():
-        return None
-    return settling
-
-
-SETTLING: ContextVar[Settling | None] = ContextVar("inbox_settling", default=None)
+ATTEMPT: ContextVar[Attempt | None] = ContextVar("inbox_attempt", default=None)
 """The attempt the current task works on, where the inbox worker started it."""
+
+
+def current_attempt() -> Attempt | None:
+    """The inbox worker's attempt this very task works on, if any."""
+    work = ATTEMPT.get()
+    if work is None or not work.open or work.task is not asyncio.current_task():
+        return None
+    return work
 
 
 def settle_later(
@@ -78,11 +79,11 @@ def settle_later(
 ) -> bool:
     """Leave the write of an answer's ids to the update's done; False where no attempt of
     the inbox worker runs in this very task (a task it spawned, a scheduled delivery)."""
-    settling = current_attempt()
-    if settling is None:
+    work = current_attempt()
+    if work is None:
         return False
-    settling.answer_ids = (message_id, list(ids))
-    settling.write = write
+    work.answer_ids = (message_id, list(ids))
+    work.write = write
     return True
 
 
@@ -192,9 +193,9 @@ class InboxWorker:
                 reason = item.last_error or "the process stopped while handling it"
                 await self._give_up(handler, item, claim, attempt, reason)
                 return
-            settling = Settling(asyncio.current_task(), fence=self._claim_fence(item))
+            work = Attempt(asyncio.current_task(), fence=self._claim_fence(item))
             try:
-                await self._attempt(handler, item, settling)
+                await self._attempt(handler, item, work)
             except asyncio.CancelledError:
                 raise
             except ClaimLost:
@@ -231,32 +232,30 @@ class InboxWorker:
                 attempt = await self._start(item, claim)
                 continue
             # The answer's ids its last message left go with the done: one write.
-            done = partial(
-                self.store.inbox_done, item.id, claim=claim, answer_ids=settling.answer_ids
-            )
+            done = partial(self.store.inbox_done, item.id, claim=claim, answer_ids=work.answer_ids)
             await self._persist(done)
             return
 
-    async def _attempt(self, handler: Handler, item: InboxItem, settling: Settling) -> None:
-        """One attempt at `item`; what its answer's last message left to write (`Settling`)
+    async def _attempt(self, handler: Handler, item: InboxItem, work: Attempt) -> None:
+        """One attempt at `item`; what its answer's last message left to write (`Attempt`)
         is written before any other end of the attempt is handled, so that a retry, here or
         on another replica, does not send that message again."""
-        token = SETTLING.set(settling)
+        token = ATTEMPT.set(work)
         try:
             async with self._limit:
                 await handler(item)
         except BaseException:
-            settling.open = False
-            if settling.answer_ids is not None and settling.write is not None:
-                message_id, ids = settling.answer_ids
-                settling.answer_ids = None
-                write = asyncio.ensure_future(settling.write(message_id, ids))
+            work.open = False
+            if work.answer_ids is not None and work.write is not None:
+                message_id, ids = work.answer_ids
+                work.answer_ids = None
+                write = asyncio.ensure_future(work.write(message_id, ids))
                 with contextlib.suppress(StoreError):  # as a failed write of it always was
                     await asyncio.shield(write)  # a cancelled attempt's write still lands
             raise
         finally:
-            settling.open = False
-            SETTLING.reset(token)
+            work.open = False
+            ATTEMPT.reset(token)
 
     async def _start(self, item: InboxItem, claim: int | None) -> int:
         return await self._persist(partial(self.store.inbox_started, item.id, claim=claim))
