@@ -5,8 +5,9 @@ CPU time per call, so the gap between the bare limit and a bot built on the offi
 clients can be read step by step. On its own, a quick look at one step:
 
     python -m bench.floor model [--rounds 5] [--calls 300]   # the model call, bare and ours
-    python -m bench.floor store [--rounds 5] [--postgres URL] # the store's five calls, SQLite
-                                                              # and PostgreSQL alternately
+    python -m bench.floor store [--rounds 5] [--postgres URL] # the store's calls of an answer,
+                                                              # SQLite and PostgreSQL alternately,
+                                                              # and PostgreSQL's round trips
     python -m bench.floor telegram [--rounds 5]  # sendMessage and reading the update
 """
 
@@ -18,7 +19,7 @@ import contextlib
 import json
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,9 @@ async def measure(llm_url: str, api_url: str, token: str, calls: int = 300) -> l
                 )
         finally:
             await llm.close()
-    rows.append(["store: inbox, turn, answer, ids, done", "-", f"{await store_turn(calls):.3f}"])
+    rows.append(
+        ["store: inbox, turn, answer, done with ids", "-", f"{await store_turn(calls):.3f}"]
+    )
     return rows
 
 
@@ -155,9 +158,41 @@ async def telegram_rounds(rounds: int, calls: int) -> dict[str, list[float]]:
     return out
 
 
+@contextlib.contextmanager
+def statements_sent() -> Iterator[list[int]]:
+    """Count the statements asyncpg sends while the block runs, each a round trip to the
+    server (`BEGIN` and `COMMIT` included); the count is the list's one item."""
+    from asyncpg.connection import Connection
+
+    count = [0]
+    names = ("fetch", "fetchrow", "fetchval", "execute", "executemany")
+    originals = {name: getattr(Connection, name) for name in names}
+
+    def counting(original: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(self: Connection, *args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return original(self, *args, **kwargs)
+
+        return counted
+
+    for name, original in originals.items():
+        setattr(Connection, name, counting(original))
+    try:
+        yield count
+    finally:
+        for name, original in originals.items():
+            setattr(Connection, name, original)
+
+
 async def store_turn(calls: int, postgres: str | None = None) -> float:
-    """CPU ms of the five store calls one answered update makes, on SQLite or this database
-    (the chat's state with the turn's start, then the answer: `docs/DESIGN.md`, round trips)."""
+    """CPU ms of the store calls one answered update makes, on SQLite or this database
+    (the chat's state with the turn's start, the answer, then the update's done with where
+    the answer went: `docs/DESIGN.md`, round trips)."""
+    return (await store_turn_counted(calls, postgres))[0]
+
+
+async def store_turn_counted(calls: int, postgres: str | None = None) -> tuple[float, float]:
+    """`store_turn`, and on PostgreSQL the statements sent per answer (each a round trip)."""
     with tempfile.TemporaryDirectory() as tmp:
         made = SqliteStore(Path(tmp) / "db.sqlite") if postgres is None else PostgresStore(postgres)
         async with made as store:
@@ -178,21 +213,25 @@ async def store_turn(calls: int, postgres: str | None = None) -> float:
                     now=now,
                     user_id="u",
                 )
-                await store.set_platform_ids(answer.id, ["1"])
-                await store.inbox_done(item.id)
+                await store.inbox_done(item.id, answer_ids=(answer.id, ["1"]))
 
-            return await cpu_per_call(turn, calls)
+            with statements_sent() as sent:
+                cpu = await cpu_per_call(turn, calls)
+            return cpu, sent[0] / (calls + 5)  # the warm-up calls were counted too
 
 
 async def store_rounds(rounds: int, calls: int, postgres: str | None) -> dict[str, list[float]]:
     """CPU ms per answer of the store's calls, SQLite and PostgreSQL alternately, each round
-    on a fresh database (PostgreSQL: a server of this run's own unless `postgres` names one)."""
+    on a fresh database (PostgreSQL: a server of this run's own unless `postgres` names one);
+    and under "round trips" the statements PostgreSQL was sent per answer."""
     server = Server(postgres)
-    out: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+    out: dict[str, list[float]] = {"sqlite": [], "postgres": [], "round trips": []}
     try:
         for r in range(rounds):
             out["sqlite"].append(await store_turn(calls))
-            out["postgres"].append(await store_turn(calls, await server.database(f"floor{r}")))
+            cpu, trips = await store_turn_counted(calls, await server.database(f"floor{r}"))
+            out["postgres"].append(cpu)
+            out["round trips"].append(trips)
     finally:
         server.stop()
     return out
@@ -243,8 +282,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.step == "store":
         stored = asyncio.run(store_rounds(args.rounds, args.calls, args.postgres))
+        trips = stored.pop("round trips")
         for name, values in stored.items():
             print(f"store, {name:>8}: {spread(values, '{:.3f}')} CPU ms per answer")
+        print(f"PostgreSQL round trips per answer (statements sent): {spread(trips, '{:.2f}')}")
         pairs = zip(stored["postgres"], stored["sqlite"], strict=True)
         ratios = [p / s for p, s in pairs]
         print(f"postgres / sqlite, per round: {spread(ratios, '{:.2f}')}")

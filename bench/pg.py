@@ -111,7 +111,7 @@ def render(flat: dict[str, list[Phase]]) -> str:
                 f"{median(both) / sqlite_cpu:.2f}",
             ]
         )
-    return table(
+    out = table(
         [
             "contender, flat out",
             "answers/s",
@@ -122,4 +122,25 @@ def render(flat: dict[str, list[Phase]]) -> str:
             "together vs SQLite",
         ],
         rows,
+    )
+    if "postgres" in flat and "replicas" in flat:
+        out += "\n\n" + scaling(flat["postgres"], flat["replicas"])
+    return out
+
+
+REPLICAS_TARGET = 1.3
+"""Two replicas on one server answer at least this many times one replica's answers/s."""
+
+
+def scaling(one: list[Phase], two: list[Phase]) -> str:
+    """Two replicas against one on the same server, flat out: answers/s per round."""
+    ratios = [b.throughput / a.throughput for a, b in zip(one, two, strict=False)]
+    verdict = "met" if median(ratios) >= REPLICAS_TARGET else "MISSED"
+    return (
+        f"Two replicas against one, flat out: {spread([p.throughput for p in two], '{:.0f}')}"
+        f" against {spread([p.throughput for p in one], '{:.0f}')} answers/s,"
+        f" **{spread(ratios, '{:.2f}')}x** per round (target at least {REPLICAS_TARGET}x:"
+        f" {verdict}). Every process shares this machine's cores with the server, the fakes"
+        " and the load generator: the ratio says what a second replica adds here, not on a"
+        " host of its own."
     )

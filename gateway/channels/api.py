@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gateway.channels.base import (
         INTAKE,
+        AnswerLog,
         Batch,
         Channel,
         DeliveryLog,
@@ -117,6 +118,7 @@ HOMES: dict[str, tuple[str, ...]] = {
         "Intake",
         "INTAKE",
         "DeliveryLog",
+        "AnswerLog",
         "Batch",
         "storable",
         "stored_json",
@@ -197,6 +199,7 @@ __all__ = [
     "SET_PUBLIC_URL",
     "SET_WEBHOOK",
     "STALE",
+    "AnswerLog",
     "Asker",
     "Audience",
     "Batch",

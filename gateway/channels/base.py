@@ -102,6 +102,16 @@ class DeliveryLog(Meta, Protocol):
     ) -> None: ...
 
 
+class AnswerLog(DeliveryLog, Protocol):
+    """Delivery records, and where an answer's ids go once its last message went out."""
+
+    async def settle_platform_ids(self, message_id: int, ids: Sequence[str]) -> None:
+        """`set_platform_ids` for the write after an answer's last message: where the inbox
+        worker handles the update, written with the update's done (one write fewer per
+        answer; if the attempt ends otherwise, written before it does); else now."""
+        ...
+
+
 @dataclass(frozen=True)
 class Ports:
     """What a running channel uses: the inbox, its conversation, its delivery records, and
@@ -109,7 +119,7 @@ class Ports:
 
     intake: Intake
     conversation: Conversation
-    deliveries: DeliveryLog
+    deliveries: AnswerLog
     claims: Claims
 
     def fenced(self, out: Responder, item: InboxItem) -> Responder:

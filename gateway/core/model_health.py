@@ -65,6 +65,9 @@ class ModelHealth:
         self.window, self.min_calls, self.share = window_seconds, min_calls, share
         self.clock = clock
         self._recent: deque[tuple[float, str | None]] = deque()
+        self._failed: deque[tuple[float, str]] = deque()
+        """The failures among `_recent`, kept apart so that judging costs no scan of the
+        window (at hundreds of answers a second it holds tens of thousands of calls)."""
         self._failing: Failing | None = None
         self.calls = 0
         self.failures = 0
@@ -83,6 +86,7 @@ class ModelHealth:
         else:
             self.failures += 1
             self.last_error = error
+            self._failed.append((now, error))
         self._judge(now)
         for listener in self.listeners:
             listener(error)
@@ -100,7 +104,9 @@ class ModelHealth:
     def _judge(self, now: float) -> None:
         while self._recent and self._recent[0][0] < now - self.window:
             self._recent.popleft()
-        failed = [(at, error) for at, error in self._recent if error is not None]
+        failed = self._failed
+        while failed and failed[0][0] < now - self.window:
+            failed.popleft()
         calls = len(self._recent)
         if calls >= self.min_calls and len(failed) >= self.share * calls:
             since = self._failing.since if self._failing else failed[0][0]

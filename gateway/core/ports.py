@@ -6,7 +6,14 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from gateway.core.models import MessageKind
-from gateway.core.records import MessageRecord, OpenedTurn, SkillFileRecord, SkillRecord, Trace
+from gateway.core.records import (
+    ClaimFence,
+    MessageRecord,
+    OpenedTurn,
+    SkillFileRecord,
+    SkillRecord,
+    Trace,
+)
 from gateway.core.turn import QuotaSpend, TurnStart
 
 
@@ -51,6 +58,7 @@ class ConversationStore(TurnStarts, Protocol):
         user_id: str | None,
         spent: QuotaSpend | None = None,
         tools: Sequence[tuple[str, str]] = (),
+        fence: ClaimFence | None = None,
     ) -> MessageRecord: ...
 
 

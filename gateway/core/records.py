@@ -11,6 +11,17 @@ from gateway.core.models import AttachmentRecord, MessageKind, Role
 from gateway.core.tools import ToolCallRecord
 
 
+@dataclass(frozen=True)
+class ClaimFence:
+    """An inbox claim checked, and its lease extended, by the statement that stores the answer
+    of the update (replicas): the send that follows at once needs no check of its own."""
+
+    holder: str
+    item_id: int
+    claim: int
+    lease: float
+
+
 class InboxItem(BaseModel):
     """One platform update, stored before it was acknowledged."""
 

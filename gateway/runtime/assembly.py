@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from gateway.channels.base import Channel, Ports
+from gateway.channels.base import Channel, DeliveryLog, Ports
 from gateway.channels.registry import by_name, capabilities, configured_channels, polling, secrets
 from gateway.config import Settings
 from gateway.conversation.attachments import Attachments
@@ -48,9 +48,10 @@ from gateway.review.events import ReviewEvent
 from gateway.review.proposals import PROPOSED_FILE, Proposal
 from gateway.review.reconcile import reconcile
 from gateway.review.reviewer import Reviewer
-from gateway.runtime.inbox import Inbox, InboxWorker
+from gateway.runtime.inbox import Inbox, InboxWorker, settle_later
 from gateway.runtime.metrics import Metrics
 from gateway.runtime.replicas import (
+    FencedAnswers,
     SharedInboxWorker,
     check_skills_volume,
     replica_name,
@@ -140,6 +141,23 @@ class Parts:
     """Skills imported as proposals and exported once approved (set by `open_parts`)."""
 
 
+class Deliveries:
+    """The store's delivery records as a channel is given them (`AnswerLog`): the write after
+    an answer's last message goes with the update's done where the inbox worker handles it."""
+
+    def __init__(self, store: DeliveryLog) -> None:
+        self.store = store
+        self.get_meta = store.get_meta
+        self.set_meta = store.set_meta
+        self.set_platform_ids = store.set_platform_ids
+        self.delivery_batch = store.delivery_batch
+        self.delivery_sent = store.delivery_sent
+
+    async def settle_platform_ids(self, message_id: int, ids: Sequence[str]) -> None:
+        if not settle_later(message_id, ids, self.store.set_platform_ids):
+            await self.store.set_platform_ids(message_id, ids)
+
+
 def channel_ports(parts: Parts, channel: Channel) -> Ports:
     """What one channel is given when it starts: the inbox door, its conversation, its records."""
     conversation = Conversation(
@@ -168,7 +186,7 @@ def channel_ports(parts: Parts, channel: Channel) -> Ports:
     return Ports(
         intake=parts.inbox,
         conversation=conversation,
-        deliveries=parts.store,
+        deliveries=Deliveries(parts.store),
         claims=parts.worker,
     )
 
@@ -457,7 +475,7 @@ async def open_parts(
             onboard=settings.llm_local_model is not None,
         )
         agent = Agent(
-            store,
+            FencedAnswers(store) if settings.shared_database else store,
             model,
             catalog,
             config,

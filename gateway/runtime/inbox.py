@@ -9,14 +9,17 @@ retried with backoff (holding back its chat, to keep order) and, after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
-from gateway.core.records import InboxItem
+from gateway.core.records import ClaimFence, InboxItem
 from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, StoreBusy, StoreError
 from gateway.store.inbox import InboxQueries
@@ -35,6 +38,53 @@ class Received(Protocol):
     """Where stored updates are counted (/metrics)."""
 
     def received(self, channel: str) -> None: ...
+
+
+@dataclass
+class Attempt:
+    """One attempt at an update, in its own task: what its answer left for the update's done
+    and, with replicas, the claim it works under.
+
+    The channel's write after an answer's last message (`AnswerLog.settle_platform_ids`)
+    waits here for the update's done: one write where there were two. If the attempt ends
+    any other way, it is written before the attempt's end is (`InboxWorker._attempt`). A
+    crash in between loses it as a crash between the send and the write always did: the
+    retry sends that last message again.
+    """
+
+    task: asyncio.Task[object] | None
+    answer_ids: tuple[int, list[str]] | None = None
+    write: Callable[[int, Sequence[str]], Awaitable[None]] | None = None
+    open: bool = True
+    fence: ClaimFence | None = None
+    """The claim the attempt works under (replicas): the answer's statement checks it."""
+    fenced_at: float | None = None
+    """When (monotonic) the answer's statement found the claim held and extended it."""
+
+
+ATTEMPT: ContextVar[Attempt | None] = ContextVar("inbox_attempt", default=None)
+"""The attempt the current task works on, where the inbox worker started it."""
+
+
+def current_attempt() -> Attempt | None:
+    """The inbox worker's attempt this very task works on, if any."""
+    work = ATTEMPT.get()
+    if work is None or not work.open or work.task is not asyncio.current_task():
+        return None
+    return work
+
+
+def settle_later(
+    message_id: int, ids: Sequence[str], write: Callable[[int, Sequence[str]], Awaitable[None]]
+) -> bool:
+    """Leave the write of an answer's ids to the update's done; False where no attempt of
+    the inbox worker runs in this very task (a task it spawned, a scheduled delivery)."""
+    work = current_attempt()
+    if work is None:
+        return False
+    work.answer_ids = (message_id, list(ids))
+    work.write = write
+    return True
 
 
 class Inbox:
@@ -123,6 +173,10 @@ class InboxWorker:
         """The claim number the bookkeeping of `item` is fenced by (None: no claims here)."""
         return None
 
+    def _claim_fence(self, item: InboxItem) -> ClaimFence | None:
+        """The claim an answer to `item` is stored under (None: no claims here)."""
+        return None
+
     async def _process(self, item: InboxItem) -> None:
         handler = self.handlers.get(item.channel)
         if handler is None:
@@ -139,9 +193,9 @@ class InboxWorker:
                 reason = item.last_error or "the process stopped while handling it"
                 await self._give_up(handler, item, claim, attempt, reason)
                 return
+            work = Attempt(asyncio.current_task(), fence=self._claim_fence(item))
             try:
-                async with self._limit:
-                    await handler(item)
+                await self._attempt(handler, item, work)
             except asyncio.CancelledError:
                 raise
             except ClaimLost:
@@ -177,8 +231,31 @@ class InboxWorker:
                 await asyncio.sleep(self.backoff(attempt))
                 attempt = await self._start(item, claim)
                 continue
-            await self._persist(partial(self.store.inbox_done, item.id, claim=claim))
+            # The answer's ids its last message left go with the done: one write.
+            done = partial(self.store.inbox_done, item.id, claim=claim, answer_ids=work.answer_ids)
+            await self._persist(done)
             return
+
+    async def _attempt(self, handler: Handler, item: InboxItem, work: Attempt) -> None:
+        """One attempt at `item`; what its answer's last message left to write (`Attempt`)
+        is written before any other end of the attempt is handled, so that a retry, here or
+        on another replica, does not send that message again."""
+        token = ATTEMPT.set(work)
+        try:
+            async with self._limit:
+                await handler(item)
+        except BaseException:
+            work.open = False
+            if work.answer_ids is not None and work.write is not None:
+                message_id, ids = work.answer_ids
+                work.answer_ids = None
+                write = asyncio.ensure_future(work.write(message_id, ids))
+                with contextlib.suppress(StoreError):  # as a failed write of it always was
+                    await asyncio.shield(write)  # a cancelled attempt's write still lands
+            raise
+        finally:
+            work.open = False
+            ATTEMPT.reset(token)
 
     async def _start(self, item: InboxItem, claim: int | None) -> int:
         return await self._persist(partial(self.store.inbox_started, item.id, claim=claim))

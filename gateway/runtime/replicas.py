@@ -25,13 +25,16 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
-from gateway.core.records import InboxItem
+from gateway.core.models import MessageKind
+from gateway.core.ports import ConversationStore
+from gateway.core.records import ClaimFence, InboxItem, MessageRecord, Trace
 from gateway.core.tasks import cancel_and_wait
+from gateway.core.turn import QuotaSpend
 from gateway.errors import ClaimLost, ConfigError, StoreError
-from gateway.runtime.inbox import InboxWorker, finish
+from gateway.runtime.inbox import InboxWorker, current_attempt, finish
 from gateway.store.registry import RegistryQueries
 from gateway.store.replicas import ReplicaQueries
 from gateway.store.synthesis import SynthesisQueries
@@ -42,6 +45,57 @@ VOLUME_MARKER = ".skillgate-volume"
 """A file in the skills folder naming the shared volume; its id is also in the database."""
 VOLUME_KEY = "skills_volume_id"
 STARTUP_LOCK = "startup"
+
+
+FRESH_FENCE_SECONDS = 1.0
+"""A send this soon after the answer's statement checked the claim (and extended the lease to
+a whole one) needs no check of its own; later (speech or pictures made in between), it has."""
+
+
+class FencedAnswers:
+    """The agent's store with replicas: the statement that stores an update's answer also
+    checks the attempt's claim and extends its lease (`add_answer`'s `fence`), and the reply
+    sent right after needs no round trip of its own for it (`SharedInboxWorker.hold`)."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+        self.start_turn = store.start_turn
+        self.withhold_messages = store.withhold_messages
+        self.set_attachments_sent = store.set_attachments_sent
+
+    async def add_answer(
+        self,
+        session_id: int,
+        text: str,
+        *,
+        kind: MessageKind,
+        inbox_id: int | None,
+        trace: Trace,
+        now: float,
+        user_id: str | None,
+        spent: QuotaSpend | None = None,
+        tools: Sequence[tuple[str, str]] = (),
+        fence: ClaimFence | None = None,
+    ) -> MessageRecord:
+        attempt = current_attempt()
+        mine = attempt.fence if attempt is not None else None
+        if fence is None and mine is not None and inbox_id == mine.item_id:
+            fence = mine
+        answer = await self.store.add_answer(
+            session_id,
+            text,
+            kind=kind,
+            inbox_id=inbox_id,
+            trace=trace,
+            now=now,
+            user_id=user_id,
+            spent=spent,
+            tools=tools,
+            fence=fence,
+        )
+        if fence is not None and attempt is not None and fence is attempt.fence:
+            attempt.fenced_at = time.monotonic()
+        return answer
 
 
 def replica_name() -> str:
@@ -111,11 +165,27 @@ class SharedInboxWorker(InboxWorker):
         working = self._inflight.get(item.id)
         if working is None or working[0] != item.claim:
             raise ClaimLost(f"update {item.id} is no longer claimed by this replica")
+        attempt = current_attempt()
+        if (
+            attempt is not None
+            and attempt.fence is not None
+            and attempt.fence.item_id == item.id
+            and attempt.fence.claim == item.claim
+            and attempt.fenced_at is not None
+            and time.monotonic() - attempt.fenced_at < FRESH_FENCE_SECONDS
+        ):
+            # The answer's own statement checked the claim and extended its lease a moment
+            # ago: the database decided, for this one send.
+            attempt.fenced_at = None
+            return
         if not await self.store.inbox_fence(self.holder, item.id, item.claim, self.lease):
             raise ClaimLost(f"update {item.id} was claimed by another replica")
 
     def _fence(self, item: InboxItem) -> int | None:
         return item.claim
+
+    def _claim_fence(self, item: InboxItem) -> ClaimFence | None:
+        return ClaimFence(self.holder, item.id, item.claim, self.lease)
 
     async def _claim_loop(self) -> None:
         while self._accepting:

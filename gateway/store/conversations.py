@@ -13,6 +13,7 @@ from gateway.core.records import (
     Trace,
 )
 from gateway.store.messages import (
+    MESSAGE_COLUMNS,
     TRACE_LISTS,
     inbox_message,
     message_record,
@@ -22,6 +23,7 @@ from gateway.store.sql import (
     Conn,
     QueriesBase,
     decode_json_fields,
+    marks,
     query,
     transaction,
 )
@@ -268,14 +270,81 @@ async def open_session(
     return SessionRecord.model_validate(row), True
 
 
+_NAME_UPDATE = (
+    " on conflict (channel, user_id) do update set name = excluded.name,"
+    " updated_at = excluded.updated_at"
+)
+REMEMBER_NAME = (
+    "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)" + _NAME_UPDATE
+)
+"""The user's display name as the platform sent it this time; marks: `name_args`."""
+NAME_UNLESS_ASKED = (
+    "insert into user_names (channel, user_id, name, updated_at) select ?, ?, ?, ?"
+    " where not exists (select 1 from awaiting a where a.channel = ? and a.chat_id = ?"
+    " and a.user_id = ? and a.expires_at >= ?)" + _NAME_UPDATE
+)
+"""`REMEMBER_NAME` as a `with` item of the statement that reads the chat's state (where the
+database's `with` may insert): written only where the turn opens, not where the message may
+answer the user's open question; marks: `name_args`, then the channel, the chat, the user
+and the time the question must still be open at."""
+
+
+def name_args(channel: str, user_id: str, name: str, at: float) -> list[object]:
+    """The values of `REMEMBER_NAME`'s marks (the name bounded)."""
+    return [channel, user_id, name.strip()[:MAX_NAME], at]
+
+
+_SESSION_AND_MESSAGE = f"""
+with s as (
+    update sessions set
+        last_activity_at = case when last_activity_at < ? then last_activity_at
+            else cast(? as double precision) end,
+        finished_at = case when last_activity_at < ? then cast(? as double precision)
+            else finished_at end,
+        finish_reason = case when last_activity_at < ? then 'idle' else finish_reason end
+    where id = (select max(id) from sessions
+        where channel = ? and chat_id = ? and finished_at is null)
+    and finished_at is null
+    returning id, finished_at is null as kept
+), n as (
+    insert into sessions (channel, chat_id, user_id, started_at, last_activity_at)
+    select ?, ?, ?, ?, ? where not exists (select 1 from s where kept)
+    returning id
+), m as (
+    insert into messages ({", ".join(MESSAGE_COLUMNS)})
+    select coalesce((select id from s where kept), (select id from n)), {marks(MESSAGE_COLUMNS[1:])}
+    returning id, session_id
+)
+select m.id, m.session_id, exists (select 1 from n) as new from m
+"""
+"""`open_session` and the message's insert in one statement (a database whose `with` may
+insert): the chat's open session continued, or finished if idle and a new one opened (its
+one row updated once: the activity or the finish), and the message in whichever it is."""
+
+
+async def open_session_with_message(
+    c: Conn,
+    channel: str,
+    chat_id: str,
+    user_id: str | None,
+    now: float,
+    idle: float,
+    message: Sequence[object],
+) -> tuple[int, int, bool]:
+    """As `open_session` then the insert of `message` (its `MESSAGE_COLUMNS` values after
+    the session's id), in one statement: the message's id, its session's, whether the
+    session is new. Called where `open_session` is: in a transaction holding the chat's lock."""
+    since = now - idle
+    row = await c.fetchrow(
+        _SESSION_AND_MESSAGE,
+        *(since, now, since, now, since, channel, chat_id),
+        *(channel, chat_id, user_id, now, now),
+        *message,
+    )
+    assert row is not None  # one message is always inserted
+    return int(row["id"]), int(row["session_id"]), bool(row["new"])
+
+
 async def remember_name(c: Conn, channel: str, user_id: str, name: str, at: float) -> None:
     """The user's display name as the platform sent it this time (bounded)."""
-    await c.execute(
-        "insert into user_names (channel, user_id, name, updated_at) values (?, ?, ?, ?)"
-        " on conflict (channel, user_id) do update set name = excluded.name,"
-        " updated_at = excluded.updated_at",
-        channel,
-        user_id,
-        name.strip()[:MAX_NAME],
-        at,
-    )
+    await c.execute(REMEMBER_NAME, *name_args(channel, user_id, name, at))

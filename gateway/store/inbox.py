@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from gateway.core.records import InboxItem
+from gateway.core.records import ClaimFence, InboxItem
+from gateway.store.messages import SET_PLATFORM_IDS, ids_args
 from gateway.store.sql import Conn, QueriesBase, query
 
 ITEM = (
@@ -12,6 +14,18 @@ ITEM = (
     " claim"
 )
 """The columns of an InboxItem."""
+
+
+FENCE_CLAIM = (
+    "update inbox set lease_until = ? where id = ? and claimed_by = ? and claim = ?"
+    " and processed_at is null"
+)
+"""The check that a replica still holds its claim, extending its lease; marks: `fence_args`."""
+
+
+def fence_args(fence: ClaimFence, now: float) -> tuple[float, int, str, int]:
+    """The values of `FENCE_CLAIM`'s marks."""
+    return now + fence.lease, fence.item_id, fence.holder, fence.claim
 
 
 class InboxQueries(QueriesBase):
@@ -51,24 +65,40 @@ class InboxQueries(QueriesBase):
 
     @query
     async def inbox_done(
-        self, c: Conn, item_id: int, *, error: str | None = None, claim: int | None = None
+        self,
+        c: Conn,
+        item_id: int,
+        *,
+        error: str | None = None,
+        claim: int | None = None,
+        answer_ids: tuple[int, Sequence[str]] | None = None,
     ) -> bool:
         """Mark an update processed (with the error that ended it, if any).
 
-        With `claim` (replicas), only while that claim holds; False when it did not.
+        With `claim` (replicas), only while that claim holds; False when it did not. With
+        `answer_ids` (an answer's message id and the platform's ids of what carried it), those
+        are written in the same unit, claim or not (`set_platform_ids`): one commit, and on
+        PostgreSQL one statement.
         """
         fenced = "" if claim is None else " and claim = ?"
-        return (
-            await c.execute(
-                "update inbox set processed_at = ?, last_error = coalesce(?, last_error),"
-                f" claimed_by = null, lease_until = null where id = ?{fenced}",
-                time.time(),
-                error,
-                item_id,
-                *(() if claim is None else (claim,)),
-            )
-            == 1
+        done = (
+            "update inbox set processed_at = ?, last_error = coalesce(?, last_error),"
+            f" claimed_by = null, lease_until = null where id = ?{fenced}"
         )
+        args = (time.time(), error, item_id, *(() if claim is None else (claim,)))
+        if answer_ids is None:
+            return await c.execute(done, *args) == 1
+        message_id, ids = answer_ids
+        if c.dialect.writable_cte:
+            return (
+                await c.execute(
+                    f"with ids as ({SET_PLATFORM_IDS}) {done}", *ids_args(message_id, ids), *args
+                )
+                == 1
+            )
+        async with c.transaction():
+            await c.execute(SET_PLATFORM_IDS, *ids_args(message_id, ids))
+            return await c.execute(done, *args) == 1
 
     @query
     async def inbox_started(self, c: Conn, item_id: int, *, claim: int | None = None) -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from gateway.core.memory import MemoryEntry
 from gateway.store.sql import Conn, QueriesBase, marks, query, transaction
@@ -28,10 +30,37 @@ async def turn_memory(
     return [str(r["text"]) for r in rows]
 
 
+_OPTED_IN = "select 1 from memory_opt_ins where channel = ? and chat_id = ? and user_id = ?"
+
+
+def memory_item(c: Conn, *, in_group: bool) -> str:
+    """`turn_memory` as one select item `memory` of a larger statement: the entries as a JSON
+    list, null where memory is not for this turn (`memory_in` reads it). Its marks
+    (`memory_args`) take, in a group, the channel, the chat and the user, then the channel
+    and the user."""
+    entries = c.dialect.json_list(
+        "text", "from user_memory where channel = ? and user_id = ?", "id"
+    )
+    if in_group:
+        entries = f"case when exists ({_OPTED_IN}) then {entries} end"
+    return f"{entries} as memory"
+
+
+def memory_args(channel: str, chat_id: str, user_id: str, *, in_group: bool) -> list[Any]:
+    """The values of `memory_item`'s marks."""
+    return [*((channel, chat_id, user_id) if in_group else ()), channel, user_id]
+
+
+def memory_in(row: dict[str, Any]) -> list[str] | None:
+    """The entries in a row selected with `memory_item`."""
+    value = row["memory"]
+    return None if value is None else [str(v) for v in json.loads(value)]
+
+
 async def _opted_in(c: Conn, channel: str, chat_id: str, user_id: str) -> bool:
     return (
         await c.fetchval(
-            "select 1 from memory_opt_ins where channel = ? and chat_id = ? and user_id = ?",
+            _OPTED_IN,
             channel,
             chat_id,
             user_id,

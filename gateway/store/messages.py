@@ -25,7 +25,7 @@ _TRACE_COLUMNS = ("message_id", *Trace.model_fields)
 _INSERT_TRACE = insert_sql("traces", _TRACE_COLUMNS)
 _ATTACHMENT_COLUMNS = tuple(f for f in AttachmentRecord.model_fields if f != "id")
 _INSERT_ATTACHMENT = insert_sql("attachments", (*_ATTACHMENT_COLUMNS, "created_at"))
-_MESSAGE_COLUMNS = (
+MESSAGE_COLUMNS = (
     "session_id",
     "role",
     "text",
@@ -35,7 +35,7 @@ _MESSAGE_COLUMNS = (
     "platform_message_id",
     "user_id",
 )
-_INSERT_MESSAGE = insert_sql("messages", _MESSAGE_COLUMNS)
+_INSERT_MESSAGE = insert_sql("messages", MESSAGE_COLUMNS)
 _THEN_TRACE = (
     f"insert into traces ({', '.join(_TRACE_COLUMNS)})"
     f" select m.id, {marks(_TRACE_COLUMNS[1:])} from m returning message_id"
@@ -82,6 +82,50 @@ async def insert_message(
         platform_message_id=platform_message_id,
         user_id=user_id,
     )
+
+
+async def insert_fenced_answer(
+    c: Conn,
+    session_id: int,
+    text: str,
+    kind: MessageKind,
+    inbox_id: int | None,
+    trace: Trace,
+    at: float,
+    *,
+    fence: tuple[str, Sequence[Any]],
+    user_id: str | None = None,
+) -> tuple[MessageRecord, bool]:
+    """`insert_message` of an answer with its trace, and the update `fence` (an `update ...`
+    statement and its arguments) run with it; whether the fence touched a row. One statement
+    where the database's `with` may insert."""
+    args = (session_id, "assistant", text, kind, inbox_id, at, None, user_id)
+    sql, fence_args = fence
+    if not c.dialect.writable_cte:
+        held = await c.execute(sql, *fence_args) == 1
+        answer = await insert_message(
+            c, session_id, "assistant", text, kind, inbox_id, trace, at, user_id=user_id
+        )
+        return answer, held
+    row = await c.fetchrow(
+        f"with f as ({sql} returning 1), m as ({_INSERT_MESSAGE} returning id),"
+        f" t as ({_THEN_TRACE}) select t.message_id, exists (select 1 from f) as held from t",
+        *fence_args,
+        *args,
+        *trace_args(trace),
+    )
+    assert row is not None  # the answer is always inserted
+    answer = MessageRecord(
+        id=row["message_id"],
+        session_id=session_id,
+        role="assistant",
+        text=text,
+        kind=kind,
+        inbox_id=inbox_id,
+        created_at=at,
+        user_id=user_id,
+    )
+    return answer, bool(row["held"])
 
 
 def trace_args(trace: Trace) -> list[Any]:
@@ -184,10 +228,15 @@ async def store_attachments(
         )
 
 
+SET_PLATFORM_IDS = "update messages set platform_message_ids = ? where id = ?"
+"""The platform's ids of every message that carried this one so far; marks: `ids_args`."""
+
+
+def ids_args(message_id: int, ids: Sequence[str]) -> tuple[str, int]:
+    """The values of `SET_PLATFORM_IDS`' marks."""
+    return json.dumps(list(ids)), message_id
+
+
 async def set_platform_ids(c: Conn, message_id: int, ids: Sequence[str]) -> None:
     """The platform's ids of every message that carried this one so far."""
-    await c.execute(
-        "update messages set platform_message_ids = ? where id = ?",
-        json.dumps(list(ids)),
-        message_id,
-    )
+    await c.execute(SET_PLATFORM_IDS, *ids_args(message_id, ids))

@@ -115,6 +115,9 @@ class PgDialect:
     def json_text(self, expr: str, key: str) -> str:
         return f"(({expr})::jsonb ->> '{key}')"
 
+    def json_list(self, column: str, source: str, order: str) -> str:
+        return f"(select coalesce(json_agg({column} order by {order}), '[]')::text {source})"
+
     def limit(self, n: int) -> int | None:
         return None if n < 0 else int(n)  # PostgreSQL refuses a negative limit
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import time
 
-from gateway.core.records import InboxItem
-from gateway.store.inbox import ITEM, InboxQueries
+from gateway.core.records import ClaimFence, InboxItem
+from gateway.store.inbox import FENCE_CLAIM, ITEM, InboxQueries, fence_args
 from gateway.store.sql import Conn, marks, query, urgent
 
 
@@ -124,15 +124,8 @@ class ReplicaQueries(InboxQueries):
         number (the row's lock orders the two updates), so it fails here for good.
         """
         at = time.time() if now is None else now
-        kept = await c.execute(
-            "update inbox set lease_until = ? where id = ? and claimed_by = ? and claim = ?"
-            " and processed_at is null",
-            at + lease,
-            item_id,
-            holder,
-            claim,
-        )
-        return kept == 1
+        fence = ClaimFence(holder, item_id, claim, lease)
+        return await c.execute(FENCE_CLAIM, *fence_args(fence, at)) == 1
 
     @query
     async def inbox_release(self, c: Conn, holder: str) -> int:

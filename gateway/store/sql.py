@@ -66,6 +66,11 @@ class Dialect(Protocol):
         """The text of field `key` of the JSON object `expr` (a text column or element)."""
         ...
 
+    def json_list(self, column: str, source: str, order: str) -> str:
+        """A scalar subquery: the JSON text list of `column` over `source` (`from ... where
+        ...`) in the order of `order` (`[]` where no row is)."""
+        ...
+
     def limit(self, n: int) -> int | None:
         """The `limit ?` argument for `n`, where a negative `n` means no limit."""
         ...

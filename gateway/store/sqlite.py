@@ -76,6 +76,12 @@ class SqliteDialect:
     def json_text(self, expr: str, key: str) -> str:
         return f"json_extract({expr}, '$.{key}')"
 
+    def json_list(self, column: str, source: str, order: str) -> str:
+        # The aggregate takes the rows as the ordered subquery gives them (SQLite 3.40 has
+        # no `order by` inside an aggregate's call).
+        ordered = f"select {column} {source} order by {order}"
+        return f"(select json_group_array({column}) from ({ordered}))"
+
     def limit(self, n: int) -> int | None:
         return int(n)  # SQLite reads a negative limit as none
 

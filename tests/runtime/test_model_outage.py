@@ -118,3 +118,24 @@ def test_a_few_calls_do_not_open_an_outage_and_one_that_answers_closes_it() -> N
         health.record(None)
     health.record("HTTP 500")
     assert health.failing() is None  # one in five: under the share
+
+
+def test_only_the_windows_failures_count_once_older_ones_leave_it() -> None:
+    clock = Clock()
+    health = ModelHealth(window_seconds=300, min_calls=3, share=0.5, clock=clock)
+    for _ in range(3):
+        health.record("HTTP 500")
+    clock.now += 200
+    health.record(None)
+    health.record("HTTP 502")
+    failing = health.failing()
+    assert failing is not None and (failing.failed, failing.calls) == (4, 5)
+    clock.now += 150  # the first three are out of the window now
+    health.record(None)
+    health.record(None)
+    assert health.failing() is None  # one failure in four calls
+    health.record("HTTP 503")
+    health.record("HTTP 504")
+    failing = health.failing()
+    assert failing is not None and (failing.failed, failing.calls) == (3, 6)
+    assert failing.error == "HTTP 504"

@@ -6,10 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from gateway.core.records import InboxItem
+import pytest
+
+from gateway.core.records import InboxItem, Trace
 from gateway.core.tasks import cancel_and_wait
-from gateway.runtime.replicas import SharedInboxWorker
+from gateway.runtime import replicas
+from gateway.runtime.replicas import FencedAnswers, SharedInboxWorker
 from gateway.store.postgres import PostgresStore
+from tests.store_support import current_session
 
 
 @asynccontextmanager
@@ -177,3 +181,53 @@ async def test_work_whose_claim_is_gone_is_cancelled_at_the_next_renewal(
         for worker in workers:
             await worker.stop(1)
     assert handled == [["u1"], ["u1"]]
+
+
+async def test_a_reply_right_after_its_answer_was_stored_under_the_claim_needs_no_fence_of_its_own(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fences: list[int] = []
+    async with PostgresStore(postgres_url) as store:
+        fence = store.inbox_fence
+
+        async def counted(holder: str, item_id: int, claim: int, lease: float) -> bool:
+            fences.append(item_id)
+            return await fence(holder, item_id, claim, lease)
+
+        monkeypatch.setattr(store, "inbox_fence", counted)
+        worker = SharedInboxWorker(store, holder="r0", lease=30, poll=0.05)
+        answers = FencedAnswers(store)
+        done: list[str] = []
+
+        async def handler(item: InboxItem) -> None:
+            session = await current_session(store, "telegram", item.chat_key, "u", 1000.0, 60)
+            await answers.add_answer(
+                session.id, "hi", kind="normal", inbox_id=item.id, trace=Trace(), now=1.0,
+                user_id="u",
+            )  # fmt: skip
+            await worker.hold(item)  # the answer's statement checked the claim: no trip
+            assert fences == []
+            await worker.hold(item)  # a second send checks it again
+            assert fences == [item.id]
+            if item.update_id == "late":
+                monkeypatch.setattr(replicas, "FRESH_FENCE_SECONDS", 0.0)
+                await answers.add_answer(
+                    session.id, "again", kind="normal", inbox_id=item.id, trace=Trace(),
+                    now=2.0, user_id="u",
+                )  # fmt: skip
+                await worker.hold(item)  # too long after the answer: checked
+                assert fences == [item.id, item.id]
+            done.append(item.update_id)
+
+        worker.handlers["telegram"] = handler
+        await worker.start()
+        try:
+            for update in ("soon", "late"):
+                fences.clear()
+                item = await store.inbox_add("telegram", update, update, "{}")
+                assert item is not None
+                worker.submit(item)
+                await until(lambda u=update: u in done)  # type: ignore[misc]
+        finally:
+            await worker.stop()
+        assert done == ["soon", "late"]

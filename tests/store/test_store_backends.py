@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.records import InboxItem
+from gateway.core.records import ClaimFence, InboxItem, Trace
+from gateway.core.turn import QuotaSpend
+from gateway.errors import ClaimLost
 from gateway.store import SqliteStore, Store
 from gateway.store.postgres import numbered
 from gateway.store.sql import Conn
+from tests.store_support import current_session, history
 
 
 async def test_inbox_dedupes_and_keeps_arrival_order(any_store: Store) -> None:
@@ -280,3 +283,31 @@ async def test_a_sqlite_unit_of_work_that_awaits_anything_else_is_refused(tmp_pa
         with pytest.raises(RuntimeError, match="awaited something other than"):
             await store._run(suspends, transaction=True)
         assert await store.ping()
+
+
+async def test_an_answer_stored_under_a_claim_checks_it_in_the_same_unit(any_store: Store) -> None:
+    (a1,) = await _stored(any_store, "a")
+    (mine,) = await any_store.inbox_claim("r1", 10, channels=["telegram"], limit=1)
+    session = await current_session(any_store, "telegram", "a", "u", 1000.0, 60)
+    fence = ClaimFence("r1", a1, mine.claim, 10)
+    kept = await any_store.add_answer(
+        session.id, "one", kind="normal", inbox_id=a1, trace=Trace(), now=1.0, user_id="u",
+        fence=fence,
+    )  # fmt: skip
+    assert kept.text == "one"
+    # Held, the lease was extended as the fence before a send extends it.
+    assert await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1) == []
+    # Taken over meanwhile: the answer is stored all the same (the new holder sends it), and
+    # the claim's loss is said, with or without the daily counts' transaction.
+    await any_store.inbox_release("r1")
+    (theirs,) = await any_store.inbox_claim("r2", 10, channels=["telegram"], limit=1)
+    spent = QuotaSpend(day="2026-12-07", tokens=1)
+    for extra in ({}, {"spent": spent}):
+        with pytest.raises(ClaimLost):
+            await any_store.add_answer(
+                session.id, "two", kind="normal", inbox_id=a1, trace=Trace(), now=2.0,
+                user_id="u", fence=fence, **extra,  # type: ignore[arg-type]
+            )  # fmt: skip
+    texts = [m.text for m in await history(any_store, session.id, limit=10)]
+    assert texts == ["one", "two", "two"]
+    assert await any_store.inbox_fence("r2", a1, theirs.claim, 10)

@@ -26,11 +26,11 @@ from gateway.channels.api import (
     CUT_NOTE,
     ENGLISH,
     N_,
+    AnswerLog,
     Button,
     Card,
     ChannelError,
     ChatRef,
-    DeliveryLog,
     PartialText,
     Proposal,
     RateLimited,
@@ -77,7 +77,7 @@ class TelegramResponder:
         chat: ChatRef,
         sender: Sender,
         cards: TelegramCards,
-        parts_log: DeliveryLog,
+        parts_log: AnswerLog,
         *,
         user: Person,
         message_id: int | None = None,
@@ -184,7 +184,7 @@ class TelegramResponder:
             return ids
         ids.append(str(sent))
         if reply.message_id is not None:
-            await self.parts_log.set_platform_ids(reply.message_id, ids)
+            await self.parts_log.settle_platform_ids(reply.message_id, ids)
         return ids
 
     async def _parts(
@@ -201,8 +201,7 @@ class TelegramResponder:
             first = await self._finish_shown(self._shown, parts[0], markup, len(parts) == 1)
             if first is not None:
                 ids.append(first)
-                if reply.message_id is not None:
-                    await self.parts_log.set_platform_ids(reply.message_id, ids)
+                await self._record(reply, ids, last=len(parts) == 1)
         for index in range(len(ids), len(parts)):
             last = index == len(parts) - 1
             sent = await self.sender.send(
@@ -212,11 +211,20 @@ class TelegramResponder:
                 reply_to=self._reply_to if index == 0 else None,
             )
             ids.append(str(sent))
-            if reply.message_id is not None:
-                # Each part is recorded as it goes out, so a retry after a failure (a 429 that
-                # outlasted the retries, a network error) continues with the next part.
-                await self.parts_log.set_platform_ids(reply.message_id, ids)
+            # Each part is recorded as it goes out, so a retry after a failure (a 429 that
+            # outlasted the retries, a network error) continues with the next part.
+            await self._record(reply, ids, last=last)
         return ids
+
+    async def _record(self, reply: Reply, ids: list[str], *, last: bool) -> None:
+        """Where the answer's parts went so far; after the last message of the answer (no
+        voice to follow), with the update's done (`AnswerLog.settle_platform_ids`)."""
+        if reply.message_id is None:
+            return
+        if last and reply.voice is None:
+            await self.parts_log.settle_platform_ids(reply.message_id, ids)
+        else:
+            await self.parts_log.set_platform_ids(reply.message_id, ids)
 
     def _edits_in_place(self) -> bool:
         return self.streaming == "edit" and self.chat.is_group and self._reply_to is not None
