@@ -280,3 +280,22 @@ async def test_a_sqlite_unit_of_work_that_awaits_anything_else_is_refused(tmp_pa
         with pytest.raises(RuntimeError, match="awaited something other than"):
             await store._run(suspends, transaction=True)
         assert await store.ping()
+
+
+async def test_the_last_update_of_a_channel_is_found_near_the_newest_and_far_from_them(
+    any_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.store import inbox
+
+    monkeypatch.setattr(inbox, "LAST_RECEIVED_PROBE", 3)
+    assert await any_store.inbox_last_received("telegram") is None
+    await any_store.inbox_add("line", "l0", "chat-l", "{}", now=5.0)
+    for n in range(1, 4):
+        await any_store.inbox_add("telegram", f"t{n}", "chat-t", "{}", now=10.0 + n)
+    # Among the newest rows, and (LINE) only further back than the probe reads.
+    assert await any_store.inbox_last_received("telegram") == 13.0
+    assert await any_store.inbox_last_received("line") == 5.0
+    await any_store.inbox_add("line", "l1", "chat-l", "{}", now=20.0)
+    assert await any_store.inbox_last_received("line") == 20.0
+    assert await any_store.inbox_last_received("telegram") == 13.0
+    assert await any_store.inbox_last_received("slack") is None
