@@ -3,7 +3,7 @@
 `skillgate serve` (the real process, Telegram against the fake Bot API) and a fake model of
 its own (`--serve-model`, a child process speaking the OpenAI protocol through
 `tests/fakes/openai_server.py`, answering every call after `--model-latency` seconds) play a
-small world: rated sessions about six topics, stored through the gateway's store. A first
+small world: rated sessions about twelve topics, stored through the gateway's store. A first
 pass reads the older ones and proposes nothing (they become what a proposal might break);
 then each pass finds `--proposals` topics with 👎 answers (`--turns` sessions each) and the
 model proposes one skill per topic, which `Synthesizer.stage` tries before review with the
@@ -404,7 +404,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> Result:
     model = ("bench.trial", "--serve-model", "--model-latency", str(args.model_latency))
     rig = Rig(tmp, lean=False, model=model, settings=settings)
     db = tmp / "skillgate-data" / "skillgate.db"
-    first, second = TOPICS[: args.proposals], TOPICS[args.proposals : 2 * args.proposals]
+    first = TOPICS[: args.proposals]
+    used = TOPICS[: (args.rounds + 1) * args.proposals]
     phase = 0
 
     def batch(count: int) -> Batch:
@@ -419,7 +420,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> Result:
             gw = Gateway(session, base)
             # Older rated sessions, read by a pass that proposes nothing.
             start = time.time() - 7200
-            await seed(db, (*first, *second), "guard", GUARDS_PER_TOPIC, start)
+            await seed(db, used, "guard", GUARDS_PER_TOPIC, start)
             await gw.synthesize()
             for name in ("skillgate", "bare"):  # warm-up: pools, lazy imports
                 await run_phase(rig, session, name, batch(args.rate), args.rate, 40)
