@@ -12,6 +12,8 @@ ITEM = (
     " claim"
 )
 """The columns of an InboxItem."""
+PRUNE_CHUNK = 1000
+"""Processed updates `inbox_prune` deletes in one unit of work."""
 LAST_RECEIVED_PROBE = 1000
 """The newest inbox rows `inbox_last_received` reads before it looks up a channel whole."""
 
@@ -100,10 +102,16 @@ class InboxQueries(QueriesBase):
         return 0 if attempts is None else int(attempts)
 
     @query
-    async def inbox_prune(self, c: Conn, older_than: float) -> int:
-        """Forget processed updates received before `older_than` (epoch seconds)."""
+    async def inbox_prune(self, c: Conn, older_than: float, limit: int = PRUNE_CHUNK) -> int:
+        """Forget up to `limit` processed updates received before `older_than` (epoch
+        seconds), oldest first. Callers repeat until fewer are gone: a week
+        of a busy gateway's updates deleted in one unit would hold SQLite's one store thread,
+        and every answer behind it, for as long as the delete takes."""
         return await c.execute(
-            "delete from inbox where processed_at is not null and received_at < ?", older_than
+            "delete from inbox where id in (select id from inbox where processed_at is not null"
+            " and received_at < ? order by id limit ?)",
+            older_than,
+            c.dialect.limit(limit),
         )
 
     @query

@@ -35,6 +35,23 @@ async def test_inbox_dedupes_and_keeps_arrival_order(any_store: Store) -> None:
     assert await any_store.inbox_prune(older_than=11.0) == 0
 
 
+async def test_the_inbox_is_pruned_a_chunk_at_a_time(any_store: Store) -> None:
+    for n in range(5):
+        item = await any_store.inbox_add("telegram", f"u{n}", "chat-a", "{}", now=float(n))
+        assert item is not None
+        if n != 1:
+            await any_store.inbox_done(item.id)
+    waiting = await any_store.inbox_add("telegram", "new", "chat-a", "{}", now=100.0)
+    assert waiting is not None
+    await any_store.inbox_done(waiting.id)
+    # Processed and old: u0, u2, u3, u4 (u1 still waits); two a unit, the oldest first.
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 2
+    assert [i.update_id for i in await any_store.inbox_pending()] == ["u1"]
+    assert await any_store.inbox_last_received("telegram") == 100.0
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 2
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 0
+
+
 async def test_schema_versions_match(any_store: Store) -> None:
     from gateway.store.migrations import MIGRATIONS
 
