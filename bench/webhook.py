@@ -21,6 +21,7 @@ import resource
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import aiohttp
@@ -48,15 +49,26 @@ class Rig:
     """The fakes and the contenders, as child processes."""
 
     def __init__(
-        self, tmp: Path, lean: bool, delay: float = 0.0, postgres: pg.Server | None = None
+        self,
+        tmp: Path,
+        lean: bool,
+        delay: float = 0.0,
+        postgres: pg.Server | None = None,
+        *,
+        model: Sequence[str] = (),
+        settings: dict[str, str] | None = None,
     ) -> None:
+        """`model`: another fake model (module and arguments, printing the same ready line);
+        `settings`: added to every Skillgate contender's."""
         self.tmp = tmp
         self.children: dict[str, Child] = {}
         self.urls: dict[str, list[str]] = {}
         self.postgres = postgres
+        self.settings = settings or {}
         api_args = ["telegram", "--lean"] if lean else ["telegram"]
         self.api = self._spawn("fake-bot-api", "bench.fakes", *api_args)
-        self.llm = self._spawn("fake-model", "bench.fakes", "openai", "--delay", str(delay))
+        echo = ("bench.fakes", "openai", "--delay", str(delay))
+        self.llm = self._spawn("fake-model", *(model or echo))
         api, llm = self.api.ready_line(), self.llm.ready_line()
         self.api_url, self.token, self.llm_url = api["base_url"], api["token"], llm["base_url"]
         self.answers = Answers(api["control"])
@@ -100,6 +112,7 @@ class Rig:
             "LLM_BASE_URL": self.llm_url,
             "LLM_MODEL": "fake-model",
         }
+        settings |= self.settings
         if name == "quotas":
             settings |= QUOTAS
         if database is not None:

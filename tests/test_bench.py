@@ -18,6 +18,7 @@ COMMANDS = (
     "streaming",
     "startup",
     "startup_profile",
+    "trial",
 )
 
 
@@ -70,3 +71,40 @@ async def test_a_judge_that_never_answers_costs_questions_bounded_by_the_backoff
     assert down.before[2] > 24 * 2
     garbled = await simulate(3, tmp_path, "garbled")
     assert sum(garbled.questions) == 0 and garbled.to_person == 3
+
+
+async def test_a_trial_is_priced_in_exact_calls_and_tokens(tmp_path: Path) -> None:
+    import argparse
+
+    from bench.trial import render, run
+
+    args = argparse.Namespace(proposals=1, turns=1, rounds=1, rate=20, model_latency=0.0)
+    result = await run(args, tmp_path)
+    priced = result.priced
+    # One turn a side: the fix and one guard, each on both arms (4 pairs); with the proposal
+    # the answer loads it first (2 calls), without it answers at once (1), each judged once.
+    assert priced.trials == [
+        {
+            "name": "printer-spooler",
+            "calls": 10,
+            "pairs": 4,
+            "fixes": 1,
+            "guards": 1,
+            "verdict": "measured_gain",
+        }
+    ]
+    assert priced.kinds["trial answer"][0] == 6 and priced.kinds["trial comparison"][0] == 4
+    assert priced.kinds["synthesis"][0] == 1 and priced.kinds["same-claim question"][0] == 1
+    # What the gateway recorded for the pass is what the model reported.
+    assert priced.recorded == {
+        "prompt_tokens": sum(v[1] for v in priced.kinds.values()),
+        "completion_tokens": sum(v[2] for v in priced.kinds.values()),
+    }
+    assert [t["pairs"] for t in result.loaded_trials] == [4]
+    assert [(x.round, x.name, x.answered, x.sent) for x in result.loads] == [
+        (1, "with a pass", 20, 20),
+        (1, "no pass", 20, 20),
+        (1, "bare", 20, 20),
+    ]
+    text = render(result, args)
+    assert "| per pair" in text and "p99 over bare while a pass with trials runs" in text

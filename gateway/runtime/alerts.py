@@ -83,7 +83,7 @@ class AlertStore(Meta, Locks, Protocol):
 class SignalStore(Protocol):
     async def inbox_last_received(self, channel: str) -> float | None: ...
 
-    async def count_sessions(self, channel: str | None = None) -> int: ...
+    async def has_sessions(self, channel: str) -> bool: ...
 
     async def list_runs(self, limit: int = 20) -> list[RunRecord]: ...
 
@@ -169,7 +169,7 @@ def looker(
         seen.webhook_last = {
             name: await store.inbox_last_received(name)
             for name in webhook_platforms(settings)
-            if await store.count_sessions(name) > 0  # no users yet: silence is expected
+            if await store.has_sessions(name)  # no users yet: silence is expected
         }
         runs = [r for r in await store.list_runs(limit=max(limit, 1)) if r.finished_at]
         for run in runs:

@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 from gateway.core.records import ClaimFence, InboxItem
 from gateway.core.tasks import cancel_and_wait
 from gateway.errors import ClaimLost, StoreBusy, StoreError
-from gateway.store.inbox import InboxQueries
+from gateway.store.inbox import PRUNE_CHUNK, InboxQueries
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,11 @@ class InboxWorker:
     async def prune(self, now: float | None = None) -> int:
         """Forget processed updates older than the retention; the dedupe table stays small."""
         at = time.time() if now is None else now
-        gone = await self.store.inbox_prune(at - RETENTION_SECONDS)
+        gone = 0
+        while (n := await self.store.inbox_prune(at - RETENTION_SECONDS, PRUNE_CHUNK)) > 0:
+            gone += n  # a chunk per unit of work: answers are stored between them
+            if n < PRUNE_CHUNK:
+                break
         if gone:
             log.info(
                 "pruned %d processed update(s) older than %d days", gone, RETENTION_SECONDS // 86400

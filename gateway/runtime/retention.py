@@ -21,6 +21,7 @@ from typing import Protocol
 
 from gateway.core.ports import Checkpoint
 from gateway.media.keep import discard
+from gateway.store.inbox import PRUNE_CHUNK
 from gateway.usage import utc_day
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class RetentionStore(Checkpoint, Protocol):
 
     async def quota_prune(self, before_day: str) -> int: ...
 
-    async def inbox_prune(self, older_than: float) -> int: ...
+    async def inbox_prune(self, older_than: float, limit: int = ...) -> int: ...
 
 
 class Orphans(Protocol):
@@ -77,7 +78,8 @@ async def purge_old(
     await store.quota_prune(utc_day(before))
     # Stored updates hold the users' words too: none outlives the retention (the inbox's
     # own pruning keeps processed ones a week at most).
-    await store.inbox_prune(before)
+    while await store.inbox_prune(before, PRUNE_CHUNK) == PRUNE_CHUNK:
+        pass  # a chunk per unit of work: answers are stored between them
     withdrawn = await review.withdraw_orphans() if review is not None else []
     if withdrawn:
         log.info(

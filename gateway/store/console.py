@@ -112,6 +112,12 @@ class ConsoleQueries(QueriesBase):
         return int(n or 0)
 
     @query
+    async def has_sessions(self, c: Conn, channel: str) -> bool:
+        """Whether `channel` ever had a session (one index entry read, not all of them)."""
+        row = await c.fetchrow("select 1 as one from sessions where channel = ? limit 1", channel)
+        return row is not None
+
+    @query
     async def known_users(self, c: Conn, limit: int = 200) -> list[tuple[str, str, str]]:
         """(channel, user id, name or "") of the users who talked to the bot, latest first."""
         rows = await c.fetch(

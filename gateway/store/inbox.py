@@ -14,6 +14,10 @@ ITEM = (
     " claim"
 )
 """The columns of an InboxItem."""
+PRUNE_CHUNK = 1000
+"""Processed updates `inbox_prune` deletes in one unit of work."""
+LAST_RECEIVED_PROBE = 1000
+"""The newest inbox rows `inbox_last_received` reads before it looks up a channel whole."""
 
 
 FENCE_CLAIM = (
@@ -128,16 +132,39 @@ class InboxQueries(QueriesBase):
         return 0 if attempts is None else int(attempts)
 
     @query
-    async def inbox_prune(self, c: Conn, older_than: float) -> int:
-        """Forget processed updates received before `older_than` (epoch seconds)."""
+    async def inbox_prune(self, c: Conn, older_than: float, limit: int = PRUNE_CHUNK) -> int:
+        """Forget up to `limit` processed updates received before `older_than` (epoch
+        seconds), oldest first. Callers repeat until fewer are gone: a week
+        of a busy gateway's updates deleted in one unit would hold SQLite's one store thread,
+        and every answer behind it, for as long as the delete takes."""
         return await c.execute(
-            "delete from inbox where processed_at is not null and received_at < ?", older_than
+            "delete from inbox where id in (select id from inbox where processed_at is not null"
+            " and received_at < ? order by id limit ?)",
+            older_than,
+            c.dialect.limit(limit),
         )
 
     @query
     async def inbox_last_received(self, c: Conn, channel: str) -> float | None:
-        """When the latest stored update of `channel` arrived (None: none is stored)."""
-        value = await c.fetchval("select max(received_at) from inbox where channel = ?", channel)
+        """When the latest stored update of `channel` arrived (None: none is stored).
+
+        The alert watcher asks this every minute, and the inbox keeps a week of updates: a
+        `max(received_at)` over the channel's rows read every one of them (on SQLite's one
+        store thread, which every answer's writes wait behind). The inbox's ids are its
+        arrival order, so the newest `LAST_RECEIVED_PROBE` rows are read first, newest first
+        (`channel || ''` keeps the planner on the id, off the (channel, update_id) index);
+        only a channel with none among them (quiet while another is busy) is looked up whole.
+        """
+        value = await c.fetchval(
+            "select received_at from inbox where id > (select max(id) from inbox) - ?"
+            " and channel || '' = ? order by id desc limit 1",
+            LAST_RECEIVED_PROBE,
+            channel,
+        )
+        if value is None:
+            value = await c.fetchval(
+                "select max(received_at) from inbox where channel = ?", channel
+            )
         return None if value is None else float(value)
 
     @query

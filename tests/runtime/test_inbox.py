@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from gateway.app import PARTS, build_app
@@ -168,11 +169,15 @@ async def test_an_update_queued_twice_at_start_up_is_processed_once(settings: Se
 
 
 async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
-    settings: Settings, fake_llm: FakeOpenAI
+    settings: Settings, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from gateway.runtime import inbox
+
+    monkeypatch.setattr(inbox, "PRUNE_CHUNK", 2)  # pruned a chunk per unit of work
     now = time.time()
     async with SqliteStore(settings.db_path) as store:
-        for update_id, age_days in (("old", 8), ("recent", 1)):
+        olds = [(f"older-{n}", 8 + n) for n in range(4)]
+        for update_id, age_days in (*olds, ("old", 8), ("recent", 1)):
             item = await store.inbox_add("fake", update_id, "c", "{}", now=now - age_days * 86400)
             assert item is not None
             await store.inbox_done(item.id)
@@ -187,12 +192,13 @@ async def test_processed_updates_older_than_the_retention_are_pruned_at_start(
         # The old update is forgotten; a redelivery of the recent one is still recognised.
         assert await channel.accept("old", "c", "hello again")
         assert not await channel.accept("recent", "c", "hello again")
+        assert await channel.accept("older-3", "c", "and again")
         await runner.app[PARTS].worker.wait_idle(5)
     finally:
         await runner.cleanup()
     # An unprocessed update is never pruned, however old: it was answered at start.
     assert channel.texts("c")[0] == "Hello from the fake model."
-    assert len(channel.sent) == 2
+    assert len(channel.sent) == 3
 
 
 class CountingChannel(FakeChannel):

@@ -38,6 +38,23 @@ async def test_inbox_dedupes_and_keeps_arrival_order(any_store: Store) -> None:
     assert await any_store.inbox_prune(older_than=11.0) == 0
 
 
+async def test_the_inbox_is_pruned_a_chunk_at_a_time(any_store: Store) -> None:
+    for n in range(5):
+        item = await any_store.inbox_add("telegram", f"u{n}", "chat-a", "{}", now=float(n))
+        assert item is not None
+        if n != 1:
+            await any_store.inbox_done(item.id)
+    waiting = await any_store.inbox_add("telegram", "new", "chat-a", "{}", now=100.0)
+    assert waiting is not None
+    await any_store.inbox_done(waiting.id)
+    # Processed and old: u0, u2, u3, u4 (u1 still waits); two a unit, the oldest first.
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 2
+    assert [i.update_id for i in await any_store.inbox_pending()] == ["u1"]
+    assert await any_store.inbox_last_received("telegram") == 100.0
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 2
+    assert await any_store.inbox_prune(older_than=50.0, limit=2) == 0
+
+
 async def test_schema_versions_match(any_store: Store) -> None:
     from gateway.store.migrations import MIGRATIONS
 
@@ -311,3 +328,22 @@ async def test_an_answer_stored_under_a_claim_checks_it_in_the_same_unit(any_sto
     texts = [m.text for m in await history(any_store, session.id, limit=10)]
     assert texts == ["one", "two", "two"]
     assert await any_store.inbox_fence("r2", a1, theirs.claim, 10)
+
+
+async def test_the_last_update_of_a_channel_is_found_near_the_newest_and_far_from_them(
+    any_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.store import inbox
+
+    monkeypatch.setattr(inbox, "LAST_RECEIVED_PROBE", 3)
+    assert await any_store.inbox_last_received("telegram") is None
+    await any_store.inbox_add("line", "l0", "chat-l", "{}", now=5.0)
+    for n in range(1, 4):
+        await any_store.inbox_add("telegram", f"t{n}", "chat-t", "{}", now=10.0 + n)
+    # Among the newest rows, and (LINE) only further back than the probe reads.
+    assert await any_store.inbox_last_received("telegram") == 13.0
+    assert await any_store.inbox_last_received("line") == 5.0
+    await any_store.inbox_add("line", "l1", "chat-l", "{}", now=20.0)
+    assert await any_store.inbox_last_received("line") == 20.0
+    assert await any_store.inbox_last_received("telegram") == 13.0
+    assert await any_store.inbox_last_received("slack") is None

@@ -95,6 +95,7 @@ async def test_sessions_most_recently_active_first_with_their_counts(any_store: 
     assert await store.count_sessions("telegram") == 3
     assert await store.count_sessions("line") == 1
     assert await store.count_sessions("slack") == 0
+    assert await store.has_sessions("line") and not await store.has_sessions("slack")
 
     rows = await store.session_summaries()
     assert [r.id for r in rows] == [newer, older, line, rated]

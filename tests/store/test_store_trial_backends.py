@@ -4,6 +4,8 @@ trial may try; the pairs gone with a dropped proposal and with the user's /forge
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.review.trials import ArmCounts, SideCounts, TrialPair, TrialSummary
 from gateway.store import Store
 from tests.store.test_store_review_backends import candidate
@@ -69,3 +71,27 @@ async def test_a_trial_is_kept_with_its_proposal(any_store: Store) -> None:
     assert await any_store.trial_pairs(p.id) == []
     kept = await any_store.get_proposal(p.id)
     assert kept is not None and kept.trial == SUMMARY
+
+
+async def test_rated_sessions_are_read_newest_first_a_page_at_a_time(
+    any_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.store import synthesis
+
+    monkeypatch.setattr(synthesis, "RATED_PAGE", 2)
+    sessions = [await seed_session(any_store, rating=1 if n % 2 else -1) for n in range(5)]
+    # A second user's rating of the oldest answer: the same session, once.
+    (oldest,) = [
+        t.message_id
+        for e in await any_store.session_evidence([sessions[0]])
+        for t in e.turns
+        if t.role == "assistant"
+    ]
+    await any_store.set_feedback(oldest, "u2", 1)
+    newest_first = sessions[::-1]
+    assert await any_store.rated_sessions([], 10) == newest_first
+    assert await any_store.rated_sessions([], 3) == newest_first[:3]
+    assert await any_store.rated_sessions([sessions[3]], 10) == [
+        s for s in newest_first if s != sessions[3]
+    ]
+    assert await any_store.rated_sessions(sessions, 10) == []
