@@ -144,11 +144,7 @@ async def add(request: web.Request) -> web.Response:
     quota = await push_quota(settings, channel)
     short = await shortfall(task, quota, lambda end: store.tasks_due_before(channel, end), now)
     if short is not None:
-        why = (
-            f"{channel}'s push messages for this month would run out: {short.left} are left,"
-            f" the active tasks need {short.needed} and this one would need {short.more}."
-        )
-        return await refuse(request, 409, "Not scheduled", why)
+        return await refuse(request, 409, "Not scheduled", f"{short.said(channel)}.")
     stored = await store.task_add(task, now=now)
     if worker is not None:
         worker.wake()

@@ -117,12 +117,7 @@ async def add_task(
             task, quota, lambda end: store.tasks_due_before(channel, end), time.time()
         )
         if short is not None:
-            print(
-                f"skillgate tasks add: {channel}'s push quota for this month would run out:"
-                f" {short.left} pushes are left, the active tasks need {short.needed} and this"
-                f" one would need {short.more}",
-                file=sys.stderr,
-            )
+            print(f"skillgate tasks add: {short.said(channel)}", file=sys.stderr)
             return 1
         stored = await store.task_add(task)
     print(f"added {line(stored)}")

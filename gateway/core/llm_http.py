@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from gateway.core.unix_sockets import OWN_SERVERS
+from gateway.core import unix_sockets
 
 if TYPE_CHECKING:
     import ssl
@@ -129,7 +129,6 @@ class ModelHTTP:
             import urllib.request
 
             import httpx  # here, not at start-up: it is made for the first answer
-            from httpx_aiohttp import AiohttpTransport
 
             # A proxy named in the environment is honoured, as the openai client does; a
             # server on a unix socket is this machine's, never behind one.
@@ -141,10 +140,8 @@ class ModelHTTP:
             self._proxy = found if found and not bypass else None
             proxy = httpx.Proxy(self._proxy) if self._proxy else None
             limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100)
-            # On a unix socket our own child serves, each connection's peer is checked.
-            own = OWN_SERVERS.get(self.unix_socket) if self.unix_socket else None
-            transport = AiohttpTransport(
-                limits=limits, proxy=proxy, verify=tls(), uds=self.unix_socket, client=own
+            transport = unix_sockets.transport(
+                self.unix_socket, limits=limits, proxy=proxy, verify=tls()
             )
             # Made now rather than on the transport's first request, so both share it.
             transport.client = self._session = transport.get_client()

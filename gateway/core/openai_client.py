@@ -38,12 +38,9 @@ def openai_client(
 
     http_client = DefaultAioHttpClient()
     if unix_socket is not None:
-        from httpx_aiohttp import AiohttpTransport
+        from gateway.core.unix_sockets import transport
 
-        from gateway.core.unix_sockets import OWN_SERVERS
-
-        own = OWN_SERVERS.get(unix_socket)  # our own child's: each connection's peer checked
-        http_client = DefaultAioHttpClient(transport=AiohttpTransport(uds=unix_socket, client=own))
+        http_client = DefaultAioHttpClient(transport=transport(unix_socket))
     # Local servers (Ollama, llama.cpp, whisper.cpp) need no key, but the client insists on one.
     # The aiohttp backend: httpx's pool costs more CPU per request under load.
     return AsyncOpenAI(

@@ -105,6 +105,13 @@ class Shortfall:
     needed: int
     more: int
 
+    def said(self, channel: str) -> str:
+        """Why, for an operator (the CLI, the console); a user reads the translated notice."""
+        return (
+            f"{channel}'s push quota for this month would run out: {self.left} pushes are"
+            f" left, the active tasks need {self.needed} and this one would need {self.more}"
+        )
+
 
 async def shortfall(
     task: NewTask,

@@ -124,7 +124,7 @@ async def test_a_console_task_on_line_past_the_months_push_quota_is_refused(
         form = {"csrf": csrf, "channel": "line", "chat": USER_ID, "text": "x", "cron": "0 8 * * *"}
         response = await rig.http.post("/admin/tasks/add", data=form)
         assert response.status == 409
-        assert "line&#39;s push messages for this month would run out: 10 are left" in (
+        assert "line&#39;s push quota for this month would run out: 10 pushes are left" in (
             await response.text()
         )
         assert await rig.http.app[PARTS].store.tasks_list() == []
